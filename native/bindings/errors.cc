@@ -1,0 +1,48 @@
+// Maps the core's typed C++ errors to the Python classes of xg2_jax._src.errors.
+#include <string>
+
+#include "bindings.h"
+#include "xg2/errors.h"
+
+namespace xg2::bindings {
+namespace {
+
+void RaisePython(const char* class_name, const char* message, int line, int column) {
+  nb::object cls;
+  try {
+    cls = nb::module_::import_("xg2_jax._src.errors").attr(class_name);
+  } catch (...) {
+    PyErr_SetString(PyExc_ValueError, message);
+    return;
+  }
+  nb::object exc = line > 0 ? cls(nb::str(message), line, column) : cls(nb::str(message));
+  PyErr_SetObject(cls.ptr(), exc.ptr());
+}
+
+const char* ClassFor(ErrorKind kind) {
+  switch (kind) {
+    case ErrorKind::kGrammarSyntax: return "GrammarSyntaxError";
+    case ErrorKind::kGrammarSemantic: return "GrammarError";
+    case ErrorKind::kTokenizer: return "TokenizerError";
+    case ErrorKind::kMatcherState: return "MatcherStateError";
+    case ErrorKind::kInvalidArgument: return "InvalidArgumentError";
+    case ErrorKind::kLimitExceeded: return "LimitExceededError";
+  }
+  return "XG2Error";
+}
+
+}  // namespace
+
+void BindErrors(nb::module_& m) {
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const SyntaxError& e) {
+      RaisePython("GrammarSyntaxError", e.what(), e.line(), e.column());
+    } catch (const Error& e) {
+      RaisePython(ClassFor(e.kind()), e.what(), 0, 0);
+    }
+  });
+}
+
+}  // namespace xg2::bindings

@@ -1,0 +1,77 @@
+// Bindings of Grammar, GrammarCompiler and CompiledGrammar.
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+
+#include "bindings.h"
+#include "compiler/grammar_compiler.h"
+#include "xg2/grammar.h"
+
+namespace xg2::bindings {
+
+void BindGrammar(nb::module_& m) {
+  nb::class_<Grammar>(m, "Grammar")
+      .def_static(
+          "from_ebnf",
+          [](const std::string& text, const std::string& root_rule_name) {
+            nb::gil_scoped_release release;
+            return ParseEbnf(text, root_rule_name);
+          },
+          nb::arg("text"), nb::arg("root_rule_name") = "root")
+      .def_static("builtin_json_ebnf", []() { return BuiltinJsonGrammarEbnf(); })
+      .def("to_ebnf", &Grammar::ToEbnf)
+      .def_prop_ro("num_rules", &Grammar::num_rules)
+      .def_prop_ro("num_exprs", &Grammar::num_exprs);
+
+  nb::class_<CompiledGrammar>(m, "CompiledGrammar")
+      .def_prop_ro("grammar", [](const CompiledGrammar& c) { return c.grammar(); })
+      .def_prop_ro("memory_size_bytes", &CompiledGrammar::MemoryBytes)
+      .def_prop_ro("num_states", [](const CompiledGrammar& c) { return c.automaton()->num_states(); })
+      .def_prop_ro("num_scannable_states",
+                   [](const CompiledGrammar& c) {
+                     const auto& a = *c.automaton();
+                     int64_t n = 0;
+                     for (int32_t s = 0; s < a.num_states(); ++s) n += a.state_used[s] && a.has_byte_edges(s);
+                     return n;
+                   })
+      .def("mask_cache_stats",
+           [](const CompiledGrammar& c) {
+             TokenMaskCacheStats s = c.mask_cache().Stats();
+             nb::dict d;
+             d["num_entries"] = s.num_entries;
+             d["memory_bytes"] = s.memory_bytes;
+             d["num_accepted_list"] = s.num_accepted_list;
+             d["num_not_accepted_list"] = s.num_not_accepted_list;
+             d["num_bitset"] = s.num_bitset;
+             return d;
+           })
+      .def(
+          "precompute",
+          [](CompiledGrammar& c, int num_threads) {
+            nb::gil_scoped_release release;
+            c.mask_cache().PrecomputeAll(num_threads);
+          },
+          nb::arg("num_threads") = 1);
+
+  nb::class_<GrammarCompiler>(m, "GrammarCompiler")
+      .def(
+          "__init__",
+          [](GrammarCompiler* self, std::shared_ptr<TokenizerInfo> tokenizer, int max_threads,
+             bool cache_enabled) {
+            new (self) GrammarCompiler(std::move(tokenizer), max_threads, cache_enabled);
+          },
+          nb::arg("tokenizer_info"), nb::arg("max_threads") = 0, nb::arg("cache_enabled") = true)
+      .def(
+          "compile",
+          [](GrammarCompiler& c, const Grammar& g, bool precompute) {
+            CompileOptions options;
+            options.precompute_masks = precompute;
+            nb::gil_scoped_release release;
+            return c.Compile(g, options);
+          },
+          nb::arg("grammar"), nb::arg("precompute") = true)
+      .def("clear_cache", &GrammarCompiler::ClearCache)
+      .def_prop_ro("cache_size", &GrammarCompiler::cache_size)
+      .def_prop_ro("max_threads", &GrammarCompiler::num_threads);
+}
+
+}  // namespace xg2::bindings

@@ -1,0 +1,97 @@
+// Bindings of GrammarMatcher. Bitmask buffers cross as ndarrays with dtype, shape and device
+// checked here; heavy calls release the GIL.
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/shared_ptr.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
+
+#include "bindings.h"
+#include "matcher/grammar_matcher.h"
+#include "xg2/errors.h"
+
+namespace xg2::bindings {
+namespace {
+
+// Returns a pointer to row `index` of a (batch, words) or (words,) int32 CPU array.
+int32_t* BitmaskRow(nb::ndarray<>& a, int64_t index, int64_t* num_words) {
+  if (a.device_type() != nb::device::cpu::value) {
+    throw Error(ErrorKind::kInvalidArgument, "bitmask must be a CPU array (numpy); got a device array");
+  }
+  if (a.dtype() != nb::dtype<int32_t>()) {
+    throw Error(ErrorKind::kInvalidArgument, "bitmask dtype must be int32");
+  }
+  if (a.ndim() != 1 && a.ndim() != 2) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "bitmask must have shape (batch, words) or (words,); got ndim " + std::to_string(a.ndim()));
+  }
+  int64_t rows = a.ndim() == 2 ? static_cast<int64_t>(a.shape(0)) : 1;
+  int64_t words = static_cast<int64_t>(a.shape(a.ndim() - 1));
+  if (a.stride(a.ndim() - 1) != 1) {
+    throw Error(ErrorKind::kInvalidArgument, "bitmask rows must be contiguous");
+  }
+  if (index < 0 || index >= rows) {
+    throw Error(ErrorKind::kInvalidArgument, "bitmask index " + std::to_string(index) +
+                                                 " is out of range for batch size " + std::to_string(rows));
+  }
+  *num_words = words;
+  int64_t row_stride = a.ndim() == 2 ? a.stride(0) : 0;
+  return static_cast<int32_t*>(a.data()) + index * row_stride;
+}
+
+}  // namespace
+
+void BindMatcher(nb::module_& m) {
+  nb::class_<GrammarMatcher>(m, "GrammarMatcher")
+      .def(
+          "__init__",
+          [](GrammarMatcher* self, std::shared_ptr<CompiledGrammar> compiled,
+             std::vector<int32_t> stop_token_ids, bool terminate_without_stop_token) {
+            new (self) GrammarMatcher(std::move(compiled), std::move(stop_token_ids),
+                                      terminate_without_stop_token);
+          },
+          nb::arg("compiled_grammar"), nb::arg("stop_token_ids") = std::vector<int32_t>(),
+          nb::arg("terminate_without_stop_token") = false)
+      .def(
+          "accept_token",
+          [](GrammarMatcher& self, int32_t token_id) {
+            nb::gil_scoped_release release;
+            return self.AcceptToken(token_id);
+          },
+          nb::arg("token_id"))
+      .def(
+          "accept_bytes",
+          [](GrammarMatcher& self, nb::bytes data) {
+            std::string s(data.c_str(), data.size());
+            nb::gil_scoped_release release;
+            return self.AcceptString(s);
+          },
+          nb::arg("data"))
+      .def(
+          "fill_next_token_bitmask",
+          [](GrammarMatcher& self, nb::ndarray<> bitmask, int64_t index) {
+            int64_t words = 0;
+            int32_t* row = BitmaskRow(bitmask, index, &words);
+            nb::gil_scoped_release release;
+            return self.FillNextTokenBitmask(row, words);
+          },
+          nb::arg("bitmask"), nb::arg("index") = 0)
+      .def("is_terminated", &GrammarMatcher::IsTerminated)
+      .def("is_completed", &GrammarMatcher::IsCompleted)
+      .def("reset", &GrammarMatcher::Reset)
+      .def("rollback", &GrammarMatcher::Rollback, nb::arg("num_tokens") = 1)
+      .def("fork", &GrammarMatcher::Fork)
+      .def("find_jump_forward_bytes",
+           [](GrammarMatcher& self) {
+             std::string s;
+             {
+               nb::gil_scoped_release release;
+               s = self.FindJumpForwardString();
+             }
+             return nb::bytes(s.data(), s.size());
+           })
+      .def_prop_ro("num_accepted_steps", &GrammarMatcher::num_accepted_steps)
+      .def_prop_ro("stop_token_ids", &GrammarMatcher::stop_token_ids);
+}
+
+}  // namespace xg2::bindings

@@ -1,0 +1,10 @@
+// Entry point of the native module xg2_jax._core.
+#include "bindings.h"
+
+NB_MODULE(_core, m) {
+  m.doc() = "xg2-jax native core: grammars, tokenizer vocabularies, Earley matcher, token masks";
+  xg2::bindings::BindErrors(m);
+  xg2::bindings::BindTokenizer(m);
+  xg2::bindings::BindGrammar(m);
+  xg2::bindings::BindMatcher(m);
+}

@@ -1,0 +1,43 @@
+// Typed errors of the native core. The bindings map each kind to a Python exception class.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace xg2 {
+
+enum class ErrorKind {
+  kGrammarSyntax,    // malformed EBNF (message carries line:col)
+  kGrammarSemantic,  // undefined rule, unproductive root, bad bound, ...
+  kTokenizer,        // malformed vocabulary input
+  kMatcherState,     // misuse of a matcher (accept after termination, rollback too far)
+  kInvalidArgument,  // bad buffer shape, index out of range, ...
+  kLimitExceeded,    // a configured size or depth limit was hit
+};
+
+class Error : public std::runtime_error {
+ public:
+  Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
+  ErrorKind kind() const { return kind_; }
+
+ private:
+  ErrorKind kind_;
+};
+
+// A syntax error at a 1-based line and column of the source text.
+class SyntaxError : public Error {
+ public:
+  SyntaxError(const std::string& message, int line, int column)
+      : Error(ErrorKind::kGrammarSyntax,
+              std::to_string(line) + ":" + std::to_string(column) + ": " + message),
+        line_(line),
+        column_(column) {}
+  int line() const { return line_; }
+  int column() const { return column_; }
+
+ private:
+  int line_;
+  int column_;
+};
+
+}  // namespace xg2

@@ -1,0 +1,104 @@
+// Grammar IR: rules whose bodies are expression trees stored in one arena.
+//
+// Front ends (EBNF, JSON Schema, regex, structural tags) all lower to this IR; the automata
+// builder turns every rule body into a byte-level DFA whose edges are byte ranges or rule
+// references.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+namespace xg2 {
+
+using ExprId = int32_t;
+using RuleId = int32_t;
+constexpr int32_t kNoExpr = -1;
+constexpr int64_t kUnbounded = -1;
+
+enum class ExprKind : uint8_t {
+  kEmpty,      // matches the empty string
+  kBytes,      // a literal byte string (UTF-8 for text)
+  kCharClass,  // one code point in (or, if negated, not in) a set of code point ranges
+  kSequence,   // children in order
+  kChoice,     // one of the children
+  kRuleRef,    // a reference to another rule
+  kRepeat,     // child repeated min..max times (max == kUnbounded: no upper bound)
+};
+
+struct CodepointRange {
+  uint32_t lo;
+  uint32_t hi;  // inclusive
+  bool operator==(const CodepointRange& o) const { return lo == o.lo && hi == o.hi; }
+};
+
+struct Expr {
+  ExprKind kind = ExprKind::kEmpty;
+  bool negated = false;                // kCharClass
+  RuleId rule = -1;                    // kRuleRef
+  int64_t min = 0;                     // kRepeat
+  int64_t max = 0;                     // kRepeat
+  std::string bytes;                   // kBytes
+  std::vector<CodepointRange> ranges;  // kCharClass, sorted and merged
+  std::vector<ExprId> children;        // kSequence, kChoice, kRepeat (one child)
+};
+
+struct Rule {
+  std::string name;
+  ExprId body = kNoExpr;
+  // Optional lookahead assertion `(= ...)`: a hint that whatever follows this rule in any
+  // context starts with a string of this expression. It never changes the language.
+  ExprId lookahead = kNoExpr;
+};
+
+class Grammar {
+ public:
+  // Expression constructors; each returns the new node's id.
+  ExprId AddEmpty();
+  ExprId AddBytes(std::string bytes);
+  ExprId AddCharClass(std::vector<CodepointRange> ranges, bool negated);
+  ExprId AddSequence(std::vector<ExprId> children);
+  ExprId AddChoice(std::vector<ExprId> children);
+  ExprId AddRuleRef(RuleId rule);
+  ExprId AddRepeat(ExprId child, int64_t min, int64_t max);
+
+  // Declares a rule with no body yet (so bodies can reference rules defined later). The
+  // stored name is made a valid EBNF identifier (other characters become '_') and unique
+  // (a "_2", "_3", ... suffix), so ToEbnf() output always parses; read it back via rule().
+  RuleId DeclareRule(const std::string& name);
+  void SetRuleBody(RuleId rule, ExprId body);
+  void SetRuleLookahead(RuleId rule, ExprId lookahead);
+  // Returns the id of the rule with this name, or -1.
+  RuleId FindRule(const std::string& name) const;
+
+  const Expr& expr(ExprId id) const { return exprs_[id]; }
+  const Rule& rule(RuleId id) const { return rules_[id]; }
+  int32_t num_rules() const { return static_cast<int32_t>(rules_.size()); }
+  int32_t num_exprs() const { return static_cast<int32_t>(exprs_.size()); }
+  RuleId root() const { return root_; }
+  void set_root(RuleId r) { root_ = r; }
+
+  // Prints the grammar in the EBNF dialect accepted by ParseEbnf; root rule first.
+  std::string ToEbnf() const;
+
+ private:
+  std::vector<Expr> exprs_;
+  std::vector<Rule> rules_;
+  std::unordered_map<std::string, RuleId> rule_index_;  // name -> id, for FindRule
+  RuleId root_ = -1;
+};
+
+// Parses the GBNF/XGrammar EBNF dialect. Throws SyntaxError (line:col) for malformed text and
+// for references to undefined rules, Error(kGrammarSemantic) for a missing root rule, and
+// Error(kLimitExceeded) for nesting deeper than 1000 levels.
+Grammar ParseEbnf(const std::string& text, const std::string& root_rule_name = "root");
+
+// The builtin JSON grammar (any JSON value; RFC 8259 strings and numbers).
+const std::string& BuiltinJsonGrammarEbnf();
+
+// Normalises code point ranges: sorts, merges overlapping/adjacent ones.
+std::vector<CodepointRange> NormalizeRanges(std::vector<CodepointRange> ranges);
+
+}  // namespace xg2

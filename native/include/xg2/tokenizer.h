@@ -1,0 +1,73 @@
+// Tokenizer vocabulary: decoded bytes per token, special and stop tokens, and a byte trie
+// over the normal tokens used by the mask compiler and the matcher.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace xg2 {
+
+enum class VocabType : int {
+  kRaw = 0,           // token strings are the UTF-8 text itself
+  kByteFallback = 1,  // SentencePiece: "\u2581" is a space, "<0xNN>" is one raw byte
+  kByteLevel = 2,     // GPT-2 byte alphabet: every character stands for one byte
+};
+
+// Decodes one token string of a vocabulary of the given type into its bytes.
+std::string DecodeTokenString(const std::string& token, VocabType type);
+
+// A prefix trie of the normal tokens' bytes, stored in preorder: the subtree of node i is
+// nodes [i, subtree_end[i]). Children are in byte order, so preorder equals the tokens sorted
+// by bytes. A walk that rejects a node skips straight to subtree_end.
+struct TokenTrie {
+  // Per node (node 0 is the root, depth 0, no byte).
+  std::vector<uint8_t> byte;
+  std::vector<int32_t> depth;
+  std::vector<int32_t> subtree_end;
+  // Tokens ending exactly at node i: sorted_tokens[token_begin[i] .. token_begin[i + 1]).
+  std::vector<int32_t> token_begin;
+  std::vector<int32_t> sorted_tokens;  // token ids in byte order (duplicates adjacent)
+  // Inverse of sorted_tokens for normal tokens; -1 for special and padding ids.
+  std::vector<int32_t> sorted_index;
+  int32_t num_nodes() const { return static_cast<int32_t>(byte.size()); }
+};
+
+class TokenizerInfo {
+ public:
+  // encoded_vocab[i] is token i as written in the tokenizer. An empty string marks a special
+  // token (as in xgrammar). vocab_size >= encoded_vocab.size() (larger for padded logits);
+  // 0 means encoded_vocab.size(). stop_token_ids empty: detected from well-known names.
+  TokenizerInfo(const std::vector<std::string>& encoded_vocab, VocabType vocab_type,
+                int32_t vocab_size, std::vector<int32_t> stop_token_ids,
+                std::vector<int32_t> special_token_ids, bool add_prefix_space);
+
+  VocabType vocab_type() const { return vocab_type_; }
+  int32_t vocab_size() const { return vocab_size_; }
+  int32_t num_tokens() const { return static_cast<int32_t>(decoded_.size()); }
+  bool add_prefix_space() const { return add_prefix_space_; }
+  const std::vector<std::string>& decoded_vocab() const { return decoded_; }
+  const std::string& token_bytes(int32_t id) const { return decoded_[id]; }
+  const std::vector<int32_t>& stop_token_ids() const { return stop_token_ids_; }
+  const std::vector<int32_t>& special_token_ids() const { return special_token_ids_; }
+  bool is_special(int32_t id) const { return is_special_[id] != 0; }
+  bool is_stop(int32_t id) const { return id >= 0 && id < vocab_size_ && is_stop_[id] != 0; }
+  const TokenTrie& trie() const { return trie_; }
+  // A stable fingerprint of the decoded vocabulary (for cache keys and serialization).
+  uint64_t fingerprint() const { return fingerprint_; }
+
+ private:
+  VocabType vocab_type_;
+  int32_t vocab_size_;
+  bool add_prefix_space_;
+  std::vector<std::string> decoded_;
+  std::vector<int32_t> stop_token_ids_;
+  std::vector<int32_t> special_token_ids_;
+  std::vector<uint8_t> is_special_;  // per token id < num_tokens
+  std::vector<uint8_t> is_stop_;     // per token id < vocab_size
+  TokenTrie trie_;
+  uint64_t fingerprint_ = 0;
+};
+
+}  // namespace xg2

@@ -1,0 +1,157 @@
+#include "automata/grammar_automaton.h"
+
+#include "xg2/errors.h"
+
+namespace xg2 {
+
+size_t GrammarAutomaton::MemoryBytes() const {
+  return state_rule.size() * (sizeof(RuleId) + 2 + 2 * sizeof(int32_t)) +
+         byte_edges.size() * sizeof(DfaByteEdge) + rule_edges.size() * sizeof(DfaRuleEdge) +
+         rule_start.size() * (sizeof(int32_t) + 1);
+}
+
+std::shared_ptr<const GrammarAutomaton> BuildGrammarAutomaton(const Grammar& g,
+                                                              const AutomatonLimits& limits) {
+  int32_t num_rules = g.num_rules();
+  std::vector<RuleDfa> dfas;
+  dfas.reserve(num_rules);
+  for (RuleId r = 0; r < num_rules; ++r) {
+    if (g.rule(r).body == kNoExpr) {
+      throw Error(ErrorKind::kGrammarSemantic, "rule '" + g.rule(r).name + "' has no body");
+    }
+    dfas.push_back(BuildRuleDfa(g, g.rule(r).body, limits));
+  }
+
+  // Productive rules: the start state reaches a final state through bytes and productive rules.
+  std::vector<uint8_t> productive(num_rules, 0);
+  auto reaches_final = [&](const RuleDfa& d, std::vector<uint8_t>* live) {
+    // Backward fixpoint over states: live if final or an edge leads to a live state.
+    int32_t n = d.num_states();
+    live->assign(n, 0);
+    bool changed = true;
+    while (changed) {
+      changed = false;
+      for (int32_t s = n - 1; s >= 0; --s) {
+        if ((*live)[s]) continue;
+        bool ok = d.is_final[s] != 0;
+        for (const auto& e : d.byte_edges[s]) ok = ok || (*live)[e.target];
+        for (const auto& e : d.rule_edges[s]) ok = ok || (productive[e.rule] && (*live)[e.target]);
+        if (ok) {
+          (*live)[s] = 1;
+          changed = true;
+        }
+      }
+    }
+  };
+  std::vector<std::vector<uint8_t>> live(num_rules);
+  bool changed = true;
+  while (changed) {
+    changed = false;
+    for (RuleId r = 0; r < num_rules; ++r) {
+      if (productive[r]) continue;
+      reaches_final(dfas[r], &live[r]);
+      if (live[r][0]) {
+        productive[r] = 1;
+        changed = true;
+      }
+    }
+  }
+  for (RuleId r = 0; r < num_rules; ++r) reaches_final(dfas[r], &live[r]);
+  RuleId root = g.root();
+  if (root < 0 || root >= num_rules) {
+    throw Error(ErrorKind::kGrammarSemantic, "the grammar has no root rule");
+  }
+  if (!productive[root]) {
+    throw Error(ErrorKind::kGrammarSemantic,
+                "the grammar accepts no finite string (rule '" + g.rule(root).name +
+                    "' never completes)");
+  }
+
+  auto out = std::make_shared<GrammarAutomaton>();
+  out->root_rule = root;
+  out->rule_start.resize(num_rules);
+  out->rule_nullable.assign(num_rules, 0);
+  for (RuleId r = 0; r < num_rules; ++r) out->rule_names.push_back(g.rule(r).name);
+  std::vector<int32_t> offset(num_rules + 1, 0);
+  for (RuleId r = 0; r < num_rules; ++r) offset[r + 1] = offset[r] + dfas[r].num_states();
+  int32_t total = offset[num_rules];
+  out->state_rule.resize(total);
+  out->state_final.resize(total);
+  out->state_used.assign(total, 0);
+  out->byte_edge_begin.assign(total + 1, 0);
+  out->rule_edge_begin.assign(total + 1, 0);
+  for (RuleId r = 0; r < num_rules; ++r) {
+    const RuleDfa& d = dfas[r];
+    out->rule_start[r] = offset[r];
+    for (int32_t s = 0; s < d.num_states(); ++s) {
+      int32_t gs = offset[r] + s;
+      out->state_rule[gs] = r;
+      out->state_final[gs] = d.is_final[s];
+      // Keep only edges into live states (and references to productive rules).
+      for (const auto& e : d.byte_edges[s]) {
+        if (live[r][e.target]) out->byte_edges.push_back({e.lo, e.hi, offset[r] + e.target});
+      }
+      for (const auto& e : d.rule_edges[s]) {
+        if (productive[e.rule] && live[r][e.target]) {
+          out->rule_edges.push_back({e.rule, offset[r] + e.target});
+        }
+      }
+      out->byte_edge_begin[gs + 1] = static_cast<int32_t>(out->byte_edges.size());
+      out->rule_edge_begin[gs + 1] = static_cast<int32_t>(out->rule_edges.size());
+    }
+  }
+
+  // Nullable rules: the start reaches a final state through nullable rule references only.
+  changed = true;
+  while (changed) {
+    changed = false;
+    for (RuleId r = 0; r < num_rules; ++r) {
+      if (out->rule_nullable[r] || !productive[r]) continue;
+      std::vector<int32_t> stack{out->rule_start[r]};
+      std::vector<uint8_t> seen(dfas[r].num_states(), 0);
+      seen[0] = 1;
+      bool nullable = false;
+      while (!stack.empty() && !nullable) {
+        int32_t s = stack.back();
+        stack.pop_back();
+        if (out->state_final[s]) nullable = true;
+        for (int32_t k = out->rule_edge_begin[s]; k < out->rule_edge_begin[s + 1]; ++k) {
+          const auto& e = out->rule_edges[k];
+          if (out->rule_nullable[e.rule] && !seen[e.target - offset[r]]) {
+            seen[e.target - offset[r]] = 1;
+            stack.push_back(e.target);
+          }
+        }
+      }
+      if (nullable) {
+        out->rule_nullable[r] = 1;
+        changed = true;
+      }
+    }
+  }
+
+  // Used states: reachable from the root's start through kept edges, following references.
+  std::vector<uint8_t> rule_seen(num_rules, 0);
+  std::vector<int32_t> stack{out->rule_start[root]};
+  rule_seen[root] = 1;
+  out->state_used[out->rule_start[root]] = 1;
+  while (!stack.empty()) {
+    int32_t s = stack.back();
+    stack.pop_back();
+    auto visit = [&](int32_t t) {
+      if (!out->state_used[t]) {
+        out->state_used[t] = 1;
+        stack.push_back(t);
+      }
+    };
+    for (int32_t k = out->byte_edge_begin[s]; k < out->byte_edge_begin[s + 1]; ++k)
+      visit(out->byte_edges[k].target);
+    for (int32_t k = out->rule_edge_begin[s]; k < out->rule_edge_begin[s + 1]; ++k) {
+      visit(out->rule_edges[k].target);
+      visit(out->rule_start[out->rule_edges[k].rule]);
+    }
+  }
+  return out;
+}
+
+}  // namespace xg2

@@ -1,0 +1,358 @@
+// Thompson NFA -> subset construction -> Moore minimisation -> BFS numbering.
+#include "automata/rule_dfa.h"
+
+#include <algorithm>
+#include <map>
+#include <unordered_map>
+
+#include "support/utf8.h"
+#include "xg2/errors.h"
+
+namespace xg2 {
+namespace {
+
+struct NfaByteEdge {
+  uint8_t lo, hi;
+  int32_t target;
+};
+struct NfaRuleEdge {
+  RuleId rule;
+  int32_t target;
+};
+struct NfaState {
+  std::vector<int32_t> eps;
+  std::vector<NfaByteEdge> bytes;
+  std::vector<NfaRuleEdge> rules;
+};
+
+class NfaBuilder {
+ public:
+  NfaBuilder(const Grammar& g, const AutomatonLimits& limits) : g_(g), limits_(limits) {}
+
+  int32_t NewState() {
+    if (static_cast<int64_t>(states_.size()) >= limits_.max_nfa_states) {
+      throw Error(ErrorKind::kLimitExceeded,
+                  "rule automaton exceeds " + std::to_string(limits_.max_nfa_states) +
+                      " NFA states (a repetition bound or literal is too large)");
+    }
+    states_.emplace_back();
+    return static_cast<int32_t>(states_.size() - 1);
+  }
+
+  void Eps(int32_t a, int32_t b) { states_[a].eps.push_back(b); }
+
+  // Adds transitions that consume one string of `id` from state a to state b.
+  void Build(ExprId id, int32_t a, int32_t b) {
+    const Expr& e = g_.expr(id);
+    switch (e.kind) {
+      case ExprKind::kEmpty:
+        Eps(a, b);
+        break;
+      case ExprKind::kBytes: {
+        if (e.bytes.empty()) {
+          Eps(a, b);
+          break;
+        }
+        int32_t cur = a;
+        for (size_t i = 0; i < e.bytes.size(); ++i) {
+          int32_t next = (i + 1 == e.bytes.size()) ? b : NewState();
+          uint8_t c = static_cast<uint8_t>(e.bytes[i]);
+          states_[cur].bytes.push_back({c, c, next});
+          cur = next;
+        }
+        break;
+      }
+      case ExprKind::kCharClass:
+        BuildCharClass(e, a, b);
+        break;
+      case ExprKind::kSequence: {
+        if (e.children.empty()) {
+          Eps(a, b);
+          break;
+        }
+        int32_t cur = a;
+        for (size_t i = 0; i < e.children.size(); ++i) {
+          int32_t next = (i + 1 == e.children.size()) ? b : NewState();
+          Build(e.children[i], cur, next);
+          cur = next;
+        }
+        break;
+      }
+      case ExprKind::kChoice:
+        for (ExprId c : e.children) {
+          int32_t s = NewState(), t = NewState();
+          Eps(a, s);
+          Build(c, s, t);
+          Eps(t, b);
+        }
+        break;
+      case ExprKind::kRuleRef:
+        states_[a].rules.push_back({e.rule, b});
+        break;
+      case ExprKind::kRepeat:
+        BuildRepeat(e, a, b);
+        break;
+    }
+  }
+
+  std::vector<NfaState>& states() { return states_; }
+
+ private:
+  void BuildCharClass(const Expr& e, int32_t a, int32_t b) {
+    std::vector<CodepointRange> ranges;
+    if (e.negated) {
+      uint32_t next = 0;
+      for (const auto& r : e.ranges) {
+        if (r.lo > next) ranges.push_back({next, r.lo - 1});
+        next = r.hi + 1;
+      }
+      if (next <= 0x10FFFF) ranges.push_back({next, 0x10FFFF});
+    } else {
+      ranges = e.ranges;
+    }
+    std::vector<std::vector<ByteRange>> seqs;
+    for (const auto& r : ranges) {
+      uint32_t lo = r.lo, hi = std::min<uint32_t>(r.hi, 0x10FFFF);
+      // Surrogates have no UTF-8 encoding.
+      if (lo <= 0xDFFF && hi >= 0xD800) {
+        if (lo < 0xD800) Utf8RangeSequences(lo, 0xD7FF, &seqs);
+        if (hi > 0xDFFF) Utf8RangeSequences(0xE000, hi, &seqs);
+      } else {
+        Utf8RangeSequences(lo, hi, &seqs);
+      }
+    }
+    for (const auto& seq : seqs) {
+      int32_t cur = a;
+      for (size_t i = 0; i < seq.size(); ++i) {
+        int32_t next = (i + 1 == seq.size()) ? b : NewState();
+        states_[cur].bytes.push_back({seq[i].lo, seq[i].hi, next});
+        cur = next;
+      }
+    }
+  }
+
+  void BuildRepeat(const Expr& e, int32_t a, int32_t b) {
+    ExprId child = e.children[0];
+    int32_t cur = a;
+    for (int64_t i = 0; i < e.min; ++i) {
+      int32_t next = NewState();
+      Build(child, cur, next);
+      cur = next;
+    }
+    if (e.max == kUnbounded) {
+      int32_t loop = NewState();
+      Eps(cur, loop);
+      Build(child, loop, loop);
+      Eps(loop, b);
+      return;
+    }
+    for (int64_t i = e.min; i < e.max; ++i) {
+      int32_t next = NewState();
+      Eps(cur, b);
+      Build(child, cur, next);
+      cur = next;
+    }
+    Eps(cur, b);
+  }
+
+  const Grammar& g_;
+  const AutomatonLimits& limits_;
+  std::vector<NfaState> states_;
+};
+
+struct VectorHash {
+  size_t operator()(const std::vector<int32_t>& v) const {
+    uint64_t h = 1469598103934665603ull;
+    for (int32_t x : v) h = (h ^ static_cast<uint32_t>(x)) * 1099511628211ull;
+    return static_cast<size_t>(h);
+  }
+};
+
+class SubsetConstruction {
+ public:
+  SubsetConstruction(std::vector<NfaState>& nfa, int32_t nfa_final, const AutomatonLimits& limits)
+      : nfa_(nfa), nfa_final_(nfa_final), limits_(limits), mark_(nfa.size(), 0) {}
+
+  RuleDfa Run(int32_t nfa_start) {
+    RuleDfa dfa;
+    Intern(Closure({nfa_start}), &dfa);
+    for (size_t i = 0; i < sets_.size(); ++i) {
+      std::vector<int32_t> set = sets_[i];
+      // Byte edges: split at every boundary, then collect targets per elementary interval.
+      std::vector<int> bounds;
+      for (int32_t s : set)
+        for (const auto& e : nfa_[s].bytes) {
+          bounds.push_back(e.lo);
+          bounds.push_back(e.hi + 1);
+        }
+      std::sort(bounds.begin(), bounds.end());
+      bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+      std::vector<DfaByteEdge> edges;
+      for (size_t k = 0; k + 1 < bounds.size(); ++k) {
+        int lo = bounds[k], hi = bounds[k + 1] - 1;
+        std::vector<int32_t> targets;
+        for (int32_t s : set)
+          for (const auto& e : nfa_[s].bytes)
+            if (e.lo <= lo && hi <= e.hi) targets.push_back(e.target);
+        if (targets.empty()) continue;
+        int32_t t = Intern(Closure(std::move(targets)), &dfa);
+        if (!edges.empty() && edges.back().target == t && edges.back().hi + 1 == lo) {
+          edges.back().hi = static_cast<uint8_t>(hi);
+        } else {
+          edges.push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), t});
+        }
+      }
+      std::map<RuleId, std::vector<int32_t>> by_rule;
+      for (int32_t s : set)
+        for (const auto& e : nfa_[s].rules) by_rule[e.rule].push_back(e.target);
+      std::vector<DfaRuleEdge> rule_edges;
+      for (auto& [rule, targets] : by_rule) {
+        rule_edges.push_back({rule, Intern(Closure(std::move(targets)), &dfa)});
+      }
+      dfa.byte_edges[i] = std::move(edges);
+      dfa.rule_edges[i] = std::move(rule_edges);
+    }
+    return dfa;
+  }
+
+ private:
+  std::vector<int32_t> Closure(std::vector<int32_t> seeds) {
+    ++stamp_;
+    std::vector<int32_t> out;
+    std::vector<int32_t> stack;
+    for (int32_t s : seeds)
+      if (mark_[s] != stamp_) {
+        mark_[s] = stamp_;
+        stack.push_back(s);
+      }
+    while (!stack.empty()) {
+      int32_t s = stack.back();
+      stack.pop_back();
+      out.push_back(s);
+      for (int32_t t : nfa_[s].eps)
+        if (mark_[t] != stamp_) {
+          mark_[t] = stamp_;
+          stack.push_back(t);
+        }
+    }
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
+  int32_t Intern(std::vector<int32_t> set, RuleDfa* dfa) {
+    auto it = ids_.find(set);
+    if (it != ids_.end()) return it->second;
+    if (static_cast<int64_t>(sets_.size()) >= limits_.max_dfa_states) {
+      throw Error(ErrorKind::kLimitExceeded,
+                  "rule automaton exceeds " + std::to_string(limits_.max_dfa_states) + " DFA states");
+    }
+    int32_t id = static_cast<int32_t>(sets_.size());
+    bool final = std::binary_search(set.begin(), set.end(), nfa_final_);
+    ids_.emplace(set, id);
+    sets_.push_back(std::move(set));
+    dfa->is_final.push_back(final ? 1 : 0);
+    dfa->byte_edges.emplace_back();
+    dfa->rule_edges.emplace_back();
+    return id;
+  }
+
+  std::vector<NfaState>& nfa_;
+  int32_t nfa_final_;
+  const AutomatonLimits& limits_;
+  std::vector<uint32_t> mark_;
+  uint32_t stamp_ = 0;
+  std::unordered_map<std::vector<int32_t>, int32_t, VectorHash> ids_;
+  std::vector<std::vector<int32_t>> sets_;
+};
+
+// Moore partition refinement, then renumbering in BFS order from the start state.
+RuleDfa Minimize(const RuleDfa& dfa) {
+  int32_t n = dfa.num_states();
+  std::vector<int32_t> cls(n);
+  for (int32_t s = 0; s < n; ++s) cls[s] = dfa.is_final[s];
+  int32_t num_classes = -1;
+  while (true) {
+    std::map<std::vector<int32_t>, int32_t> sig_ids;
+    std::vector<int32_t> next(n);
+    for (int32_t s = 0; s < n; ++s) {
+      std::vector<int32_t> sig{cls[s]};
+      int prev_hi = -2, prev_cls = -1;
+      for (const auto& e : dfa.byte_edges[s]) {
+        int c = cls[e.target];
+        if (e.lo == prev_hi + 1 && c == prev_cls) {
+          sig.back() = e.hi;  // extend the previous merged range
+        } else {
+          sig.push_back(-1);
+          sig.push_back(e.lo);
+          sig.push_back(c);
+          sig.push_back(e.hi);
+        }
+        prev_hi = e.hi;
+        prev_cls = c;
+      }
+      sig.push_back(-2);
+      for (const auto& e : dfa.rule_edges[s]) {
+        sig.push_back(e.rule);
+        sig.push_back(cls[e.target]);
+      }
+      auto it = sig_ids.emplace(std::move(sig), static_cast<int32_t>(sig_ids.size())).first;
+      next[s] = it->second;
+    }
+    int32_t count = static_cast<int32_t>(sig_ids.size());
+    cls = std::move(next);
+    if (count == num_classes) break;
+    num_classes = count;
+  }
+  // BFS from the start's class.
+  std::vector<int32_t> rep(num_classes, -1);
+  for (int32_t s = 0; s < n; ++s)
+    if (rep[cls[s]] < 0) rep[cls[s]] = s;
+  std::vector<int32_t> order_of(num_classes, -1);
+  std::vector<int32_t> queue{cls[0]};
+  order_of[cls[0]] = 0;
+  for (size_t qi = 0; qi < queue.size(); ++qi) {
+    int32_t s = rep[queue[qi]];
+    auto visit = [&](int32_t t) {
+      if (order_of[cls[t]] < 0) {
+        order_of[cls[t]] = static_cast<int32_t>(queue.size());
+        queue.push_back(cls[t]);
+      }
+    };
+    for (const auto& e : dfa.byte_edges[s]) visit(e.target);
+    for (const auto& e : dfa.rule_edges[s]) visit(e.target);
+  }
+  RuleDfa out;
+  int32_t m = static_cast<int32_t>(queue.size());
+  out.is_final.resize(m);
+  out.byte_edges.resize(m);
+  out.rule_edges.resize(m);
+  for (int32_t i = 0; i < m; ++i) {
+    int32_t s = rep[queue[i]];
+    out.is_final[i] = dfa.is_final[s];
+    for (const auto& e : dfa.byte_edges[s]) {
+      int32_t t = order_of[cls[e.target]];
+      auto& edges = out.byte_edges[i];
+      if (!edges.empty() && edges.back().target == t && edges.back().hi + 1 == e.lo) {
+        edges.back().hi = e.hi;
+      } else {
+        edges.push_back({e.lo, e.hi, t});
+      }
+    }
+    for (const auto& e : dfa.rule_edges[s]) out.rule_edges[i].push_back({e.rule, order_of[cls[e.target]]});
+  }
+  return out;
+}
+
+}  // namespace
+
+RuleDfa BuildRuleDfa(const Grammar& g, ExprId body, const AutomatonLimits& limits) {
+  NfaBuilder builder(g, limits);
+  int32_t start = builder.NewState();
+  int32_t final = builder.NewState();
+  builder.Build(body, start, final);
+  SubsetConstruction subsets(builder.states(), final, limits);
+  RuleDfa dfa = subsets.Run(start);
+  return Minimize(dfa);
+}
+
+}  // namespace xg2

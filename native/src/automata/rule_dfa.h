@@ -1,0 +1,40 @@
+// Per-rule byte automata. Each rule body becomes a minimal DFA whose edges are byte ranges or
+// references to other rules; the Earley parser runs over these.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "xg2/grammar.h"
+
+namespace xg2 {
+
+struct DfaByteEdge {
+  uint8_t lo;
+  uint8_t hi;
+  int32_t target;
+};
+
+struct DfaRuleEdge {
+  RuleId rule;
+  int32_t target;
+};
+
+// A DFA for one rule body, states numbered in breadth-first order from the start state 0.
+struct RuleDfa {
+  std::vector<uint8_t> is_final;
+  std::vector<std::vector<DfaByteEdge>> byte_edges;  // sorted by lo, disjoint
+  std::vector<std::vector<DfaRuleEdge>> rule_edges;  // sorted by rule, one edge per rule
+  int32_t num_states() const { return static_cast<int32_t>(is_final.size()); }
+};
+
+// Limits on automaton construction (the caller reports them in typed errors).
+struct AutomatonLimits {
+  int64_t max_nfa_states = 4'000'000;
+  int64_t max_dfa_states = 1'000'000;
+};
+
+// Builds the minimal DFA of expression `body` of grammar g. Repeat nodes are expanded.
+RuleDfa BuildRuleDfa(const Grammar& g, ExprId body, const AutomatonLimits& limits);
+
+}  // namespace xg2

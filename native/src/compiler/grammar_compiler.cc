@@ -1,0 +1,57 @@
+#include "compiler/grammar_compiler.h"
+
+#include <thread>
+
+namespace xg2 {
+
+CompiledGrammar::CompiledGrammar(Grammar grammar, std::shared_ptr<const GrammarAutomaton> automaton,
+                                 std::shared_ptr<const TokenizerInfo> tokenizer)
+    : grammar_(std::move(grammar)),
+      automaton_(std::move(automaton)),
+      tokenizer_(std::move(tokenizer)),
+      cache_(new TokenMaskCache(automaton_, tokenizer_)) {}
+
+size_t CompiledGrammar::MemoryBytes() const {
+  return automaton_->MemoryBytes() + static_cast<size_t>(cache_->Stats().memory_bytes);
+}
+
+GrammarCompiler::GrammarCompiler(std::shared_ptr<const TokenizerInfo> tokenizer, int num_threads,
+                                 bool cache_enabled)
+    : tokenizer_(std::move(tokenizer)), num_threads_(num_threads), cache_enabled_(cache_enabled) {
+  if (num_threads_ <= 0) num_threads_ = std::max(1u, std::thread::hardware_concurrency());
+}
+
+std::shared_ptr<CompiledGrammar> GrammarCompiler::Compile(const Grammar& grammar,
+                                                          const CompileOptions& options) {
+  std::string key;
+  if (cache_enabled_) {
+    key = grammar.ToEbnf();
+    key.push_back(options.precompute_masks ? 'E' : 'L');
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = cache_.find(key);
+    if (it != cache_.end()) return it->second;
+  }
+  auto automaton = BuildGrammarAutomaton(grammar, options.limits);
+  auto compiled = std::make_shared<CompiledGrammar>(grammar, automaton, tokenizer_);
+  if (options.precompute_masks) {
+    int threads = options.num_threads > 0 ? options.num_threads : num_threads_;
+    compiled->mask_cache().PrecomputeAll(threads);
+  }
+  if (cache_enabled_) {
+    std::lock_guard<std::mutex> lock(mu_);
+    cache_.emplace(key, compiled);
+  }
+  return compiled;
+}
+
+void GrammarCompiler::ClearCache() {
+  std::lock_guard<std::mutex> lock(mu_);
+  cache_.clear();
+}
+
+int64_t GrammarCompiler::cache_size() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return static_cast<int64_t>(cache_.size());
+}
+
+}  // namespace xg2

@@ -1,0 +1,141 @@
+#include "compiler/token_mask_cache.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "parser/earley_parser.h"
+
+namespace xg2 {
+
+TokenMaskCache::TokenMaskCache(std::shared_ptr<const GrammarAutomaton> automaton,
+                               std::shared_ptr<const TokenizerInfo> tokenizer)
+    : automaton_(std::move(automaton)), tokenizer_(std::move(tokenizer)) {
+  num_states_ = automaton_->num_states();
+  entries_.reset(new std::atomic<TokenMaskEntry*>[num_states_]);
+  for (int32_t i = 0; i < num_states_; ++i) entries_[i].store(nullptr);
+  num_words_ = (tokenizer_->vocab_size() + 31) / 32;
+  normal_token_bitset_.assign(num_words_, 0);
+  for (int32_t t : tokenizer_->trie().sorted_tokens) normal_token_bitset_[t >> 5] |= 1u << (t & 31);
+}
+
+TokenMaskCache::~TokenMaskCache() {
+  for (int32_t i = 0; i < num_states_; ++i) delete entries_[i].load();
+}
+
+const TokenMaskEntry& TokenMaskCache::Get(int32_t state) {
+  TokenMaskEntry* e = entries_[state].load(std::memory_order_acquire);
+  if (e) return *e;
+  auto* built = new TokenMaskEntry(ComputeEntry(automaton_, *tokenizer_, state));
+  TokenMaskEntry* expected = nullptr;
+  if (entries_[state].compare_exchange_strong(expected, built, std::memory_order_acq_rel)) {
+    return *built;
+  }
+  delete built;  // another thread won the race; its entry is identical
+  return *expected;
+}
+
+void TokenMaskCache::PrecomputeAll(int num_threads) {
+  std::vector<int32_t> todo;
+  for (int32_t s = 0; s < num_states_; ++s) {
+    if (automaton_->state_used[s] && automaton_->has_byte_edges(s) && !IsBuilt(s)) todo.push_back(s);
+  }
+  std::atomic<size_t> next{0};
+  auto work = [&]() {
+    while (true) {
+      size_t i = next.fetch_add(1);
+      if (i >= todo.size()) return;
+      Get(todo[i]);
+    }
+  };
+  int n = std::max(1, std::min<int>(num_threads, static_cast<int>(todo.size())));
+  if (n <= 1) {
+    work();
+    return;
+  }
+  std::vector<std::thread> threads;
+  for (int t = 0; t < n; ++t) threads.emplace_back(work);
+  for (auto& t : threads) t.join();
+}
+
+TokenMaskCacheStats TokenMaskCache::Stats() const {
+  TokenMaskCacheStats s;
+  for (int32_t i = 0; i < num_states_; ++i) {
+    const TokenMaskEntry* e = entries_[i].load(std::memory_order_acquire);
+    if (!e) continue;
+    ++s.num_entries;
+    s.memory_bytes += static_cast<int64_t>(e->MemoryBytes());
+    switch (e->storage) {
+      case TokenMaskEntry::Storage::kAcceptedIds: ++s.num_accepted_list; break;
+      case TokenMaskEntry::Storage::kNotAcceptedIds: ++s.num_not_accepted_list; break;
+      case TokenMaskEntry::Storage::kAcceptedBitset: ++s.num_bitset; break;
+    }
+  }
+  return s;
+}
+
+TokenMaskEntry TokenMaskCache::ComputeEntry(const std::shared_ptr<const GrammarAutomaton>& automaton,
+                                            const TokenizerInfo& tokenizer, int32_t state) {
+  const TokenTrie& trie = tokenizer.trie();
+  const int32_t num_nodes = trie.num_nodes();
+  EarleyParser parser(automaton, state);
+  std::vector<int32_t> accepted;  // token ids
+  TokenMaskEntry entry;
+  // ended[d]: along the current trie path, the start rule could end after some row 0..d.
+  std::vector<uint8_t> ended(2, 0);
+  ended[0] = parser.CanEnd();
+  int32_t i = 1;
+  while (i < num_nodes) {
+    int32_t d = trie.depth[i];
+    parser.TruncateRows(d);
+    if (parser.Advance(trie.byte[i])) {
+      if (static_cast<int32_t>(ended.size()) <= d) ended.resize(d + 1);
+      ended[d] = ended[d - 1] || parser.CanEnd();
+      for (int32_t k = trie.token_begin[i]; k < trie.token_begin[i + 1]; ++k) {
+        accepted.push_back(trie.sorted_tokens[k]);
+      }
+      ++i;
+    } else {
+      if (ended[d - 1]) {
+        int32_t b = trie.token_begin[i], e = trie.token_begin[trie.subtree_end[i]];
+        if (b < e) {
+          if (!entry.uncertain.empty() && entry.uncertain.back().second == b) {
+            entry.uncertain.back().second = e;
+          } else {
+            entry.uncertain.emplace_back(b, e);
+          }
+          entry.num_uncertain += e - b;
+        }
+      }
+      i = trie.subtree_end[i];
+    }
+  }
+  std::sort(accepted.begin(), accepted.end());
+  int32_t vocab_size = tokenizer.vocab_size();
+  int32_t num_normal = static_cast<int32_t>(trie.sorted_tokens.size());
+  int32_t num_accepted = static_cast<int32_t>(accepted.size());
+  int32_t num_not_accepted = num_normal - num_accepted;
+  entry.num_accepted = num_accepted;
+  // Smallest storage: a list costs 32 bits per id, the bitset one bit per vocabulary entry.
+  int64_t bitset_words = (vocab_size + 31) / 32;
+  if (num_accepted <= bitset_words && num_accepted <= num_not_accepted) {
+    entry.storage = TokenMaskEntry::Storage::kAcceptedIds;
+    entry.ids = std::move(accepted);
+  } else if (num_not_accepted <= bitset_words) {
+    entry.storage = TokenMaskEntry::Storage::kNotAcceptedIds;
+    std::vector<uint32_t> mark(bitset_words, 0);
+    for (int32_t t : accepted) mark[t >> 5] |= 1u << (t & 31);
+    for (int32_t t : trie.sorted_tokens) {
+      if (!(mark[t >> 5] >> (t & 31) & 1)) entry.ids.push_back(t);
+    }
+    std::sort(entry.ids.begin(), entry.ids.end());
+  } else {
+    entry.storage = TokenMaskEntry::Storage::kAcceptedBitset;
+    entry.bitset.assign(bitset_words, 0);
+    for (int32_t t : accepted) entry.bitset[t >> 5] |= 1u << (t & 31);
+  }
+  entry.ids.shrink_to_fit();
+  entry.uncertain.shrink_to_fit();
+  return entry;
+}
+
+}  // namespace xg2

@@ -1,0 +1,563 @@
+// EBNF front end: a recursive-descent parser for the GBNF / XGrammar dialect.
+//
+//   grammar   ::= rule*
+//   rule      ::= NAME "::=" choice lookahead?
+//   lookahead ::= "(" "=" choice ")"                 (only at the end of a rule body)
+//   choice    ::= sequence ("|" sequence)*
+//   sequence  ::= postfixed*                          (ends where "NAME ::=" starts a rule)
+//   postfixed ::= atom ("*" | "+" | "?" | "{" n "}" | "{" n "," "}" | "{" n "," m "}")*
+//   atom      ::= STRING | CLASS | "." | NAME | "(" choice ")"
+//
+// The text is parsed into a scratch grammar whose rules are numbered by first mention, then
+// copied into the result with rules renumbered by definition order. That keeps rule ids
+// independent of forward references, so printing and re-parsing gives the same rule order.
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "support/utf8.h"
+#include "xg2/errors.h"
+#include "xg2/grammar.h"
+
+namespace xg2 {
+
+namespace {
+
+constexpr int kMaxNesting = 1000;                 // parentheses plus stacked postfix operators
+constexpr int64_t kMaxRepeatBound = 1000000000;  // larger bounds are almost surely mistakes
+constexpr uint32_t kMaxCodepoint = 0x10FFFF;
+constexpr size_t kNone = static_cast<size_t>(-1);
+
+bool IsNameStart(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+bool IsNameChar(char c) {
+  return IsNameStart(c) || (c >= '0' && c <= '9') || c == '.' || c == '-';
+}
+
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+bool IsSurrogate(uint32_t cp) { return cp >= 0xD800 && cp <= 0xDFFF; }
+
+// Length of the UTF-8 sequence introduced by lead byte c (the text is validated up front).
+int Utf8SequenceLength(unsigned char c) {
+  if (c < 0x80) return 1;
+  if ((c & 0xE0) == 0xC0) return 2;
+  if ((c & 0xF0) == 0xE0) return 3;
+  return 4;
+}
+
+class EbnfParser {
+ public:
+  explicit EbnfParser(const std::string& text) : text_(text) {}
+
+  Grammar Parse(const std::string& root_rule_name);
+
+ private:
+  // ---- Cursor and diagnostics ----
+  char Peek(size_t ahead = 0) const {
+    return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0';
+  }
+  bool AtEnd() const { return pos_ >= text_.size(); }
+  std::pair<int, int> LineColumn(size_t offset) const;
+  [[noreturn]] void Fail(const std::string& message, size_t offset) const;
+  std::string DescribeCharAt(size_t offset) const;
+  size_t SkipSpaceFrom(size_t offset) const;  // whitespace and # comments
+  void SkipSpace() { pos_ = SkipSpaceFrom(pos_); }
+  size_t NameEnd(size_t offset) const;
+  bool RuleStartsAt(size_t offset) const;
+  bool LookaheadStartsAt(size_t offset) const;
+  void EnterNesting(size_t offset);
+
+  // ---- Grammar structure ----
+  void ParseRule();
+  ExprId ParseChoice();
+  ExprId ParseSequence();
+  ExprId ParsePostfixed();
+  ExprId ParseAtom();
+  ExprId ParseGroup();
+  ExprId ParseLookahead();
+  ExprId ParseRuleRef();
+  void ParseBraces(int64_t* min, int64_t* max);
+  int64_t ParseBound();
+  void ReportBadRuleEnd() const;
+
+  // ---- Literals ----
+  ExprId ParseString();
+  ExprId ParseCharClass();
+  uint32_t ParseClassChar(size_t class_start);
+  uint32_t ParseEscape();
+  uint32_t ParseHexDigits(int count, size_t escape_start);
+  uint32_t ReadLiteralCodepoint();
+
+  // ---- Result assembly ----
+  RuleId ScratchRule(const std::string& name);
+  Grammar BuildResult(const std::string& root_rule_name) const;
+
+  const std::string& text_;
+  size_t pos_ = 0;
+  int depth_ = 0;
+  Grammar scratch_;
+  std::vector<size_t> first_reference_;  // per scratch rule: offset of first reference
+  std::vector<size_t> definition_;       // per scratch rule: offset of its definition
+  std::vector<RuleId> definition_order_;
+};
+
+// ---------------------------------------------------------------------------------------
+// Cursor and diagnostics
+
+std::pair<int, int> EbnfParser::LineColumn(size_t offset) const {
+  // Columns count code points, so a message points at the right character in an editor.
+  int line = 1, column = 1;
+  for (size_t i = 0; i < offset && i < text_.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(text_[i]);
+    if (c == '\n') {
+      ++line;
+      column = 1;
+    } else if ((c & 0xC0) != 0x80) {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
+void EbnfParser::Fail(const std::string& message, size_t offset) const {
+  std::pair<int, int> lc = LineColumn(offset);
+  throw SyntaxError(message, lc.first, lc.second);
+}
+
+std::string EbnfParser::DescribeCharAt(size_t offset) const {
+  if (offset >= text_.size()) return "end of input";
+  unsigned char c = static_cast<unsigned char>(text_[offset]);
+  if (c >= 0x21 && c < 0x7F) return std::string("character '") + static_cast<char>(c) + "'";
+  static const char kHex[] = "0123456789ABCDEF";
+  if (c < 0x80) return std::string("character 0x") + kHex[c >> 4] + kHex[c & 15];
+  return "character '" + text_.substr(offset, Utf8SequenceLength(c)) + "'";
+}
+
+size_t EbnfParser::SkipSpaceFrom(size_t offset) const {
+  while (offset < text_.size()) {
+    char c = text_[offset];
+    if (c == ' ' || c == '\t' || c == '\n' || c == '\r') {
+      ++offset;
+    } else if (c == '#') {
+      while (offset < text_.size() && text_[offset] != '\n') ++offset;
+    } else {
+      break;
+    }
+  }
+  return offset;
+}
+
+size_t EbnfParser::NameEnd(size_t offset) const {
+  if (offset >= text_.size() || !IsNameStart(text_[offset])) return offset;
+  ++offset;
+  while (offset < text_.size() && IsNameChar(text_[offset])) ++offset;
+  return offset;
+}
+
+bool EbnfParser::RuleStartsAt(size_t offset) const {
+  size_t end = NameEnd(offset);
+  if (end == offset) return false;
+  return text_.compare(SkipSpaceFrom(end), 3, "::=") == 0;
+}
+
+bool EbnfParser::LookaheadStartsAt(size_t offset) const {
+  if (offset >= text_.size() || text_[offset] != '(') return false;
+  size_t next = SkipSpaceFrom(offset + 1);
+  return next < text_.size() && text_[next] == '=';
+}
+
+void EbnfParser::EnterNesting(size_t offset) {
+  if (++depth_ > kMaxNesting) {
+    std::pair<int, int> lc = LineColumn(offset);
+    throw Error(ErrorKind::kLimitExceeded, std::to_string(lc.first) + ":" +
+                                               std::to_string(lc.second) +
+                                               ": expressions nested deeper than " +
+                                               std::to_string(kMaxNesting) + " levels");
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Grammar structure
+
+Grammar EbnfParser::Parse(const std::string& root_rule_name) {
+  int64_t invalid = FindInvalidUtf8(text_);
+  if (invalid >= 0) Fail("invalid UTF-8 in grammar text", static_cast<size_t>(invalid));
+  if (text_.compare(0, 3, "\xEF\xBB\xBF") == 0) pos_ = 3;  // byte order mark
+  SkipSpace();
+  while (!AtEnd()) {
+    ParseRule();
+    SkipSpace();
+  }
+  return BuildResult(root_rule_name);
+}
+
+void EbnfParser::ParseRule() {
+  size_t name_start = pos_;
+  size_t name_end = NameEnd(pos_);
+  if (name_end == name_start) {
+    Fail("expected a rule name, found " + DescribeCharAt(pos_), pos_);
+  }
+  std::string name = text_.substr(name_start, name_end - name_start);
+  pos_ = name_end;
+  SkipSpace();
+  if (text_.compare(pos_, 3, "::=") != 0) {
+    Fail("expected '::=' after rule name '" + name + "', found " + DescribeCharAt(pos_), pos_);
+  }
+  pos_ += 3;
+  RuleId rule = ScratchRule(name);
+  if (definition_[rule] != kNone) {
+    std::pair<int, int> previous = LineColumn(definition_[rule]);
+    Fail("duplicate definition of rule '" + name + "' (first defined at " +
+             std::to_string(previous.first) + ":" + std::to_string(previous.second) + ")",
+         name_start);
+  }
+  definition_[rule] = name_start;
+  definition_order_.push_back(rule);
+
+  scratch_.SetRuleBody(rule, ParseChoice());
+  SkipSpace();
+  if (LookaheadStartsAt(pos_)) {
+    scratch_.SetRuleLookahead(rule, ParseLookahead());
+    SkipSpace();
+    if (!AtEnd() && !RuleStartsAt(pos_)) {
+      Fail("a lookahead assertion must be the last element of a rule body", pos_);
+    }
+  }
+  if (!AtEnd() && !RuleStartsAt(pos_)) ReportBadRuleEnd();
+}
+
+// Called where a rule body should end but does not; names the most likely mistake.
+void EbnfParser::ReportBadRuleEnd() const {
+  if (Peek() == ')') Fail("unbalanced ')'", pos_);
+  Fail("unexpected " + DescribeCharAt(pos_), pos_);
+}
+
+ExprId EbnfParser::ParseChoice() {
+  std::vector<ExprId> alternatives;
+  alternatives.push_back(ParseSequence());
+  SkipSpace();
+  while (Peek() == '|') {
+    ++pos_;
+    alternatives.push_back(ParseSequence());
+    SkipSpace();
+  }
+  if (alternatives.size() == 1) return alternatives[0];
+  return scratch_.AddChoice(std::move(alternatives));
+}
+
+ExprId EbnfParser::ParseSequence() {
+  std::vector<ExprId> items;
+  for (;;) {
+    SkipSpace();
+    char c = Peek();
+    if (AtEnd() || c == '|' || c == ')') break;
+    if (LookaheadStartsAt(pos_) || RuleStartsAt(pos_)) break;
+    items.push_back(ParsePostfixed());
+  }
+  if (items.empty()) return scratch_.AddEmpty();
+  if (items.size() == 1) return items[0];
+  return scratch_.AddSequence(std::move(items));
+}
+
+ExprId EbnfParser::ParsePostfixed() {
+  ExprId expr = ParseAtom();
+  // Stacked operators (a*?) nest Repeat nodes, so they count toward the nesting limit.
+  int saved_depth = depth_;
+  for (;;) {
+    SkipSpace();
+    size_t op = pos_;
+    char c = Peek();
+    int64_t min = 0, max = 0;
+    if (c == '*') {
+      min = 0, max = kUnbounded, ++pos_;
+    } else if (c == '+') {
+      min = 1, max = kUnbounded, ++pos_;
+    } else if (c == '?') {
+      min = 0, max = 1, ++pos_;
+    } else if (c == '{') {
+      ParseBraces(&min, &max);
+    } else {
+      break;
+    }
+    EnterNesting(op);
+    expr = scratch_.AddRepeat(expr, min, max);
+  }
+  depth_ = saved_depth;
+  return expr;
+}
+
+void EbnfParser::ParseBraces(int64_t* min, int64_t* max) {
+  size_t open = pos_;
+  ++pos_;
+  SkipSpace();
+  *min = ParseBound();
+  SkipSpace();
+  if (Peek() == ',') {
+    ++pos_;
+    SkipSpace();
+    *max = Peek() == '}' ? kUnbounded : ParseBound();
+    SkipSpace();
+  } else {
+    *max = *min;
+  }
+  if (Peek() != '}') Fail("expected '}' in repetition, found " + DescribeCharAt(pos_), pos_);
+  ++pos_;
+  if (*max != kUnbounded && *max < *min) {
+    Fail("repetition upper bound " + std::to_string(*max) + " is less than lower bound " +
+             std::to_string(*min),
+         open);
+  }
+}
+
+int64_t EbnfParser::ParseBound() {
+  size_t start = pos_;
+  if (!IsDigit(Peek())) Fail("expected a number, found " + DescribeCharAt(pos_), pos_);
+  int64_t value = 0;
+  while (IsDigit(Peek())) {
+    value = value * 10 + (Peek() - '0');
+    if (value > kMaxRepeatBound) {
+      Fail("repetition bound exceeds " + std::to_string(kMaxRepeatBound), start);
+    }
+    ++pos_;
+  }
+  return value;
+}
+
+ExprId EbnfParser::ParseAtom() {
+  char c = Peek();
+  if (c == '"' || c == '\'') return ParseString();
+  if (c == '[') return ParseCharClass();
+  if (c == '(') return ParseGroup();
+  if (c == '.') {
+    ++pos_;
+    return scratch_.AddCharClass({}, /*negated=*/true);  // any code point
+  }
+  if (IsNameStart(c)) return ParseRuleRef();
+  Fail("unexpected " + DescribeCharAt(pos_), pos_);
+}
+
+ExprId EbnfParser::ParseGroup() {
+  size_t open = pos_;
+  ++pos_;
+  EnterNesting(open);
+  ExprId inner = ParseChoice();
+  SkipSpace();
+  if (Peek() != ')') {
+    if (LookaheadStartsAt(pos_)) {
+      Fail("a lookahead assertion is only allowed at the end of a rule body", pos_);
+    }
+    Fail("unbalanced '(': missing ')'", open);
+  }
+  ++pos_;
+  --depth_;
+  return inner;
+}
+
+ExprId EbnfParser::ParseLookahead() {
+  size_t open = pos_;
+  pos_ = SkipSpaceFrom(pos_ + 1) + 1;  // past "(" and "="
+  EnterNesting(open);
+  ExprId inner = ParseChoice();
+  SkipSpace();
+  if (Peek() != ')') {
+    if (LookaheadStartsAt(pos_)) Fail("lookahead assertions cannot be nested", pos_);
+    Fail("unbalanced '(': missing ')' of lookahead assertion", open);
+  }
+  ++pos_;
+  --depth_;
+  return inner;
+}
+
+ExprId EbnfParser::ParseRuleRef() {
+  size_t start = pos_;
+  pos_ = NameEnd(pos_);
+  RuleId rule = ScratchRule(text_.substr(start, pos_ - start));
+  if (first_reference_[rule] == kNone) first_reference_[rule] = start;
+  return scratch_.AddRuleRef(rule);
+}
+
+// ---------------------------------------------------------------------------------------
+// Literals
+
+ExprId EbnfParser::ParseString() {
+  size_t open = pos_;
+  char quote = text_[pos_++];
+  std::string bytes;
+  for (;;) {
+    if (AtEnd() || Peek() == '\n') Fail("unterminated string literal", open);
+    char c = Peek();
+    if (c == quote) {
+      ++pos_;
+      break;
+    }
+    if (c == '\\') {
+      size_t escape_start = pos_;
+      uint32_t cp = ParseEscape();
+      if (IsSurrogate(cp)) Fail("a surrogate code point cannot appear in a string", escape_start);
+      AppendUtf8(cp, &bytes);
+    } else {
+      size_t length = Utf8SequenceLength(static_cast<unsigned char>(c));
+      bytes.append(text_, pos_, length);
+      pos_ += length;
+    }
+  }
+  if (bytes.empty()) return scratch_.AddEmpty();
+  return scratch_.AddBytes(std::move(bytes));
+}
+
+ExprId EbnfParser::ParseCharClass() {
+  size_t open = pos_;
+  ++pos_;
+  bool negated = false;
+  if (Peek() == '^') {
+    negated = true;
+    ++pos_;
+  }
+  std::vector<CodepointRange> ranges;
+  for (;;) {
+    if (AtEnd() || Peek() == '\n') Fail("unterminated character class", open);
+    if (Peek() == ']') {
+      ++pos_;
+      break;
+    }
+    size_t range_start = pos_;
+    uint32_t lo = ParseClassChar(open);
+    uint32_t hi = lo;
+    // A '-' right before ']' is a literal dash, as in [+-].
+    if (Peek() == '-' && Peek(1) != ']' && pos_ + 1 < text_.size()) {
+      ++pos_;
+      hi = ParseClassChar(open);
+      if (hi < lo) Fail("character range is out of order", range_start);
+    }
+    ranges.push_back(CodepointRange{lo, hi});
+  }
+  return scratch_.AddCharClass(std::move(ranges), negated);
+}
+
+uint32_t EbnfParser::ParseClassChar(size_t class_start) {
+  if (AtEnd() || Peek() == '\n') Fail("unterminated character class", class_start);
+  if (Peek() == '\\') return ParseEscape();
+  return ReadLiteralCodepoint();
+}
+
+uint32_t EbnfParser::ParseEscape() {
+  size_t start = pos_;
+  ++pos_;  // the backslash
+  if (AtEnd() || Peek() == '\n') Fail("incomplete escape sequence", start);
+  char c = Peek();
+  ++pos_;
+  switch (c) {
+    case 'n': return '\n';
+    case 'r': return '\r';
+    case 't': return '\t';
+    case '0': return 0;
+    case '\\': case '"': case '\'': case '[': case ']': case '-': case '/': case '^':
+      return static_cast<unsigned char>(c);
+    case 'x': return ParseHexDigits(2, start);
+    case 'u': return ParseHexDigits(4, start);
+    case 'U': return ParseHexDigits(8, start);
+    default:
+      Fail("invalid escape sequence: backslash followed by " + DescribeCharAt(pos_ - 1), start);
+  }
+}
+
+uint32_t EbnfParser::ParseHexDigits(int count, size_t escape_start) {
+  uint64_t value = 0;
+  for (int i = 0; i < count; ++i) {
+    int digit = HexValue(Peek());
+    if (digit < 0) {
+      Fail("invalid escape sequence: expected " + std::to_string(count) + " hex digits",
+           escape_start);
+    }
+    value = value * 16 + static_cast<uint64_t>(digit);
+    ++pos_;
+  }
+  if (value > kMaxCodepoint) Fail("code point out of range (above U+10FFFF)", escape_start);
+  return static_cast<uint32_t>(value);
+}
+
+uint32_t EbnfParser::ReadLiteralCodepoint() {
+  unsigned char lead = static_cast<unsigned char>(text_[pos_]);
+  int length = Utf8SequenceLength(lead);
+  static const unsigned char kLeadMask[5] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+  uint32_t cp = lead & kLeadMask[length];
+  for (int i = 1; i < length; ++i) {
+    cp = (cp << 6) | (static_cast<unsigned char>(text_[pos_ + i]) & 0x3F);
+  }
+  pos_ += length;
+  return cp;
+}
+
+// ---------------------------------------------------------------------------------------
+// Result assembly
+
+RuleId EbnfParser::ScratchRule(const std::string& name) {
+  RuleId rule = scratch_.FindRule(name);
+  if (rule >= 0) return rule;
+  rule = scratch_.DeclareRule(name);  // a valid identifier, so stored unchanged
+  first_reference_.push_back(kNone);
+  definition_.push_back(kNone);
+  return rule;
+}
+
+Grammar EbnfParser::BuildResult(const std::string& root_rule_name) const {
+  // Report the earliest reference to a rule that is never defined.
+  size_t earliest = kNone;
+  RuleId undefined = -1;
+  for (RuleId r = 0; r < scratch_.num_rules(); ++r) {
+    if (definition_[r] == kNone && first_reference_[r] < earliest) {
+      earliest = first_reference_[r];
+      undefined = r;
+    }
+  }
+  if (undefined >= 0) Fail("undefined rule '" + scratch_.rule(undefined).name + "'", earliest);
+
+  RuleId scratch_root = scratch_.FindRule(root_rule_name);
+  if (scratch_root < 0) {
+    throw Error(ErrorKind::kGrammarSemantic, "root rule '" + root_rule_name + "' is not defined");
+  }
+
+  Grammar result;
+  std::vector<RuleId> renumbered(scratch_.num_rules(), -1);
+  for (RuleId r : definition_order_) renumbered[r] = result.DeclareRule(scratch_.rule(r).name);
+  // Copying in arena order keeps every expression id unchanged.
+  for (ExprId id = 0; id < scratch_.num_exprs(); ++id) {
+    const Expr& e = scratch_.expr(id);
+    switch (e.kind) {
+      case ExprKind::kEmpty: result.AddEmpty(); break;
+      case ExprKind::kBytes: result.AddBytes(e.bytes); break;
+      case ExprKind::kCharClass: result.AddCharClass(e.ranges, e.negated); break;
+      case ExprKind::kSequence: result.AddSequence(e.children); break;
+      case ExprKind::kChoice: result.AddChoice(e.children); break;
+      case ExprKind::kRuleRef: result.AddRuleRef(renumbered[e.rule]); break;
+      case ExprKind::kRepeat: result.AddRepeat(e.children[0], e.min, e.max); break;
+    }
+  }
+  for (RuleId r : definition_order_) {
+    result.SetRuleBody(renumbered[r], scratch_.rule(r).body);
+    if (scratch_.rule(r).lookahead != kNoExpr) {
+      result.SetRuleLookahead(renumbered[r], scratch_.rule(r).lookahead);
+    }
+  }
+  result.set_root(renumbered[scratch_root]);
+  return result;
+}
+
+}  // namespace
+
+Grammar ParseEbnf(const std::string& text, const std::string& root_rule_name) {
+  return EbnfParser(text).Parse(root_rule_name);
+}
+
+}  // namespace xg2

@@ -1,0 +1,177 @@
+// Grammar IR construction: the expression arena, rule table and code point range
+// normalisation. Ids are validated here so that a front-end bug surfaces as a typed error
+// instead of an out-of-bounds access in the automata builder.
+#include <algorithm>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "xg2/errors.h"
+#include "xg2/grammar.h"
+
+namespace xg2 {
+
+namespace {
+
+constexpr uint32_t kMaxCodepoint = 0x10FFFF;
+
+bool IsNameStart(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
+}
+
+bool IsNameChar(char c) {
+  return IsNameStart(c) || (c >= '0' && c <= '9') || c == '.' || c == '-';
+}
+
+// Rule names must stay valid EBNF identifiers so that ToEbnf() output parses back.
+std::string SanitizeRuleName(const std::string& name) {
+  if (name.empty()) return "rule";
+  std::string out;
+  out.reserve(name.size() + 1);
+  if (!IsNameStart(name[0])) out.push_back('_');
+  for (char c : name) out.push_back(IsNameChar(c) ? c : '_');
+  return out;
+}
+
+}  // namespace
+
+std::vector<CodepointRange> NormalizeRanges(std::vector<CodepointRange> ranges) {
+  std::sort(ranges.begin(), ranges.end(), [](const CodepointRange& a, const CodepointRange& b) {
+    return a.lo != b.lo ? a.lo < b.lo : a.hi < b.hi;
+  });
+  std::vector<CodepointRange> merged;
+  for (const CodepointRange& r : ranges) {
+    // Merge when r overlaps or touches the previous range (64-bit so hi + 1 cannot wrap).
+    if (!merged.empty() && uint64_t{r.lo} <= uint64_t{merged.back().hi} + 1) {
+      merged.back().hi = std::max(merged.back().hi, r.hi);
+    } else {
+      merged.push_back(r);
+    }
+  }
+  return merged;
+}
+
+ExprId Grammar::AddEmpty() {
+  exprs_.emplace_back();
+  return num_exprs() - 1;
+}
+
+ExprId Grammar::AddBytes(std::string bytes) {
+  Expr e;
+  e.kind = ExprKind::kBytes;
+  e.bytes = std::move(bytes);
+  exprs_.push_back(std::move(e));
+  return num_exprs() - 1;
+}
+
+ExprId Grammar::AddCharClass(std::vector<CodepointRange> ranges, bool negated) {
+  for (const CodepointRange& r : ranges) {
+    if (r.lo > r.hi || r.hi > kMaxCodepoint) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  "invalid code point range " + std::to_string(r.lo) + ".." + std::to_string(r.hi));
+    }
+  }
+  Expr e;
+  e.kind = ExprKind::kCharClass;
+  e.negated = negated;
+  e.ranges = NormalizeRanges(std::move(ranges));
+  exprs_.push_back(std::move(e));
+  return num_exprs() - 1;
+}
+
+ExprId Grammar::AddSequence(std::vector<ExprId> children) {
+  for (ExprId c : children) {
+    if (c < 0 || c >= num_exprs()) {
+      throw Error(ErrorKind::kInvalidArgument, "sequence child id out of range");
+    }
+  }
+  Expr e;
+  e.kind = ExprKind::kSequence;
+  e.children = std::move(children);
+  exprs_.push_back(std::move(e));
+  return num_exprs() - 1;
+}
+
+ExprId Grammar::AddChoice(std::vector<ExprId> children) {
+  for (ExprId c : children) {
+    if (c < 0 || c >= num_exprs()) {
+      throw Error(ErrorKind::kInvalidArgument, "choice child id out of range");
+    }
+  }
+  Expr e;
+  e.kind = ExprKind::kChoice;
+  e.children = std::move(children);
+  exprs_.push_back(std::move(e));
+  return num_exprs() - 1;
+}
+
+ExprId Grammar::AddRuleRef(RuleId rule) {
+  if (rule < 0 || rule >= num_rules()) {
+    throw Error(ErrorKind::kInvalidArgument, "rule reference id out of range");
+  }
+  Expr e;
+  e.kind = ExprKind::kRuleRef;
+  e.rule = rule;
+  exprs_.push_back(std::move(e));
+  return num_exprs() - 1;
+}
+
+ExprId Grammar::AddRepeat(ExprId child, int64_t min, int64_t max) {
+  if (child < 0 || child >= num_exprs()) {
+    throw Error(ErrorKind::kInvalidArgument, "repeat child id out of range");
+  }
+  if (min < 0 || (max != kUnbounded && max < min)) {
+    throw Error(ErrorKind::kInvalidArgument, "invalid repetition bounds {" + std::to_string(min) +
+                                                 "," + std::to_string(max) + "}");
+  }
+  Expr e;
+  e.kind = ExprKind::kRepeat;
+  e.min = min;
+  e.max = max;
+  e.children = {child};
+  exprs_.push_back(std::move(e));
+  return num_exprs() - 1;
+}
+
+RuleId Grammar::DeclareRule(const std::string& name) {
+  std::string unique = SanitizeRuleName(name);
+  if (rule_index_.count(unique)) {
+    const std::string base = unique;
+    for (int64_t suffix = 2;; ++suffix) {
+      unique = base + "_" + std::to_string(suffix);
+      if (!rule_index_.count(unique)) break;
+    }
+  }
+  Rule r;
+  r.name = unique;
+  rules_.push_back(std::move(r));
+  rule_index_.emplace(unique, num_rules() - 1);
+  return num_rules() - 1;
+}
+
+void Grammar::SetRuleBody(RuleId rule, ExprId body) {
+  if (rule < 0 || rule >= num_rules()) {
+    throw Error(ErrorKind::kInvalidArgument, "rule id out of range");
+  }
+  if (body < 0 || body >= num_exprs()) {
+    throw Error(ErrorKind::kInvalidArgument, "body id out of range");
+  }
+  rules_[rule].body = body;
+}
+
+void Grammar::SetRuleLookahead(RuleId rule, ExprId lookahead) {
+  if (rule < 0 || rule >= num_rules()) {
+    throw Error(ErrorKind::kInvalidArgument, "rule id out of range");
+  }
+  if (lookahead != kNoExpr && (lookahead < 0 || lookahead >= num_exprs())) {
+    throw Error(ErrorKind::kInvalidArgument, "lookahead id out of range");
+  }
+  rules_[rule].lookahead = lookahead;
+}
+
+RuleId Grammar::FindRule(const std::string& name) const {
+  auto it = rule_index_.find(name);
+  return it == rule_index_.end() ? -1 : it->second;
+}
+
+}  // namespace xg2

@@ -1,0 +1,269 @@
+// Grammar::ToEbnf: prints the IR in the dialect ParseEbnf reads, such that printing the
+// re-parsed grammar gives the same text. Parentheses appear exactly where the tree shape
+// needs them, so parsing rebuilds the same nesting of sequences, choices and repeats.
+#include <cstdint>
+#include <string>
+
+#include "support/utf8.h"
+#include "xg2/grammar.h"
+
+namespace xg2 {
+
+namespace {
+
+// Binding strength of printed forms, loosest first.
+enum class Precedence { kChoice = 0, kSequence = 1, kPostfix = 2, kAtom = 3 };
+
+// Printed for an expression that matches nothing (an empty choice, a rule without a body):
+// the dialect has no such keyword, and this class parses back into the same text.
+constexpr char kNothing[] = "[^\\x00-\\U0010FFFF]";
+
+void AppendHex(uint32_t value, int digits, std::string* out) {
+  static const char kHex[] = "0123456789ABCDEF";
+  for (int shift = 4 * (digits - 1); shift >= 0; shift -= 4) {
+    out->push_back(kHex[(value >> shift) & 15]);
+  }
+}
+
+// Code points printed as escapes: controls, invisible or direction-changing format
+// characters, surrogates and noncharacters. Everything else is printed as UTF-8.
+bool NeedsEscape(uint32_t cp) {
+  if (cp < 0x20 || (cp >= 0x7F && cp <= 0x9F) || cp == 0xAD) return true;
+  if (cp >= 0xD800 && cp <= 0xDFFF) return true;
+  if ((cp >= 0x200B && cp <= 0x200F) || (cp >= 0x2028 && cp <= 0x202E)) return true;
+  if ((cp >= 0x2060 && cp <= 0x206F) || cp == 0xFEFF) return true;
+  if ((cp >= 0xFDD0 && cp <= 0xFDEF) || (cp & 0xFFFE) == 0xFFFE) return true;
+  return cp > 0x10FFFF;
+}
+
+// Appends code point cp, which is not one of the dialect's special characters.
+void AppendCodepoint(uint32_t cp, std::string* out) {
+  switch (cp) {
+    case '\n': *out += "\\n"; return;
+    case '\r': *out += "\\r"; return;
+    case '\t': *out += "\\t"; return;
+    default: break;
+  }
+  if (!NeedsEscape(cp)) {
+    AppendUtf8(cp, out);
+  } else if (cp <= 0xFF) {
+    *out += "\\x";
+    AppendHex(cp, 2, out);
+  } else if (cp <= 0xFFFF) {
+    *out += "\\u";
+    AppendHex(cp, 4, out);
+  } else {
+    *out += "\\U";
+    AppendHex(cp, 8, out);
+  }
+}
+
+// Decodes one well-formed UTF-8 sequence at bytes[i]; returns its length, or 0 if the
+// bytes there are not valid UTF-8.
+int DecodeUtf8(const std::string& bytes, size_t i, uint32_t* cp) {
+  unsigned char lead = static_cast<unsigned char>(bytes[i]);
+  int length;
+  uint32_t value;
+  if (lead < 0x80) {
+    *cp = lead;
+    return 1;
+  } else if ((lead & 0xE0) == 0xC0) {
+    length = 2, value = lead & 0x1F;
+  } else if ((lead & 0xF0) == 0xE0) {
+    length = 3, value = lead & 0x0F;
+  } else if ((lead & 0xF8) == 0xF0) {
+    length = 4, value = lead & 0x07;
+  } else {
+    return 0;
+  }
+  if (i + length > bytes.size()) return 0;
+  for (int k = 1; k < length; ++k) {
+    unsigned char next = static_cast<unsigned char>(bytes[i + k]);
+    if ((next & 0xC0) != 0x80) return 0;
+    value = (value << 6) | (next & 0x3F);
+  }
+  static const uint32_t kMinForLength[5] = {0, 0, 0x80, 0x800, 0x10000};
+  if (value < kMinForLength[length] || value > 0x10FFFF || (value >= 0xD800 && value <= 0xDFFF)) {
+    return 0;
+  }
+  *cp = value;
+  return length;
+}
+
+void AppendQuoted(const std::string& bytes, std::string* out) {
+  out->push_back('"');
+  for (size_t i = 0; i < bytes.size();) {
+    uint32_t cp = 0;
+    int length = DecodeUtf8(bytes, i, &cp);
+    if (length == 0) {
+      // A byte outside valid UTF-8 has no exact spelling in the dialect (\xHH names code
+      // point U+00HH); print the closest form rather than failing.
+      *out += "\\x";
+      AppendHex(static_cast<unsigned char>(bytes[i]), 2, out);
+      ++i;
+      continue;
+    }
+    if (cp == '"' || cp == '\\') out->push_back('\\');
+    AppendCodepoint(cp, out);
+    i += length;
+  }
+  out->push_back('"');
+}
+
+void AppendClassChar(uint32_t cp, bool first, std::string* out) {
+  // '-', ']' and '\' are special anywhere inside a class; '^' only where it would read as
+  // negation.
+  if (cp == '\\' || cp == ']' || cp == '-' || (cp == '^' && first)) out->push_back('\\');
+  AppendCodepoint(cp, out);
+}
+
+void AppendCharClass(const Expr& e, std::string* out) {
+  if (e.negated && e.ranges.empty()) {
+    out->push_back('.');
+    return;
+  }
+  out->push_back('[');
+  if (e.negated) out->push_back('^');
+  bool first = true;
+  for (const CodepointRange& r : e.ranges) {
+    AppendClassChar(r.lo, first && !e.negated, out);
+    first = false;
+    if (r.hi != r.lo) {
+      // Two-element ranges print as two characters, which parse back to the same range.
+      if (r.hi > r.lo + 1) out->push_back('-');
+      AppendClassChar(r.hi, false, out);
+    }
+  }
+  out->push_back(']');
+}
+
+class EbnfPrinter {
+ public:
+  explicit EbnfPrinter(const Grammar& g) : g_(g) {}
+
+  std::string Print() const {
+    std::string out;
+    if (g_.root() >= 0 && g_.root() < g_.num_rules()) AppendRule(g_.root(), &out);
+    for (RuleId r = 0; r < g_.num_rules(); ++r) {
+      if (r != g_.root()) AppendRule(r, &out);
+    }
+    return out;
+  }
+
+ private:
+  void AppendRule(RuleId id, std::string* out) const {
+    const Rule& rule = g_.rule(id);
+    *out += rule.name;
+    *out += " ::= ";
+    if (rule.body == kNoExpr) {
+      *out += kNothing;
+    } else {
+      AppendExpr(rule.body, out);
+    }
+    if (rule.lookahead != kNoExpr) {
+      *out += " (= ";
+      AppendExpr(rule.lookahead, out);
+      out->push_back(')');
+    }
+    out->push_back('\n');
+  }
+
+  // The precedence of the text AppendExpr(id) produces. A sequence or choice of one element
+  // prints as that element alone, so it takes the element's precedence.
+  Precedence PrecedenceOf(ExprId id) const {
+    for (;;) {
+      const Expr& e = g_.expr(id);
+      switch (e.kind) {
+        case ExprKind::kSequence:
+        case ExprKind::kChoice:
+          if (e.children.size() == 1) {
+            id = e.children[0];
+            continue;
+          }
+          if (e.children.empty()) return Precedence::kAtom;
+          return e.kind == ExprKind::kSequence ? Precedence::kSequence : Precedence::kChoice;
+        case ExprKind::kRepeat:
+          return Precedence::kPostfix;
+        default:
+          return Precedence::kAtom;
+      }
+    }
+  }
+
+  // Appends expression id, parenthesised if it binds more loosely than `needed`.
+  void AppendOperand(ExprId id, Precedence needed, std::string* out) const {
+    if (PrecedenceOf(id) >= needed) {
+      AppendExpr(id, out);
+      return;
+    }
+    out->push_back('(');
+    AppendExpr(id, out);
+    out->push_back(')');
+  }
+
+  void AppendExpr(ExprId id, std::string* out) const {
+    const Expr& e = g_.expr(id);
+    switch (e.kind) {
+      case ExprKind::kEmpty:
+        *out += "\"\"";
+        return;
+      case ExprKind::kBytes:
+        AppendQuoted(e.bytes, out);
+        return;
+      case ExprKind::kCharClass:
+        AppendCharClass(e, out);
+        return;
+      case ExprKind::kRuleRef:
+        *out += g_.rule(e.rule).name;
+        return;
+      case ExprKind::kSequence:
+        AppendList(e, " ", Precedence::kPostfix, "\"\"", out);
+        return;
+      case ExprKind::kChoice:
+        AppendList(e, " | ", Precedence::kSequence, kNothing, out);
+        return;
+      case ExprKind::kRepeat:
+        AppendOperand(e.children[0], Precedence::kAtom, out);
+        AppendRepeatSuffix(e.min, e.max, out);
+        return;
+    }
+  }
+
+  void AppendList(const Expr& e, const char* separator, Precedence needed, const char* if_empty,
+                  std::string* out) const {
+    if (e.children.empty()) {
+      *out += if_empty;
+    } else if (e.children.size() == 1) {
+      AppendExpr(e.children[0], out);  // its precedence is ours, see PrecedenceOf
+    } else {
+      for (size_t i = 0; i < e.children.size(); ++i) {
+        if (i > 0) *out += separator;
+        AppendOperand(e.children[i], needed, out);
+      }
+    }
+  }
+
+  static void AppendRepeatSuffix(int64_t min, int64_t max, std::string* out) {
+    if (min == 0 && max == kUnbounded) {
+      out->push_back('*');
+    } else if (min == 1 && max == kUnbounded) {
+      out->push_back('+');
+    } else if (min == 0 && max == 1) {
+      out->push_back('?');
+    } else if (max == kUnbounded) {
+      *out += "{" + std::to_string(min) + ",}";
+    } else if (min == max) {
+      *out += "{" + std::to_string(min) + "}";
+    } else {
+      *out += "{" + std::to_string(min) + "," + std::to_string(max) + "}";
+    }
+  }
+
+  const Grammar& g_;
+};
+
+}  // namespace
+
+std::string Grammar::ToEbnf() const { return EbnfPrinter(*this).Print(); }
+
+}  // namespace xg2

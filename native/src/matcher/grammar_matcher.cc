@@ -1,0 +1,229 @@
+#include "matcher/grammar_matcher.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "xg2/errors.h"
+
+namespace xg2 {
+
+GrammarMatcher::GrammarMatcher(std::shared_ptr<CompiledGrammar> compiled,
+                               std::vector<int32_t> stop_token_ids,
+                               bool terminate_without_stop_token)
+    : compiled_(std::move(compiled)),
+      stop_token_ids_(std::move(stop_token_ids)),
+      terminate_without_stop_token_(terminate_without_stop_token),
+      parser_(compiled_->automaton(), compiled_->automaton()->root_start()) {
+  const TokenizerInfo& tok = *compiled_->tokenizer();
+  if (stop_token_ids_.empty()) stop_token_ids_ = tok.stop_token_ids();
+  for (int32_t id : stop_token_ids_) {
+    if (id < 0 || id >= tok.vocab_size()) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  "stop token id " + std::to_string(id) + " is outside the vocabulary [0, " +
+                      std::to_string(tok.vocab_size()) + ")");
+    }
+  }
+  state_stamp_.assign(compiled_->automaton()->num_states(), 0);
+}
+
+bool GrammarMatcher::IsStopToken(int32_t id) const {
+  return std::find(stop_token_ids_.begin(), stop_token_ids_.end(), id) != stop_token_ids_.end();
+}
+
+bool GrammarMatcher::AcceptToken(int32_t token_id) {
+  const TokenizerInfo& tok = *compiled_->tokenizer();
+  if (token_id < 0 || token_id >= tok.vocab_size()) {
+    throw Error(ErrorKind::kInvalidArgument, "token id " + std::to_string(token_id) +
+                                                 " is outside the vocabulary [0, " +
+                                                 std::to_string(tok.vocab_size()) + ")");
+  }
+  if (terminated_) {
+    throw Error(ErrorKind::kMatcherState,
+                "accept_token(" + std::to_string(token_id) +
+                    ") after the matcher terminated; call reset() or rollback() first");
+  }
+  if (IsStopToken(token_id)) {
+    if (!parser_.CanEnd()) return false;
+    history_.push_back({parser_.num_rows(), terminated_});
+    terminated_ = true;
+    return true;
+  }
+  if (token_id >= tok.num_tokens() || tok.is_special(token_id)) return false;
+  const std::string& bytes = tok.token_bytes(token_id);
+  int32_t rows = parser_.num_rows();
+  if (!parser_.AdvanceBytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())) {
+    return false;
+  }
+  history_.push_back({rows, false});
+  if (terminate_without_stop_token_ && parser_.CanEnd() && !parser_.CanContinue()) terminated_ = true;
+  return true;
+}
+
+bool GrammarMatcher::AcceptString(const std::string& bytes) {
+  if (terminated_) {
+    throw Error(ErrorKind::kMatcherState,
+                "accept_string after the matcher terminated; call reset() or rollback() first");
+  }
+  int32_t rows = parser_.num_rows();
+  if (!parser_.AdvanceBytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())) {
+    return false;
+  }
+  history_.push_back({rows, false});
+  if (terminate_without_stop_token_ && parser_.CanEnd() && !parser_.CanContinue()) terminated_ = true;
+  return true;
+}
+
+void GrammarMatcher::Reset() {
+  parser_.TruncateRows(1);
+  history_.clear();
+  terminated_ = false;
+}
+
+void GrammarMatcher::Rollback(int32_t n) {
+  if (n < 0) throw Error(ErrorKind::kInvalidArgument, "rollback count must be >= 0");
+  if (n > static_cast<int32_t>(history_.size())) {
+    throw Error(ErrorKind::kMatcherState, "cannot roll back " + std::to_string(n) +
+                                              " steps: only " + std::to_string(history_.size()) +
+                                              " accepted");
+  }
+  if (n == 0) return;
+  const Step& step = history_[history_.size() - n];
+  parser_.TruncateRows(step.rows_before);
+  terminated_ = step.terminated_before;
+  history_.resize(history_.size() - n);
+}
+
+std::unique_ptr<GrammarMatcher> GrammarMatcher::Fork() const {
+  return std::unique_ptr<GrammarMatcher>(new GrammarMatcher(*this));
+}
+
+bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words) {
+  const TokenizerInfo& tok = *compiled_->tokenizer();
+  TokenMaskCache& cache = compiled_->mask_cache();
+  const int32_t vocab_words = cache.num_words();
+  if (num_words < vocab_words) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "bitmask row has " + std::to_string(num_words) + " words; the vocabulary of " +
+                    std::to_string(tok.vocab_size()) + " tokens needs " +
+                    std::to_string(vocab_words));
+  }
+  auto* words = reinterpret_cast<uint32_t*>(out_words);
+  std::memset(words, 0, sizeof(uint32_t) * static_cast<size_t>(num_words));
+  auto set_bit = [words](int32_t t) { words[t >> 5] |= 1u << (t & 31); };
+  if (terminated_) {
+    for (int32_t id : stop_token_ids_) set_bit(id);
+    return true;
+  }
+  const GrammarAutomaton& g = *compiled_->automaton();
+  const TokenTrie& trie = tok.trie();
+  if (++stamp_ == 0) {
+    std::fill(state_stamp_.begin(), state_stamp_.end(), 0);
+    stamp_ = 1;
+  }
+  scratch_ranges_.clear();
+  for (const EarleyItem* it = parser_.last_row_begin(); it != parser_.last_row_end(); ++it) {
+    int32_t s = it->state;
+    if (!g.has_byte_edges(s) || state_stamp_[s] == stamp_) continue;
+    state_stamp_[s] = stamp_;
+    const TokenMaskEntry& e = cache.Get(s);
+    switch (e.storage) {
+      case TokenMaskEntry::Storage::kAcceptedIds:
+        for (int32_t t : e.ids) set_bit(t);
+        break;
+      case TokenMaskEntry::Storage::kAcceptedBitset:
+        for (int32_t w = 0; w < vocab_words; ++w) words[w] |= e.bitset[w];
+        break;
+      case TokenMaskEntry::Storage::kNotAcceptedIds: {
+        scratch_bits_ = cache.normal_token_bitset();
+        for (int32_t t : e.ids) scratch_bits_[t >> 5] &= ~(1u << (t & 31));
+        for (int32_t w = 0; w < vocab_words; ++w) words[w] |= scratch_bits_[w];
+        break;
+      }
+    }
+    scratch_ranges_.insert(scratch_ranges_.end(), e.uncertain.begin(), e.uncertain.end());
+  }
+
+  // Decide the uncertain tokens with the real parser: a trie walk restricted to subtrees that
+  // hold uncertain tokens, pruned where the parser rejects a prefix.
+  if (!scratch_ranges_.empty()) {
+    std::sort(scratch_ranges_.begin(), scratch_ranges_.end());
+    size_t m = 0;
+    for (size_t k = 1; k < scratch_ranges_.size(); ++k) {
+      if (scratch_ranges_[k].first <= scratch_ranges_[m].second) {
+        scratch_ranges_[m].second = std::max(scratch_ranges_[m].second, scratch_ranges_[k].second);
+      } else {
+        scratch_ranges_[++m] = scratch_ranges_[k];
+      }
+    }
+    scratch_ranges_.resize(m + 1);
+    const int32_t rows0 = parser_.num_rows();
+    const int32_t num_nodes = trie.num_nodes();
+    size_t ri = 0;
+    int32_t i = 1;
+    while (i < num_nodes && ri < scratch_ranges_.size()) {
+      int32_t a = trie.token_begin[i], b = trie.token_begin[trie.subtree_end[i]];
+      while (ri < scratch_ranges_.size() && scratch_ranges_[ri].second <= a) ++ri;
+      if (ri == scratch_ranges_.size()) break;
+      if (scratch_ranges_[ri].first >= b) {
+        i = trie.subtree_end[i];
+        continue;
+      }
+      parser_.TruncateRows(rows0 + trie.depth[i] - 1);
+      if (!parser_.Advance(trie.byte[i])) {
+        i = trie.subtree_end[i];
+        continue;
+      }
+      int32_t tok_end = trie.token_begin[i + 1];
+      for (int32_t k = a; k < tok_end; ++k) {
+        while (ri < scratch_ranges_.size() && scratch_ranges_[ri].second <= k) ++ri;
+        if (ri < scratch_ranges_.size() && scratch_ranges_[ri].first <= k) set_bit(trie.sorted_tokens[k]);
+      }
+      ++i;
+    }
+    parser_.TruncateRows(rows0);
+  }
+
+  if (parser_.CanEnd()) {
+    for (int32_t id : stop_token_ids_) set_bit(id);
+  }
+  // Needs masking unless every id of the vocabulary is allowed.
+  int32_t vocab_size = tok.vocab_size();
+  for (int32_t w = 0; w < vocab_size / 32; ++w) {
+    if (words[w] != 0xFFFFFFFFu) return true;
+  }
+  if (vocab_size % 32) {
+    uint32_t tail = (1u << (vocab_size % 32)) - 1;
+    if ((words[vocab_size / 32] & tail) != tail) return true;
+  }
+  return false;
+}
+
+std::string GrammarMatcher::FindJumpForwardString() {
+  std::string out;
+  if (terminated_) return out;
+  const int32_t rows0 = parser_.num_rows();
+  constexpr size_t kMaxJump = 1 << 16;
+  while (out.size() < kMaxJump && !parser_.CanEnd()) {
+    uint64_t next[4];
+    parser_.NextBytes(next);
+    int count = 0, byte = -1;
+    for (int w = 0; w < 4; ++w) {
+      count += __builtin_popcountll(next[w]);
+      if (next[w] && byte < 0) byte = w * 64 + __builtin_ctzll(next[w]);
+    }
+    if (count != 1 || !parser_.Advance(static_cast<uint8_t>(byte))) break;
+    out.push_back(static_cast<char>(byte));
+  }
+  parser_.TruncateRows(rows0);
+  // Cut an incomplete trailing UTF-8 sequence.
+  size_t n = out.size(), k = n;
+  while (k > 0 && (static_cast<uint8_t>(out[k - 1]) & 0xC0) == 0x80) --k;
+  if (k > 0) {
+    uint8_t lead = static_cast<uint8_t>(out[k - 1]);
+    size_t need = lead < 0x80 ? 1 : (lead & 0xE0) == 0xC0 ? 2 : (lead & 0xF0) == 0xE0 ? 3 : 4;
+    if (n - (k - 1) < need) out.resize(k - 1);
+  }
+  return out;
+}
+
+}  // namespace xg2

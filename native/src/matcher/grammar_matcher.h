@@ -1,0 +1,63 @@
+// GrammarMatcher: the per-request state (Earley parser with byte history and token history)
+// and the per-step operations: fill the next-token bitmask, accept tokens, roll back, fork.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/grammar_compiler.h"
+#include "parser/earley_parser.h"
+
+namespace xg2 {
+
+class GrammarMatcher {
+ public:
+  // stop_token_ids empty: the tokenizer's stop tokens.
+  GrammarMatcher(std::shared_ptr<CompiledGrammar> compiled, std::vector<int32_t> stop_token_ids,
+                 bool terminate_without_stop_token);
+
+  // Returns false (state unchanged) if the token would break the structure. Throws
+  // Error(kMatcherState) after termination and Error(kInvalidArgument) for ids outside the
+  // model vocabulary.
+  bool AcceptToken(int32_t token_id);
+  // Accepts raw bytes as one history step; false (state unchanged) if not a valid continuation.
+  bool AcceptString(const std::string& bytes);
+  // Writes the allowed-token bitmask into `words` (num_words >= ceil(vocab_size / 32); extra
+  // words are zeroed). Returns true if some token of the vocabulary is disallowed.
+  bool FillNextTokenBitmask(int32_t* words, int64_t num_words);
+  bool IsTerminated() const { return terminated_; }
+  // The input so far is a complete sentence (a stop token would be accepted).
+  bool IsCompleted() const { return parser_.CanEnd(); }
+  void Reset();
+  // Undoes the last n accepted steps (tokens or strings). Throws if n exceeds the history.
+  void Rollback(int32_t n);
+  std::unique_ptr<GrammarMatcher> Fork() const;
+  // The longest string every continuation must start with (cut to whole UTF-8 characters).
+  std::string FindJumpForwardString();
+  int32_t num_accepted_steps() const { return static_cast<int32_t>(history_.size()); }
+  const std::vector<int32_t>& stop_token_ids() const { return stop_token_ids_; }
+  const std::shared_ptr<CompiledGrammar>& compiled() const { return compiled_; }
+
+ private:
+  struct Step {
+    int32_t rows_before;
+    bool terminated_before;
+  };
+  bool IsStopToken(int32_t id) const;
+
+  std::shared_ptr<CompiledGrammar> compiled_;
+  std::vector<int32_t> stop_token_ids_;
+  bool terminate_without_stop_token_;
+  EarleyParser parser_;
+  std::vector<Step> history_;
+  bool terminated_ = false;
+  // Scratch for mask filling.
+  std::vector<uint32_t> state_stamp_;
+  uint32_t stamp_ = 0;
+  std::vector<uint32_t> scratch_bits_;
+  std::vector<std::pair<int32_t, int32_t>> scratch_ranges_;
+};
+
+}  // namespace xg2

@@ -1,0 +1,170 @@
+#include "parser/earley_parser.h"
+
+#include <algorithm>
+
+#include "xg2/errors.h"
+
+namespace xg2 {
+
+EarleyParser::EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, int32_t start_state)
+    : g_(std::move(automaton)) {
+  dedup_keys_.assign(64, 0);
+  dedup_stamp_.assign(64, 0);
+  row_begin_.push_back(0);
+  NewRowStamp();
+  AddItem(start_state, -1);
+  CloseRow(0);
+}
+
+void EarleyParser::NewRowStamp() {
+  // On wrap-around stale slots could look current: clear them.
+  if (++stamp_ == 0) {
+    std::fill(dedup_stamp_.begin(), dedup_stamp_.end(), 0);
+    stamp_ = 1;
+  }
+  dedup_count_ = 0;
+}
+
+void EarleyParser::GrowDedup() {
+  size_t cap = dedup_keys_.size() * 2;
+  dedup_keys_.assign(cap, 0);
+  dedup_stamp_.assign(cap, 0);
+  NewRowStamp();
+  size_t mask = cap - 1;
+  for (size_t i = static_cast<size_t>(row_begin_.back()); i < items_.size(); ++i) {
+    uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(items_[i].state)) << 32) |
+                   static_cast<uint32_t>(items_[i].origin);
+    size_t h = (key * 0x9E3779B97F4A7C15ull) >> 20;
+    while (true) {
+      size_t slot = h & mask;
+      if (dedup_stamp_[slot] != stamp_) {
+        dedup_stamp_[slot] = stamp_;
+        dedup_keys_[slot] = key;
+        ++dedup_count_;
+        break;
+      }
+      ++h;
+    }
+  }
+}
+
+void EarleyParser::AddItem(int32_t state, int32_t origin) {
+  uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(state)) << 32) |
+                 static_cast<uint32_t>(origin);
+  size_t mask = dedup_keys_.size() - 1;
+  size_t h = (key * 0x9E3779B97F4A7C15ull) >> 20;
+  while (true) {
+    size_t slot = h & mask;
+    if (dedup_stamp_[slot] != stamp_) {
+      dedup_stamp_[slot] = stamp_;
+      dedup_keys_[slot] = key;
+      break;
+    }
+    if (dedup_keys_[slot] == key) return;
+    ++h;
+  }
+  items_.push_back(EarleyItem{state, origin});
+  if (++dedup_count_ * 2 > static_cast<int32_t>(dedup_keys_.size())) GrowDedup();
+}
+
+void EarleyParser::CloseRow(int32_t row) {
+  const GrammarAutomaton& g = *g_;
+  bool can_end = false;
+  for (size_t i = static_cast<size_t>(row_begin_[row]); i < items_.size(); ++i) {
+    const EarleyItem it = items_[i];
+    if (g.state_final[it.state]) {
+      if (it.origin < 0) {
+        can_end = true;
+      } else if (it.origin != row) {
+        // Complete: advance every item of the origin row that waits on this rule. (An item
+        // completed in its own row is handled by the nullable advance in predict.)
+        RuleId r = g.state_rule[it.state];
+        int32_t end = row_begin_[it.origin + 1];
+        for (int32_t j = row_begin_[it.origin]; j < end; ++j) {
+          const EarleyItem parent = items_[j];
+          int32_t kb = g.rule_edge_begin[parent.state], ke = g.rule_edge_begin[parent.state + 1];
+          for (int32_t k = kb; k < ke; ++k) {
+            if (g.rule_edges[k].rule == r) {
+              AddItem(g.rule_edges[k].target, parent.origin);
+              break;
+            }
+          }
+        }
+      }
+    }
+    int32_t kb = g.rule_edge_begin[it.state], ke = g.rule_edge_begin[it.state + 1];
+    for (int32_t k = kb; k < ke; ++k) {
+      const DfaRuleEdge e = g.rule_edges[k];
+      AddItem(g.rule_start[e.rule], row);
+      if (g.rule_nullable[e.rule]) AddItem(e.target, it.origin);
+    }
+  }
+  row_begin_.push_back(static_cast<int32_t>(items_.size()));
+  row_can_end_.push_back(can_end ? 1 : 0);
+}
+
+bool EarleyParser::Advance(uint8_t byte) {
+  const GrammarAutomaton& g = *g_;
+  int32_t row = num_rows();
+  int32_t prev_begin = row_begin_[row - 1], prev_end = row_begin_[row];
+  NewRowStamp();
+  for (int32_t i = prev_begin; i < prev_end; ++i) {
+    const EarleyItem it = items_[i];
+    int32_t kb = g.byte_edge_begin[it.state], ke = g.byte_edge_begin[it.state + 1];
+    for (int32_t k = kb; k < ke; ++k) {
+      const DfaByteEdge& e = g.byte_edges[k];
+      if (byte < e.lo) break;
+      if (byte <= e.hi) {
+        AddItem(e.target, it.origin);
+        break;
+      }
+    }
+  }
+  if (static_cast<int32_t>(items_.size()) == prev_end) return false;
+  CloseRow(row);
+  return true;
+}
+
+bool EarleyParser::AdvanceBytes(const uint8_t* data, size_t size) {
+  int32_t rows = num_rows();
+  for (size_t i = 0; i < size; ++i) {
+    if (!Advance(data[i])) {
+      TruncateRows(rows);
+      return false;
+    }
+  }
+  return true;
+}
+
+void EarleyParser::PopRows(int32_t n) {
+  if (n <= 0) return;
+  if (n >= num_rows()) throw Error(ErrorKind::kMatcherState, "cannot pop the initial parser row");
+  int32_t rows = num_rows() - n;
+  items_.resize(static_cast<size_t>(row_begin_[rows]));
+  row_begin_.resize(static_cast<size_t>(rows) + 1);
+  row_can_end_.resize(static_cast<size_t>(rows));
+}
+
+bool EarleyParser::CanContinue() const {
+  for (const EarleyItem* it = last_row_begin(); it != last_row_end(); ++it) {
+    if (g_->has_byte_edges(it->state)) return true;
+  }
+  return false;
+}
+
+void EarleyParser::NextBytes(uint64_t out[4]) const {
+  out[0] = out[1] = out[2] = out[3] = 0;
+  for (const EarleyItem* it = last_row_begin(); it != last_row_end(); ++it) {
+    for (int32_t k = g_->byte_edge_begin[it->state]; k < g_->byte_edge_begin[it->state + 1]; ++k) {
+      const DfaByteEdge& e = g_->byte_edges[k];
+      for (int b = e.lo; b <= e.hi; ++b) out[b >> 6] |= 1ull << (b & 63);
+    }
+  }
+}
+
+size_t EarleyParser::MemoryBytes() const {
+  return items_.capacity() * sizeof(EarleyItem) + row_begin_.capacity() * sizeof(int32_t) +
+         row_can_end_.capacity() + dedup_keys_.capacity() * 12;
+}
+
+}  // namespace xg2

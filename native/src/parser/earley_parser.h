@@ -1,0 +1,67 @@
+// Earley parser over the grammar automaton, one row per input byte.
+//
+// An item is (global DFA state, origin row). The parser's top item has origin -1: when it
+// reaches a final state the row "can end" (the whole input so far is a complete sentence of
+// the start rule). Rows are stored flat, so popping bytes (rollback) is a truncation and a
+// copy of the parser (fork) is a few vector copies.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "automata/grammar_automaton.h"
+
+namespace xg2 {
+
+struct EarleyItem {
+  int32_t state;
+  int32_t origin;  // row where the item's rule started; -1 for the top item
+};
+
+class EarleyParser {
+ public:
+  // Starts with the closure of the single top item (start_state, -1).
+  EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, int32_t start_state);
+
+  // Consumes one byte. On success pushes a row and returns true; on failure leaves the
+  // parser unchanged and returns false.
+  bool Advance(uint8_t byte);
+  // Consumes bytes; on failure restores the state before the call and returns false.
+  bool AdvanceBytes(const uint8_t* data, size_t size);
+  // Drops the last n rows (n <= num_rows() - 1).
+  void PopRows(int32_t n);
+  // Truncates to the given number of rows (>= 1).
+  void TruncateRows(int32_t rows) { PopRows(num_rows() - rows); }
+
+  int32_t num_rows() const { return static_cast<int32_t>(row_begin_.size()) - 1; }
+  bool CanEnd() const { return row_can_end_.back() != 0; }
+  // Items of the last row.
+  const EarleyItem* last_row_begin() const { return items_.data() + row_begin_[num_rows() - 1]; }
+  const EarleyItem* last_row_end() const { return items_.data() + items_.size(); }
+  // True if the last row has an item with a byte edge (more input is possible).
+  bool CanContinue() const;
+  // Bitmap of bytes that can come next (256 bits).
+  void NextBytes(uint64_t out[4]) const;
+  const GrammarAutomaton& automaton() const { return *g_; }
+  const std::shared_ptr<const GrammarAutomaton>& automaton_ptr() const { return g_; }
+  size_t MemoryBytes() const;
+
+ private:
+  void AddItem(int32_t state, int32_t origin);
+  void CloseRow(int32_t row);
+  void GrowDedup();
+  void NewRowStamp();
+
+  std::shared_ptr<const GrammarAutomaton> g_;
+  std::vector<EarleyItem> items_;
+  std::vector<int32_t> row_begin_;  // size num_rows + 1; last entry == items_.size()
+  std::vector<uint8_t> row_can_end_;
+  // Per-row duplicate suppression: open addressing keyed by (state, origin), stamped.
+  std::vector<uint64_t> dedup_keys_;
+  std::vector<uint32_t> dedup_stamp_;
+  uint32_t stamp_ = 0;
+  int32_t dedup_count_ = 0;
+};
+
+}  // namespace xg2

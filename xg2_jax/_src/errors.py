@@ -1,0 +1,54 @@
+"""Typed exceptions raised by xg2-jax.
+
+Every error names what was wrong and where (line:col for grammar text, a JSON pointer for
+schemas, a path for structural tags). The native core raises these through its exception
+translator, so C++ and Python errors look the same to callers.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "XG2Error",
+    "GrammarError",
+    "GrammarSyntaxError",
+    "TokenizerError",
+    "InvalidArgumentError",
+    "MatcherStateError",
+    "LimitExceededError",
+]
+
+
+class XG2Error(Exception):
+    """Base class of every error raised by xg2-jax."""
+
+
+class GrammarError(XG2Error, ValueError):
+    """A grammar, schema or structure is invalid or cannot be compiled."""
+
+
+class GrammarSyntaxError(GrammarError):
+    """Malformed grammar text. ``line`` and ``column`` are 1-based."""
+
+    def __init__(self, message: str, line: int = 0, column: int = 0):
+        super().__init__(message)
+        self.line = line
+        self.column = column
+
+
+class TokenizerError(XG2Error, ValueError):
+    """A tokenizer vocabulary could not be read or is malformed (bad ids, bad file, ...)."""
+
+
+class InvalidArgumentError(XG2Error, ValueError):
+    """An argument is out of range or has the wrong shape, dtype or device."""
+
+
+class MatcherStateError(XG2Error, RuntimeError):
+    """A matcher was misused (accept after termination, rollback past its history).
+
+    The matcher is left unchanged and usable.
+    """
+
+
+class LimitExceededError(XG2Error, ValueError):
+    """A configured limit (automaton size, nesting depth, ...) was exceeded."""

@@ -1,0 +1,156 @@
+"""GrammarMatcher and the packed token bitmask helpers."""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence, Union
+
+import numpy as np
+
+from xg2_jax import _core
+from xg2_jax._src.compiler import CompiledGrammar
+
+
+def get_bitmask_shape(batch_size: int, vocab_size: int) -> tuple[int, int]:
+    """Shape of the packed bitmask for ``batch_size`` rows over ``vocab_size`` logits."""
+    return (batch_size, (vocab_size + 31) // 32)
+
+
+def allocate_token_bitmask(batch_size: int, vocab_size: int) -> np.ndarray:
+    """Allocates a packed token bitmask, every token allowed.
+
+    Token ``t`` of row ``b`` is allowed iff bit ``t % 32`` of ``mask[b, t // 32]`` is 1.
+
+    Args:
+        batch_size: number of rows.
+        vocab_size: the model's logits width.
+
+    Returns:
+        ``np.ndarray`` of dtype int32 and shape ``(batch_size, ceil(vocab_size / 32))``.
+
+    Example:
+        >>> allocate_token_bitmask(2, 100).shape
+        (2, 4)
+    """
+    return np.full(get_bitmask_shape(batch_size, vocab_size), -1, dtype=np.int32)
+
+
+def bitmask_to_bool(bitmask_row: np.ndarray, vocab_size: int) -> np.ndarray:
+    """Unpacks one bitmask row to a boolean array of length ``vocab_size``.
+
+    Example:
+        >>> row = np.array([5], dtype=np.int32)
+        >>> bitmask_to_bool(row, 3).tolist()
+        [True, False, True]
+    """
+    bits = np.unpackbits(np.ascontiguousarray(bitmask_row).view(np.uint8), bitorder="little")
+    return bits[:vocab_size].astype(bool)
+
+
+class GrammarMatcher:
+    """The per-request state: which tokens may come next, and which were accepted.
+
+    Args:
+        compiled_grammar: from :class:`GrammarCompiler`.
+        override_stop_tokens: stop token ids to use instead of the tokenizer's.
+        terminate_without_stop_token: terminate as soon as the output is complete and
+            nothing more can follow, without waiting for a stop token.
+
+    Example:
+        >>> from xg2_jax import TokenizerInfo, GrammarCompiler
+        >>> tok = TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2])
+        >>> m = GrammarMatcher(GrammarCompiler(tok).compile_grammar('root ::= "a" "b"'))
+        >>> mask = allocate_token_bitmask(1, 3)
+        >>> _ = m.fill_next_token_bitmask(mask)
+        >>> bitmask_to_bool(mask[0], 3).tolist()
+        [True, False, False]
+        >>> m.accept_token(0), m.accept_token(1), m.accept_token(2), m.is_terminated()
+        (True, True, True, True)
+    """
+
+    def __init__(self, compiled_grammar: CompiledGrammar, *,
+                 override_stop_tokens: Optional[Union[int, Sequence[int]]] = None,
+                 terminate_without_stop_token: bool = False,
+                 _handle: "Optional[_core.GrammarMatcher]" = None):
+        self._compiled = compiled_grammar
+        if _handle is not None:
+            self._handle = _handle
+            return
+        if override_stop_tokens is None:
+            stops: list[int] = []
+        elif isinstance(override_stop_tokens, int):
+            stops = [override_stop_tokens]
+        else:
+            stops = list(override_stop_tokens)
+        self._handle = _core.GrammarMatcher(compiled_grammar._handle, stops,
+                                            terminate_without_stop_token)
+
+    @property
+    def compiled_grammar(self) -> CompiledGrammar:
+        return self._compiled
+
+    @property
+    def stop_token_ids(self) -> list[int]:
+        return list(self._handle.stop_token_ids)
+
+    def accept_token(self, token_id: int) -> bool:
+        """Advances by one token.
+
+        Returns:
+            True if accepted; False (state unchanged) if the token breaks the structure.
+
+        Raises:
+            MatcherStateError: the matcher already terminated.
+            InvalidArgumentError: ``token_id`` is outside the vocabulary.
+        """
+        return self._handle.accept_token(int(token_id))
+
+    def accept_string(self, text: Union[str, bytes]) -> bool:
+        """Advances by a string (one rollback step). Returns False, unchanged, if invalid."""
+        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        return self._handle.accept_bytes(data)
+
+    def fill_next_token_bitmask(self, bitmask: np.ndarray, index: int = 0) -> bool:
+        """Writes the allowed next tokens into row ``index`` of ``bitmask``.
+
+        Args:
+            bitmask: int32 array ``(batch, ceil(vocab_size / 32))`` (or one row).
+            index: the row to write.
+
+        Returns:
+            True if some token is disallowed (the mask must be applied).
+        """
+        return self._handle.fill_next_token_bitmask(bitmask, index)
+
+    def is_terminated(self) -> bool:
+        """True after a stop token was accepted (or completion, with
+        ``terminate_without_stop_token``)."""
+        return self._handle.is_terminated()
+
+    def is_completed(self) -> bool:
+        """True if the output so far is complete (a stop token would be accepted)."""
+        return self._handle.is_completed()
+
+    def reset(self) -> None:
+        """Returns to the initial state."""
+        self._handle.reset()
+
+    def rollback(self, num_tokens: int = 1) -> None:
+        """Undoes the last ``num_tokens`` accepted tokens (no fixed limit).
+
+        Raises:
+            MatcherStateError: more tokens than were accepted; the matcher is unchanged.
+        """
+        self._handle.rollback(int(num_tokens))
+
+    def fork(self) -> "GrammarMatcher":
+        """Returns an independent copy of this matcher in the same state."""
+        return GrammarMatcher(self._compiled, _handle=self._handle.fork())
+
+    def find_jump_forward_string(self) -> str:
+        """The longest string that every valid continuation starts with ('' if none)."""
+        return self._handle.find_jump_forward_bytes().decode("utf-8", errors="strict")
+
+    @property
+    def num_accepted_tokens(self) -> int:
+        """Accepted steps in the rollback history."""
+        return self._handle.num_accepted_steps
