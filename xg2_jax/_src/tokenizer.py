@@ -77,7 +77,9 @@ def _id_list(value: Any, what: str) -> list[int]:
     try:
         return [operator.index(v) for v in value]
     except TypeError:
-        raise TokenizerError(f"{what} must be an int or a sequence of ints, got {value!r}") from None
+        raise TokenizerError(
+            f"{what} must be an int or a sequence of ints, got {value!r}"
+        ) from None
 
 
 class TokenizerInfo:
@@ -230,7 +232,8 @@ class TokenizerInfo:
             TokenizerError: the file is missing, not JSON, or lacks a token list.
 
         Example:
-            >>> info = TokenizerInfo.from_vocab_file("shared/data/vocab/llama3.json.gz")  # doctest: +SKIP
+            >>> path = "shared/data/vocab/llama3.json.gz"
+            >>> info = TokenizerInfo.from_vocab_file(path)  # doctest: +SKIP
             >>> info.stop_token_ids  # doctest: +SKIP
             [128001, 128009]
         """
@@ -497,6 +500,7 @@ def _detect_vocab_type(data: dict, model: dict) -> tuple[VocabType, bool]:
         d.get("type") == "Replace" and (d.get("pattern") or {}).get("String") == _SPACE_MARK
         for d in decoders
     )
-    if model.get("byte_fallback") or "ByteFallback" in types or "Metaspace" in types or replaces_mark:
+    byte_fallback = bool(model.get("byte_fallback"))
+    if byte_fallback or replaces_mark or types & {"ByteFallback", "Metaspace"}:
         return VocabType.BYTE_FALLBACK, prefix
     return VocabType.RAW, prefix

@@ -1,5 +1,8 @@
 #include "automata/grammar_automaton.h"
 
+#include <algorithm>
+
+#include "grammar/rule_inliner.h"
 #include "xg2/errors.h"
 
 namespace xg2 {
@@ -10,8 +13,9 @@ size_t GrammarAutomaton::MemoryBytes() const {
          rule_start.size() * (sizeof(int32_t) + 1);
 }
 
-std::shared_ptr<const GrammarAutomaton> BuildGrammarAutomaton(const Grammar& g,
+std::shared_ptr<const GrammarAutomaton> BuildGrammarAutomaton(const Grammar& source,
                                                               const AutomatonLimits& limits) {
+  const Grammar g = InlineSmallRules(source);
   int32_t num_rules = g.num_rules();
   std::vector<RuleDfa> dfas;
   dfas.reserve(num_rules);
@@ -149,6 +153,16 @@ std::shared_ptr<const GrammarAutomaton> BuildGrammarAutomaton(const Grammar& g,
     for (int32_t k = out->rule_edge_begin[s]; k < out->rule_edge_begin[s + 1]; ++k) {
       visit(out->rule_edges[k].target);
       visit(out->rule_start[out->rule_edges[k].rule]);
+    }
+  }
+  // Follow targets: where each rule's callers continue after it completes.
+  out->rule_follow_targets.assign(num_rules, {});
+  for (int32_t s = 0; s < total; ++s) {
+    if (!out->state_used[s]) continue;
+    for (int32_t k = out->rule_edge_begin[s]; k < out->rule_edge_begin[s + 1]; ++k) {
+      auto& targets = out->rule_follow_targets[out->rule_edges[k].rule];
+      int32_t t = out->rule_edges[k].target;
+      if (std::find(targets.begin(), targets.end(), t) == targets.end()) targets.push_back(t);
     }
   }
   return out;

@@ -25,6 +25,8 @@ struct GrammarAutomaton {
   std::vector<int32_t> rule_start;
   std::vector<uint8_t> rule_nullable;
   std::vector<std::string> rule_names;
+  // Per rule: the states its callers move to when it completes (over all used call sites).
+  std::vector<std::vector<int32_t>> rule_follow_targets;
   RuleId root_rule = 0;
 
   int32_t num_states() const { return static_cast<int32_t>(state_rule.size()); }

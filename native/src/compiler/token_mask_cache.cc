@@ -77,35 +77,66 @@ TokenMaskEntry TokenMaskCache::ComputeEntry(const std::shared_ptr<const GrammarA
                                             const TokenizerInfo& tokenizer, int32_t state) {
   const TokenTrie& trie = tokenizer.trie();
   const int32_t num_nodes = trie.num_nodes();
-  EarleyParser parser(automaton, state);
+  // inner: the rule of `state` alone; follow: also continues into every call site after the
+  // rule completes. A token is accepted if inner consumes it; uncertain if the rule ends
+  // inside it and follow consumes it (or a call site's rule ends too); otherwise rejected.
+  EarleyParser inner(automaton, state, /*with_follow=*/false);
+  EarleyParser follow(automaton, state, /*with_follow=*/true);
   std::vector<int32_t> accepted;  // token ids
   TokenMaskEntry entry;
-  // ended[d]: along the current trie path, the start rule could end after some row 0..d.
-  std::vector<uint8_t> ended(2, 0);
-  ended[0] = parser.CanEnd();
+  auto add_uncertain = [&entry](int32_t b, int32_t e) {
+    if (b >= e) return;
+    if (!entry.uncertain.empty() && entry.uncertain.back().second == b) {
+      entry.uncertain.back().second = e;
+    } else {
+      entry.uncertain.emplace_back(b, e);
+    }
+    entry.num_uncertain += e - b;
+  };
+  // Per depth along the current trie path: inner alive, rule ended, a call site ended.
+  std::vector<uint8_t> inner_alive{1}, ended{inner.CanEnd()}, follow_ended{follow.FollowEnded()};
   int32_t i = 1;
   while (i < num_nodes) {
-    int32_t d = trie.depth[i];
-    parser.TruncateRows(d);
-    if (parser.Advance(trie.byte[i])) {
-      if (static_cast<int32_t>(ended.size()) <= d) ended.resize(d + 1);
-      ended[d] = ended[d - 1] || parser.CanEnd();
+    const int32_t d = trie.depth[i];
+    const uint8_t byte = trie.byte[i];
+    if (static_cast<int32_t>(inner_alive.size()) <= d) {
+      inner_alive.resize(d + 1);
+      ended.resize(d + 1);
+      follow_ended.resize(d + 1);
+    }
+    follow.TruncateRows(d);
+    bool in = false;
+    if (inner_alive[d - 1]) {
+      inner.TruncateRows(d);
+      in = inner.Advance(byte);
+    }
+    if (in) {
+      follow.Advance(byte);  // follow's paths include inner's
+      inner_alive[d] = 1;
+      ended[d] = ended[d - 1] || inner.CanEnd();
+      follow_ended[d] = follow_ended[d - 1] || follow.FollowEnded();
       for (int32_t k = trie.token_begin[i]; k < trie.token_begin[i + 1]; ++k) {
         accepted.push_back(trie.sorted_tokens[k]);
       }
       ++i;
+      continue;
+    }
+    inner_alive[d] = 0;
+    if (!ended[d - 1]) {  // the rule never ended on this path: follow adds nothing
+      i = trie.subtree_end[i];
+      continue;
+    }
+    if (follow_ended[d - 1]) {  // beyond one level of context: decide at fill time
+      add_uncertain(trie.token_begin[i], trie.token_begin[trie.subtree_end[i]]);
+      i = trie.subtree_end[i];
+      continue;
+    }
+    if (follow.Advance(byte)) {
+      ended[d] = 1;
+      follow_ended[d] = follow.FollowEnded();
+      add_uncertain(trie.token_begin[i], trie.token_begin[i + 1]);
+      ++i;
     } else {
-      if (ended[d - 1]) {
-        int32_t b = trie.token_begin[i], e = trie.token_begin[trie.subtree_end[i]];
-        if (b < e) {
-          if (!entry.uncertain.empty() && entry.uncertain.back().second == b) {
-            entry.uncertain.back().second = e;
-          } else {
-            entry.uncertain.emplace_back(b, e);
-          }
-          entry.num_uncertain += e - b;
-        }
-      }
       i = trie.subtree_end[i];
     }
   }

@@ -6,8 +6,10 @@
 
 namespace xg2 {
 
-EarleyParser::EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, int32_t start_state)
+EarleyParser::EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, int32_t start_state,
+                           bool with_follow)
     : g_(std::move(automaton)) {
+  if (with_follow) follow_targets_ = &g_->rule_follow_targets[g_->state_rule[start_state]];
   dedup_keys_.assign(64, 0);
   dedup_stamp_.assign(64, 0);
   row_begin_.push_back(0);
@@ -69,12 +71,17 @@ void EarleyParser::AddItem(int32_t state, int32_t origin) {
 
 void EarleyParser::CloseRow(int32_t row) {
   const GrammarAutomaton& g = *g_;
-  bool can_end = false;
+  uint8_t can_end = 0;
   for (size_t i = static_cast<size_t>(row_begin_[row]); i < items_.size(); ++i) {
     const EarleyItem it = items_[i];
     if (g.state_final[it.state]) {
-      if (it.origin < 0) {
-        can_end = true;
+      if (it.origin == -1) {
+        can_end |= 1;
+        if (follow_targets_) {
+          for (int32_t t : *follow_targets_) AddItem(t, -2);
+        }
+      } else if (it.origin == -2) {
+        can_end |= 2;
       } else if (it.origin != row) {
         // Complete: advance every item of the origin row that waits on this rule. (An item
         // completed in its own row is handled by the nullable advance in predict.)
@@ -100,7 +107,7 @@ void EarleyParser::CloseRow(int32_t row) {
     }
   }
   row_begin_.push_back(static_cast<int32_t>(items_.size()));
-  row_can_end_.push_back(can_end ? 1 : 0);
+  row_can_end_.push_back(can_end);
 }
 
 bool EarleyParser::Advance(uint8_t byte) {

@@ -21,8 +21,12 @@ struct EarleyItem {
 
 class EarleyParser {
  public:
-  // Starts with the closure of the single top item (start_state, -1).
-  EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, int32_t start_state);
+  // Starts with the closure of the single top item (start_state, -1). With with_follow, the
+  // top item's completion also enters every call site's continuation of its rule (items
+  // with origin -2), whose own completion sets FollowEnded(): a context-free
+  // over-approximation of what may follow the rule, used by the mask cache to reject tokens.
+  EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, int32_t start_state,
+               bool with_follow = false);
 
   // Consumes one byte. On success pushes a row and returns true; on failure leaves the
   // parser unchanged and returns false.
@@ -35,7 +39,8 @@ class EarleyParser {
   void TruncateRows(int32_t rows) { PopRows(num_rows() - rows); }
 
   int32_t num_rows() const { return static_cast<int32_t>(row_begin_.size()) - 1; }
-  bool CanEnd() const { return row_can_end_.back() != 0; }
+  bool CanEnd() const { return (row_can_end_.back() & 1) != 0; }
+  bool FollowEnded() const { return (row_can_end_.back() & 2) != 0; }
   // Items of the last row.
   const EarleyItem* last_row_begin() const { return items_.data() + row_begin_[num_rows() - 1]; }
   const EarleyItem* last_row_end() const { return items_.data() + items_.size(); }
@@ -56,7 +61,8 @@ class EarleyParser {
   std::shared_ptr<const GrammarAutomaton> g_;
   std::vector<EarleyItem> items_;
   std::vector<int32_t> row_begin_;  // size num_rows + 1; last entry == items_.size()
-  std::vector<uint8_t> row_can_end_;
+  std::vector<uint8_t> row_can_end_;  // bit 0: top item complete; bit 1: a follow completed
+  const std::vector<int32_t>* follow_targets_ = nullptr;
   // Per-row duplicate suppression: open addressing keyed by (state, origin), stamped.
   std::vector<uint64_t> dedup_keys_;
   std::vector<uint32_t> dedup_stamp_;

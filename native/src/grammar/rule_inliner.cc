@@ -1,0 +1,143 @@
+#include "grammar/rule_inliner.h"
+
+#include <algorithm>
+#include <functional>
+#include <unordered_map>
+#include <vector>
+
+namespace xg2 {
+namespace {
+
+void CollectRefs(const Grammar& g, ExprId id, std::vector<RuleId>* out, std::vector<uint8_t>* seen) {
+  std::vector<ExprId> stack{id};
+  while (!stack.empty()) {
+    ExprId e = stack.back();
+    stack.pop_back();
+    if ((*seen)[e]) continue;
+    (*seen)[e] = 1;
+    const Expr& x = g.expr(e);
+    if (x.kind == ExprKind::kRuleRef) out->push_back(x.rule);
+    for (ExprId c : x.children) stack.push_back(c);
+  }
+}
+
+// Tarjan's SCCs, iterative; components come out callees first.
+std::vector<std::vector<RuleId>> StronglyConnected(const std::vector<std::vector<RuleId>>& adj) {
+  int32_t n = static_cast<int32_t>(adj.size());
+  std::vector<int32_t> index(n, -1), low(n, 0), stack;
+  std::vector<uint8_t> on_stack(n, 0);
+  std::vector<std::vector<RuleId>> out;
+  int32_t counter = 0;
+  for (int32_t root = 0; root < n; ++root) {
+    if (index[root] >= 0) continue;
+    std::vector<std::pair<int32_t, size_t>> call{{root, 0}};
+    index[root] = low[root] = counter++;
+    stack.push_back(root);
+    on_stack[root] = 1;
+    while (!call.empty()) {
+      auto& [v, next] = call.back();
+      if (next < adj[v].size()) {
+        int32_t w = adj[v][next++];
+        if (index[w] < 0) {
+          index[w] = low[w] = counter++;
+          stack.push_back(w);
+          on_stack[w] = 1;
+          call.push_back({w, 0});
+        } else if (on_stack[w]) {
+          low[v] = std::min(low[v], index[w]);
+        }
+      } else {
+        int32_t done = v;
+        call.pop_back();
+        if (!call.empty()) low[call.back().first] = std::min(low[call.back().first], low[done]);
+        if (low[done] == index[done]) {
+          std::vector<RuleId> comp;
+          while (true) {
+            int32_t w = stack.back();
+            stack.pop_back();
+            on_stack[w] = 0;
+            comp.push_back(w);
+            if (w == done) break;
+          }
+          out.push_back(std::move(comp));
+        }
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Grammar InlineSmallRules(const Grammar& source, int max_inline_size) {
+  Grammar g = source;
+  int32_t n = g.num_rules();
+  std::vector<std::vector<RuleId>> adj(n);
+  for (RuleId r = 0; r < n; ++r) {
+    if (g.rule(r).body == kNoExpr) continue;
+    std::vector<uint8_t> seen(g.num_exprs(), 0);
+    CollectRefs(g, g.rule(r).body, &adj[r], &seen);
+    std::sort(adj[r].begin(), adj[r].end());
+    adj[r].erase(std::unique(adj[r].begin(), adj[r].end()), adj[r].end());
+  }
+  std::vector<uint8_t> recursive(n, 0);
+  auto components = StronglyConnected(adj);
+  for (const auto& comp : components) {
+    if (comp.size() > 1) {
+      for (RuleId r : comp) recursive[r] = 1;
+    } else if (std::binary_search(adj[comp[0]].begin(), adj[comp[0]].end(), comp[0])) {
+      recursive[comp[0]] = 1;
+    }
+  }
+
+  // Rewrites in callee-first order, so a callee's body is final before callers inline it.
+  std::vector<int64_t> inlined_size(n, -1);  // -1: not inlinable
+  for (const auto& comp : components) {
+    for (RuleId r : comp) {
+      if (g.rule(r).body == kNoExpr) continue;
+      std::unordered_map<ExprId, std::pair<ExprId, int64_t>> memo;  // expr -> (new id, size)
+      std::function<std::pair<ExprId, int64_t>(ExprId)> rewrite = [&](ExprId id) -> std::pair<ExprId, int64_t> {
+        auto it = memo.find(id);
+        if (it != memo.end()) return it->second;
+        const Expr x = g.expr(id);
+        std::pair<ExprId, int64_t> result{id, 1};
+        if (x.kind == ExprKind::kRuleRef) {
+          RuleId callee = x.rule;
+          if (inlined_size[callee] >= 0) result = {g.rule(callee).body, inlined_size[callee]};
+        } else if (!x.children.empty()) {
+          std::vector<ExprId> kids;
+          bool changed = false;
+          int64_t size = 1;
+          for (ExprId c : x.children) {
+            auto [nc, sz] = rewrite(c);
+            changed |= nc != c;
+            kids.push_back(nc);
+            size += sz;
+          }
+          if (x.kind == ExprKind::kRepeat) {
+            int64_t copies = x.max == kUnbounded ? std::max<int64_t>(x.min, 1) : x.max;
+            size = 1 + (size - 1) * std::max<int64_t>(copies, 1);
+          }
+          ExprId nid = id;
+          if (changed) {
+            switch (x.kind) {
+              case ExprKind::kSequence: nid = g.AddSequence(kids); break;
+              case ExprKind::kChoice: nid = g.AddChoice(kids); break;
+              case ExprKind::kRepeat: nid = g.AddRepeat(kids[0], x.min, x.max); break;
+              default: break;
+            }
+          }
+          result = {nid, size};
+        }
+        memo.emplace(id, result);
+        return result;
+      };
+      auto [body, size] = rewrite(g.rule(r).body);
+      if (body != g.rule(r).body) g.SetRuleBody(r, body);
+      if (!recursive[r] && r != g.root() && size <= max_inline_size) inlined_size[r] = size;
+    }
+  }
+  return g;
+}
+
+}  // namespace xg2
