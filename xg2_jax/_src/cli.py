@@ -1,0 +1,154 @@
+"""The ``xg2-jax`` command line.
+
+``xg2-jax check`` compiles a grammar against a vocabulary (the GPT-2 vocabulary shipped in
+the package by default) and reports compile time, grammar size and, along a sample string,
+the number of allowed tokens and the mask time at every step.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from importlib import resources
+from pathlib import Path
+from typing import Optional, Sequence
+
+import numpy as np
+
+from xg2_jax._src.compiler import GrammarCompiler
+from xg2_jax._src.errors import GrammarSyntaxError, XG2Error
+from xg2_jax._src.grammar import Grammar
+from xg2_jax._src.matcher import GrammarMatcher, allocate_token_bitmask
+from xg2_jax._src.tokenizer import TokenizerInfo
+
+DEFAULT_VOCAB = "gpt2.json.gz"
+
+
+def default_vocab_path() -> Path:
+    """Path of the vocabulary shipped in the package (GPT-2, byte-level BPE)."""
+    return Path(str(resources.files("xg2_jax") / "data" / DEFAULT_VOCAB))
+
+
+def greedy_tokenize(tokenizer_info: TokenizerInfo, data: bytes) -> list[int]:
+    """Splits ``data`` into token ids by greedy longest match over the decoded vocabulary.
+
+    Not a model's BPE; good enough to drive a matcher along a known text.
+
+    Example:
+        >>> tok = TokenizerInfo(["a", "ab", "b"])
+        >>> greedy_tokenize(tok, b"abb")
+        [1, 2]
+    """
+    special = set(tokenizer_info.special_token_ids)
+    by_bytes: dict[bytes, int] = {}
+    for i, b in enumerate(tokenizer_info.decoded_vocab):
+        if b and i not in special:
+            by_bytes.setdefault(b, i)
+    longest = max((len(b) for b in by_bytes), default=1)
+    ids, pos = [], 0
+    while pos < len(data):
+        for size in range(min(longest, len(data) - pos), 0, -1):
+            tid = by_bytes.get(data[pos:pos + size])
+            if tid is not None:
+                ids.append(tid)
+                pos += size
+                break
+        else:
+            raise XG2Error(f"byte {data[pos]:#04x} at offset {pos} has no token in the vocabulary")
+    return ids
+
+
+def _load_grammar(args: argparse.Namespace) -> Grammar:
+    if args.builtin_json:
+        return Grammar.builtin_json_grammar()
+    if args.ebnf_file:
+        text = Path(args.ebnf_file).read_text(encoding="utf-8")
+    else:
+        text = args.ebnf
+    return Grammar.from_ebnf(text, root_rule_name=args.root_rule)
+
+
+def run_check(args: argparse.Namespace) -> int:
+    vocab_path = Path(args.vocab) if args.vocab else default_vocab_path()
+    t0 = time.perf_counter()
+    tok = TokenizerInfo.from_vocab_file(vocab_path)
+    t_vocab = time.perf_counter() - t0
+    print(f"vocabulary: {vocab_path.name} ({tok.vocab_size} tokens, {tok.vocab_type.name}), "
+          f"loaded in {t_vocab * 1e3:.1f} ms")
+    grammar = _load_grammar(args)
+    compiler = GrammarCompiler(tok, cache_enabled=False)
+    t0 = time.perf_counter()
+    compiled = compiler.compile_grammar(grammar, lazy=args.lazy)
+    t_compile = time.perf_counter() - t0
+    stats = compiled.mask_cache_stats()
+    print(f"compiled in {t_compile * 1e3:.1f} ms ({'lazy' if args.lazy else 'eager'}): "
+          f"{grammar._handle.num_rules} rules, {compiled.num_states} automaton states, "
+          f"{compiled.num_scannable_states} scannable, {stats['num_entries']} mask entries, "
+          f"{compiled.memory_size_bytes / 1024:.1f} KiB")
+    if args.sample is None:
+        return 0
+    data = args.sample.encode("utf-8")
+    ids = greedy_tokenize(tok, data)
+    matcher = GrammarMatcher(compiled)
+    mask = allocate_token_bitmask(1, tok.vocab_size)
+    decoded = tok.decoded_vocab
+    print(f"\n{'step':>4} {'allowed':>8} {'mask µs':>9}  next token")
+    times = []
+    for step, tid in enumerate(ids + [None]):
+        t0 = time.perf_counter_ns()
+        matcher.fill_next_token_bitmask(mask)
+        times.append((time.perf_counter_ns() - t0) / 1e3)
+        allowed = int(np.unpackbits(mask.view(np.uint8), bitorder="little")[:tok.vocab_size].sum())
+        if tid is None:
+            done = matcher.is_completed()
+            print(f"{step:>4} {allowed:>8} {times[-1]:>9.1f}  <end> (complete: {done})")
+            break
+        label = repr(decoded[tid].decode("utf-8", errors="backslashreplace"))
+        print(f"{step:>4} {allowed:>8} {times[-1]:>9.1f}  {label}")
+        if not matcher.accept_token(tid):
+            print(f"error: token {label} at step {step} (byte offset "
+                  f"{len(b''.join(decoded[i] for i in ids[:step]))}) breaks the grammar",
+                  file=sys.stderr)
+            return 1
+    arr = np.array(times)
+    print(f"\nmask time µs: median {np.median(arr):.1f}, p99 {np.percentile(arr, 99):.1f}, "
+          f"max {arr.max():.1f} over {len(arr)} steps")
+    if not matcher.is_completed():
+        print("error: the sample is a valid prefix but not a complete sentence", file=sys.stderr)
+        return 1
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="xg2-jax", description="xg2-jax: constrained decoding for JAX")
+    sub = parser.add_subparsers(dest="command", required=True)
+    check = sub.add_parser("check", help="compile a grammar and trace masks along a sample string")
+    source = check.add_mutually_exclusive_group(required=True)
+    source.add_argument("--ebnf", help="grammar text (GBNF / XGrammar EBNF)")
+    source.add_argument("--ebnf-file", help="file with the grammar text")
+    source.add_argument("--builtin-json", action="store_true", help="the builtin JSON grammar")
+    check.add_argument("--root-rule", default="root", help="root rule name (default: root)")
+    check.add_argument("--vocab", help="vocabulary file (.json/.json.gz; default: shipped GPT-2)")
+    check.add_argument("--sample", help="text to drive the matcher along, token by token")
+    check.add_argument("--lazy", action="store_true", help="build token masks on first use")
+    check.set_defaults(func=run_check)
+    return parser
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return args.func(args)
+    except GrammarSyntaxError as e:
+        where = args.ebnf_file or "<grammar>"
+        print(f"error: {where}:{e}", file=sys.stderr)
+        return 2
+    except (XG2Error, OSError) as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":
+    sys.exit(main())
