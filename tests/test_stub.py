@@ -15,7 +15,7 @@ def test_core_stub_in_sync(tmp_path):
         pytest.skip("not running from a source checkout")
     out = tmp_path / "_core.pyi"
     subprocess.run([sys.executable, "-m", "nanobind.stubgen", "-q", "-m", "xg2_jax._core", "-o", str(out)],
-                   check=True)
+                   check=True, cwd=tmp_path)
     assert out.read_text() == REPO_STUB.read_text(), (
         "xg2_jax/_core.pyi is stale: regenerate with "
         "`python -m nanobind.stubgen -m xg2_jax._core -o xg2_jax/_core.pyi`")

@@ -413,10 +413,11 @@ def test_from_tokenizers_object():
         assert b"".join(info.decoded_vocab[i] for i in ids) == b" " + text.encode()
 
 
-def test_optional_dependencies_not_imported():
+def test_optional_dependencies_not_imported(tmp_path):
     code = (
         "import sys, xg2_jax._src.tokenizer\n"
         "bad = [m for m in ('tokenizers', 'transformers', 'torch') if m in sys.modules]\n"
         "assert not bad, bad\n"
     )
-    subprocess.run([sys.executable, "-c", code], check=True, env=None)
+    # cwd elsewhere: the source tree (without the built extension) must not shadow the install
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=tmp_path)
