@@ -1,0 +1,28 @@
+// Regex front end: the ECMAScript subset used in JSON Schema `pattern` and by users,
+// lowered to grammar IR (classes, escapes \d \w \s and negations, anchors, groups incl.
+// non-capturing, alternation, greedy/lazy quantifiers, {n,m}, \u escapes, Unicode).
+// Backreferences and lookaround raise Error(kGrammarSyntax-like SyntaxError) naming the
+// construct and its position (line 1, column = 1-based character offset in the pattern).
+#pragma once
+
+#include <string>
+
+#include "xg2/grammar.h"
+
+namespace xg2 {
+
+struct RegexOptions {
+  // JSON Schema semantics: a pattern is unanchored (matches anywhere) unless it uses ^/$;
+  // when false the whole string must match the pattern (Grammar.from_regex semantics).
+  bool search_semantics = false;
+  int max_repeat_bound = 100000;  // larger {n,m} bounds raise Error(kLimitExceeded)
+};
+
+// Adds an expression matching the pattern to g and returns its id (no rules are created
+// unless needed). The matched language is over UTF-8 bytes of code points.
+ExprId RegexToExpr(Grammar* g, const std::string& pattern, const RegexOptions& options = RegexOptions());
+
+// A grammar whose root rule matches exactly the strings of the pattern.
+Grammar RegexToGrammar(const std::string& pattern, const RegexOptions& options = RegexOptions());
+
+}  // namespace xg2
