@@ -395,33 +395,33 @@ def json_documents(n: int, seed: int, data_dir: Path) -> list[str]:
 # ======================================================================================
 # Workload 2: a small programming language (recursive EBNF)
 # ======================================================================================
-LANG_GRAMMAR = r'''root ::= ws stmt (ws stmt)* ws
+LANG_GRAMMAR = r'''root ::= stmt (ws stmt)* ws
 stmt ::= let_stmt | assign_stmt | if_stmt | while_stmt | return_stmt | expr_stmt | fn_def | block
-let_stmt ::= "let" ws1 ident ws "=" ws expr ws ";"
-assign_stmt ::= ident ws ("=" | "+=" | "-=" | "*=") ws expr ws ";"
-if_stmt ::= "if" ws "(" ws expr ws ")" ws block (ws "else" ws (block | if_stmt))?
-while_stmt ::= "while" ws "(" ws expr ws ")" ws block
-return_stmt ::= "return" (ws1 expr)? ws ";"
-expr_stmt ::= call ws ";"
-fn_def ::= "fn" ws1 ident ws "(" ws params? ws ")" ws block
-params ::= ident (ws "," ws ident)*
+let_stmt ::= "let " ident sp "=" sp expr sp ";"
+assign_stmt ::= ident sp ("=" | "+=" | "-=" | "*=") sp expr sp ";"
+if_stmt ::= "if" sp "(" sp expr sp ")" sp block (sp "else" sp (block | if_stmt))?
+while_stmt ::= "while" sp "(" sp expr sp ")" sp block
+return_stmt ::= "return" (" " expr)? sp ";"
+expr_stmt ::= call sp ";"
+fn_def ::= "fn " ident sp "(" sp params? sp ")" sp block
+params ::= ident (sp "," sp ident)*
 block ::= "{" ws (stmt ws)* "}"
-expr ::= and_expr (ws "||" ws and_expr)*
-and_expr ::= cmp_expr (ws "&&" ws cmp_expr)*
-cmp_expr ::= sum (ws cmp_op ws sum)?
+expr ::= and_expr (sp "||" sp and_expr)*
+and_expr ::= cmp_expr (sp "&&" sp cmp_expr)*
+cmp_expr ::= sum (sp cmp_op sp sum)?
 cmp_op ::= "==" | "!=" | "<=" | ">=" | "<" | ">"
-sum ::= term (ws ("+" | "-") ws term)*
-term ::= unary (ws ("*" | "/" | "%") ws unary)*
-unary ::= ("-" | "!") ws unary | power
-power ::= atom (ws "^" ws unary)?
-atom ::= number | string | "true" | "false" | "nil" | ident | call | "(" ws expr ws ")" | list
-list ::= "[" ws (expr (ws "," ws expr)*)? ws "]"
-call ::= ident ws "(" ws (expr (ws "," ws expr)*)? ws ")"
+sum ::= term (sp ("+" | "-") sp term)*
+term ::= unary (sp ("*" | "/" | "%") sp unary)*
+unary ::= ("-" | "!") sp unary | power
+power ::= atom (sp "^" sp unary)?
+atom ::= number | string | "true" | "false" | "nil" | ident | call | "(" sp expr sp ")" | list
+list ::= "[" sp (expr (sp "," sp expr)*)? sp "]"
+call ::= ident "(" sp (expr (sp "," sp expr)*)? sp ")"
 ident ::= [a-zA-Z_] [a-zA-Z0-9_]*
 number ::= [0-9]+ ("." [0-9]+)? ([eE] ("+" | "-")? [0-9]+)?
 string ::= "\"" ([^"\\\n] | "\\" ["\\nt0])* "\""
+sp ::= " "?
 ws ::= [ \t\n]*
-ws1 ::= [ \t\n]+
 '''
 
 LANG_IDENTS = ["x", "y", "i", "n", "acc", "total", "count_2", "_tmp", "fooBar", "result",
@@ -436,18 +436,18 @@ class LangGen:
         self.rng = rng
         self.style = rng.choice(("pretty", "pretty", "compact", "messy"))
 
-    def ws(self) -> str:
+    def ws(self) -> str:                    # "sp" in the grammar: inside statements
         if self.style == "compact":
             return ""
         if self.style == "messy":
-            return self.rng.choice(("", "", " ", "  ", "\n", "\t", " \n  "))
+            return self.rng.choice(("", " "))
         return " "
 
     def ws_op(self) -> str:                 # around binary operators
         return "" if self.style == "compact" and self.rng.random() < 0.7 else self.ws() or " "
 
-    def ws1(self) -> str:
-        return self.rng.choice((" ", " ", "  ", "\n", "\t")) if self.style == "messy" else " "
+    def ws1(self) -> str:                   # the one space after let / fn / return
+        return " "
 
     def nl(self, indent: int) -> str:       # whitespace between statements
         if self.style == "pretty":

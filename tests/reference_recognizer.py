@@ -304,6 +304,19 @@ class Cfg:
 Item = tuple  # (nonterminal, production index, dot, origin)
 
 
+class EarleySet:
+    """A closed Earley set, with its items indexed by the nonterminal they wait on."""
+
+    def __init__(self, items: set, prods):
+        self.items = frozenset(items)
+        self.waiting: dict[str, list[Item]] = {}
+        for it in self.items:
+            nt, p, dot, _ = it
+            prod = prods[nt][p]
+            if dot < len(prod) and isinstance(prod[dot], str):
+                self.waiting.setdefault(prod[dot], []).append(it)
+
+
 class Recognizer:
     """Earley recognizer over code points. States are immutable (`Parse` objects)."""
 
@@ -320,7 +333,7 @@ class Recognizer:
         first = {(self.cfg.start, i, 0, 0) for i in range(len(self.cfg.prods[self.cfg.start]))}
         return Parse(self, [self._close(first, [], 0)])
 
-    def _close(self, seed: set, chart: list, k: int) -> frozenset:
+    def _close(self, seed: set, chart: list, k: int) -> EarleySet:
         """Earley closure of set k (predict + complete, nullable-aware)."""
         prods = self.cfg.prods
         items = set(seed)
@@ -336,24 +349,21 @@ class Recognizer:
                         new.append((sym, j, 0, k))
                     if sym in self.cfg.nullable:
                         new.append((nt, p, dot + 1, origin))
-            else:
-                # Complete. Parents in the same set waiting on nt were (or will be) advanced by
-                # the nullable rule above, since a completion with origin == k means nt is nullable.
-                if origin != k:
-                    for pnt, pp, pdot, porigin in chart[origin]:
-                        pprod = prods[pnt][pp]
-                        if pdot < len(pprod) and pprod[pdot] == nt:
-                            new.append((pnt, pp, pdot + 1, porigin))
+            elif origin != k:
+                # Complete. (Parents in this same set that wait on nt were, or will be, advanced
+                # by the nullable rule above: a completion with origin == k means nt is nullable.)
+                for pnt, pp, pdot, porigin in chart[origin].waiting.get(nt, ()):
+                    new.append((pnt, pp, pdot + 1, porigin))
             for it in new:
                 if it not in items:
                     items.add(it)
                     work.append(it)
-        return frozenset(items)
+        return EarleySet(items, prods)
 
-    def step(self, chart: list, cp: int) -> Optional[frozenset]:
+    def step(self, chart: list, cp: int) -> Optional[EarleySet]:
         prods = self.cfg.prods
         seed = set()
-        for nt, p, dot, origin in chart[-1]:
+        for nt, p, dot, origin in chart[-1].items:
             prod = prods[nt][p]
             if dot < len(prod) and isinstance(prod[dot], Term) and cp in prod[dot]:
                 seed.add((nt, p, dot + 1, origin))
@@ -388,13 +398,13 @@ class Parse:
         prods = self.rec.cfg.prods
         return any(
             nt == start and origin == 0 and dot == len(prods[nt][p])
-            for nt, p, dot, origin in self.chart[-1]
+            for nt, p, dot, origin in self.chart[-1].items
         )
 
     def next_terms(self) -> list[Term]:
         prods = self.rec.cfg.prods
         out = []
-        for nt, p, dot, origin in self.chart[-1]:
+        for nt, p, dot, origin in self.chart[-1].items:
             prod = prods[nt][p]
             if dot < len(prod) and isinstance(prod[dot], Term):
                 out.append(prod[dot])

@@ -121,3 +121,8 @@ class GrammarMatcher:
 
     @property
     def stop_token_ids(self) -> list[int]: ...
+
+def grammar_from_regex(pattern: str, search_semantics: bool = False) -> Grammar:
+    """
+    A grammar whose root rule matches the strings of an ECMAScript regex (the whole string unless search_semantics, where unanchored ends match any text).
+    """

@@ -12,5 +12,7 @@ void BindErrors(nb::module_& m);
 void BindTokenizer(nb::module_& m);
 void BindGrammar(nb::module_& m);
 void BindMatcher(nb::module_& m);
+void BindJsonSchema(nb::module_& m);
+void BindRegex(nb::module_& m);
 
 }  // namespace xg2::bindings

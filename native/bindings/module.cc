@@ -7,4 +7,6 @@ NB_MODULE(_core, m) {
   xg2::bindings::BindTokenizer(m);
   xg2::bindings::BindGrammar(m);
   xg2::bindings::BindMatcher(m);
+  xg2::bindings::BindRegex(m);
+  xg2::bindings::BindJsonSchema(m);
 }

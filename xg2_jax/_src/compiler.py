@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Union
+from typing import Any, Optional, Tuple, Union
 
 from xg2_jax import _core
 from xg2_jax._src.grammar import Grammar
@@ -95,6 +95,20 @@ class GrammarCompiler:
             grammar = Grammar.from_ebnf(grammar, root_rule_name=root_rule_name)
         handle = self._handle.compile(grammar._handle, not lazy)
         return CompiledGrammar(handle, self._tokenizer_info)
+
+    def compile_json_schema(self, schema: Any, *, any_whitespace: bool = True,
+                            indent: Optional[int] = None,
+                            separators: Optional[Tuple[str, str]] = None,
+                            strict_mode: bool = True,
+                            max_whitespace_cnt: Optional[int] = None,
+                            any_order: bool = False, on_unsupported: str = "raise",
+                            lazy: bool = False) -> CompiledGrammar:
+        """Compiles a JSON Schema; the options are those of :meth:`Grammar.from_json_schema`."""
+        grammar = Grammar.from_json_schema(
+            schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
+            strict_mode=strict_mode, max_whitespace_cnt=max_whitespace_cnt, any_order=any_order,
+            on_unsupported=on_unsupported)
+        return self.compile_grammar(grammar, lazy=lazy)
 
     def compile_builtin_json_grammar(self, *, lazy: bool = False) -> CompiledGrammar:
         """Compiles the builtin grammar of any JSON value."""

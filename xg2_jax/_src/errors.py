@@ -15,6 +15,8 @@ __all__ = [
     "InvalidArgumentError",
     "MatcherStateError",
     "LimitExceededError",
+    "UnsupportedSchemaError",
+    "UnsupportedSchemaWarning",
 ]
 
 
@@ -52,3 +54,11 @@ class MatcherStateError(XG2Error, RuntimeError):
 
 class LimitExceededError(XG2Error, ValueError):
     """A configured limit (automaton size, nesting depth, ...) was exceeded."""
+
+
+class UnsupportedSchemaError(GrammarError):
+    """A JSON Schema keyword cannot be enforced; the message names it and its JSON pointer."""
+
+
+class UnsupportedSchemaWarning(UserWarning):
+    """Emitted (with on_unsupported="warn") for each JSON Schema keyword that was not enforced."""

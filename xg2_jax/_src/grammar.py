@@ -2,7 +2,22 @@
 
 from __future__ import annotations
 
+import json as _json
+import warnings as _warnings
+from typing import Any, Optional, Tuple, Union
+
 from xg2_jax import _core
+from xg2_jax._src.errors import GrammarError, UnsupportedSchemaError, UnsupportedSchemaWarning
+
+
+def _schema_to_text(schema: Any) -> str:
+    if isinstance(schema, str):
+        return schema
+    if isinstance(schema, (dict, bool)):
+        return _json.dumps(schema)
+    if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
+        return _json.dumps(schema.model_json_schema())
+    raise TypeError("schema must be a JSON string, a dict, a bool or a pydantic model class")
 
 
 class Grammar:
@@ -40,9 +55,106 @@ class Grammar:
         return cls(_core.Grammar.from_ebnf(ebnf, root_rule_name))
 
     @classmethod
+    def from_regex(cls, pattern: str) -> "Grammar":
+        """Builds a grammar matching exactly the strings that fully match a regex.
+
+        The pattern uses ECMAScript (JavaScript) syntax on code points: literals, ``.``
+        (any character but a line terminator), classes ``[...]`` with ranges and negation,
+        ``\\d \\D \\w \\W \\s \\S``, escapes (``\\t \\n \\r \\f \\v \\0 \\xHH \\uHHHH
+        \\u{H...} \\cX`` and escaped metacharacters), groups ``( )``, ``(?: )``,
+        ``(?<name> )``, alternation ``|``, quantifiers ``* + ? {n} {n,} {n,m}`` and their lazy
+        forms, and ``^`` / ``$`` at the start / end of the pattern or of a top-level
+        alternative.
+
+        Args:
+            pattern: the regular expression.
+
+        Returns:
+            A grammar whose root rule matches the strings ``pattern`` matches in full.
+
+        Raises:
+            GrammarSyntaxError: malformed or unsupported syntax (backreferences, lookaround,
+                ``\\b``, ``\\p{...}``, anchors elsewhere); ``.column`` is the 1-based
+                character position of the construct.
+            LimitExceededError: a repetition bound above 100000 or groups nested deeper
+                than 1000 levels.
+
+        Example:
+            >>> print(Grammar.from_regex(r"[a-z]+@\\d{2,3}"))
+            root ::= [a-z]+ "@" [0-9]{2,3}
+            <BLANKLINE>
+        """
+        return cls(_core.grammar_from_regex(pattern))
+
+    @classmethod
     def builtin_json_grammar(cls) -> "Grammar":
         """Returns the grammar of any JSON value (RFC 8259)."""
         return cls.from_ebnf(_core.Grammar.builtin_json_ebnf())
+
+    @classmethod
+    def from_json_schema(cls, schema: Any, *, any_whitespace: bool = True,
+                         indent: Optional[int] = None,
+                         separators: Optional[Tuple[str, str]] = None,
+                         strict_mode: bool = True,
+                         max_whitespace_cnt: Optional[int] = None,
+                         any_order: bool = False,
+                         on_unsupported: str = "raise") -> "Grammar":
+        """Converts a JSON Schema to the grammar of the JSON texts valid against it.
+
+        Args:
+            schema: JSON text, a dict (or bool), or a pydantic model class.
+            any_whitespace: allow any whitespace between tokens; when False, output is
+                formatted exactly like ``json.dumps(obj, indent=indent, separators=separators)``.
+            indent: with ``any_whitespace=False``, the indentation (None: one line).
+            separators: ``(item_separator, key_separator)``; default ``(", ", ": ")``
+                without indent, ``(",", ": ")`` with indent; with ``any_whitespace`` only
+                the punctuation is used.
+            strict_mode: properties and array items the schema does not declare are
+                forbidden unless it explicitly allows them (xgrammar's meaning). When
+                False, the schema's own defaults apply (extra properties allowed).
+            max_whitespace_cnt: longest whitespace run with ``any_whitespace`` (None: any).
+            any_order: properties in any order instead of declaration order.
+            on_unsupported: ``"raise"`` raises :class:`UnsupportedSchemaError` for a keyword
+                that cannot be enforced; ``"warn"`` ignores it and emits an
+                :class:`UnsupportedSchemaWarning` naming the keyword and JSON pointer.
+
+        Raises:
+            UnsupportedSchemaError: an unsupported keyword (``on_unsupported="raise"``).
+            GrammarError: an invalid schema (message carries the JSON pointer).
+            GrammarSyntaxError: malformed JSON text.
+        """
+        grammar, _ = cls._from_json_schema_with_warnings(
+            schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
+            strict_mode=strict_mode, max_whitespace_cnt=max_whitespace_cnt, any_order=any_order,
+            on_unsupported=on_unsupported)
+        return grammar
+
+    @classmethod
+    def _from_json_schema_with_warnings(cls, schema: Any, *, any_whitespace: bool = True,
+                                        indent: Optional[int] = None,
+                                        separators: Optional[Tuple[str, str]] = None,
+                                        strict_mode: bool = True,
+                                        max_whitespace_cnt: Optional[int] = None,
+                                        any_order: bool = False,
+                                        on_unsupported: str = "raise"):
+        if on_unsupported not in ("raise", "warn"):
+            raise ValueError('on_unsupported must be "raise" or "warn"')
+        if indent is not None and indent < 0:
+            raise ValueError("indent must be None or >= 0")
+        item_sep, key_sep = separators if separators is not None else ("", "")
+        text = _schema_to_text(schema)
+        try:
+            handle, warns = _core.grammar_from_json_schema(
+                text, any_whitespace, -1 if indent is None else int(indent), item_sep, key_sep,
+                strict_mode, -1 if max_whitespace_cnt is None else int(max_whitespace_cnt),
+                any_order, on_unsupported == "warn")
+        except GrammarError as e:
+            if str(e).startswith("unsupported"):
+                raise UnsupportedSchemaError(str(e)) from None
+            raise
+        for w in warns:
+            _warnings.warn(w, UnsupportedSchemaWarning, stacklevel=3)
+        return cls(handle), list(warns)
 
     def to_ebnf(self) -> str:
         """Returns the grammar as EBNF text (root rule first)."""

@@ -155,6 +155,12 @@ std::shared_ptr<const GrammarAutomaton> BuildGrammarAutomaton(const Grammar& sou
       visit(out->rule_start[out->rule_edges[k].rule]);
     }
   }
+  out->awaited_rule_bits.assign(total, 0);
+  for (int32_t s = 0; s < total; ++s) {
+    for (int32_t k = out->rule_edge_begin[s]; k < out->rule_edge_begin[s + 1]; ++k) {
+      out->awaited_rule_bits[s] |= 1ull << (out->rule_edges[k].rule & 63);
+    }
+  }
   // Follow targets: where each rule's callers continue after it completes.
   out->rule_follow_targets.assign(num_rules, {});
   for (int32_t s = 0; s < total; ++s) {

@@ -20,6 +20,9 @@ struct GrammarAutomaton {
   std::vector<int32_t> byte_edge_begin;  // CSR offsets, size num_states + 1
   std::vector<DfaByteEdge> byte_edges;   // targets are global states
   std::vector<int32_t> rule_edge_begin;  // CSR offsets, size num_states + 1
+  // Bit (rule % 64) is set for every rule the state has an edge on: lets completion skip
+  // items that wait on other rules without reading their edges.
+  std::vector<uint64_t> awaited_rule_bits;
   std::vector<DfaRuleEdge> rule_edges;   // targets are global states
   // Per rule.
   std::vector<int32_t> rule_start;

@@ -352,6 +352,10 @@ RuleDfa BuildRuleDfa(const Grammar& g, ExprId body, const AutomatonLimits& limit
   builder.Build(body, start, final);
   SubsetConstruction subsets(builder.states(), final, limits);
   RuleDfa dfa = subsets.Run(start);
+  // Moore refinement needs up to one round per state on chains (quadratic); large DFAs
+  // (long unrolled repetitions) are kept as built, which is correct, only not minimal.
+  constexpr int32_t kMaxStatesToMinimize = 1024;
+  if (dfa.num_states() > kMaxStatesToMinimize) return dfa;
   return Minimize(dfa);
 }
 

@@ -93,8 +93,20 @@ TokenMaskEntry TokenMaskCache::ComputeEntry(const std::shared_ptr<const GrammarA
     }
     entry.num_uncertain += e - b;
   };
-  // Per depth along the current trie path: inner alive, rule ended, a call site ended.
+  // Per depth along the current trie path: inner alive, rule ended, bytes; follow_ended is
+  // valid up to follow_depth, the depth to which `follow` is synced with the current path.
+  // Follow is advanced lazily, only on paths where inner dies after the rule could end.
   std::vector<uint8_t> inner_alive{1}, ended{inner.CanEnd()}, follow_ended{follow.FollowEnded()};
+  std::vector<uint8_t> path{0};
+  int32_t follow_depth = 0;
+  auto sync_follow = [&](int32_t depth) {
+    while (follow_depth < depth) {
+      follow.TruncateRows(follow_depth + 1);
+      follow.Advance(path[follow_depth + 1]);  // succeeds: inner (a subset) was alive here
+      ++follow_depth;
+      follow_ended[follow_depth] = follow_ended[follow_depth - 1] || follow.FollowEnded();
+    }
+  };
   int32_t i = 1;
   while (i < num_nodes) {
     const int32_t d = trie.depth[i];
@@ -103,18 +115,18 @@ TokenMaskEntry TokenMaskCache::ComputeEntry(const std::shared_ptr<const GrammarA
       inner_alive.resize(d + 1);
       ended.resize(d + 1);
       follow_ended.resize(d + 1);
+      path.resize(d + 1);
     }
-    follow.TruncateRows(d);
+    path[d] = byte;
+    if (follow_depth > d - 1) follow_depth = d - 1;  // the path changed at depth d
     bool in = false;
     if (inner_alive[d - 1]) {
       inner.TruncateRows(d);
       in = inner.Advance(byte);
     }
     if (in) {
-      follow.Advance(byte);  // follow's paths include inner's
       inner_alive[d] = 1;
       ended[d] = ended[d - 1] || inner.CanEnd();
-      follow_ended[d] = follow_ended[d - 1] || follow.FollowEnded();
       for (int32_t k = trie.token_begin[i]; k < trie.token_begin[i + 1]; ++k) {
         accepted.push_back(trie.sorted_tokens[k]);
       }
@@ -126,12 +138,15 @@ TokenMaskEntry TokenMaskCache::ComputeEntry(const std::shared_ptr<const GrammarA
       i = trie.subtree_end[i];
       continue;
     }
+    sync_follow(d - 1);
     if (follow_ended[d - 1]) {  // beyond one level of context: decide at fill time
       add_uncertain(trie.token_begin[i], trie.token_begin[trie.subtree_end[i]]);
       i = trie.subtree_end[i];
       continue;
     }
+    follow.TruncateRows(d);
     if (follow.Advance(byte)) {
+      follow_depth = d;
       ended[d] = 1;
       follow_ended[d] = follow.FollowEnded();
       add_uncertain(trie.token_begin[i], trie.token_begin[i + 1]);

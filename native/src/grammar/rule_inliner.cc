@@ -80,6 +80,12 @@ Grammar InlineSmallRules(const Grammar& source, int max_inline_size) {
     std::sort(adj[r].begin(), adj[r].end());
     adj[r].erase(std::unique(adj[r].begin(), adj[r].end()), adj[r].end());
   }
+  // Reference occurrences per rule: inlining copies a rule's states into every site, and
+  // each copy of a state that accepts many tokens costs a full trie walk at compile time.
+  std::vector<int32_t> occurrences(n, 0);
+  for (ExprId e = 0; e < g.num_exprs(); ++e) {
+    if (g.expr(e).kind == ExprKind::kRuleRef) ++occurrences[g.expr(e).rule];
+  }
   std::vector<uint8_t> recursive(n, 0);
   auto components = StronglyConnected(adj);
   for (const auto& comp : components) {
@@ -134,7 +140,12 @@ Grammar InlineSmallRules(const Grammar& source, int max_inline_size) {
       };
       auto [body, size] = rewrite(g.rule(r).body);
       if (body != g.rule(r).body) g.SetRuleBody(r, body);
-      if (!recursive[r] && r != g.root() && size <= max_inline_size) inlined_size[r] = size;
+      constexpr int kMaxSitesForLargeRule = 3;
+      constexpr int64_t kTinyRuleSize = 2;
+      if (!recursive[r] && r != g.root() && size <= max_inline_size &&
+          (occurrences[r] <= kMaxSitesForLargeRule || size <= kTinyRuleSize)) {
+        inlined_size[r] = size;
+      }
     }
   }
   return g;

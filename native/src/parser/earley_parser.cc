@@ -86,9 +86,11 @@ void EarleyParser::CloseRow(int32_t row) {
         // Complete: advance every item of the origin row that waits on this rule. (An item
         // completed in its own row is handled by the nullable advance in predict.)
         RuleId r = g.state_rule[it.state];
+        const uint64_t bit = 1ull << (r & 63);
         int32_t end = row_begin_[it.origin + 1];
         for (int32_t j = row_begin_[it.origin]; j < end; ++j) {
           const EarleyItem parent = items_[j];
+          if (!(g.awaited_rule_bits[parent.state] & bit)) continue;
           int32_t kb = g.rule_edge_begin[parent.state], ke = g.rule_edge_begin[parent.state + 1];
           for (int32_t k = kb; k < ke; ++k) {
             if (g.rule_edges[k].rule == r) {

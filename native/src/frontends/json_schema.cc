@@ -1,0 +1,973 @@
+// JSON Schema -> grammar IR. Subschemas are referenced by (value, JSON pointer); a conjunction
+// of subschemas (allOf, $ref with siblings, a property declared twice) is merged into one
+// constraint set before lowering. Every object/array/conjunction gets its own rule, keyed by
+// the pointers of its parts and (with indent) the nesting depth, so $ref recursion and reused
+// subschemas share rules.
+#include "frontends/json_schema.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <set>
+#include <unordered_map>
+
+#include "frontends/json_schema_internal.h"
+#include "frontends/regex.h"
+#include "xg2/errors.h"
+
+namespace xg2 {
+namespace {
+
+using namespace jsonschema;
+
+struct Ref {
+  const JsonValue* v;
+  std::string ptr;
+};
+
+enum TypeBit : uint8_t { kNull = 1, kBool = 2, kInt = 4, kNum = 8, kStr = 16, kArr = 32, kObj = 64, kAllTypes = 127 };
+
+struct Merged {
+  bool is_false = false;
+  uint8_t types = kAllTypes;
+  bool has_enum = false;
+  std::vector<JsonValue> enum_values;
+  // strings
+  int64_t min_len = 0, max_len = -1;
+  std::vector<Ref> patterns;  // v: the pattern string value
+  std::vector<Ref> formats;
+  // numbers
+  NumBound lo, hi;
+  std::vector<Ref> multiple_of;
+  // arrays
+  bool has_prefix = false;
+  std::vector<std::vector<Ref>> prefix;
+  bool items_set = false;
+  std::vector<Ref> items;  // conjunction; may contain `false`
+  int64_t min_items = 0, max_items = -1;
+  std::vector<Ref> contains;
+  // objects
+  std::vector<std::pair<std::string, std::vector<Ref>>> props;
+  std::set<std::string> required;
+  bool additional_set = false;
+  std::vector<Ref> additional;
+  std::vector<std::pair<Ref, std::vector<Ref>>> pattern_props;  // (pattern value, schema)
+  std::vector<Ref> property_names;
+  int64_t min_props = 0, max_props = -1;
+  std::string min_props_ptr, max_props_ptr;
+  // combinators
+  std::vector<std::vector<Ref>> any_of;
+  bool constrained = false;  // any keyword besides combinators seen
+};
+
+bool IsAnnotation(const std::string& k) {
+  static const std::set<std::string> kAnn = {
+      "title", "description", "examples", "example", "default", "$comment", "$schema", "$id", "id", "deprecated",
+      "readOnly", "writeOnly", "$defs", "definitions", "$anchor", "$dynamicAnchor", "$vocabulary", "contentEncoding",
+      "contentMediaType", "discriminator", "nullable_annotation", "markdownDescription", "errorMessage"};
+  return kAnn.count(k) > 0;
+}
+
+bool IsKnownUnsupported(const std::string& k) {
+  static const std::set<std::string> kUn = {"if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies",
+                                            "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef",
+                                            "contentSchema", "minContains", "maxContains"};
+  return kUn.count(k) > 0;
+}
+
+std::string Show(const std::string& ptr) { return ptr.empty() ? "(root)" : ptr; }
+
+class Converter {
+ public:
+  Converter(const JsonValue& root, const JsonSchemaOptions& o) : root_(root), o_(o) {
+    if (o_.any_whitespace) {
+      item_sep_ = Trim(o_.item_separator.empty() ? "," : o_.item_separator);
+      key_sep_ = Trim(o_.key_separator.empty() ? ":" : o_.key_separator);
+    } else {
+      item_sep_ = !o_.item_separator.empty() ? o_.item_separator : (o_.indent >= 0 ? "," : ", ");
+      key_sep_ = !o_.key_separator.empty() ? o_.key_separator : ": ";
+    }
+  }
+
+  JsonSchemaResult Run() {
+    RuleId root = g_.DeclareRule("root");
+    g_.set_root(root);
+    ExprId body = g_.AddRuleRef(ConjRule({Ref{&root_, ""}}, 0));
+    g_.SetRuleBody(root, body);
+    JsonSchemaResult r;
+    r.grammar = std::move(g_);
+    r.warnings = warnings_;
+    return r;
+  }
+
+ private:
+  static std::string Trim(const std::string& s) {
+    size_t a = s.find_first_not_of(" \t\n\r"), b = s.find_last_not_of(" \t\n\r");
+    return a == std::string::npos ? "" : s.substr(a, b - a + 1);
+  }
+
+  [[noreturn]] void Invalid(const std::string& ptr, const std::string& msg) {
+    throw Error(ErrorKind::kGrammarSemantic, "invalid schema at " + Show(ptr) + ": " + msg);
+  }
+
+  void Unsupported(const std::string& kw, const std::string& ptr, const std::string& detail = "") {
+    std::string msg = "unsupported keyword '" + kw + "' at " + Show(ptr) + (detail.empty() ? "" : ": " + detail);
+    if (!o_.on_unsupported_warn) throw Error(ErrorKind::kGrammarSemantic, msg);
+    if (warned_.insert(msg).second) warnings_.push_back(msg);
+  }
+
+  // ------------------------------------------------------------------ formatting
+  bool Indented() const { return !o_.any_whitespace && o_.indent >= 0; }
+  int Depth(int d) const { return Indented() ? std::min(d, 24) : 0; }
+  ExprId Ws() {
+    return g_.AddRepeat(Cls(&g_, {{' ', ' '}, {'\t', '\n'}, {'\r', '\r'}}), 0, o_.max_whitespace_cnt >= 0 ? o_.max_whitespace_cnt : kUnbounded);
+  }
+  std::string Newline(int depth) const { return "\n" + std::string(static_cast<size_t>(o_.indent) * depth, ' '); }
+  // "{" / "[" followed by what precedes the first member at this depth.
+  ExprId Open(char c, int depth) {
+    if (o_.any_whitespace) return g_.AddSequence({Lit(&g_, std::string(1, c)), Ws()});
+    if (Indented()) return Lit(&g_, std::string(1, c) + Newline(depth + 1));
+    return Lit(&g_, std::string(1, c));
+  }
+  ExprId Close(char c, int depth) {
+    if (o_.any_whitespace) return g_.AddSequence({Ws(), Lit(&g_, std::string(1, c))});
+    if (Indented()) return Lit(&g_, Newline(depth) + c);
+    return Lit(&g_, std::string(1, c));
+  }
+  ExprId Empty(char open, char close) {
+    if (o_.any_whitespace) return g_.AddSequence({Lit(&g_, std::string(1, open)), Ws(), Lit(&g_, std::string(1, close))});
+    return Lit(&g_, std::string(1, open) + close);
+  }
+  ExprId ItemSep(int depth) {
+    if (o_.any_whitespace) return g_.AddSequence({Ws(), Lit(&g_, item_sep_), Ws()});
+    if (Indented()) return Lit(&g_, item_sep_ + Newline(depth + 1));
+    return Lit(&g_, item_sep_);
+  }
+  ExprId KeySep() {
+    if (o_.any_whitespace) return g_.AddSequence({Ws(), Lit(&g_, key_sep_), Ws()});
+    return Lit(&g_, key_sep_);
+  }
+
+  // ------------------------------------------------------------------ $ref
+  Ref Resolve(const std::string& ref, const std::string& at) {
+    std::string r = ref;
+    size_t hash = r.find('#');
+    std::string base = hash == std::string::npos ? r : r.substr(0, hash);
+    std::string frag = hash == std::string::npos ? "" : r.substr(hash + 1);
+    if (!base.empty()) {
+      // A reference to the document itself by its $id is fine; anything else is remote.
+      const JsonValue* id = root_.Find("$id");
+      if (!(id && id->is_string() && (id->as_string() == base || id->as_string() == base + "#"))) {
+        Unsupported("$ref", at, "remote reference '" + ref + "'");
+        return Ref{nullptr, ""};
+      }
+    }
+    // percent-decoding
+    std::string dec;
+    for (size_t i = 0; i < frag.size(); ++i) {
+      if (frag[i] == '%' && i + 2 < frag.size() + 0 && i + 2 <= frag.size() - 1 + 1) {
+        dec += static_cast<char>(std::strtol(frag.substr(i + 1, 2).c_str(), nullptr, 16));
+        i += 2;
+      } else {
+        dec += frag[i];
+      }
+    }
+    if (!dec.empty() && dec[0] != '/') {
+      const JsonValue* found = FindAnchor(root_, dec);
+      if (!found) Invalid(at, "$ref '" + ref + "' names no $anchor");
+      return Ref{found, "#" + dec};
+    }
+    const JsonValue* cur = &root_;
+    std::string ptr;
+    size_t pos = 0;
+    while (pos < dec.size()) {
+      size_t next = dec.find('/', pos + 1);
+      std::string tok = dec.substr(pos + 1, next == std::string::npos ? std::string::npos : next - pos - 1);
+      pos = next == std::string::npos ? dec.size() : next;
+      std::string key;
+      for (size_t i = 0; i < tok.size(); ++i) {
+        if (tok[i] == '~' && i + 1 < tok.size()) {
+          key += tok[i + 1] == '1' ? '/' : '~';
+          ++i;
+        } else {
+          key += tok[i];
+        }
+      }
+      ptr += "/" + JsonPointerEscape(key);
+      if (cur->is_object()) {
+        cur = cur->Find(key);
+      } else if (cur->is_array()) {
+        char* end = nullptr;
+        long idx = std::strtol(key.c_str(), &end, 10);
+        cur = (!key.empty() && *end == 0 && idx >= 0 && static_cast<size_t>(idx) < cur->items().size()) ? &cur->items()[idx] : nullptr;
+      } else {
+        cur = nullptr;
+      }
+      if (!cur) Invalid(at, "$ref '" + ref + "' does not resolve");
+    }
+    return Ref{cur, ptr};
+  }
+
+  const JsonValue* FindAnchor(const JsonValue& v, const std::string& name) {
+    if (v.is_object()) {
+      const JsonValue* a = v.Find("$anchor");
+      if (a && a->is_string() && a->as_string() == name) return &v;
+      const JsonValue* id = v.Find("$id");
+      if (id && id->is_string() && id->as_string() == "#" + name) return &v;
+      for (const auto& m : v.members()) {
+        if (m.first == "enum" || m.first == "const") continue;
+        if (const JsonValue* f = FindAnchor(m.second, name)) return f;
+      }
+    } else if (v.is_array()) {
+      for (const auto& it : v.items()) {
+        if (const JsonValue* f = FindAnchor(it, name)) return f;
+      }
+    }
+    return nullptr;
+  }
+
+  // ------------------------------------------------------------------ merging
+  static NumBound Bound(const JsonValue& v, bool exclusive) {
+    NumBound b;
+    b.present = true;
+    b.exclusive = exclusive;
+    b.literal = v.number_literal();
+    b.value = v.as_number();
+    return b;
+  }
+  static void Tighten(NumBound* cur, const NumBound& nb, bool lower) {
+    if (!cur->present) {
+      *cur = nb;
+      return;
+    }
+    bool better = lower ? nb.value > cur->value : nb.value < cur->value;
+    if (better || (nb.value == cur->value && nb.exclusive)) *cur = nb;
+  }
+  static uint8_t TypeFromName(const std::string& t) {
+    if (t == "null") return kNull;
+    if (t == "boolean") return kBool;
+    if (t == "integer") return kInt;
+    if (t == "number") return kNum | kInt;
+    if (t == "string") return kStr;
+    if (t == "array") return kArr;
+    if (t == "object") return kObj;
+    return 0;
+  }
+  int64_t NonNegInt(const JsonValue& v, const std::string& ptr, const std::string& kw) {
+    if (!v.is_number() || !v.is_integer() || v.as_number() < 0) Invalid(ptr, "'" + kw + "' must be a non-negative integer");
+    double d = v.as_number();
+    return d > 4e18 ? int64_t(4e18) : static_cast<int64_t>(d);
+  }
+  static std::vector<Ref> One(const JsonValue* v, std::string ptr) { return {Ref{v, std::move(ptr)}}; }
+
+  void MergeInto(Merged* m, const Ref& r, int guard) {
+    if (guard > 64) Invalid(r.ptr, "$ref chain too deep or cyclic");
+    if (r.v == nullptr) return;
+    const JsonValue& s = *r.v;
+    if (s.is_bool()) {
+      if (!s.as_bool()) m->is_false = true;
+      return;
+    }
+    if (!s.is_object()) Invalid(r.ptr, "a schema must be an object or a boolean");
+    const std::string& P = r.ptr;
+    bool draft4_excl_min = false, draft4_excl_max = false;
+    if (const JsonValue* e = s.Find("exclusiveMinimum")) draft4_excl_min = e->is_bool() && e->as_bool();
+    if (const JsonValue* e = s.Find("exclusiveMaximum")) draft4_excl_max = e->is_bool() && e->as_bool();
+    const JsonValue* items_v = s.Find("items");
+    bool items_is_array = items_v && items_v->is_array();
+    for (const auto& kv : s.members()) {
+      const std::string& k = kv.first;
+      const JsonValue& v = kv.second;
+      std::string kp = P + "/" + JsonPointerEscape(k);
+      if (IsAnnotation(k)) continue;
+      if (k == "$ref") {
+        if (!v.is_string()) Invalid(kp, "$ref must be a string");
+        Ref t = Resolve(v.as_string(), P);
+        if (t.v) MergeRef(m, t, guard + 1);
+        continue;
+      }
+      if (k == "allOf" || k == "anyOf" || k == "oneOf") {
+        if (!v.is_array() || v.items().empty()) Invalid(kp, "'" + k + "' must be a non-empty array");
+        if (k == "allOf") {
+          for (size_t i = 0; i < v.items().size(); ++i) MergeInto(m, Ref{&v.items()[i], kp + "/" + std::to_string(i)}, guard + 1);
+        } else {
+          std::vector<Ref> alts;
+          for (size_t i = 0; i < v.items().size(); ++i) alts.push_back(Ref{&v.items()[i], kp + "/" + std::to_string(i)});
+          m->any_of.push_back(alts);
+        }
+        continue;
+      }
+      if (IsKnownUnsupported(k)) {
+        if (k == "unevaluatedProperties" && v.is_bool() && v.as_bool()) continue;
+        if (k == "unevaluatedItems" && v.is_bool() && v.as_bool()) continue;
+        if ((k == "minContains" && v.is_number() && v.as_number() == 1 && s.Find("maxContains") == nullptr)) continue;
+        Unsupported(k, P);
+        continue;
+      }
+      m->constrained = true;
+      if (k == "type") {
+        uint8_t t = 0;
+        if (v.is_string()) {
+          t = TypeFromName(v.as_string());
+          if (!t) Invalid(kp, "unknown type '" + v.as_string() + "'");
+        } else if (v.is_array()) {
+          for (const auto& it : v.items()) {
+            uint8_t x = it.is_string() ? TypeFromName(it.as_string()) : 0;
+            if (!x) Invalid(kp, "unknown type " + it.Dump());
+            t |= x;
+          }
+        } else {
+          Invalid(kp, "'type' must be a string or an array");
+        }
+        m->types &= t;
+      } else if (k == "enum" || k == "const") {
+        std::vector<JsonValue> vals;
+        if (k == "const") {
+          vals.push_back(v);
+        } else {
+          if (!v.is_array()) Invalid(kp, "'enum' must be an array");
+          vals = v.items();
+        }
+        if (!m->has_enum) {
+          m->has_enum = true;
+          m->enum_values = vals;
+        } else {
+          std::vector<JsonValue> keep;
+          for (const auto& a : m->enum_values) {
+            for (const auto& b : vals) {
+              if (a == b) {
+                keep.push_back(a);
+                break;
+              }
+            }
+          }
+          m->enum_values = keep;
+        }
+      } else if (k == "minLength") {
+        m->min_len = std::max(m->min_len, NonNegInt(v, P, k));
+      } else if (k == "maxLength") {
+        int64_t x = NonNegInt(v, P, k);
+        m->max_len = m->max_len < 0 ? x : std::min(m->max_len, x);
+      } else if (k == "pattern") {
+        if (!v.is_string()) Invalid(kp, "'pattern' must be a string");
+        m->patterns.push_back(Ref{&v, P});
+      } else if (k == "format") {
+        if (v.is_string()) m->formats.push_back(Ref{&v, P});
+      } else if (k == "minimum") {
+        if (!v.is_number()) Invalid(kp, "'minimum' must be a number");
+        Tighten(&m->lo, Bound(v, draft4_excl_min), true);
+      } else if (k == "maximum") {
+        if (!v.is_number()) Invalid(kp, "'maximum' must be a number");
+        Tighten(&m->hi, Bound(v, draft4_excl_max), false);
+      } else if (k == "exclusiveMinimum") {
+        if (v.is_number()) Tighten(&m->lo, Bound(v, true), true);
+      } else if (k == "exclusiveMaximum") {
+        if (v.is_number()) Tighten(&m->hi, Bound(v, true), false);
+      } else if (k == "multipleOf") {
+        if (!v.is_number() || v.as_number() <= 0) Invalid(kp, "'multipleOf' must be a positive number");
+        m->multiple_of.push_back(Ref{&v, P});
+      } else if (k == "prefixItems" || (k == "items" && items_is_array)) {
+        if (!v.is_array()) Invalid(kp, "'" + k + "' must be an array");
+        std::vector<std::vector<Ref>> pre;
+        for (size_t i = 0; i < v.items().size(); ++i) {
+          std::vector<Ref> c = One(&v.items()[i], kp + "/" + std::to_string(i));
+          if (i < m->prefix.size()) c.insert(c.begin(), m->prefix[i].begin(), m->prefix[i].end());
+          pre.push_back(c);
+        }
+        for (size_t i = v.items().size(); i < m->prefix.size(); ++i) pre.push_back(m->prefix[i]);
+        if (m->has_prefix && m->prefix.size() != v.items().size()) Unsupported(k, P, "prefix lists of different lengths in allOf");
+        m->prefix = pre;
+        m->has_prefix = true;
+      } else if (k == "items" || (k == "additionalItems" && items_is_array)) {
+        m->items_set = true;
+        m->items.push_back(Ref{&v, kp});
+      } else if (k == "additionalItems") {
+        continue;  // ignored without an array-form "items"
+      } else if (k == "minItems") {
+        m->min_items = std::max(m->min_items, NonNegInt(v, P, k));
+      } else if (k == "maxItems") {
+        int64_t x = NonNegInt(v, P, k);
+        m->max_items = m->max_items < 0 ? x : std::min(m->max_items, x);
+      } else if (k == "contains") {
+        m->contains.push_back(Ref{&v, kp});
+      } else if (k == "uniqueItems") {
+        if (v.is_bool() && v.as_bool()) Unsupported(k, P);
+      } else if (k == "properties") {
+        if (!v.is_object()) Invalid(kp, "'properties' must be an object");
+        for (const auto& pm : v.members()) {
+          Ref pr{&pm.second, kp + "/" + JsonPointerEscape(pm.first)};
+          auto it = std::find_if(m->props.begin(), m->props.end(), [&](const auto& x) { return x.first == pm.first; });
+          if (it == m->props.end()) {
+            m->props.push_back({pm.first, {pr}});
+          } else {
+            it->second.push_back(pr);
+          }
+        }
+      } else if (k == "required") {
+        if (!v.is_array()) Invalid(kp, "'required' must be an array");
+        for (const auto& it : v.items()) {
+          if (!it.is_string()) Invalid(kp, "'required' must list strings");
+          m->required.insert(it.as_string());
+        }
+      } else if (k == "additionalProperties") {
+        m->additional_set = true;
+        m->additional.push_back(Ref{&v, kp});
+      } else if (k == "patternProperties") {
+        if (!v.is_object()) Invalid(kp, "'patternProperties' must be an object");
+        for (const auto& pm : v.members()) {
+          // The pattern text lives in the member's key; keep a pointer to a string we own.
+          pattern_keys_.push_back(std::make_unique<JsonValue>(JsonValue::String(pm.first)));
+          m->pattern_props.push_back({Ref{pattern_keys_.back().get(), kp}, One(&pm.second, kp + "/" + JsonPointerEscape(pm.first))});
+        }
+      } else if (k == "propertyNames") {
+        m->property_names.push_back(Ref{&v, kp});
+      } else if (k == "minProperties") {
+        m->min_props = std::max(m->min_props, NonNegInt(v, P, k));
+        m->min_props_ptr = P;
+      } else if (k == "maxProperties") {
+        int64_t x = NonNegInt(v, P, k);
+        m->max_props = m->max_props < 0 ? x : std::min(m->max_props, x);
+        m->max_props_ptr = P;
+      } else if (k == "not") {
+        MergeNot(m, Ref{&v, kp}, P);
+      } else {
+        m->constrained = m->constrained;  // unknown keywords are ignored (JSON Schema semantics)
+      }
+    }
+  }
+
+  void MergeRef(Merged* m, const Ref& t, int guard) {
+    // A target already being merged on this path is a cycle: A and A is A.
+    if (std::find(merging_.begin(), merging_.end(), t.v) != merging_.end()) return;
+    merging_.push_back(t.v);
+    MergeInto(m, t, guard);
+    merging_.pop_back();
+  }
+
+  // `not` where it reduces to removing types or enum values.
+  void MergeNot(Merged* m, const Ref& r, const std::string& at) {
+    const JsonValue& s = *r.v;
+    if (s.is_bool()) {
+      if (s.as_bool()) m->is_false = true;
+      return;
+    }
+    if (!s.is_object()) Invalid(r.ptr, "a schema must be an object or a boolean");
+    bool only_type = true, only_enum = true, empty = true;
+    for (const auto& kv : s.members()) {
+      if (IsAnnotation(kv.first)) continue;
+      empty = false;
+      if (kv.first != "type") only_type = false;
+      if (kv.first != "enum" && kv.first != "const") only_enum = false;
+    }
+    if (empty) {
+      m->is_false = true;
+      return;
+    }
+    if (only_type) {
+      Merged sub;
+      MergeInto(&sub, r, 0);
+      uint8_t t = sub.types;
+      if (t & kInt && !(t & kNum)) {
+        if (m->types & kNum) {
+          Unsupported("not", at, "excluding integers from numbers");
+          return;
+        }
+      }
+      m->types &= static_cast<uint8_t>(~t);
+      if ((t & kNum) && (m->types & kInt)) m->types &= static_cast<uint8_t>(~kInt);
+      return;
+    }
+    if (only_enum) {
+      Merged sub;
+      MergeInto(&sub, r, 0);
+      not_values_.insert(not_values_.end(), sub.enum_values.begin(), sub.enum_values.end());
+      if (m->has_enum) {
+        std::vector<JsonValue> keep;
+        for (const auto& a : m->enum_values) {
+          if (std::find(sub.enum_values.begin(), sub.enum_values.end(), a) == sub.enum_values.end()) keep.push_back(a);
+        }
+        m->enum_values = keep;
+        return;
+      }
+      // Excluding scalar values is expressible only for booleans and null.
+      uint8_t remove = 0;
+      bool t = false, f = false;
+      for (const auto& x : sub.enum_values) {
+        if (x.is_null()) remove |= kNull;
+        if (x.is_bool()) (x.as_bool() ? t : f) = true;
+      }
+      bool other = std::any_of(sub.enum_values.begin(), sub.enum_values.end(), [](const JsonValue& x) { return !x.is_null() && !x.is_bool(); });
+      if (t && f) remove |= kBool;
+      if (other || (t != f)) {
+        Unsupported("not", at, "excluding specific values");
+        return;
+      }
+      m->types &= static_cast<uint8_t>(~remove);
+      return;
+    }
+    Unsupported("not", at);
+  }
+
+  // ------------------------------------------------------------------ lowering
+  std::string Key(const std::vector<Ref>& parts, int depth) {
+    std::string k;
+    for (const auto& p : parts) k += p.ptr + "\x01" + std::to_string(reinterpret_cast<uintptr_t>(p.v)) + "\x02";
+    return k + "@" + std::to_string(Depth(depth));
+  }
+
+  static std::string RuleName(const std::vector<Ref>& parts) {
+    if (parts.empty() || parts.back().ptr.empty()) return "root_value";
+    const std::string& p = parts.back().ptr;
+    size_t s = p.rfind('/');
+    std::string last = p.substr(s + 1);
+    if (!last.empty() && std::isdigit(static_cast<unsigned char>(last[0])) && s != std::string::npos && s > 0) {
+      size_t s2 = p.rfind('/', s - 1);
+      last = p.substr(s2 + 1, s - s2 - 1) + "_" + last;
+    }
+    return last.empty() ? "schema" : last;
+  }
+
+  RuleId ConjRule(const std::vector<Ref>& parts, int depth) {
+    std::string key = Key(parts, depth);
+    auto it = rules_.find(key);
+    if (it != rules_.end()) return it->second;
+    RuleId r = g_.DeclareRule(RuleName(parts));
+    rules_[key] = r;
+    std::string saved = cur_ptr_;
+    cur_ptr_ = parts.empty() ? "" : parts.back().ptr;
+    Merged m;
+    for (const auto& p : parts) MergeInto(&m, p, 0);
+    g_.SetRuleBody(r, Lower(m, depth, 0));
+    cur_ptr_ = saved;
+    return r;
+  }
+
+  ExprId Never() { return g_.AddChoice({}); }
+
+  ExprId Lower(const Merged& m, int depth, int expansion) {
+    if (m.is_false) return Never();
+    if (!m.any_of.empty()) {
+      if (expansion > 16) {
+        Unsupported("anyOf", m.any_of[0][0].ptr, "nested too deeply");
+        return Never();
+      }
+      Merged base = m;
+      std::vector<Ref> group = base.any_of.front();
+      base.any_of.erase(base.any_of.begin());
+      std::vector<ExprId> alts;
+      if (!base.constrained && base.any_of.empty()) {
+        for (const auto& a : group) alts.push_back(g_.AddRuleRef(ConjRule({a}, depth)));
+      } else {
+        for (const auto& a : group) {
+          Merged c = base;
+          MergeInto(&c, a, 0);
+          alts.push_back(Lower(c, depth, expansion + 1));
+        }
+      }
+      return g_.AddChoice(alts);
+    }
+    uint8_t types = m.types;
+    if (m.has_enum) return EnumExpr(m, depth);
+    std::vector<ExprId> alts;
+    if (types & kNull) alts.push_back(Lit(&g_, "null"));
+    if (types & kBool) alts.push_back(g_.AddChoice({Lit(&g_, "true"), Lit(&g_, "false")}));
+    if (types & (kInt | kNum)) alts.push_back(NumericExpr(m, (types & kNum) == 0));
+    if (types & kStr) alts.push_back(StringExpr(m));
+    if (types & kArr) alts.push_back(ArrayExpr(m, depth));
+    if (types & kObj) alts.push_back(ObjectExpr(m, depth));
+    if (alts.empty()) return Never();
+    return alts.size() == 1 ? alts[0] : g_.AddChoice(alts);
+  }
+
+  ExprId EnumExpr(const Merged& m, int depth) {
+    std::vector<ExprId> alts;
+    for (const auto& v : m.enum_values) {
+      uint8_t t = v.is_null() ? kNull : v.is_bool() ? kBool : v.is_number() ? (v.is_integer() ? kInt : kNum) : v.is_string() ? kStr : v.is_array() ? kArr : kObj;
+      if (t == kInt ? !(m.types & (kInt | kNum)) : !(m.types & t)) continue;
+      alts.push_back(LiteralExpr(v, depth));
+    }
+    return g_.AddChoice(alts);
+  }
+
+  ExprId LiteralExpr(const JsonValue& v, int depth) {
+    switch (v.type()) {
+      case JsonValue::Type::kNull:
+      case JsonValue::Type::kBool:
+      case JsonValue::Type::kNumber: return Lit(&g_, v.Dump());
+      case JsonValue::Type::kString: return g_.AddSequence({Lit(&g_, "\""), JsonStringContentLiteral(&g_, v.as_string()), Lit(&g_, "\"")});
+      case JsonValue::Type::kArray: {
+        if (v.items().empty()) return Empty('[', ']');
+        std::vector<ExprId> parts{Open('[', depth)};
+        for (size_t i = 0; i < v.items().size(); ++i) {
+          if (i) parts.push_back(ItemSep(depth));
+          parts.push_back(LiteralExpr(v.items()[i], depth + 1));
+        }
+        parts.push_back(Close(']', depth));
+        return g_.AddSequence(parts);
+      }
+      case JsonValue::Type::kObject: {
+        if (v.members().empty()) return Empty('{', '}');
+        std::vector<ExprId> parts{Open('{', depth)};
+        for (size_t i = 0; i < v.members().size(); ++i) {
+          if (i) parts.push_back(ItemSep(depth));
+          parts.push_back(QuotedLiteral(v.members()[i].first));
+          parts.push_back(KeySep());
+          parts.push_back(LiteralExpr(v.members()[i].second, depth + 1));
+        }
+        parts.push_back(Close('}', depth));
+        return g_.AddSequence(parts);
+      }
+    }
+    return Never();
+  }
+
+  ExprId QuotedLiteral(const std::string& s) {
+    return g_.AddSequence({Lit(&g_, "\""), JsonStringContentLiteral(&g_, s), Lit(&g_, "\"")});
+  }
+
+  ExprId NumericExpr(const Merged& m, bool integer) {
+    try {
+      if (!m.multiple_of.empty()) {
+        const Ref& r = m.multiple_of.front();
+        bool int_k = r.v->is_integer() && r.v->as_number() <= 1e15;
+        if (m.multiple_of.size() > 1 || !int_k) {
+          Unsupported("multipleOf", r.ptr, int_k ? "several divisors" : "non-integer divisor");
+        } else {
+          return IntegerMultipleOfExpr(&g_, static_cast<int64_t>(r.v->as_number()), m.lo, m.hi);
+        }
+      }
+      return integer ? IntegerExpr(&g_, m.lo, m.hi) : NumberExpr(&g_, m.lo, m.hi);
+    } catch (const UnsupportedKeyword& u) {
+      Unsupported(u.keyword, cur_ptr_, u.detail);
+      return integer ? IntegerExpr(&g_, NumBound(), NumBound()) : NumberExpr(&g_, NumBound(), NumBound());
+    }
+  }
+
+  ExprId PatternContent(const Ref& pat) {
+    try {
+      RegexOptions ro;
+      ro.search_semantics = true;
+      ExprId e = RegexToExpr(&g_, pat.v->as_string(), ro);
+      return RegexToJsonContent(&g_, e);
+    } catch (const Error& e) {
+      Unsupported("pattern", pat.ptr, e.what());
+      return kNoExpr;
+    }
+  }
+
+  ExprId StringExpr(const Merged& m) {
+    bool bounded = m.min_len > 0 || m.max_len >= 0;
+    std::vector<ExprId> contents;
+    for (const auto& p : m.patterns) {
+      if (contents.size() >= 1 || bounded) {
+        Unsupported(bounded ? "pattern" : "pattern", p.ptr, bounded ? "pattern together with minLength/maxLength" : "several patterns");
+        continue;
+      }
+      ExprId e = PatternContent(p);
+      if (e != kNoExpr) contents.push_back(e);
+    }
+    for (const auto& f : m.formats) {
+      if (!contents.empty() || bounded) {
+        Unsupported("format", f.ptr, "format together with pattern or length bounds");
+        continue;
+      }
+      try {
+        contents.push_back(FormatContentExpr(&g_, f.v->as_string()));
+      } catch (const UnsupportedKeyword& u) {
+        Unsupported(u.keyword, f.ptr, u.detail);
+      }
+    }
+    if (contents.empty()) {
+      if (m.max_len >= 0 && m.min_len > m.max_len) return Never();
+      return JsonStringExpr(&g_, m.min_len, m.max_len);
+    }
+    return g_.AddSequence({Lit(&g_, "\""), contents[0], Lit(&g_, "\"")});
+  }
+
+  // A value of the conjunction (false: kNoExpr).
+  ExprId ValueRef(const std::vector<Ref>& parts, int depth) {
+    if (parts.size() == 1 && parts[0].v->is_bool()) {
+      if (!parts[0].v->as_bool()) return kNoExpr;
+    }
+    for (const auto& p : parts) {
+      if (p.v->is_bool() && !p.v->as_bool()) return kNoExpr;
+    }
+    return g_.AddRuleRef(ConjRule(parts, depth));
+  }
+
+  ExprId ArrayExpr(const Merged& m, int depth) {
+    int d1 = depth + 1;
+    std::vector<Ref> items = m.items;
+    bool extra_allowed = true;
+    if (!m.items_set) {
+      if (o_.strict_mode && m.has_prefix) extra_allowed = false;
+      static const JsonValue kTrue = JsonValue::Bool(true);
+      items = {Ref{&kTrue, "/true"}};
+    }
+    ExprId item = extra_allowed ? ValueRef(items, d1) : kNoExpr;
+    int64_t p = m.has_prefix ? static_cast<int64_t>(m.prefix.size()) : 0;
+    int64_t max = m.max_items;
+    if (max >= 0 && max < p) p = max;
+    std::vector<ExprId> pre;
+    for (int64_t i = 0; i < p; ++i) {
+      ExprId e = ValueRef(m.prefix[i], d1);
+      if (e == kNoExpr) {
+        p = i;
+        break;
+      }
+      pre.push_back(e);
+    }
+    if (m.min_items > p && item == kNoExpr) return Never();
+    if (max >= 0 && m.min_items > max) return Never();
+    if (!m.contains.empty()) {
+      if (m.contains.size() > 1 || p > 0 || m.max_items >= 0 || m.min_items > 1) {
+        Unsupported("contains", m.contains[0].ptr, "together with prefixItems, maxItems or minItems > 1");
+      } else {
+        std::vector<Ref> c = items;
+        c.push_back(m.contains[0]);
+        ExprId ce = ValueRef(c, d1);
+        if (ce == kNoExpr) return Never();
+        std::vector<ExprId> parts{Open('[', depth)};
+        if (item != kNoExpr) parts.push_back(g_.AddRepeat(g_.AddSequence({item, ItemSep(depth)}), 0, kUnbounded));
+        parts.push_back(ce);
+        if (item != kNoExpr) parts.push_back(g_.AddRepeat(g_.AddSequence({ItemSep(depth), item}), 0, kUnbounded));
+        parts.push_back(Close(']', depth));
+        return g_.AddSequence(parts);
+      }
+    }
+    // Tail after the prefix: between lo and hi more items, each preceded by a separator.
+    int64_t tail_lo = std::max<int64_t>(0, m.min_items - p);
+    int64_t tail_hi = item == kNoExpr ? 0 : (max >= 0 ? max - p : kUnbounded);
+    // Build from the end: T_i = sep e_i T_{i+1} (optional when i >= min_items).
+    ExprId content;
+    if (p == 0) {
+      if (item == kNoExpr || tail_hi == 0) return Empty('[', ']');
+      ExprId rest = g_.AddRepeat(g_.AddSequence({ItemSep(depth), item}), std::max<int64_t>(0, tail_lo - 1),
+                                 tail_hi == kUnbounded ? kUnbounded : tail_hi - 1);
+      ExprId ne = g_.AddSequence({Open('[', depth), item, rest, Close(']', depth)});
+      return tail_lo == 0 ? g_.AddChoice({Empty('[', ']'), ne}) : ne;
+    }
+    ExprId tail = (tail_hi == 0) ? g_.AddEmpty() : g_.AddRepeat(g_.AddSequence({ItemSep(depth), item}), tail_lo, tail_hi);
+    content = tail;
+    for (int64_t i = p - 1; i >= 1; --i) {
+      ExprId seq = g_.AddSequence({ItemSep(depth), pre[i], content});
+      content = i < m.min_items ? seq : Opt(&g_, seq);
+    }
+    ExprId ne = g_.AddSequence({Open('[', depth), pre[0], content, Close(']', depth)});
+    return m.min_items == 0 ? g_.AddChoice({Empty('[', ']'), ne}) : ne;
+  }
+
+  ExprId KeyExprFromNames(const std::vector<Ref>& names, const std::vector<std::string>& declared) {
+    if (names.empty()) return declared.empty() ? JsonStringExpr(&g_, 0, kUnbounded) : JsonStringNotIn(&g_, declared);
+    Merged nm;
+    for (const auto& r : names) MergeInto(&nm, r, 0);
+    if (nm.is_false) return kNoExpr;
+    if (!nm.any_of.empty()) {
+      Unsupported("propertyNames", names[0].ptr, "combinators in propertyNames");
+    }
+    if (nm.has_enum) {
+      std::vector<ExprId> alts;
+      for (const auto& v : nm.enum_values) {
+        if (v.is_string() && std::find(declared.begin(), declared.end(), v.as_string()) == declared.end()) alts.push_back(QuotedLiteral(v.as_string()));
+      }
+      return alts.empty() ? kNoExpr : g_.AddChoice(alts);
+    }
+    if (!(nm.types & kStr)) return kNoExpr;
+    return StringExpr(nm);
+  }
+
+  ExprId ObjectExpr(const Merged& m, int depth) {
+    int d1 = depth + 1;
+    std::string saved = cur_ptr_;
+    // Declared properties (false schemas drop out).
+    struct Prop {
+      std::string name;
+      bool required;
+      ExprId kv;
+    };
+    std::vector<Prop> props;
+    std::vector<std::string> declared;
+    for (const auto& pr : m.props) {
+      declared.push_back(pr.first);
+      ExprId val = ValueRef(pr.second, d1);
+      bool req = m.required.count(pr.first) > 0;
+      if (val == kNoExpr) {
+        if (req) return Never();
+        continue;
+      }
+      props.push_back({pr.first, req, g_.AddSequence({QuotedLiteral(pr.first), KeySep(), val})});
+    }
+    // Required names without a declaration take the additional schema.
+    // Extra key/value pairs.
+    std::vector<ExprId> extra_alts;
+    bool additional_any = false;
+    {
+      std::vector<Ref> add = m.additional;
+      bool allowed = true;
+      // strict_mode forbids undeclared properties of schemas that declare some; an object
+      // schema that declares none stays "any object".
+      bool declares = !m.props.empty() || !m.pattern_props.empty();
+      if (!m.additional_set && o_.strict_mode && declares) allowed = false;
+      for (const auto& a : add) {
+        if (a.v->is_bool() && !a.v->as_bool()) allowed = false;
+      }
+      if (allowed) {
+        static const JsonValue kTrue = JsonValue::Bool(true);
+        if (add.empty()) add = {Ref{&kTrue, "/true"}};
+        additional_any = std::all_of(add.begin(), add.end(), [](const Ref& r) { return r.v->is_bool() || (r.v->is_object() && r.v->members().empty()); });
+        for (const auto& rn : m.required) {
+          if (std::find(declared.begin(), declared.end(), rn) == declared.end()) {
+            ExprId val = ValueRef(add, d1);
+            if (val == kNoExpr) return Never();
+            props.push_back({rn, true, g_.AddSequence({QuotedLiteral(rn), KeySep(), val})});
+            declared.push_back(rn);
+          }
+        }
+        if (!m.pattern_props.empty()) {
+          Unsupported("patternProperties", m.pattern_props[0].first.ptr, "together with additionalProperties other than false");
+        }
+        ExprId key = KeyExprFromNames(m.property_names, declared);
+        ExprId val = ValueRef(add, d1);
+        if (key != kNoExpr && val != kNoExpr) extra_alts.push_back(g_.AddSequence({key, KeySep(), val}));
+      } else {
+        for (const auto& rn : m.required) {
+          if (std::find(declared.begin(), declared.end(), rn) == declared.end()) {
+            bool pattern_match_possible = !m.pattern_props.empty();
+            if (!pattern_match_possible) return Never();
+          }
+        }
+      }
+      for (const auto& pp : m.pattern_props) {
+        ExprId content = PatternContent(pp.first);
+        ExprId val = ValueRef(pp.second, d1);
+        if (content == kNoExpr || val == kNoExpr) continue;
+        extra_alts.push_back(g_.AddSequence({Lit(&g_, "\""), content, Lit(&g_, "\""), KeySep(), val}));
+      }
+      if (!m.property_names.empty() && !props.empty()) {
+        // Declared names are assumed to satisfy propertyNames.
+      }
+    }
+    (void)additional_any;
+    ExprId extra = kNoExpr;
+    if (!extra_alts.empty()) {
+      RuleId er = g_.DeclareRule("additional_property");
+      g_.SetRuleBody(er, extra_alts.size() == 1 ? extra_alts[0] : g_.AddChoice(extra_alts));
+      extra = g_.AddRuleRef(er);
+    }
+    int64_t n = static_cast<int64_t>(props.size());
+    int64_t nreq = std::count_if(props.begin(), props.end(), [](const Prop& p) { return p.required; });
+    // min/maxProperties
+    int64_t min_p = m.min_props, max_p = m.max_props;
+    if (n == 0) {
+      if (extra == kNoExpr) return (min_p > 0) ? Never() : Empty('{', '}');
+      if (max_p == 0) return Empty('{', '}');
+      ExprId rest = g_.AddRepeat(g_.AddSequence({ItemSep(depth), extra}), std::max<int64_t>(0, min_p - 1), max_p < 0 ? kUnbounded : max_p - 1);
+      ExprId ne = g_.AddSequence({Open('{', depth), extra, rest, Close('}', depth)});
+      return min_p == 0 ? g_.AddChoice({Empty('{', '}'), ne}) : ne;
+    }
+    if (min_p > nreq) {
+      if (extra == kNoExpr && min_p == n) {
+        for (auto& p : props) p.required = true;
+        nreq = n;
+      } else if (extra == kNoExpr && min_p > n) {
+        return Never();
+      } else {
+        Unsupported("minProperties", m.min_props_ptr, "with declared optional properties");
+      }
+    }
+    if (max_p >= 0) {
+      if (max_p < nreq) return Never();
+      if (!(extra == kNoExpr && max_p >= n)) Unsupported("maxProperties", m.max_props_ptr, "with declared optional properties");
+    }
+    if (o_.any_order && n > 1) return AnyOrderObject(props, extra, depth);
+    // Ordered: Tail(i) = X [sep kv_i] Tail(i+1); X = (sep extra)*.
+    auto X = [&]() { return g_.AddRepeat(g_.AddSequence({ItemSep(depth), extra}), 0, kUnbounded); };
+    std::vector<ExprId> tails(n + 1);
+    bool use_rules = n > 6;
+    auto make_tail = [&](int64_t i, ExprId body) {
+      if (!use_rules) return body;
+      RuleId r = g_.DeclareRule("object_tail");
+      g_.SetRuleBody(r, body);
+      return g_.AddRuleRef(r);
+    };
+    tails[n] = make_tail(n, extra == kNoExpr ? g_.AddEmpty() : X());
+    for (int64_t i = n - 1; i >= 0; --i) {
+      ExprId s = g_.AddSequence({ItemSep(depth), props[i].kv});
+      std::vector<ExprId> parts;
+      if (extra != kNoExpr) parts.push_back(X());
+      parts.push_back(props[i].required ? s : Opt(&g_, s));
+      parts.push_back(tails[i + 1]);
+      tails[i] = make_tail(i, g_.AddSequence(parts));
+    }
+    std::vector<ExprId> firsts;
+    for (int64_t k = 0; k < n; ++k) {
+      firsts.push_back(g_.AddSequence({props[k].kv, tails[k + 1]}));
+      if (props[k].required) break;
+    }
+    if (extra != kNoExpr) firsts.push_back(g_.AddSequence({extra, tails[0]}));
+    ExprId ne = g_.AddSequence({Open('{', depth), g_.AddChoice(firsts), Close('}', depth)});
+    cur_ptr_ = saved;
+    return nreq == 0 ? g_.AddChoice({Empty('{', '}'), ne}) : ne;
+  }
+
+  template <typename PropT>
+  ExprId AnyOrderObject(const std::vector<PropT>& props, ExprId extra, int depth) {
+    int n = static_cast<int>(props.size());
+    if (n > 10) {
+      Unsupported("properties", cur_ptr_, "any_order with more than 10 properties");
+      n = 10;
+    }
+    uint32_t req_mask = 0;
+    for (int i = 0; i < n; ++i) {
+      if (props[i].required) req_mask |= 1u << i;
+    }
+    // S(used): what may follow once the properties in `used` were written (at least one member written).
+    std::vector<RuleId> rules(1u << n, -1);
+    for (uint32_t used = 0; used < (1u << n); ++used) rules[used] = g_.DeclareRule("object_any_order");
+    for (uint32_t used = 0; used < (1u << n); ++used) {
+      std::vector<ExprId> alts;
+      for (int i = 0; i < n; ++i) {
+        if (used & (1u << i)) continue;
+        alts.push_back(g_.AddSequence({ItemSep(depth), props[i].kv, g_.AddRuleRef(rules[used | (1u << i)])}));
+      }
+      if (extra != kNoExpr) alts.push_back(g_.AddSequence({ItemSep(depth), extra, g_.AddRuleRef(rules[used])}));
+      if ((used & req_mask) == req_mask) alts.push_back(g_.AddEmpty());
+      g_.SetRuleBody(rules[used], g_.AddChoice(alts));
+    }
+    std::vector<ExprId> firsts;
+    for (int i = 0; i < n; ++i) firsts.push_back(g_.AddSequence({props[i].kv, g_.AddRuleRef(rules[1u << i])}));
+    if (extra != kNoExpr) firsts.push_back(g_.AddSequence({extra, g_.AddRuleRef(rules[0])}));
+    ExprId ne = g_.AddSequence({Open('{', depth), g_.AddChoice(firsts), Close('}', depth)});
+    return req_mask == 0 ? g_.AddChoice({Empty('{', '}'), ne}) : ne;
+  }
+
+  const JsonValue& root_;
+  JsonSchemaOptions o_;
+  Grammar g_;
+  std::string item_sep_, key_sep_;
+  std::vector<std::string> warnings_;
+  std::set<std::string> warned_;
+  std::unordered_map<std::string, RuleId> rules_;
+  std::vector<const JsonValue*> merging_;
+  std::vector<std::unique_ptr<JsonValue>> pattern_keys_;
+  std::vector<JsonValue> not_values_;
+  std::string cur_ptr_;
+};
+
+}  // namespace
+
+JsonSchemaResult JsonSchemaToGrammar(const JsonValue& schema, const JsonSchemaOptions& options) {
+  if (!schema.is_object() && !schema.is_bool()) {
+    throw Error(ErrorKind::kGrammarSemantic, "invalid schema at (root): a schema must be an object or a boolean");
+  }
+  if (options.indent < -1) throw Error(ErrorKind::kInvalidArgument, "indent must be >= 0 or -1 (none)");
+  return Converter(schema, options).Run();
+}
+
+JsonSchemaResult JsonSchemaToGrammar(const std::string& schema_json, const JsonSchemaOptions& options) {
+  JsonValue v = ParseJson(schema_json);
+  return JsonSchemaToGrammar(v, options);
+}
+
+}  // namespace xg2

@@ -1,0 +1,47 @@
+// JSON Schema front end: lowers a JSON Schema (draft 2020-12 and older drafts) to grammar IR
+// whose language is the JSON texts valid against the schema, formatted per the options.
+//
+// Keywords that cannot be enforced are reported, never dropped silently: with
+// on_unsupported_warn=false conversion throws Error(kGrammarSemantic) whose message starts
+// with "unsupported keyword '<kw>' at <json pointer>"; with true the keyword is ignored and
+// the same words are returned in JsonSchemaResult::warnings. An invalid schema (not an
+// object/bool, unresolvable $ref, malformed keyword value) throws Error(kGrammarSemantic)
+// naming the JSON pointer.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "support/json.h"
+#include "xg2/grammar.h"
+
+namespace xg2 {
+
+struct JsonSchemaOptions {
+  // Whitespace of any kind and amount between tokens (ignores indent; separators only give
+  // the punctuation). When false, the output is formatted exactly like Python's
+  // json.dumps(obj, indent=indent, separators=(item_separator, key_separator)).
+  bool any_whitespace = true;
+  int indent = -1;  // -1: no newlines
+  // Empty strings select the defaults: (", ", ": ") without indent, (",", ": ") with indent
+  // (with any_whitespace, "," and ":").
+  std::string item_separator;
+  std::string key_separator;
+  // xgrammar's meaning: properties / array items a schema does not declare are forbidden
+  // unless the schema explicitly allows them (additionalProperties / items / additionalItems).
+  bool strict_mode = true;
+  int max_whitespace_cnt = -1;  // -1: unbounded runs of whitespace (any_whitespace only)
+  bool any_order = false;       // properties in any order instead of declaration order
+  bool on_unsupported_warn = false;
+};
+
+struct JsonSchemaResult {
+  Grammar grammar;
+  std::vector<std::string> warnings;
+};
+
+JsonSchemaResult JsonSchemaToGrammar(const JsonValue& schema, const JsonSchemaOptions& options = JsonSchemaOptions());
+// Parses the schema text first (SyntaxError with line:col on malformed JSON).
+JsonSchemaResult JsonSchemaToGrammar(const std::string& schema_json, const JsonSchemaOptions& options = JsonSchemaOptions());
+
+}  // namespace xg2

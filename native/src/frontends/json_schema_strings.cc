@@ -1,0 +1,431 @@
+// Strings of the JSON Schema front end: JSON-encoded characters with length bounds counted in
+// decoded characters, literal strings with every escape spelling, key exclusion, formats and
+// the mapping of regex expressions (over decoded text) onto JSON string content.
+#include <map>
+#include <unordered_map>
+
+#include "frontends/json_schema_internal.h"
+#include "support/utf8.h"
+
+namespace xg2::jsonschema {
+
+ExprId Lit(Grammar* g, const std::string& bytes) { return bytes.empty() ? g->AddEmpty() : g->AddBytes(bytes); }
+ExprId Cls(Grammar* g, std::vector<CodepointRange> ranges, bool negated) {
+  return g->AddCharClass(NormalizeRanges(std::move(ranges)), negated);
+}
+ExprId Opt(Grammar* g, ExprId e) { return g->AddRepeat(e, 0, 1); }
+
+namespace {
+
+ExprId Hex(Grammar* g) { return Cls(g, {{'0', '9'}, {'A', 'F'}, {'a', 'f'}}); }
+ExprId HexN(Grammar* g, int n) { return g->AddRepeat(Hex(g), n, n); }
+
+// One hex digit equal to v (either letter case).
+ExprId HexDigitIs(Grammar* g, int v) {
+  static const char* kLower = "0123456789abcdef";
+  static const char* kUpper = "0123456789ABCDEF";
+  if (v < 10) return Lit(g, std::string(1, kLower[v]));
+  return Cls(g, {{uint32_t(kLower[v]), uint32_t(kLower[v])}, {uint32_t(kUpper[v]), uint32_t(kUpper[v])}});
+}
+
+// One hex digit in [lo, hi].
+ExprId HexDigitRange(Grammar* g, int lo, int hi) {
+  std::vector<CodepointRange> r;
+  int dlo = std::max(lo, 0), dhi = std::min(hi, 9);
+  if (dlo <= dhi) r.push_back({uint32_t('0' + dlo), uint32_t('0' + dhi)});
+  int llo = std::max(lo, 10), lhi = std::min(hi, 15);
+  if (llo <= lhi) {
+    r.push_back({uint32_t('a' + llo - 10), uint32_t('a' + lhi - 10)});
+    r.push_back({uint32_t('A' + llo - 10), uint32_t('A' + lhi - 10)});
+  }
+  return Cls(g, r);
+}
+
+// Exactly `width` hex digits whose value is in [lo, hi].
+ExprId HexFixedRange(Grammar* g, uint32_t lo, uint32_t hi, int width) {
+  if (width == 0) return g->AddEmpty();
+  uint32_t p = 1u << (4 * (width - 1));
+  uint32_t dlo = lo / p, dhi = hi / p, rlo = lo % p, rhi = hi % p;
+  if (dlo == dhi) return g->AddSequence({HexDigitIs(g, dlo), HexFixedRange(g, rlo, rhi, width - 1)});
+  std::vector<ExprId> alts;
+  uint32_t mlo = dlo + 1, mhi = dhi - 1;
+  if (rlo == 0) {
+    mlo = dlo;
+  } else {
+    alts.push_back(g->AddSequence({HexDigitIs(g, dlo), HexFixedRange(g, rlo, p - 1, width - 1)}));
+  }
+  if (rhi == p - 1) mhi = dhi;
+  if (mlo <= mhi) alts.push_back(g->AddSequence({HexDigitRange(g, mlo, mhi), HexN(g, width - 1)}));
+  if (rhi != p - 1) alts.push_back(g->AddSequence({HexDigitIs(g, dhi), HexFixedRange(g, 0, rhi, width - 1)}));
+  return alts.size() == 1 ? alts[0] : g->AddChoice(alts);
+}
+
+// Code points that may appear unescaped in a JSON string.
+const std::vector<CodepointRange> kRawAllowed = {{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0xD7FF}, {0xE000, 0x10FFFF}};
+
+const char* ShortEscape(uint32_t cp) {
+  switch (cp) {
+    case '"': return "\\\"";
+    case '\\': return "\\\\";
+    case '/': return "\\/";
+    case '\b': return "\\b";
+    case '\f': return "\\f";
+    case '\n': return "\\n";
+    case '\r': return "\\r";
+    case '\t': return "\\t";
+  }
+  return nullptr;
+}
+
+// "\u" escapes (surrogate pairs above U+FFFF) of the code points in [lo, hi].
+void AddUnicodeEscapes(Grammar* g, uint32_t lo, uint32_t hi, std::vector<ExprId>* alts) {
+  auto bmp = [&](uint32_t a, uint32_t b) {
+    if (a > b) return;
+    alts->push_back(g->AddSequence({Lit(g, "\\u"), HexFixedRange(g, a, b, 4)}));
+  };
+  if (lo <= 0xFFFF) {
+    uint32_t b = std::min<uint32_t>(hi, 0xFFFF);
+    if (lo < 0xD800) bmp(lo, std::min<uint32_t>(b, 0xD7FF));
+    if (b > 0xDFFF) bmp(std::max<uint32_t>(lo, 0xE000), b);
+  }
+  if (hi >= 0x10000) {
+    uint32_t a = std::max<uint32_t>(lo, 0x10000);
+    uint32_t ha = 0xD800 + ((a - 0x10000) >> 10), hb = 0xD800 + ((hi - 0x10000) >> 10);
+    uint32_t la = 0xDC00 + ((a - 0x10000) & 0x3FF), lb = 0xDC00 + ((hi - 0x10000) & 0x3FF);
+    auto pair = [&](uint32_t h0, uint32_t h1, uint32_t l0, uint32_t l1) {
+      alts->push_back(g->AddSequence({Lit(g, "\\u"), HexFixedRange(g, h0, h1, 4), Lit(g, "\\u"), HexFixedRange(g, l0, l1, 4)}));
+    };
+    if (ha == hb) {
+      pair(ha, ha, la, lb);
+    } else {
+      pair(ha, ha, la, 0xDFFF);
+      if (hb - ha >= 2) pair(ha + 1, hb - 1, 0xDC00, 0xDFFF);
+      pair(hb, hb, 0xDC00, lb);
+    }
+  }
+}
+
+// Every JSON encoding of the code points in `ranges` (sorted, merged, no surrogates).
+ExprId EncodedClass(Grammar* g, const std::vector<CodepointRange>& ranges) {
+  std::vector<CodepointRange> raw;
+  std::vector<ExprId> alts;
+  for (const auto& r : ranges) {
+    for (const auto& a : kRawAllowed) {
+      uint32_t lo = std::max(r.lo, a.lo), hi = std::min(r.hi, a.hi);
+      if (lo <= hi) raw.push_back({lo, hi});
+    }
+    for (uint32_t c : {uint32_t('"'), uint32_t('\\'), uint32_t('/'), uint32_t('\b'), uint32_t('\f'), uint32_t('\n'), uint32_t('\r'), uint32_t('\t')}) {
+      if (c >= r.lo && c <= r.hi) alts.push_back(Lit(g, ShortEscape(c)));
+    }
+    AddUnicodeEscapes(g, r.lo, r.hi, &alts);
+  }
+  if (!raw.empty()) alts.insert(alts.begin(), Cls(g, raw));
+  if (alts.empty()) return g->AddChoice({});
+  return alts.size() == 1 ? alts[0] : g->AddChoice(alts);
+}
+
+std::vector<CodepointRange> Complement(const std::vector<CodepointRange>& ranges) {
+  std::vector<CodepointRange> out;
+  uint32_t next = 0;
+  for (const auto& r : ranges) {
+    if (r.lo > next) out.push_back({next, r.lo - 1});
+    next = r.hi + 1;
+  }
+  if (next <= 0x10FFFF) out.push_back({next, 0x10FFFF});
+  return out;
+}
+
+std::vector<CodepointRange> WithoutSurrogates(const std::vector<CodepointRange>& ranges) {
+  std::vector<CodepointRange> out;
+  for (const auto& r : ranges) {
+    if (r.hi < 0xD800 || r.lo > 0xDFFF) {
+      out.push_back(r);
+      continue;
+    }
+    if (r.lo < 0xD800) out.push_back({r.lo, 0xD7FF});
+    if (r.hi > 0xDFFF) out.push_back({0xE000, r.hi});
+  }
+  return out;
+}
+
+std::vector<uint32_t> DecodeUtf8(const std::string& s, bool* ok) {
+  std::vector<uint32_t> cps;
+  *ok = true;
+  for (size_t i = 0; i < s.size();) {
+    unsigned char c = s[i];
+    int n = c < 0x80 ? 1 : (c >> 5) == 6 ? 2 : (c >> 4) == 14 ? 3 : (c >> 3) == 30 ? 4 : 0;
+    if (n == 0 || i + n > s.size()) {
+      *ok = false;
+      return cps;
+    }
+    uint32_t cp = n == 1 ? c : n == 2 ? (c & 0x1F) : n == 3 ? (c & 0x0F) : (c & 0x07);
+    for (int k = 1; k < n; ++k) cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    cps.push_back(cp);
+    i += n;
+  }
+  return cps;
+}
+
+ExprId EncodedCodepoint(Grammar* g, uint32_t cp) { return EncodedClass(g, {{cp, cp}}); }
+
+}  // namespace
+
+ExprId JsonCharExpr(Grammar* g) {
+  ExprId raw = Cls(g, {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}}, true);
+  ExprId nonsurrogate = g->AddChoice({g->AddSequence({Cls(g, {{'0', '9'}, {'a', 'c'}, {'A', 'C'}, {'e', 'f'}, {'E', 'F'}}), HexN(g, 3)}),
+                                      g->AddSequence({Cls(g, {{'d', 'd'}, {'D', 'D'}}), Cls(g, {{'0', '7'}}), HexN(g, 2)})});
+  ExprId pair = g->AddSequence({Cls(g, {{'d', 'd'}, {'D', 'D'}}), Cls(g, {{'8', '9'}, {'a', 'b'}, {'A', 'B'}}), HexN(g, 2), Lit(g, "\\u"),
+                                Cls(g, {{'d', 'd'}, {'D', 'D'}}), Cls(g, {{'c', 'f'}, {'C', 'F'}}), HexN(g, 2)});
+  ExprId esc = g->AddSequence({Lit(g, "\\"), g->AddChoice({Cls(g, {{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', 'b'}, {'f', 'f'}, {'n', 'n'}, {'r', 'r'}, {'t', 't'}}),
+                                                           g->AddSequence({Lit(g, "u"), g->AddChoice({nonsurrogate, pair})})})});
+  return g->AddChoice({raw, esc});
+}
+
+ExprId JsonStringExpr(Grammar* g, int64_t min_len, int64_t max_len) {
+  return g->AddSequence({Lit(g, "\""), g->AddRepeat(JsonCharExpr(g), min_len, max_len), Lit(g, "\"")});
+}
+
+ExprId JsonStringContentLiteral(Grammar* g, const std::string& text) {
+  bool ok;
+  std::vector<uint32_t> cps = DecodeUtf8(text, &ok);
+  if (!ok) return Lit(g, text);
+  std::vector<ExprId> parts;
+  std::string plain;
+  for (uint32_t cp : cps) {
+    if (cp >= 0x20 && cp < 0x7F && cp != '"' && cp != '\\' && cp != '/') {
+      plain += static_cast<char>(cp);
+      continue;
+    }
+    if (!plain.empty()) parts.push_back(Lit(g, plain));
+    plain.clear();
+    parts.push_back(EncodedCodepoint(g, cp));
+  }
+  if (!plain.empty()) parts.push_back(Lit(g, plain));
+  if (parts.empty()) return g->AddEmpty();
+  return parts.size() == 1 ? parts[0] : g->AddSequence(parts);
+}
+
+namespace {
+
+struct TrieNode {
+  bool terminal = false;
+  std::map<uint32_t, int> children;
+};
+
+ExprId TrieExclusion(Grammar* g, const std::vector<TrieNode>& nodes, int n) {
+  const TrieNode& t = nodes[n];
+  std::vector<ExprId> alts;
+  // Diverge: a character that continues no excluded key, then anything.
+  std::vector<CodepointRange> taken;
+  for (const auto& kv : t.children) taken.push_back({kv.first, kv.first});
+  std::vector<CodepointRange> allowed = WithoutSurrogates(Complement(NormalizeRanges(taken)));
+  std::vector<CodepointRange> raw_no_special;
+  for (const auto& r : allowed) {
+    for (const auto& a : kRawAllowed) {
+      uint32_t lo = std::max(r.lo, a.lo), hi = std::min(r.hi, a.hi);
+      if (lo <= hi) raw_no_special.push_back({lo, hi});
+    }
+  }
+  ExprId esc = g->AddSequence({Lit(g, "\\"), g->AddChoice({Cls(g, {{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', 'b'}, {'f', 'f'}, {'n', 'n'}, {'r', 'r'}, {'t', 't'}}),
+                                                           g->AddSequence({Lit(g, "u"), HexN(g, 4)})})});
+  std::vector<ExprId> diverge{esc};
+  if (!raw_no_special.empty()) diverge.push_back(Cls(g, raw_no_special));
+  alts.push_back(g->AddSequence({g->AddChoice(diverge), g->AddRepeat(JsonCharExpr(g), 0, kUnbounded)}));
+  for (const auto& kv : t.children) {
+    std::string enc;
+    AppendUtf8(kv.first, &enc);
+    if (kv.first < 0x20 || kv.first == '"' || kv.first == '\\') continue;  // only escaped; diverges above
+    alts.push_back(g->AddSequence({Lit(g, enc), TrieExclusion(g, nodes, kv.second)}));
+  }
+  if (!t.terminal) alts.push_back(g->AddEmpty());
+  return g->AddChoice(alts);
+}
+
+}  // namespace
+
+ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded) {
+  std::vector<TrieNode> nodes(1);
+  for (const auto& key : excluded) {
+    bool ok;
+    std::vector<uint32_t> cps = DecodeUtf8(key, &ok);
+    int n = 0;
+    for (uint32_t cp : cps) {
+      auto it = nodes[n].children.find(cp);
+      if (it == nodes[n].children.end()) {
+        nodes.emplace_back();
+        int child = static_cast<int>(nodes.size()) - 1;
+        nodes[n].children[cp] = child;
+        n = child;
+      } else {
+        n = it->second;
+      }
+    }
+    nodes[n].terminal = true;
+  }
+  return g->AddSequence({Lit(g, "\""), TrieExclusion(g, nodes, 0), Lit(g, "\"")});
+}
+
+// ---------------------------------------------------------------------------- formats
+
+namespace {
+
+ExprId D(Grammar* g, int n) { return g->AddRepeat(Cls(g, {{'0', '9'}}), n, n); }
+ExprId Range2(Grammar* g, int lo, int hi) { return FixedWidthRange(g, lo, hi, 2); }
+
+ExprId DateExpr(Grammar* g) { return g->AddSequence({D(g, 4), Lit(g, "-"), Range2(g, 1, 12), Lit(g, "-"), Range2(g, 1, 31)}); }
+
+ExprId TimeExpr(Grammar* g) {
+  ExprId offset = g->AddChoice({Cls(g, {{'Z', 'Z'}, {'z', 'z'}}),
+                                g->AddSequence({Cls(g, {{'+', '+'}, {'-', '-'}}), Range2(g, 0, 23), Lit(g, ":"), Range2(g, 0, 59)})});
+  return g->AddSequence({Range2(g, 0, 23), Lit(g, ":"), Range2(g, 0, 59), Lit(g, ":"), Range2(g, 0, 60),
+                         Opt(g, g->AddSequence({Lit(g, "."), g->AddRepeat(Cls(g, {{'0', '9'}}), 1, kUnbounded)})), offset});
+}
+
+ExprId DurationExpr(Grammar* g) {
+  auto n = [&](const char* unit) { return g->AddSequence({g->AddRepeat(Cls(g, {{'0', '9'}}), 1, kUnbounded), Lit(g, unit)}); };
+  ExprId time = g->AddSequence({Lit(g, "T"), g->AddChoice({g->AddSequence({n("H"), Opt(g, n("M")), Opt(g, n("S"))}),
+                                                           g->AddSequence({n("M"), Opt(g, n("S"))}), n("S")})});
+  ExprId date = g->AddChoice({g->AddSequence({n("Y"), Opt(g, n("M")), Opt(g, n("D"))}), g->AddSequence({n("M"), Opt(g, n("D"))}), n("D")});
+  return g->AddSequence({Lit(g, "P"), g->AddChoice({g->AddSequence({date, Opt(g, time)}), time, n("W")})});
+}
+
+ExprId Alnum(Grammar* g) { return Cls(g, {{'0', '9'}, {'A', 'Z'}, {'a', 'z'}}); }
+
+ExprId HostnameExpr(Grammar* g, bool idn) {
+  std::vector<CodepointRange> an{{'0', '9'}, {'A', 'Z'}, {'a', 'z'}};
+  if (idn) an.push_back({0x80, 0x10FFFF});
+  std::vector<CodepointRange> anh = an;
+  anh.push_back({'-', '-'});
+  ExprId label = g->AddSequence({Cls(g, an), Opt(g, g->AddSequence({g->AddRepeat(Cls(g, anh), 0, 61), Cls(g, an)}))});
+  ExprId label2 = g->AddSequence({Cls(g, an), Opt(g, g->AddSequence({g->AddRepeat(Cls(g, anh), 0, 61), Cls(g, an)}))});
+  return g->AddSequence({label, g->AddRepeat(g->AddSequence({Lit(g, "."), label2}), 0, kUnbounded)});
+}
+
+ExprId Ipv4Expr(Grammar* g) {
+  auto octet = [&]() {
+    return g->AddChoice({FixedWidthRange(g, 0, 9, 1), FixedWidthRange(g, 10, 99, 2), FixedWidthRange(g, 100, 255, 3)});
+  };
+  return g->AddSequence({octet(), Lit(g, "."), octet(), Lit(g, "."), octet(), Lit(g, "."), octet()});
+}
+
+ExprId Ipv6Expr(Grammar* g) {
+  auto h16 = [&]() { return g->AddRepeat(Hex(g), 1, 4); };
+  auto h16c = [&](int n) { return g->AddRepeat(g->AddSequence({h16(), Lit(g, ":")}), n, n); };
+  auto ls32 = [&]() { return g->AddChoice({g->AddSequence({h16(), Lit(g, ":"), h16()}), Ipv4Expr(g)}); };
+  // [ *k( h16 ":" ) h16 ]
+  auto pre = [&](int k) {
+    if (k < 0) return g->AddEmpty();
+    return Opt(g, g->AddSequence({g->AddRepeat(g->AddSequence({h16(), Lit(g, ":")}), 0, k), h16()}));
+  };
+  std::vector<ExprId> alts;
+  alts.push_back(g->AddSequence({h16c(6), ls32()}));
+  alts.push_back(g->AddSequence({Lit(g, "::"), h16c(5), ls32()}));
+  alts.push_back(g->AddSequence({pre(0), Lit(g, "::"), h16c(4), ls32()}));
+  alts.push_back(g->AddSequence({pre(1), Lit(g, "::"), h16c(3), ls32()}));
+  alts.push_back(g->AddSequence({pre(2), Lit(g, "::"), h16c(2), ls32()}));
+  alts.push_back(g->AddSequence({pre(3), Lit(g, "::"), h16c(1), ls32()}));
+  alts.push_back(g->AddSequence({pre(4), Lit(g, "::"), ls32()}));
+  alts.push_back(g->AddSequence({pre(5), Lit(g, "::"), h16()}));
+  alts.push_back(g->AddSequence({pre(6), Lit(g, "::")}));
+  return g->AddChoice(alts);
+}
+
+ExprId UriCharsExpr(Grammar* g, bool iri, bool braces) {
+  std::vector<CodepointRange> r{{'!', '!'}, {'#', ';'}, {'=', '='}, {'?', '['}, {']', ']'}, {'_', '_'}, {'a', 'z'}, {'~', '~'}};
+  if (braces) {
+    r.push_back({'{', '{'});
+    r.push_back({'}', '}'});
+  }
+  if (iri) {
+    r.push_back({0xA0, 0xD7FF});
+    r.push_back({0xE000, 0x10FFFF});
+  }
+  return Cls(g, r);
+}
+
+}  // namespace
+
+ExprId FormatContentExpr(Grammar* g, const std::string& f) {
+  if (f == "date") return DateExpr(g);
+  if (f == "time") return TimeExpr(g);
+  if (f == "date-time") return g->AddSequence({DateExpr(g), Cls(g, {{'T', 'T'}, {'t', 't'}, {' ', ' '}}), TimeExpr(g)});
+  if (f == "duration") return DurationExpr(g);
+  if (f == "uuid") {
+    return g->AddSequence({HexN(g, 8), Lit(g, "-"), HexN(g, 4), Lit(g, "-"), HexN(g, 4), Lit(g, "-"), HexN(g, 4), Lit(g, "-"), HexN(g, 12)});
+  }
+  if (f == "ipv4") return Ipv4Expr(g);
+  if (f == "ipv6") return Ipv6Expr(g);
+  if (f == "hostname") return HostnameExpr(g, false);
+  if (f == "idn-hostname") return HostnameExpr(g, true);
+  if (f == "email" || f == "idn-email") {
+    std::vector<CodepointRange> atext{{'!', '!'}, {'#', '\''}, {'*', '+'}, {'-', '-'}, {'/', '9'}, {'=', '='}, {'?', '?'}, {'A', 'Z'}, {'^', '~'}};
+    if (f == "idn-email") atext.push_back({0x80, 0x10FFFF});
+    ExprId word = g->AddRepeat(Cls(g, atext), 1, kUnbounded);
+    ExprId local = g->AddSequence({word, g->AddRepeat(g->AddSequence({Lit(g, "."), g->AddRepeat(Cls(g, atext), 1, kUnbounded)}), 0, kUnbounded)});
+    ExprId domain = g->AddChoice({HostnameExpr(g, f == "idn-email"), g->AddSequence({Lit(g, "["), Ipv4Expr(g), Lit(g, "]")}),
+                                  g->AddSequence({Lit(g, "[IPv6:"), Ipv6Expr(g), Lit(g, "]")})});
+    return g->AddSequence({local, Lit(g, "@"), domain});
+  }
+  if (f == "uri" || f == "iri") {
+    ExprId scheme = g->AddSequence({Cls(g, {{'A', 'Z'}, {'a', 'z'}}), g->AddRepeat(Cls(g, {{'A', 'Z'}, {'a', 'z'}, {'0', '9'}, {'+', '+'}, {'-', '.'}}), 0, kUnbounded)});
+    return g->AddSequence({scheme, Lit(g, ":"), g->AddRepeat(UriCharsExpr(g, f == "iri", false), 0, kUnbounded)});
+  }
+  if (f == "uri-reference" || f == "iri-reference") return g->AddRepeat(UriCharsExpr(g, f == "iri-reference", false), 0, kUnbounded);
+  if (f == "uri-template") return g->AddRepeat(UriCharsExpr(g, true, true), 0, kUnbounded);
+  if (f == "json-pointer" || f == "relative-json-pointer") {
+    ExprId ch = g->AddChoice({Cls(g, {{0, 0x1F}, {'"', '"'}, {'/', '/'}, {'\\', '\\'}, {'~', '~'}, {0xD800, 0xDFFF}}, true),
+                              g->AddSequence({Lit(g, "~"), Cls(g, {{'0', '1'}})})});
+    ExprId ptr = g->AddRepeat(g->AddSequence({Lit(g, "/"), g->AddRepeat(ch, 0, kUnbounded)}), 0, kUnbounded);
+    if (f == "json-pointer") return ptr;
+    ExprId num = g->AddChoice({Lit(g, "0"), g->AddSequence({Cls(g, {{'1', '9'}}), g->AddRepeat(Cls(g, {{'0', '9'}}), 0, kUnbounded)})});
+    return g->AddSequence({num, g->AddChoice({Lit(g, "#"), ptr})});
+  }
+  throw UnsupportedKeyword{"format", "unknown format '" + f + "'"};
+}
+
+// ---------------------------------------------------------------------------- regex mapping
+
+namespace {
+
+struct RegexMapper {
+  Grammar* g;
+  std::unordered_map<RuleId, RuleId> rules;
+
+  ExprId Map(ExprId id) {
+    Expr e = g->expr(id);  // copy: the arena grows below
+    switch (e.kind) {
+      case ExprKind::kEmpty: return g->AddEmpty();
+      case ExprKind::kBytes: return JsonStringContentLiteral(g, e.bytes);
+      case ExprKind::kCharClass: {
+        std::vector<CodepointRange> r = e.negated ? Complement(e.ranges) : e.ranges;
+        return EncodedClass(g, WithoutSurrogates(NormalizeRanges(r)));
+      }
+      case ExprKind::kSequence:
+      case ExprKind::kChoice: {
+        std::vector<ExprId> kids;
+        for (ExprId c : e.children) kids.push_back(Map(c));
+        return e.kind == ExprKind::kSequence ? g->AddSequence(kids) : g->AddChoice(kids);
+      }
+      case ExprKind::kRepeat: return g->AddRepeat(Map(e.children[0]), e.min, e.max);
+      case ExprKind::kRuleRef: {
+        auto it = rules.find(e.rule);
+        if (it != rules.end()) return g->AddRuleRef(it->second);
+        RuleId r = g->DeclareRule(g->rule(e.rule).name + "_json");
+        rules[e.rule] = r;
+        ExprId body = g->rule(e.rule).body;
+        g->SetRuleBody(r, Map(body));
+        return g->AddRuleRef(r);
+      }
+    }
+    return g->AddEmpty();
+  }
+};
+
+}  // namespace
+
+ExprId RegexToJsonContent(Grammar* g, ExprId regex_expr) {
+  RegexMapper m{g, {}};
+  return m.Map(regex_expr);
+}
+
+}  // namespace xg2::jsonschema

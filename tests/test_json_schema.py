@@ -1,0 +1,266 @@
+"""JSON Schema front end: keywords, options, errors (driven through a real vocabulary)."""
+
+from __future__ import annotations
+
+import json
+import warnings
+from pathlib import Path
+
+import pytest
+
+import xg2_jax as xg
+from xg2_jax._src.cli import greedy_tokenize
+from xg2_jax._src.errors import UnsupportedSchemaError, UnsupportedSchemaWarning
+from xg2_jax._src.grammar import Grammar
+
+VOCAB = Path("/work/shared/data/vocab/llama3.json.gz")
+
+
+@pytest.fixture(scope="module")
+def tok():
+    if not VOCAB.exists():
+        pytest.skip("llama3 vocabulary not available")
+    return xg.TokenizerInfo.from_vocab_file(VOCAB)
+
+
+@pytest.fixture(scope="module")
+def compiler(tok):
+    return xg.GrammarCompiler(tok, cache_enabled=False)
+
+
+def accepts_text(compiler, grammar: Grammar, text: str) -> bool:
+    m = xg.GrammarMatcher(compiler.compile_grammar(grammar, lazy=True))
+    for t in greedy_tokenize(compiler.tokenizer_info, text.encode("utf-8")):
+        if not m.accept_token(t):
+            return False
+    return m.accept_token(compiler.tokenizer_info.stop_token_ids[0])
+
+
+def check(compiler, schema, valid=(), invalid=(), **opts):
+    g = Grammar.from_json_schema(schema, **opts)
+    dump = opts.get("_dump", lambda v: json.dumps(v))
+    for v in valid:
+        assert accepts_text(compiler, g, dump(v)), f"valid instance rejected: {v!r}\n{g}"
+    for v in invalid:
+        assert not accepts_text(compiler, g, dump(v)), f"invalid instance accepted: {v!r}\n{g}"
+
+
+def test_types(compiler):
+    check(compiler, {"type": "integer"}, [0, -5, 123456789], [1.5, "1", None, True])
+    check(compiler, {"type": "number"}, [0, -5.25, 1e10, 3], ["x", None])
+    check(compiler, {"type": "string"}, ["", "a b", "é\n\"\\"], [1, None])
+    check(compiler, {"type": "boolean"}, [True, False], [0, "true"])
+    check(compiler, {"type": "null"}, [None], [0, False])
+    check(compiler, {"type": ["string", "null"]}, ["x", None], [1])
+    check(compiler, {}, [1, "x", None, [1, {"a": []}], {"k": 1.5}], [])
+    check(compiler, True, [1, {"a": [True]}], [])
+
+
+def test_false_schema_fails_to_compile(compiler):
+    with pytest.raises(xg.GrammarError):
+        compiler.compile_grammar(Grammar.from_json_schema(False))
+
+
+def test_object_properties_required_additional(compiler):
+    s = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}, "required": ["a"]}
+    check(compiler, s, [{"a": 1}, {"a": 1, "b": "x"}], [{}, {"b": "x"}, {"a": "1"}, {"a": 1, "c": 2}])
+    # strict_mode=False: the schema's defaults (additional properties allowed, any value)
+    check(compiler, s, [{"a": 1, "c": [1, 2]}, {"a": 1, "b": "x", "zz": None}], [{"a": 1, "b": 2}],
+          strict_mode=False)
+    s2 = dict(s, additionalProperties={"type": "integer"})
+    check(compiler, s2, [{"a": 1, "c": 2}], [{"a": 1, "c": "x"}])
+    s3 = dict(s, additionalProperties=False)
+    check(compiler, s3, [{"a": 1}], [{"a": 1, "c": 2}], strict_mode=False)
+
+
+def test_property_order_and_any_order(compiler):
+    s = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+         "required": ["a", "b"]}
+    check(compiler, s, [{"a": 1, "b": 2}], [{"b": 2, "a": 1}, {"a": 1}])
+    check(compiler, s, [{"a": 1, "b": 2}, {"b": 2, "a": 1}], [{"a": 1}], any_order=True)
+    g = Grammar.from_json_schema(s, any_order=True)
+    assert not accepts_text(compiler, g, '{"a": 1, "a": 1, "b": 2}')
+
+
+def test_arrays(compiler):
+    check(compiler, {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3},
+          [[1], [1, 2, 3]], [[], [1, 2, 3, 4], ["x"]])
+    check(compiler, {"type": "array", "prefixItems": [{"type": "integer"}, {"type": "string"}]},
+          [[], [1], [1, "a"]], [[1, "a", 3], ["a"]])
+    check(compiler, {"type": "array", "prefixItems": [{"type": "integer"}], "items": {"type": "string"}},
+          [[1, "a", "b"]], [[1, 2]])
+    # draft-7 array form of items with additionalItems
+    check(compiler, {"items": [{"type": "integer"}], "additionalItems": False, "type": "array"},
+          [[1]], [[1, 2]])
+    check(compiler, {"type": "array", "contains": {"const": 5}, "items": {"type": "integer"}},
+          [[5], [1, 5, 2]], [[], [1, 2]])
+
+
+def test_large_bounds_use_repeat(compiler):
+    g = Grammar.from_json_schema({"type": "array", "maxItems": 1000000, "items": {"type": "integer"}})
+    assert "{0,999999}" in str(g)
+    g = Grammar.from_json_schema({"type": "string", "maxLength": 100000})
+    assert "{0,100000}" in str(g)
+
+
+def test_enum_const(compiler):
+    check(compiler, {"enum": ["a", 1, None, {"x": [1]}, [True]]},
+          ["a", 1, None, {"x": [1]}, [True]], ["b", 2, {"x": [2]}])
+    check(compiler, {"const": "é/\""}, ["é/\""], ["e"])
+    # every escape spelling of the constant is accepted
+    g = Grammar.from_json_schema({"const": "é"})
+    assert accepts_text(compiler, g, '"é"') and accepts_text(compiler, g, '"\\u00e9"')
+    assert accepts_text(compiler, g, '"\\u00E9"')
+    check(compiler, {"type": "string", "enum": ["a", 1]}, ["a"], [1])
+
+
+def test_combinators_and_refs(compiler):
+    check(compiler, {"anyOf": [{"type": "integer"}, {"type": "string", "maxLength": 2}]}, [1, "ab"], ["abc", None])
+    check(compiler, {"oneOf": [{"type": "integer"}, {"type": "null"}]}, [1, None], ["x"])
+    check(compiler, {"allOf": [{"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                               {"properties": {"b": {"type": "integer"}}, "required": ["b"]}]},
+          [{"a": 1, "b": 2}], [{"a": 1}, {"b": 2}])
+    tree = {"$defs": {"node": {"type": "object", "properties": {
+        "v": {"type": "integer"}, "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+        "required": ["v"]}}, "$ref": "#/$defs/node"}
+    check(compiler, tree, [{"v": 1}, {"v": 1, "children": [{"v": 2, "children": [{"v": 3}]}]}],
+          [{"v": 1, "children": [{"x": 2}]}])
+    check(compiler, {"definitions": {"a~b/c": {"type": "integer"}}, "$ref": "#/definitions/a~0b~1c"}, [1], ["x"])
+    check(compiler, {"not": {"type": "string"}}, [1, None], ["x"])
+
+
+def test_string_lengths_count_decoded_characters(compiler):
+    g = Grammar.from_json_schema({"type": "string", "minLength": 2, "maxLength": 3})
+    assert accepts_text(compiler, g, '"ab"')
+    assert accepts_text(compiler, g, '"\\n\\u00e9"')  # two characters
+    assert accepts_text(compiler, g, '"\\ud83d\\ude00ab"')  # a surrogate pair is one
+    assert not accepts_text(compiler, g, '"a"')
+    assert not accepts_text(compiler, g, '"\\n\\n\\n\\n"')
+    assert not accepts_text(compiler, g, '"a\nb"')  # raw control characters never
+
+
+def test_integer_ranges(compiler):
+    check(compiler, {"type": "integer", "minimum": -15, "maximum": 127},
+          [-15, -1, 0, 9, 10, 99, 100, 127], [-16, 128, 1000, -100])
+    check(compiler, {"type": "integer", "exclusiveMinimum": 0, "exclusiveMaximum": 10}, [1, 9], [0, 10])
+    check(compiler, {"type": "integer", "minimum": 1000}, [1000, 99999], [999, -1, 0])
+    check(compiler, {"type": "integer", "minimum": 2.5, "maximum": 4.5}, [3, 4], [2, 5])
+    check(compiler, {"type": "integer", "multipleOf": 3}, [0, 3, -9, 300], [1, 10])
+    check(compiler, {"type": "integer", "multipleOf": 5, "minimum": 0, "maximum": 20}, [0, 5, 20], [3, 25])
+
+
+def test_number_bounds(compiler):
+    check(compiler, {"type": "number", "minimum": 0, "maximum": 1}, [0, 0.5, 1, 1.0], [-0.1, 1.01, 2])
+    check(compiler, {"type": "number", "exclusiveMinimum": 0}, [0.001, 5], [0, -1])
+    check(compiler, {"type": "number", "minimum": -2.5, "maximum": 3.25}, [-2.5, -1, 0, 3.25, 3.2],
+          [-2.51, 3.26, 4])
+    check(compiler, {"type": "number", "exclusiveMaximum": -1.5}, [-1.6, -100], [-1.5, 0])
+
+
+def test_formats(compiler):
+    check(compiler, {"type": "string", "format": "date"}, ["2024-02-29"], ["2024-13-01", "x"])
+    check(compiler, {"type": "string", "format": "date-time"}, ["2024-01-01T10:20:30Z", "2024-01-01T10:20:30.5+02:00"],
+          ["2024-01-01"])
+    check(compiler, {"type": "string", "format": "time"}, ["23:59:60Z"], ["24:00:00Z"])
+    check(compiler, {"type": "string", "format": "uuid"}, ["123e4567-e89b-12d3-a456-426614174000"], ["123"])
+    check(compiler, {"type": "string", "format": "ipv4"}, ["192.168.0.255"], ["256.1.1.1", "1.2.3"])
+    check(compiler, {"type": "string", "format": "ipv6"}, ["::1", "fe80::1:2", "2001:db8:0:0:0:0:2:1"], ["1:2"])
+    check(compiler, {"type": "string", "format": "email"}, ["a.b@example.com"], ["ab", "a@"])
+    check(compiler, {"type": "string", "format": "duration"}, ["P1Y2M", "PT5S", "P3W"], ["P", "PT"])
+    check(compiler, {"type": "string", "format": "hostname"}, ["a-b.example"], ["-a"])
+    check(compiler, {"type": "string", "format": "uri"}, ["https://x.org/a?b=c"], ["no scheme"])
+
+
+def test_pattern(compiler):
+    check(compiler, {"type": "string", "pattern": "^[a-z]+[0-9]{2}$"}, ["abc12"], ["abc1", "ABC12"])
+    check(compiler, {"type": "string", "pattern": "ab"}, ["xxabyy", "ab"], ["a"])
+    check(compiler, {"type": "object", "patternProperties": {"^x-": {"type": "integer"}}},
+          [{"x-a": 1}], [{"x-a": "s"}, {"y": 1}])
+
+
+def test_property_names_and_counts(compiler):
+    check(compiler, {"type": "object", "propertyNames": {"maxLength": 2}, "additionalProperties": True},
+          [{"ab": 1}], [{"abc": 1}])
+    check(compiler, {"type": "object", "additionalProperties": {"type": "integer"}, "minProperties": 1,
+                     "maxProperties": 2}, [{"a": 1}, {"a": 1, "b": 2}], [{}, {"a": 1, "b": 2, "c": 3}])
+
+
+@pytest.mark.parametrize("indent,separators", [(None, None), (2, None), (4, (",", ": ")), (None, (",", ":"))])
+def test_exact_formatting(compiler, indent, separators):
+    s = {"type": "object", "properties": {"a": {"type": "array", "items": {"type": "integer"}},
+                                          "b": {"type": "object", "properties": {"c": {"type": "string"}}},
+                                          "d": {"enum": [{"x": [1, 2]}]}},
+         "required": ["a", "b", "d"]}
+    inst = {"a": [1, 2], "b": {"c": "x"}, "d": {"x": [1, 2]}}
+    g = Grammar.from_json_schema(s, any_whitespace=False, indent=indent, separators=separators)
+    assert accepts_text(compiler, g, json.dumps(inst, indent=indent, separators=separators))
+    assert not accepts_text(compiler, g, json.dumps(inst, indent=7))
+    empty = {"a": [], "b": {}, "d": {"x": [1, 2]}}
+    assert accepts_text(compiler, g, json.dumps(empty, indent=indent, separators=separators))
+
+
+def test_any_whitespace_and_max_whitespace(compiler):
+    s = {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]}
+    g = Grammar.from_json_schema(s)
+    assert accepts_text(compiler, g, '{ \n "a" :\t1 }')
+    g = Grammar.from_json_schema(s, max_whitespace_cnt=2)
+    assert accepts_text(compiler, g, '{  "a":1}')
+    assert not accepts_text(compiler, g, '{   "a":1}')
+
+
+def test_unsupported_raise_and_warn(compiler):
+    s = {"type": "object", "properties": {"tags": {"type": "array", "uniqueItems": True}}}
+    with pytest.raises(UnsupportedSchemaError, match=r"unsupported keyword 'uniqueItems' at /properties/tags"):
+        Grammar.from_json_schema(s)
+    with pytest.raises(xg.GrammarError):
+        xg.GrammarCompiler  # noqa: B018 (UnsupportedSchemaError is a GrammarError)
+        Grammar.from_json_schema(s)
+    with warnings.catch_warnings(record=True) as rec:
+        warnings.simplefilter("always")
+        g = Grammar.from_json_schema(s, on_unsupported="warn")
+    assert any(issubclass(w.category, UnsupportedSchemaWarning) and
+               "unsupported keyword 'uniqueItems' at /properties/tags" in str(w.message) for w in rec)
+    assert accepts_text(compiler, g, '{"tags": [1, 1]}')
+    with pytest.raises(UnsupportedSchemaError, match="'if'"):
+        Grammar.from_json_schema({"if": {"type": "string"}, "then": {"minLength": 1}})
+    with pytest.raises(UnsupportedSchemaError, match="format"):
+        Grammar.from_json_schema({"type": "string", "format": "country-code"})
+
+
+def test_annotations_ignored():
+    Grammar.from_json_schema({"title": "t", "description": "d", "examples": [1], "default": 1, "$comment": "c",
+                              "$schema": "https://json-schema.org/draft/2020-12/schema", "deprecated": True,
+                              "readOnly": True, "type": "integer"})
+
+
+def test_invalid_schemas():
+    with pytest.raises(xg.GrammarError, match="/properties/a"):
+        Grammar.from_json_schema({"properties": {"a": 5}})
+    with pytest.raises(xg.GrammarError, match="does not resolve"):
+        Grammar.from_json_schema({"$ref": "#/$defs/missing"})
+    with pytest.raises(xg.GrammarError, match="object or a boolean"):
+        Grammar.from_json_schema("[1]")
+    with pytest.raises(xg.GrammarSyntaxError, match="1:"):
+        Grammar.from_json_schema('{"type": ')
+
+
+def test_compile_json_schema(compiler):
+    c = compiler.compile_json_schema({"type": "integer"}, lazy=True)
+    assert c.num_states > 0
+
+
+def test_pydantic(compiler):
+    pydantic = pytest.importorskip("pydantic")
+
+    class Item(pydantic.BaseModel):
+        name: str
+        qty: int = 1
+
+    class Order(pydantic.BaseModel):
+        items: list[Item]
+        note: str | None = None
+
+    g = Grammar.from_json_schema(Order)
+    inst = Order(items=[Item(name="x", qty=2)]).model_dump()
+    assert accepts_text(compiler, g, json.dumps(inst))
+    assert not accepts_text(compiler, g, json.dumps({"items": [{"qty": 2}]}))
