@@ -171,45 +171,69 @@ def strings_for(rec: Recognizer, rng: random.Random) -> list[bytes]:
     return out
 
 
-# ---------------------------------------------------------------------- vocabulary (small)
+# ---------------------------------------------------------------------- vocabularies (small)
 
-VOCAB_TOKENS: list[bytes] = (
+SHORT_TOKENS: list[bytes] = (
     [c.encode() for c in ALPHABET + "c|"]
     + [(a + b).encode() for a in ALPHABET for b in ALPHABET]
     + [s.encode() for s in ["aaa", "{a}", "ab}", "}}}", "{{", "a{b", "bab"]]
     + [c.encode() for c in EXTRA_CHARS]
     + ["a\u00e9".encode(), "\u00e9b".encode(), "\u20ac}".encode()]
-    # Tokens that split UTF-8 sequences: lead bytes, continuation bytes, partial sequences.
+    # Tokens that split UTF-8 sequences: lead bytes, continuation bytes, partial sequences,
+    # overlong / surrogate / beyond-U+10FFFF prefixes, a byte that never occurs in UTF-8.
     + [b"\xc3", b"\xa9", b"\xe2", b"\xe2\x82", b"\x82\xac", b"\xac", b"\xf0\x9f", b"\x98\x80",
        b"\x80", b"a\xc3", b"\xff", b"\xc0", b"\xe0\x80", b"\xed\xa0", b"\xf4\x90", b"\xf4\x8f"]
 )
-STOP_ID = len(VOCAB_TOKENS)
-SPECIAL_ID = STOP_ID + 1
-NUM_PADDING = 5
-VOCAB_SIZE = SPECIAL_ID + 1 + NUM_PADDING
 
 
-def make_small_tok() -> xg.TokenizerInfo:
-    tok = xg.TokenizerInfo(
-        VOCAB_TOKENS + ["</s>", "<pad>"],
-        stop_token_ids=[STOP_ID],
-        special_token_ids=[SPECIAL_ID],
-        vocab_size=VOCAB_SIZE,
-    )
-    assert tok.decoded_vocab[: len(VOCAB_TOKENS)] == VOCAB_TOKENS
-    assert tok.vocab_size == VOCAB_SIZE
-    return tok
+def _long_tokens() -> list[bytes]:
+    """Single characters plus longer tokens, which often span several rules (the mask cache's
+    'uncertain' tokens)."""
+    rng = random.Random(1234)
+    out = {c.encode() for c in ALPHABET + EXTRA_CHARS}
+    while len(out) < 48:
+        n = rng.randint(3, 7)
+        out.add("".join(rng.choice(ALPHABET * 3 + EXTRA_CHARS) for _ in range(n)).encode())
+    return sorted(out)
+
+
+LONG_TOKENS = _long_tokens()
+
+
+class SmallVocab:
+    """A raw vocabulary: the given tokens, then a stop token, a special token and padding."""
+
+    NUM_PADDING = 5
+
+    def __init__(self, tokens: list[bytes]):
+        self.tokens = tokens
+        self.stop_id = len(tokens)
+        self.special_id = self.stop_id + 1
+        self.vocab_size = self.special_id + 1 + self.NUM_PADDING
+        self.tok = xg.TokenizerInfo(
+            tokens + ["</s>", "<pad>"],
+            stop_token_ids=[self.stop_id],
+            special_token_ids=[self.special_id],
+            vocab_size=self.vocab_size,
+        )
+        assert self.tok.decoded_vocab[: len(tokens)] == tokens
+        assert self.tok.vocab_size == self.vocab_size
+        assert self.tok.stop_token_ids == [self.stop_id]
+
+    def mask(self, m: xg.GrammarMatcher) -> np.ndarray:
+        bm = xg.allocate_token_bitmask(1, self.vocab_size)
+        m.fill_next_token_bitmask(bm)
+        return bm[0].copy()
 
 
 @pytest.fixture(scope="module")
-def small_tok() -> xg.TokenizerInfo:
-    return make_small_tok()
+def short_vocab() -> SmallVocab:
+    return SmallVocab(SHORT_TOKENS)
 
 
-def mask_of(m: xg.GrammarMatcher) -> np.ndarray:
-    bm = xg.allocate_token_bitmask(1, VOCAB_SIZE)
-    m.fill_next_token_bitmask(bm)
-    return bm[0].copy()
+@pytest.fixture(scope="module")
+def long_vocab() -> SmallVocab:
+    return SmallVocab(LONG_TOKENS)
 
 
 # --------------------------------------------------------------------------------- tests
@@ -261,8 +285,8 @@ def check_bytes_and_chars(tok: xg.TokenizerInfo, g: GrammarAst, rng: random.Rand
         assert m.num_accepted_tokens == len(accepted)
 
 
-def check_token_masks(tok: xg.TokenizerInfo, g: GrammarAst, rng: random.Random) -> None:
-    built = build_or_skip(g, tok)
+def check_token_masks(v: SmallVocab, g: GrammarAst, rng: random.Random, steps: int = 16) -> None:
+    built = build_or_skip(g, v.tok)
     if built is None:
         return
     rec, text, compiled = built
@@ -271,73 +295,80 @@ def check_token_masks(tok: xg.TokenizerInfo, g: GrammarAst, rng: random.Random) 
     assert str(xg.Grammar.from_ebnf(printed)) == printed
     matchers = [
         xg.GrammarMatcher(compiled),
-        xg.GrammarMatcher(compile_text(tok, text, lazy=True)),
-        xg.GrammarMatcher(compile_text(tok, printed)),
+        xg.GrammarMatcher(compile_text(v.tok, text, lazy=True)),
+        xg.GrammarMatcher(compile_text(v.tok, printed)),
     ]
     m = matchers[0]
+    tokens, stop_id, special_id, vocab_size = v.tokens, v.stop_id, v.special_id, v.vocab_size
     # Half of the paths follow a sampled sentence (tokenized greedily) where possible; the rest
     # pick random allowed tokens.
     target = sample_sentence(rec, rng).encode() if rng.random() < 0.5 else None
     state = ByteState(rec.initial())
     history: list[int] = []
-    for _ in range(16):
-        bits = mask_of(m)
+    for _ in range(steps):
+        bits = v.mask(m)
         for other in matchers[1:]:
-            assert np.array_equal(mask_of(other), bits), (text, history)
-        allowed = xg.bitmask_to_bool(bits, VOCAB_SIZE)
+            assert np.array_equal(v.mask(other), bits), (text, history)
+        allowed = xg.bitmask_to_bool(bits, vocab_size)
         # Every token against the reference.
-        for t, tb in enumerate(VOCAB_TOKENS):
+        for t, tb in enumerate(tokens):
             expected = state.feed_bytes(tb) is not None
             assert allowed[t] == expected, (text, history, tb)
-        assert allowed[STOP_ID] == state.complete == m.is_completed(), (text, history)
-        assert not allowed[SPECIAL_ID]
-        assert not allowed[SPECIAL_ID + 1:].any()
+        assert allowed[stop_id] == state.complete == m.is_completed(), (text, history)
+        assert not allowed[special_id]
+        assert not allowed[special_id + 1:].any()
         # accept_token agrees with the mask for every id (including stop, special, padding).
-        for t in range(VOCAB_SIZE):
+        for t in range(vocab_size):
             ok = m.accept_token(t)
             assert ok == allowed[t], (text, history, t)
             if ok:
-                assert m.is_terminated() == (t == STOP_ID)
+                assert m.is_terminated() == (t == stop_id)
                 m.rollback(1)
         assert not m.is_terminated()
         assert m.num_accepted_tokens == len(history)
 
-        choices = [t for t in range(VOCAB_SIZE) if allowed[t]]
+        choices = [t for t in range(vocab_size) if allowed[t]]
         if not choices:
             break
         nxt = None
         if target is not None:
-            done = b"".join(VOCAB_TOKENS[t] for t in history)
+            done = b"".join(tokens[t] for t in history)
             rest = target[len(done):] if target.startswith(done) else b""
-            fits = [t for t in choices if t < len(VOCAB_TOKENS) and rest.startswith(VOCAB_TOKENS[t])]
+            fits = [t for t in choices if t < len(tokens) and rest.startswith(tokens[t])]
             if fits:
-                nxt = max(fits, key=lambda t: len(VOCAB_TOKENS[t]))
+                nxt = max(fits, key=lambda t: len(tokens[t]))
             elif not rest and state.complete:
-                nxt = STOP_ID
+                nxt = stop_id
         if nxt is None:
             nxt = rng.choice(choices)
         for mm in matchers:
             assert mm.accept_token(nxt)
-        if nxt == STOP_ID:
+        if nxt == stop_id:
             for mm in matchers:
                 assert mm.is_terminated()
-                after = xg.bitmask_to_bool(mask_of(mm), VOCAB_SIZE)
-                assert after.tolist() == [t == STOP_ID for t in range(VOCAB_SIZE)]
+                after = xg.bitmask_to_bool(v.mask(mm), vocab_size)
+                assert after.tolist() == [t == stop_id for t in range(vocab_size)]
                 with pytest.raises(xg.MatcherStateError):
                     mm.accept_token(0)
             break
         history.append(nxt)
-        state = state.feed_bytes(VOCAB_TOKENS[nxt])
+        state = state.feed_bytes(tokens[nxt])
         assert state is not None
 
 
 @settings(max_examples=150, **SETTINGS)
 @given(g=grammars, rng=st.randoms(use_true_random=True))
-def test_bytes_and_chars_match_reference(small_tok, g, rng):
-    check_bytes_and_chars(small_tok, g, rng)
+def test_bytes_and_chars_match_reference(short_vocab, g, rng):
+    check_bytes_and_chars(short_vocab.tok, g, rng)
 
 
 @settings(max_examples=150, **SETTINGS)
 @given(g=grammars, rng=st.randoms(use_true_random=True))
-def test_token_masks_match_reference(small_tok, g, rng):
-    check_token_masks(small_tok, g, rng)
+def test_token_masks_match_reference(short_vocab, g, rng):
+    check_token_masks(short_vocab, g, rng)
+
+
+@settings(max_examples=100, **SETTINGS)
+@given(g=grammars, rng=st.randoms(use_true_random=True))
+def test_long_token_masks_match_reference(long_vocab, g, rng):
+    check_token_masks(long_vocab, g, rng)

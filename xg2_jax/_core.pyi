@@ -116,6 +116,8 @@ class GrammarMatcher:
 
     def find_jump_forward_bytes(self) -> bytes: ...
 
+    def last_fill_stats(self) -> dict: ...
+
     @property
     def num_accepted_steps(self) -> int: ...
 
@@ -125,4 +127,9 @@ class GrammarMatcher:
 def grammar_from_regex(pattern: str, search_semantics: bool = False) -> Grammar:
     """
     A grammar whose root rule matches the strings of an ECMAScript regex (the whole string unless search_semantics, where unanchored ends match any text).
+    """
+
+def grammar_from_json_schema(schema_json: str, any_whitespace: bool = True, indent: int = -1, item_separator: str = '', key_separator: str = '', strict_mode: bool = True, max_whitespace_cnt: int = -1, any_order: bool = False, on_unsupported_warn: bool = False) -> tuple[Grammar, list[str]]:
+    """
+    Converts a JSON Schema (text) to a Grammar; returns (grammar, warnings). Empty separators select the defaults.
     """

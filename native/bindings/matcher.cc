@@ -90,6 +90,16 @@ void BindMatcher(nb::module_& m) {
              }
              return nb::bytes(s.data(), s.size());
            })
+      .def("last_fill_stats",
+           [](const GrammarMatcher& self) {
+             const auto& s = self.last_fill_stats();
+             nb::dict d;
+             d["scannable_states"] = s.scannable_states;
+             d["uncertain_tokens"] = s.uncertain_tokens;
+             d["walk_nodes"] = s.walk_nodes;
+             d["row_items"] = self.last_row_size();
+             return d;
+           })
       .def_prop_ro("num_accepted_steps", &GrammarMatcher::num_accepted_steps)
       .def_prop_ro("stop_token_ids", &GrammarMatcher::stop_token_ids);
 }

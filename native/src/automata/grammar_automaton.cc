@@ -161,6 +161,40 @@ std::shared_ptr<const GrammarAutomaton> BuildGrammarAutomaton(const Grammar& sou
       out->awaited_rule_bits[s] |= 1ull << (out->rule_edges[k].rule & 63);
     }
   }
+  out->rule_prediction_states.assign(num_rules, {});
+  out->rule_prediction_rules.assign(num_rules, {});
+  {
+    std::vector<uint32_t> state_mark(total, 0), rule_mark(num_rules, 0);
+    uint32_t mark = 0;
+    for (RuleId q = 0; q < num_rules; ++q) {
+      ++mark;
+      auto& states = out->rule_prediction_states[q];
+      auto& rules = out->rule_prediction_rules[q];
+      rules.push_back(q);
+      rule_mark[q] = mark;
+      states.push_back(out->rule_start[q]);
+      state_mark[out->rule_start[q]] = mark;
+      for (size_t k = 0; k < states.size(); ++k) {
+        int32_t s = states[k];
+        for (int32_t e = out->rule_edge_begin[s]; e < out->rule_edge_begin[s + 1]; ++e) {
+          const DfaRuleEdge edge = out->rule_edges[e];
+          if (rule_mark[edge.rule] != mark) {
+            rule_mark[edge.rule] = mark;
+            rules.push_back(edge.rule);
+          }
+          int32_t start = out->rule_start[edge.rule];
+          if (state_mark[start] != mark) {
+            state_mark[start] = mark;
+            states.push_back(start);
+          }
+          if (out->rule_nullable[edge.rule] && state_mark[edge.target] != mark) {
+            state_mark[edge.target] = mark;
+            states.push_back(edge.target);
+          }
+        }
+      }
+    }
+  }
   // Follow targets: where each rule's callers continue after it completes.
   out->rule_follow_targets.assign(num_rules, {});
   for (int32_t s = 0; s < total; ++s) {

@@ -28,6 +28,11 @@ struct GrammarAutomaton {
   std::vector<int32_t> rule_start;
   std::vector<uint8_t> rule_nullable;
   std::vector<std::string> rule_names;
+  // Per rule Q: every state an item predicted for Q at row r leads to within row r (closure
+  // under prediction and nullable advance; all such items have origin r), and every rule
+  // predicted along the way. Predicting Q adds these in bulk.
+  std::vector<std::vector<int32_t>> rule_prediction_states;
+  std::vector<std::vector<RuleId>> rule_prediction_rules;
   // Per rule: the states its callers move to when it completes (over all used call sites).
   std::vector<std::vector<int32_t>> rule_follow_targets;
   RuleId root_rule = 0;

@@ -93,18 +93,16 @@ TokenMaskEntry TokenMaskCache::ComputeEntry(const std::shared_ptr<const GrammarA
     }
     entry.num_uncertain += e - b;
   };
-  // Per depth along the current trie path: inner alive, rule ended, bytes; follow_ended is
-  // valid up to follow_depth, the depth to which `follow` is synced with the current path.
-  // Follow is advanced lazily, only on paths where inner dies after the rule could end.
-  std::vector<uint8_t> inner_alive{1}, ended{inner.CanEnd()}, follow_ended{follow.FollowEnded()};
-  std::vector<uint8_t> path{0};
+  // Per depth along the current trie path: inner alive, rule ended, bytes. `follow` is
+  // synced with the current path up to follow_depth, and advanced lazily: only on paths where
+  // inner dies after its rule could end.
+  std::vector<uint8_t> inner_alive{1}, ended{inner.CanEnd()}, path{0};
   int32_t follow_depth = 0;
   auto sync_follow = [&](int32_t depth) {
     while (follow_depth < depth) {
       follow.TruncateRows(follow_depth + 1);
       follow.Advance(path[follow_depth + 1]);  // succeeds: inner (a subset) was alive here
       ++follow_depth;
-      follow_ended[follow_depth] = follow_ended[follow_depth - 1] || follow.FollowEnded();
     }
   };
   int32_t i = 1;
@@ -114,7 +112,6 @@ TokenMaskEntry TokenMaskCache::ComputeEntry(const std::shared_ptr<const GrammarA
     if (static_cast<int32_t>(inner_alive.size()) <= d) {
       inner_alive.resize(d + 1);
       ended.resize(d + 1);
-      follow_ended.resize(d + 1);
       path.resize(d + 1);
     }
     path[d] = byte;
@@ -139,16 +136,10 @@ TokenMaskEntry TokenMaskCache::ComputeEntry(const std::shared_ptr<const GrammarA
       continue;
     }
     sync_follow(d - 1);
-    if (follow_ended[d - 1]) {  // beyond one level of context: decide at fill time
-      add_uncertain(trie.token_begin[i], trie.token_begin[trie.subtree_end[i]]);
-      i = trie.subtree_end[i];
-      continue;
-    }
     follow.TruncateRows(d);
     if (follow.Advance(byte)) {
       follow_depth = d;
       ended[d] = 1;
-      follow_ended[d] = follow.FollowEnded();
       add_uncertain(trie.token_begin[i], trie.token_begin[i + 1]);
       ++i;
     } else {

@@ -121,10 +121,12 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
     stamp_ = 1;
   }
   scratch_ranges_.clear();
+  fill_stats_ = FillStats();
   for (const EarleyItem* it = parser_.last_row_begin(); it != parser_.last_row_end(); ++it) {
     int32_t s = it->state;
     if (!g.has_byte_edges(s) || state_stamp_[s] == stamp_) continue;
     state_stamp_[s] = stamp_;
+    ++fill_stats_.scannable_states;
     const TokenMaskEntry& e = cache.Get(s);
     switch (e.storage) {
       case TokenMaskEntry::Storage::kAcceptedIds:
@@ -156,6 +158,7 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
       }
     }
     scratch_ranges_.resize(m + 1);
+    for (const auto& r : scratch_ranges_) fill_stats_.uncertain_tokens += r.second - r.first;
     const int32_t rows0 = parser_.num_rows();
     const int32_t num_nodes = trie.num_nodes();
     size_t ri = 0;
@@ -169,6 +172,7 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
         continue;
       }
       parser_.TruncateRows(rows0 + trie.depth[i] - 1);
+      ++fill_stats_.walk_nodes;
       if (!parser_.Advance(trie.byte[i])) {
         i = trie.subtree_end[i];
         continue;

@@ -39,6 +39,14 @@ class GrammarMatcher {
   int32_t num_accepted_steps() const { return static_cast<int32_t>(history_.size()); }
   const std::vector<int32_t>& stop_token_ids() const { return stop_token_ids_; }
   const std::shared_ptr<CompiledGrammar>& compiled() const { return compiled_; }
+  // What the last FillNextTokenBitmask did (for profiling and benchmarks).
+  struct FillStats {
+    int32_t scannable_states = 0;
+    int64_t uncertain_tokens = 0;  // candidates re-checked by the parser
+    int64_t walk_nodes = 0;        // trie nodes the parser advanced over
+  };
+  const FillStats& last_fill_stats() const { return fill_stats_; }
+  int64_t last_row_size() const { return parser_.last_row_end() - parser_.last_row_begin(); }
 
  private:
   struct Step {
@@ -53,6 +61,7 @@ class GrammarMatcher {
   EarleyParser parser_;
   std::vector<Step> history_;
   bool terminated_ = false;
+  FillStats fill_stats_;
   // Scratch for mask filling.
   std::vector<uint32_t> state_stamp_;
   uint32_t stamp_ = 0;

@@ -9,6 +9,7 @@ namespace xg2 {
 EarleyParser::EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, int32_t start_state,
                            bool with_follow)
     : g_(std::move(automaton)) {
+  rule_predicted_.assign(g_->num_rules(), 0);
   if (with_follow) follow_targets_ = &g_->rule_follow_targets[g_->state_rule[start_state]];
   dedup_keys_.assign(64, 0);
   dedup_stamp_.assign(64, 0);
@@ -72,8 +73,15 @@ void EarleyParser::AddItem(int32_t state, int32_t origin) {
 void EarleyParser::CloseRow(int32_t row) {
   const GrammarAutomaton& g = *g_;
   uint8_t can_end = 0;
+  if (++row_serial_ == 0) {
+    std::fill(rule_predicted_.begin(), rule_predicted_.end(), 0);
+    row_serial_ = 1;
+  }
   for (size_t i = static_cast<size_t>(row_begin_[row]); i < items_.size(); ++i) {
     const EarleyItem it = items_[i];
+    // Items that start in this row come from a bulk prediction, which already holds their
+    // whole closure; their completions within the row are covered by the nullable advance.
+    if (it.origin == row) continue;
     if (g.state_final[it.state]) {
       if (it.origin == -1) {
         can_end |= 1;
@@ -81,7 +89,9 @@ void EarleyParser::CloseRow(int32_t row) {
           for (int32_t t : *follow_targets_) AddItem(t, -2);
         }
       } else if (it.origin == -2) {
-        can_end |= 2;
+        // A caller's continuation completed: continue into its callers' continuations too.
+        // This is the context-free FOLLOW over-approximation, closed over all levels.
+        for (int32_t t : g.rule_follow_targets[g.state_rule[it.state]]) AddItem(t, -2);
       } else if (it.origin != row) {
         // Complete: advance every item of the origin row that waits on this rule. (An item
         // completed in its own row is handled by the nullable advance in predict.)
@@ -104,7 +114,10 @@ void EarleyParser::CloseRow(int32_t row) {
     int32_t kb = g.rule_edge_begin[it.state], ke = g.rule_edge_begin[it.state + 1];
     for (int32_t k = kb; k < ke; ++k) {
       const DfaRuleEdge e = g.rule_edges[k];
-      AddItem(g.rule_start[e.rule], row);
+      if (rule_predicted_[e.rule] != row_serial_) {
+        for (RuleId q : g.rule_prediction_rules[e.rule]) rule_predicted_[q] = row_serial_;
+        for (int32_t s : g.rule_prediction_states[e.rule]) AddItem(s, row);
+      }
       if (g.rule_nullable[e.rule]) AddItem(e.target, it.origin);
     }
   }

@@ -23,8 +23,9 @@ class EarleyParser {
  public:
   // Starts with the closure of the single top item (start_state, -1). With with_follow, the
   // top item's completion also enters every call site's continuation of its rule (items
-  // with origin -2), whose own completion sets FollowEnded(): a context-free
-  // over-approximation of what may follow the rule, used by the mask cache to reject tokens.
+  // with origin -2), and their completions their own callers' continuations, and so on: a
+  // context-free over-approximation of everything that may follow, which the mask cache
+  // uses to reject tokens that no context could accept.
   EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, int32_t start_state,
                bool with_follow = false);
 
@@ -40,7 +41,6 @@ class EarleyParser {
 
   int32_t num_rows() const { return static_cast<int32_t>(row_begin_.size()) - 1; }
   bool CanEnd() const { return (row_can_end_.back() & 1) != 0; }
-  bool FollowEnded() const { return (row_can_end_.back() & 2) != 0; }
   // Items of the last row.
   const EarleyItem* last_row_begin() const { return items_.data() + row_begin_[num_rows() - 1]; }
   const EarleyItem* last_row_end() const { return items_.data() + items_.size(); }
@@ -61,12 +61,15 @@ class EarleyParser {
   std::shared_ptr<const GrammarAutomaton> g_;
   std::vector<EarleyItem> items_;
   std::vector<int32_t> row_begin_;  // size num_rows + 1; last entry == items_.size()
-  std::vector<uint8_t> row_can_end_;  // bit 0: top item complete; bit 1: a follow completed
+  std::vector<uint8_t> row_can_end_;  // 1: the top item is complete
   const std::vector<int32_t>* follow_targets_ = nullptr;
   // Per-row duplicate suppression: open addressing keyed by (state, origin), stamped.
   std::vector<uint64_t> dedup_keys_;
   std::vector<uint32_t> dedup_stamp_;
   uint32_t stamp_ = 0;
+  // Rules already predicted in the row being closed (stamped with row_serial_).
+  std::vector<uint32_t> rule_predicted_;
+  uint32_t row_serial_ = 0;
   int32_t dedup_count_ = 0;
 };
 
