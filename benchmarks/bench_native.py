@@ -395,33 +395,28 @@ def json_documents(n: int, seed: int, data_dir: Path) -> list[str]:
 # ======================================================================================
 # Workload 2: a small programming language (recursive EBNF)
 # ======================================================================================
-LANG_GRAMMAR = r'''root ::= stmt (ws stmt)* ws
+LANG_GRAMMAR = r'''root ::= stmt ([ \t\n]* stmt)* [ \t\n]*
 stmt ::= let_stmt | assign_stmt | if_stmt | while_stmt | return_stmt | expr_stmt | fn_def | block
-let_stmt ::= "let " ident sp "=" sp expr sp ";"
-assign_stmt ::= ident sp ("=" | "+=" | "-=" | "*=") sp expr sp ";"
-if_stmt ::= "if" sp "(" sp expr sp ")" sp block (sp "else" sp (block | if_stmt))?
-while_stmt ::= "while" sp "(" sp expr sp ")" sp block
-return_stmt ::= "return" (" " expr)? sp ";"
-expr_stmt ::= call sp ";"
-fn_def ::= "fn " ident sp "(" sp params? sp ")" sp block
-params ::= ident (sp "," sp ident)*
-block ::= "{" ws (stmt ws)* "}"
-expr ::= and_expr (sp "||" sp and_expr)*
-and_expr ::= cmp_expr (sp "&&" sp cmp_expr)*
-cmp_expr ::= sum (sp cmp_op sp sum)?
-cmp_op ::= "==" | "!=" | "<=" | ">=" | "<" | ">"
-sum ::= term (sp ("+" | "-") sp term)*
-term ::= unary (sp ("*" | "/" | "%") sp unary)*
-unary ::= ("-" | "!") sp unary | power
-power ::= atom (sp "^" sp unary)?
-atom ::= number | string | "true" | "false" | "nil" | ident | call | "(" sp expr sp ")" | list
-list ::= "[" sp (expr (sp "," sp expr)*)? sp "]"
-call ::= ident "(" sp (expr (sp "," sp expr)*)? sp ")"
+let_stmt ::= "let " ident [ ]* "=" [ ]* expr [ ]* ";"
+assign_stmt ::= ident [ ]* ("=" | "+=" | "-=" | "*=") [ ]* expr [ ]* ";"
+if_stmt ::= "if" [ ]* "(" [ ]* expr [ ]* ")" [ ]* block ([ ]* "else" [ ]* (block | if_stmt))?
+while_stmt ::= "while" [ ]* "(" [ ]* expr [ ]* ")" [ ]* block
+return_stmt ::= "return" (" " expr)? [ ]* ";"
+expr_stmt ::= call [ ]* ";"
+fn_def ::= "fn " ident [ ]* "(" [ ]* params? [ ]* ")" [ ]* block
+params ::= ident ([ ]* "," [ ]* ident)*
+block ::= "{" [ \t\n]* (stmt [ \t\n]*)* "}"
+expr ::= sum ([ ]* binop [ ]* sum)*
+binop ::= "||" | "&&" | "==" | "!=" | "<=" | ">=" | "<" | ">"
+sum ::= term ([ ]* [+\-] [ ]* term)*
+term ::= unary ([ ]* [*/%^] [ ]* unary)*
+unary ::= [\-!] [ ]* unary | atom
+atom ::= number | string | "true" | "false" | "nil" | ident | call | "(" [ ]* expr [ ]* ")" | list
+list ::= "[" [ ]* (expr ([ ]* "," [ ]* expr)*)? [ ]* "]"
+call ::= ident "(" [ ]* (expr ([ ]* "," [ ]* expr)*)? [ ]* ")"
 ident ::= [a-zA-Z_] [a-zA-Z0-9_]*
-number ::= [0-9]+ ("." [0-9]+)? ([eE] ("+" | "-")? [0-9]+)?
+number ::= [0-9]+ ("." [0-9]+)? ([eE] [+\-]? [0-9]+)?
 string ::= "\"" ([^"\\\n] | "\\" ["\\nt0])* "\""
-sp ::= " "?
-ws ::= [ \t\n]*
 '''
 
 LANG_IDENTS = ["x", "y", "i", "n", "acc", "total", "count_2", "_tmp", "fooBar", "result",
@@ -587,8 +582,7 @@ timestamp ::= [0-9]{4} "-" [01] [0-9] "-" [0-3] [0-9] "T" [0-2] [0-9] ":" [0-5] 
 zone ::= "Z" | ("+" | "-") [0-2] [0-9] ":" [0-5] [0-9]
 level ::= "TRACE" | "DEBUG" | "INFO" | "WARN" | "ERROR" | "FATAL"
 component ::= [a-z] [a-z0-9_.]{1,23} ("/" [a-z0-9_]{1,12}){0,2}
-message ::= "\"" mchar{0,100} "\""
-mchar ::= [^"\\\n\x00-\x1f] | "\\" ["\\nt]
+message ::= "\"" ([^"\\\n\x00-\x1f] | "\\" ["\\nt])* "\""
 fields ::= (" " key "=" value){0,8}
 key ::= [a-z_] [a-z0-9_]{0,15}
 value ::= int | float | duration | size | ipv4 | word | quoted | "true" | "false" | "-"

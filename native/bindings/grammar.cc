@@ -42,6 +42,9 @@ void BindGrammar(nb::module_& m) {
              d["num_accepted_list"] = s.num_accepted_list;
              d["num_not_accepted_list"] = s.num_not_accepted_list;
              d["num_bitset"] = s.num_bitset;
+             d["num_uncertain_tokens"] = s.num_uncertain_tokens;
+             d["num_uncertain_suffixes"] = s.num_uncertain_suffixes;
+             d["max_uncertain_suffixes"] = s.max_uncertain_suffixes;
              return d;
            })
       .def(

@@ -7,6 +7,7 @@ import warnings as _warnings
 from typing import Any, Optional, Tuple, Union
 
 from xg2_jax import _core
+from xg2_jax._src.errors import GrammarSyntaxError
 from xg2_jax._src.errors import GrammarError, UnsupportedSchemaError, UnsupportedSchemaWarning
 
 
@@ -18,6 +19,19 @@ def _schema_to_text(schema: Any) -> str:
     if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
         return _json.dumps(schema.model_json_schema())
     raise TypeError("schema must be a JSON string, a dict, a bool or a pydantic model class")
+
+
+def _check_utf8(text: str) -> None:
+    """Raises GrammarSyntaxError at the first code point UTF-8 cannot encode (a lone surrogate)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as e:
+        before = text[:e.start]
+        line = before.count("\n") + 1
+        column = e.start - (before.rfind("\n") + 1) + 1
+        raise GrammarSyntaxError(
+            f"{line}:{column}: code point U+{ord(text[e.start]):04X} cannot be encoded as UTF-8",
+            line, column) from None
 
 
 class Grammar:
@@ -52,6 +66,7 @@ class Grammar:
             GrammarSyntaxError: malformed text; ``.line`` and ``.column`` locate it.
             GrammarError: no root rule.
         """
+        _check_utf8(ebnf)
         return cls(_core.Grammar.from_ebnf(ebnf, root_rule_name))
 
     @classmethod
@@ -84,6 +99,7 @@ class Grammar:
             root ::= [a-z]+ "@" [0-9]{2,3}
             <BLANKLINE>
         """
+        _check_utf8(pattern)
         return cls(_core.grammar_from_regex(pattern))
 
     @classmethod

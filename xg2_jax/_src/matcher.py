@@ -8,6 +8,9 @@ import numpy as np
 
 from xg2_jax import _core
 from xg2_jax._src.compiler import CompiledGrammar
+from xg2_jax._src.errors import InvalidArgumentError, MatcherStateError
+
+_INT32_MAX = 2**31 - 1
 
 
 def get_bitmask_shape(batch_size: int, vocab_size: int) -> tuple[int, int]:
@@ -102,7 +105,11 @@ class GrammarMatcher:
             MatcherStateError: the matcher already terminated.
             InvalidArgumentError: ``token_id`` is outside the vocabulary.
         """
-        return self._handle.accept_token(int(token_id))
+        token_id = int(token_id)
+        if not 0 <= token_id <= _INT32_MAX:
+            raise InvalidArgumentError(f"token id {token_id} is outside the vocabulary "
+                                       f"[0, {self._compiled.tokenizer_info.vocab_size})")
+        return self._handle.accept_token(token_id)
 
     def accept_string(self, text: Union[str, bytes]) -> bool:
         """Advances by a string (one rollback step). Returns False, unchanged, if invalid."""
@@ -140,15 +147,34 @@ class GrammarMatcher:
         Raises:
             MatcherStateError: more tokens than were accepted; the matcher is unchanged.
         """
-        self._handle.rollback(int(num_tokens))
+        num_tokens = int(num_tokens)
+        if num_tokens > _INT32_MAX:
+            raise MatcherStateError(f"cannot roll back {num_tokens} steps: only "
+                                    f"{self.num_accepted_tokens} accepted")
+        if num_tokens < 0:
+            raise InvalidArgumentError("rollback count must be >= 0")
+        self._handle.rollback(num_tokens)
 
     def fork(self) -> "GrammarMatcher":
         """Returns an independent copy of this matcher in the same state."""
         return GrammarMatcher(self._compiled, _handle=self._handle.fork())
 
     def find_jump_forward_string(self) -> str:
-        """The longest string that every valid continuation starts with ('' if none)."""
-        return self._handle.find_jump_forward_bytes().decode("utf-8", errors="strict")
+        """The longest string that every valid continuation starts with ('' if none).
+
+        Inside a multi-byte character (after a token that ended mid-character) no ``str``
+        can express the forced bytes, so this returns ''; use
+        :meth:`find_jump_forward_bytes` for the exact bytes.
+        """
+        data = self._handle.find_jump_forward_bytes()
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError:
+            return ""
+
+    def find_jump_forward_bytes(self) -> bytes:
+        """The forced continuation as bytes (may complete a partial character)."""
+        return self._handle.find_jump_forward_bytes()
 
     @property
     def num_accepted_tokens(self) -> int:

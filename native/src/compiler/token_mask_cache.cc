@@ -64,6 +64,9 @@ TokenMaskCacheStats TokenMaskCache::Stats() const {
     if (!e) continue;
     ++s.num_entries;
     s.memory_bytes += static_cast<int64_t>(e->MemoryBytes());
+    s.num_uncertain_tokens += e->num_uncertain;
+    s.num_uncertain_suffixes += e->num_uncertain_suffixes;
+    s.max_uncertain_suffixes = std::max<int64_t>(s.max_uncertain_suffixes, e->num_uncertain_suffixes);
     switch (e->storage) {
       case TokenMaskEntry::Storage::kAcceptedIds: ++s.num_accepted_list; break;
       case TokenMaskEntry::Storage::kNotAcceptedIds: ++s.num_not_accepted_list; break;
@@ -77,14 +80,11 @@ TokenMaskEntry TokenMaskCache::ComputeEntry(const std::shared_ptr<const GrammarA
                                             const TokenizerInfo& tokenizer, int32_t state) {
   const TokenTrie& trie = tokenizer.trie();
   const int32_t num_nodes = trie.num_nodes();
-  // inner: the rule of `state` alone; follow: also continues into every call site after the
-  // rule completes. A token is accepted if inner consumes it; uncertain if the rule ends
-  // inside it and follow consumes it (or a call site's rule ends too); otherwise rejected.
-  EarleyParser inner(automaton, state, /*with_follow=*/false);
-  EarleyParser follow(automaton, state, /*with_follow=*/true);
+  const RuleId rule = automaton->state_rule[state];
+  EarleyParser inner(automaton, state);
   std::vector<int32_t> accepted;  // token ids
   TokenMaskEntry entry;
-  auto add_uncertain = [&entry](int32_t b, int32_t e) {
+  auto add_range = [&entry](int32_t b, int32_t e) {
     if (b >= e) return;
     if (!entry.uncertain.empty() && entry.uncertain.back().second == b) {
       entry.uncertain.back().second = e;
@@ -93,58 +93,70 @@ TokenMaskEntry TokenMaskCache::ComputeEntry(const std::shared_ptr<const GrammarA
     }
     entry.num_uncertain += e - b;
   };
-  // Per depth along the current trie path: inner alive, rule ended, bytes. `follow` is
-  // synced with the current path up to follow_depth, and advanced lazily: only on paths where
-  // inner dies after its rule could end.
-  std::vector<uint8_t> inner_alive{1}, ended{inner.CanEnd()}, path{0};
-  int32_t follow_depth = 0;
-  auto sync_follow = [&](int32_t depth) {
-    while (follow_depth < depth) {
-      follow.TruncateRows(follow_depth + 1);
-      follow.Advance(path[follow_depth + 1]);  // succeeds: inner (a subset) was alive here
-      ++follow_depth;
-    }
-  };
+  // (suffix, token) pairs for rule completions strictly inside tokens.
+  std::vector<std::pair<std::string, int32_t>> suffix_pairs;
+  // Per depth along the current path (inner alive at every ancestor): the rule may complete
+  // after this many bytes. end_offsets lists those depths >= 1 in order.
+  std::vector<uint8_t> can_end{inner.CanEnd()};
+  std::vector<int32_t> end_offsets;
   int32_t i = 1;
   while (i < num_nodes) {
     const int32_t d = trie.depth[i];
-    const uint8_t byte = trie.byte[i];
-    if (static_cast<int32_t>(inner_alive.size()) <= d) {
-      inner_alive.resize(d + 1);
-      ended.resize(d + 1);
-      path.resize(d + 1);
-    }
-    path[d] = byte;
-    if (follow_depth > d - 1) follow_depth = d - 1;  // the path changed at depth d
-    bool in = false;
-    if (inner_alive[d - 1]) {
-      inner.TruncateRows(d);
-      in = inner.Advance(byte);
-    }
-    if (in) {
-      inner_alive[d] = 1;
-      ended[d] = ended[d - 1] || inner.CanEnd();
+    while (!end_offsets.empty() && end_offsets.back() >= d) end_offsets.pop_back();
+    inner.TruncateRows(d);
+    if (inner.Advance(trie.byte[i])) {
+      if (static_cast<int32_t>(can_end.size()) <= d) can_end.resize(d + 1);
+      can_end[d] = inner.CanEnd();
+      if (can_end[d]) end_offsets.push_back(d);
       for (int32_t k = trie.token_begin[i]; k < trie.token_begin[i + 1]; ++k) {
         accepted.push_back(trie.sorted_tokens[k]);
       }
       ++i;
       continue;
     }
-    inner_alive[d] = 0;
-    if (!ended[d - 1]) {  // the rule never ended on this path: follow adds nothing
-      i = trie.subtree_end[i];
-      continue;
+    // Inner dies here: the subtree's tokens can only pass through a completion of the rule
+    // at an offset on the alive path.
+    const int32_t tb = trie.token_begin[i], te = trie.token_begin[trie.subtree_end[i]];
+    if (can_end[0]) add_range(tb, te);
+    for (int32_t k : end_offsets) {
+      for (int32_t t = tb; t < te; ++t) {
+        int32_t id = trie.sorted_tokens[t];
+        suffix_pairs.emplace_back(tokenizer.token_bytes(id).substr(k), id);
+      }
     }
-    sync_follow(d - 1);
-    follow.TruncateRows(d);
-    if (follow.Advance(byte)) {
-      follow_depth = d;
-      ended[d] = 1;
-      add_uncertain(trie.token_begin[i], trie.token_begin[i + 1]);
-      ++i;
-    } else {
-      i = trie.subtree_end[i];
+    i = trie.subtree_end[i];
+  }
+  // Keep the suffixes that what may follow the rule (in any context) can take.
+  if (!suffix_pairs.empty()) {
+    std::sort(suffix_pairs.begin(), suffix_pairs.end());
+    suffix_pairs.erase(std::unique(suffix_pairs.begin(), suffix_pairs.end()), suffix_pairs.end());
+    EarleyParser follow = EarleyParser::AfterRule(automaton, rule);
+    std::vector<std::pair<std::string, int32_t>> kept;
+    const std::string* prev = nullptr;
+    size_t dead_at = std::string::npos;  // prev's prefix of this length + 1 was rejected
+    for (const auto& pair : suffix_pairs) {
+      const std::string& s = pair.first;
+      size_t common = 0;
+      if (prev) {
+        while (common < s.size() && common < prev->size() && s[common] == (*prev)[common]) ++common;
+      }
+      if (dead_at != std::string::npos && common > dead_at) continue;  // same dead prefix
+      dead_at = std::string::npos;
+      size_t have = static_cast<size_t>(follow.num_rows() - 1);
+      if (have > common) follow.TruncateRows(static_cast<int32_t>(common) + 1);
+      bool alive = true;
+      for (size_t b = std::min(have, common); b < s.size(); ++b) {
+        if (!follow.Advance(static_cast<uint8_t>(s[b]))) {
+          dead_at = b;
+          alive = false;
+          break;
+        }
+      }
+      prev = &s;
+      if (alive) kept.push_back(pair);
     }
+    entry.num_uncertain_suffixes = static_cast<int32_t>(kept.size());
+    if (!kept.empty()) entry.uncertain_suffixes = BuildSuffixTrie(kept);
   }
   std::sort(accepted.begin(), accepted.end());
   int32_t vocab_size = tokenizer.vocab_size();

@@ -1,15 +1,18 @@
 // The adaptive token-mask cache.
 //
-// For every scannable automaton state (a state with byte edges) the tokens of the vocabulary
-// fall into three classes, computed by walking the token trie with an Earley parser that
-// starts at that state with no context:
-//   accepted  - some path consumes the whole token inside the state's rule;
-//   uncertain - no such path, but the rule can end inside the token, so the outcome depends
-//               on what follows the rule (decided at fill time by the real parser);
-//   rejected  - everything else.
-// Each entry stores the smallest of: accepted ids, not-accepted ids, or an accepted bitset;
-// uncertain tokens are stored as ranges of trie order, so the fill-time check is a pruned
-// trie walk. Entries are built on demand (thread-safe) or all at once by Precompute.
+// For every scannable automaton state s (a state with byte edges) of rule R, the tokens of
+// the vocabulary fall into three classes, found by walking the token trie with an Earley
+// parser that starts at s with no context:
+//   accepted  - some path consumes the whole token without leaving R;
+//   uncertain - R may complete after the first k bytes of the token (k = 0 included), and
+//               what follows the completion in some context can take the rest;
+//   rejected  - everything else (no context can accept it).
+// Accepted tokens are stored in the smallest of three forms (ids, not-accepted ids, bitset).
+// Uncertain tokens are stored by the offsets where R may end: tokens with k = 0 as ranges of
+// the vocabulary trie, and the suffixes token[k:] for k >= 1 as a trie of their own, pruned by
+// the context-free FOLLOW set of R. At fill time the real continuation of R is built once per
+// (rule, origin) and walked over both, so the re-check costs what the continuation accepts.
+// Entries are built on demand (thread-safe) or all at once by PrecomputeAll.
 #pragma once
 
 #include <atomic>
@@ -19,6 +22,7 @@
 #include <vector>
 
 #include "automata/grammar_automaton.h"
+#include "compiler/suffix_trie.h"
 #include "xg2/tokenizer.h"
 
 namespace xg2 {
@@ -28,12 +32,18 @@ struct TokenMaskEntry {
   Storage storage = Storage::kAcceptedIds;
   std::vector<int32_t> ids;       // sorted token ids (list forms)
   std::vector<uint32_t> bitset;   // accepted tokens (bitset form), ceil(vocab_size / 32) words
-  std::vector<std::pair<int32_t, int32_t>> uncertain;  // [begin, end) in trie token order
+  // Tokens the rule may complete before (k = 0): [begin, end) ranges in trie token order.
+  std::vector<std::pair<int32_t, int32_t>> uncertain;
+  // Suffixes token[k:] (k >= 1) after which the rule may complete inside a token.
+  SuffixTrie uncertain_suffixes;
   int32_t num_accepted = 0;
-  int32_t num_uncertain = 0;
+  int32_t num_uncertain = 0;  // tokens in `uncertain` ranges
+  int32_t num_uncertain_suffixes = 0;
   size_t MemoryBytes() const {
-    return sizeof(*this) + ids.capacity() * 4 + bitset.capacity() * 4 + uncertain.capacity() * 8;
+    return sizeof(*this) + ids.capacity() * 4 + bitset.capacity() * 4 + uncertain.capacity() * 8 +
+           uncertain_suffixes.MemoryBytes();
   }
+  bool has_uncertain() const { return !uncertain.empty() || !uncertain_suffixes.empty(); }
 };
 
 struct TokenMaskCacheStats {
@@ -42,6 +52,9 @@ struct TokenMaskCacheStats {
   int64_t num_accepted_list = 0;
   int64_t num_not_accepted_list = 0;
   int64_t num_bitset = 0;
+  int64_t num_uncertain_tokens = 0;    // summed over entries (k = 0 ranges)
+  int64_t num_uncertain_suffixes = 0;  // summed over entries (k >= 1)
+  int64_t max_uncertain_suffixes = 0;
 };
 
 class TokenMaskCache {

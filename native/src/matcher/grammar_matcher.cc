@@ -115,76 +115,69 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
     return true;
   }
   const GrammarAutomaton& g = *compiled_->automaton();
-  const TokenTrie& trie = tok.trie();
   if (++stamp_ == 0) {
     std::fill(state_stamp_.begin(), state_stamp_.end(), 0);
     stamp_ = 1;
   }
-  scratch_ranges_.clear();
   fill_stats_ = FillStats();
+  pending_.clear();
   for (const EarleyItem* it = parser_.last_row_begin(); it != parser_.last_row_end(); ++it) {
     int32_t s = it->state;
-    if (!g.has_byte_edges(s) || state_stamp_[s] == stamp_) continue;
-    state_stamp_[s] = stamp_;
-    ++fill_stats_.scannable_states;
-    const TokenMaskEntry& e = cache.Get(s);
-    switch (e.storage) {
-      case TokenMaskEntry::Storage::kAcceptedIds:
-        for (int32_t t : e.ids) set_bit(t);
-        break;
-      case TokenMaskEntry::Storage::kAcceptedBitset:
-        for (int32_t w = 0; w < vocab_words; ++w) words[w] |= e.bitset[w];
-        break;
-      case TokenMaskEntry::Storage::kNotAcceptedIds: {
-        scratch_bits_ = cache.normal_token_bitset();
-        for (int32_t t : e.ids) scratch_bits_[t >> 5] &= ~(1u << (t & 31));
-        for (int32_t w = 0; w < vocab_words; ++w) words[w] |= scratch_bits_[w];
-        break;
+    if (!g.has_byte_edges(s)) continue;
+    bool first = state_stamp_[s] != stamp_;
+    const TokenMaskEntry* e = nullptr;
+    if (first) {
+      state_stamp_[s] = stamp_;
+      ++fill_stats_.scannable_states;
+      e = &cache.Get(s);
+      switch (e->storage) {
+        case TokenMaskEntry::Storage::kAcceptedIds:
+          for (int32_t t : e->ids) set_bit(t);
+          break;
+        case TokenMaskEntry::Storage::kAcceptedBitset:
+          for (int32_t w = 0; w < vocab_words; ++w) words[w] |= e->bitset[w];
+          break;
+        case TokenMaskEntry::Storage::kNotAcceptedIds: {
+          scratch_bits_ = cache.normal_token_bitset();
+          for (int32_t t : e->ids) scratch_bits_[t >> 5] &= ~(1u << (t & 31));
+          for (int32_t w = 0; w < vocab_words; ++w) words[w] |= scratch_bits_[w];
+          break;
+        }
       }
+    } else {
+      e = &cache.Get(s);
     }
-    scratch_ranges_.insert(scratch_ranges_.end(), e.uncertain.begin(), e.uncertain.end());
+    // The rule's completion from the top item means the end of the input: nothing follows.
+    if (e->has_uncertain() && it->origin >= 0) {
+      pending_.push_back({g.state_rule[s], it->origin, e});
+    }
   }
 
-  // Decide the uncertain tokens with the real parser: a trie walk restricted to subtrees that
-  // hold uncertain tokens, pruned where the parser rejects a prefix.
-  if (!scratch_ranges_.empty()) {
-    std::sort(scratch_ranges_.begin(), scratch_ranges_.end());
-    size_t m = 0;
-    for (size_t k = 1; k < scratch_ranges_.size(); ++k) {
-      if (scratch_ranges_[k].first <= scratch_ranges_[m].second) {
-        scratch_ranges_[m].second = std::max(scratch_ranges_[m].second, scratch_ranges_[k].second);
-      } else {
-        scratch_ranges_[++m] = scratch_ranges_[k];
-      }
+  // Decide the uncertain tokens: for each (rule, origin), build the real continuation of the
+  // rule once and walk the tokens (k = 0) and suffixes (k >= 1) after which it may complete.
+  std::sort(pending_.begin(), pending_.end(), [](const Pending& a, const Pending& b) {
+    return a.rule != b.rule ? a.rule < b.rule : a.origin < b.origin;
+  });
+  for (size_t gi = 0; gi < pending_.size();) {
+    size_t gj = gi;
+    while (gj < pending_.size() && pending_[gj].rule == pending_[gi].rule &&
+           pending_[gj].origin == pending_[gi].origin) {
+      ++gj;
     }
-    scratch_ranges_.resize(m + 1);
-    for (const auto& r : scratch_ranges_) fill_stats_.uncertain_tokens += r.second - r.first;
     const int32_t rows0 = parser_.num_rows();
-    const int32_t num_nodes = trie.num_nodes();
-    size_t ri = 0;
-    int32_t i = 1;
-    while (i < num_nodes && ri < scratch_ranges_.size()) {
-      int32_t a = trie.token_begin[i], b = trie.token_begin[trie.subtree_end[i]];
-      while (ri < scratch_ranges_.size() && scratch_ranges_[ri].second <= a) ++ri;
-      if (ri == scratch_ranges_.size()) break;
-      if (scratch_ranges_[ri].first >= b) {
-        i = trie.subtree_end[i];
-        continue;
+    if (parser_.PushCompletionRow(pending_[gi].rule, pending_[gi].origin)) {
+      const int32_t rows_ctx = parser_.num_rows();
+      scratch_ranges_.clear();
+      for (size_t k = gi; k < gj; ++k) {
+        const TokenMaskEntry* e = pending_[k].entry;
+        if (k > gi && e == pending_[k - 1].entry) continue;
+        scratch_ranges_.insert(scratch_ranges_.end(), e->uncertain.begin(), e->uncertain.end());
+        WalkSuffixes(e->uncertain_suffixes, rows_ctx, words);
       }
-      parser_.TruncateRows(rows0 + trie.depth[i] - 1);
-      ++fill_stats_.walk_nodes;
-      if (!parser_.Advance(trie.byte[i])) {
-        i = trie.subtree_end[i];
-        continue;
-      }
-      int32_t tok_end = trie.token_begin[i + 1];
-      for (int32_t k = a; k < tok_end; ++k) {
-        while (ri < scratch_ranges_.size() && scratch_ranges_[ri].second <= k) ++ri;
-        if (ri < scratch_ranges_.size() && scratch_ranges_[ri].first <= k) set_bit(trie.sorted_tokens[k]);
-      }
-      ++i;
+      WalkTokenRanges(rows_ctx, words);
     }
     parser_.TruncateRows(rows0);
+    gi = gj;
   }
 
   if (parser_.CanEnd()) {
@@ -200,6 +193,68 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
     if ((words[vocab_size / 32] & tail) != tail) return true;
   }
   return false;
+}
+
+void GrammarMatcher::WalkSuffixes(const SuffixTrie& trie, int32_t rows_ctx, uint32_t* words) {
+  const int32_t n = trie.num_nodes();
+  int32_t i = 1;
+  while (i < n) {
+    parser_.TruncateRows(rows_ctx + trie.depth[i] - 1);
+    ++fill_stats_.walk_nodes;
+    if (!parser_.Advance(trie.byte[i])) {
+      i = trie.subtree_end[i];
+      continue;
+    }
+    for (int32_t k = trie.token_begin[i]; k < trie.token_begin[i + 1]; ++k) {
+      int32_t t = trie.tokens[k];
+      words[t >> 5] |= 1u << (t & 31);
+    }
+    fill_stats_.uncertain_tokens += trie.token_begin[i + 1] - trie.token_begin[i];
+    ++i;
+  }
+}
+
+void GrammarMatcher::WalkTokenRanges(int32_t rows_ctx, uint32_t* words) {
+  if (scratch_ranges_.empty()) return;
+  std::sort(scratch_ranges_.begin(), scratch_ranges_.end());
+  size_t m = 0;
+  for (size_t k = 1; k < scratch_ranges_.size(); ++k) {
+    if (scratch_ranges_[k].first <= scratch_ranges_[m].second) {
+      scratch_ranges_[m].second = std::max(scratch_ranges_[m].second, scratch_ranges_[k].second);
+    } else {
+      scratch_ranges_[++m] = scratch_ranges_[k];
+    }
+  }
+  scratch_ranges_.resize(m + 1);
+  const TokenTrie& trie = compiled_->tokenizer()->trie();
+  const int32_t num_nodes = trie.num_nodes();
+  size_t ri = 0;
+  int32_t i = 1;
+  while (i < num_nodes && ri < scratch_ranges_.size()) {
+    int32_t a = trie.token_begin[i], b = trie.token_begin[trie.subtree_end[i]];
+    while (ri < scratch_ranges_.size() && scratch_ranges_[ri].second <= a) ++ri;
+    if (ri == scratch_ranges_.size()) break;
+    if (scratch_ranges_[ri].first >= b) {
+      i = trie.subtree_end[i];
+      continue;
+    }
+    parser_.TruncateRows(rows_ctx + trie.depth[i] - 1);
+    ++fill_stats_.walk_nodes;
+    if (!parser_.Advance(trie.byte[i])) {
+      i = trie.subtree_end[i];
+      continue;
+    }
+    int32_t tok_end = trie.token_begin[i + 1];
+    for (int32_t k = a; k < tok_end; ++k) {
+      while (ri < scratch_ranges_.size() && scratch_ranges_[ri].second <= k) ++ri;
+      if (ri < scratch_ranges_.size() && scratch_ranges_[ri].first <= k) {
+        int32_t t = trie.sorted_tokens[k];
+        words[t >> 5] |= 1u << (t & 31);
+        ++fill_stats_.uncertain_tokens;
+      }
+    }
+    ++i;
+  }
 }
 
 std::string GrammarMatcher::FindJumpForwardString() {

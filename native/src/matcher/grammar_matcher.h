@@ -54,6 +54,17 @@ class GrammarMatcher {
     bool terminated_before;
   };
   bool IsStopToken(int32_t id) const;
+  // Fill helpers: walk a suffix trie / the vocabulary trie (restricted to scratch_ranges_)
+  // from the parser's last row, whose row count is rows_ctx, setting the bits of accepted
+  // tokens.
+  void WalkSuffixes(const SuffixTrie& trie, int32_t rows_ctx, uint32_t* words);
+  void WalkTokenRanges(int32_t rows_ctx, uint32_t* words);
+  struct Pending {
+    RuleId rule;
+    int32_t origin;
+    const TokenMaskEntry* entry;
+  };
+  std::vector<Pending> pending_;
 
   std::shared_ptr<CompiledGrammar> compiled_;
   std::vector<int32_t> stop_token_ids_;

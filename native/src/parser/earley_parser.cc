@@ -19,6 +19,42 @@ EarleyParser::EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, in
   CloseRow(0);
 }
 
+EarleyParser::EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, EmptyTag)
+    : g_(std::move(automaton)) {
+  dedup_keys_.assign(64, 0);
+  dedup_stamp_.assign(64, 0);
+  rule_predicted_.assign(g_->num_rules(), 0);
+  row_begin_.push_back(0);
+}
+
+EarleyParser EarleyParser::AfterRule(std::shared_ptr<const GrammarAutomaton> automaton, RuleId rule) {
+  EarleyParser p(std::move(automaton), EmptyTag{});
+  p.NewRowStamp();
+  for (int32_t t : p.g_->rule_follow_targets[rule]) p.AddItem(t, -2);
+  p.CloseRow(0);
+  return p;
+}
+
+bool EarleyParser::PushCompletionRow(RuleId rule, int32_t origin) {
+  const GrammarAutomaton& g = *g_;
+  int32_t row = num_rows();
+  size_t before = items_.size();
+  NewRowStamp();
+  for (int32_t j = row_begin_[origin]; j < row_begin_[origin + 1]; ++j) {
+    const EarleyItem parent = items_[j];
+    if (!(g.awaited_rule_bits[parent.state] & (1ull << (rule & 63)))) continue;
+    for (int32_t k = g.rule_edge_begin[parent.state]; k < g.rule_edge_begin[parent.state + 1]; ++k) {
+      if (g.rule_edges[k].rule == rule) {
+        AddItem(g.rule_edges[k].target, parent.origin);
+        break;
+      }
+    }
+  }
+  if (items_.size() == before) return false;
+  CloseRow(row);
+  return true;
+}
+
 void EarleyParser::NewRowStamp() {
   // On wrap-around stale slots could look current: clear them.
   if (++stamp_ == 0) {

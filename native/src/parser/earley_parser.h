@@ -29,6 +29,15 @@ class EarleyParser {
   EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, int32_t start_state,
                bool with_follow = false);
 
+  // A parser for what may follow a completed `rule` in any context: its first row holds the
+  // continuations of every call site (origin -2), closed as above.
+  static EarleyParser AfterRule(std::shared_ptr<const GrammarAutomaton> automaton, RuleId rule);
+
+  // Pushes a zero-width row holding the continuations of the callers that wait in row
+  // `origin` for `rule`, as if the rule had just completed. Returns false (nothing pushed)
+  // if no item of that row waits for it.
+  bool PushCompletionRow(RuleId rule, int32_t origin);
+
   // Consumes one byte. On success pushes a row and returns true; on failure leaves the
   // parser unchanged and returns false.
   bool Advance(uint8_t byte);
@@ -53,6 +62,8 @@ class EarleyParser {
   size_t MemoryBytes() const;
 
  private:
+  struct EmptyTag {};
+  EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, EmptyTag);
   void AddItem(int32_t state, int32_t origin);
   void CloseRow(int32_t row);
   void GrowDedup();
