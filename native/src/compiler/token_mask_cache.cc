@@ -84,15 +84,6 @@ TokenMaskEntry TokenMaskCache::ComputeEntry(const std::shared_ptr<const GrammarA
   EarleyParser inner(automaton, state);
   std::vector<int32_t> accepted;  // token ids
   TokenMaskEntry entry;
-  auto add_range = [&entry](int32_t b, int32_t e) {
-    if (b >= e) return;
-    if (!entry.uncertain.empty() && entry.uncertain.back().second == b) {
-      entry.uncertain.back().second = e;
-    } else {
-      entry.uncertain.emplace_back(b, e);
-    }
-    entry.num_uncertain += e - b;
-  };
   // (suffix, token) pairs for rule completions strictly inside tokens.
   std::vector<std::pair<std::string, int32_t>> suffix_pairs;
   // Per depth along the current path (inner alive at every ancestor): the rule may complete
@@ -116,8 +107,9 @@ TokenMaskEntry TokenMaskCache::ComputeEntry(const std::shared_ptr<const GrammarA
     }
     // Inner dies here: the subtree's tokens can only pass through a completion of the rule
     // at an offset on the alive path.
+    // (A completion before the token, k = 0, needs no entry: the matcher's row already holds
+    // the callers' continuations, whose own entries cover those tokens.)
     const int32_t tb = trie.token_begin[i], te = trie.token_begin[trie.subtree_end[i]];
-    if (can_end[0]) add_range(tb, te);
     for (int32_t k : end_offsets) {
       for (int32_t t = tb; t < te; ++t) {
         int32_t id = trie.sorted_tokens[t];

@@ -4,14 +4,15 @@
 // the vocabulary fall into three classes, found by walking the token trie with an Earley
 // parser that starts at s with no context:
 //   accepted  - some path consumes the whole token without leaving R;
-//   uncertain - R may complete after the first k bytes of the token (k = 0 included), and
-//               what follows the completion in some context can take the rest;
-//   rejected  - everything else (no context can accept it).
+//   uncertain - R may complete after the first k >= 1 bytes of the token, and what follows
+//               the completion in some context can take the rest;
+//   rejected  - everything else.
+// A completion before the token (k = 0) needs nothing here: the matcher's Earley row already
+// holds the callers' continuations, and their own entries cover those tokens.
 // Accepted tokens are stored in the smallest of three forms (ids, not-accepted ids, bitset).
-// Uncertain tokens are stored by the offsets where R may end: tokens with k = 0 as ranges of
-// the vocabulary trie, and the suffixes token[k:] for k >= 1 as a trie of their own, pruned by
-// the context-free FOLLOW set of R. At fill time the real continuation of R is built once per
-// (rule, origin) and walked over both, so the re-check costs what the continuation accepts.
+// Uncertain tokens are stored as the suffixes token[k:] in a trie of their own, pruned by the
+// context-free FOLLOW set of R. At fill time the real continuation of R is built once per
+// (rule, origin) and walks the suffix tries, so the re-check costs what it accepts.
 // Entries are built on demand (thread-safe) or all at once by PrecomputeAll.
 #pragma once
 
