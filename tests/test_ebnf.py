@@ -277,5 +277,6 @@ def test_never_crashes(parts, with_head):
 
 
 def test_lone_surrogate_in_text():
-    with pytest.raises(xg.GrammarError):
-        xg.Grammar.from_ebnf('root ::= "\ud800"')
+    with pytest.raises(xg.GrammarSyntaxError) as info:
+        xg.Grammar.from_ebnf('root ::= "a"\nx ::= "\u00e9\ud800"')
+    assert (info.value.line, info.value.column) == (2, 9)

@@ -345,14 +345,24 @@ def test_padding_ids(small_tok):
 
 def test_token_id_beyond_int32(small_tok):
     m = small_matcher(small_tok, 'root ::= "a"*')
-    with pytest.raises(xg.InvalidArgumentError):
-        m.accept_token(2**31)
+    for bad in (2**31, 2**40, -(2**31) - 1, -(2**63)):
+        with pytest.raises(xg.InvalidArgumentError):
+            m.accept_token(bad)
+    assert m.num_accepted_tokens == 0
+    assert m.accept_token(sid("a"))
 
 
 def test_rollback_beyond_int32(small_tok):
     m = small_matcher(small_tok, 'root ::= "a"*')
-    with pytest.raises(xg.MatcherStateError):
-        m.rollback(2**31)
+    assert m.accept_token(sid("a"))
+    for bad in (2**31, 2**40):
+        with pytest.raises(xg.MatcherStateError):
+            m.rollback(bad)
+    with pytest.raises(xg.InvalidArgumentError):
+        m.rollback(-(2**40))
+    assert m.num_accepted_tokens == 1
+    m.rollback(1)
+    assert m.num_accepted_tokens == 0
 
 
 # ---------------------------------------------------------------------------- bitmasks
@@ -470,4 +480,12 @@ def test_find_jump_forward_string_inside_character(small_tok):
     m = small_matcher(small_tok, 'root ::= "h\u00e9llo" [0-9]')
     assert m.accept_token(sid("h"))
     assert m.accept_token(sid(b"\xc3"))  # first byte of "é"
-    assert isinstance(m.find_jump_forward_string(), str)
+    # No str can start with the forced continuation byte: '' (the bytes API has it all).
+    assert m.find_jump_forward_string() == ""
+    assert m.find_jump_forward_bytes() == b"\xa9llo"
+    assert m.num_accepted_tokens == 2
+    assert m.accept_string(b"\xa9llo")
+    assert m.find_jump_forward_string() == "" and m.find_jump_forward_bytes() == b""
+    m.rollback(1)
+    assert m.accept_token(sid(b"\xa9"))
+    assert m.find_jump_forward_string() == "llo"

@@ -11,6 +11,7 @@ Example:
     (True, True)
 """
 
+from xg2_jax._src.batch import BatchGrammarMatcher, traverse_draft_tree
 from xg2_jax._src.compiler import CompiledGrammar, GrammarCompiler
 from xg2_jax._src.errors import (
     GrammarError,
@@ -33,6 +34,7 @@ from xg2_jax._src.tokenizer import TokenizerInfo, VocabType
 __version__ = "0.1.0"
 
 __all__ = [
+    "BatchGrammarMatcher",
     "CompiledGrammar",
     "Grammar",
     "GrammarCompiler",
@@ -49,4 +51,5 @@ __all__ = [
     "allocate_token_bitmask",
     "bitmask_to_bool",
     "get_bitmask_shape",
+    "traverse_draft_tree",
 ]

@@ -14,5 +14,6 @@ void BindGrammar(nb::module_& m);
 void BindMatcher(nb::module_& m);
 void BindJsonSchema(nb::module_& m);
 void BindRegex(nb::module_& m);
+void BindBatch(nb::module_& m);
 
 }  // namespace xg2::bindings

@@ -65,13 +65,14 @@ void BindGrammar(nb::module_& m) {
           nb::arg("tokenizer_info"), nb::arg("max_threads") = 0, nb::arg("cache_enabled") = true)
       .def(
           "compile",
-          [](GrammarCompiler& c, const Grammar& g, bool precompute) {
+          [](GrammarCompiler& c, const Grammar& g, bool precompute, int64_t max_unrolled_repeat) {
             CompileOptions options;
             options.precompute_masks = precompute;
+            options.limits.max_unrolled_repeat = max_unrolled_repeat;
             nb::gil_scoped_release release;
             return c.Compile(g, options);
           },
-          nb::arg("grammar"), nb::arg("precompute") = true)
+          nb::arg("grammar"), nb::arg("precompute") = true, nb::arg("max_unrolled_repeat") = 32)
       .def("clear_cache", &GrammarCompiler::ClearCache)
       .def_prop_ro("cache_size", &GrammarCompiler::cache_size)
       .def_prop_ro("max_threads", &GrammarCompiler::num_threads);

@@ -9,4 +9,5 @@ NB_MODULE(_core, m) {
   xg2::bindings::BindMatcher(m);
   xg2::bindings::BindRegex(m);
   xg2::bindings::BindJsonSchema(m);
+  xg2::bindings::BindBatch(m);
 }

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any, Optional, Tuple, Union
 
 from xg2_jax import _core
+from xg2_jax._src.errors import InvalidArgumentError
 from xg2_jax._src.grammar import Grammar
 from xg2_jax._src.tokenizer import TokenizerInfo
 
@@ -53,6 +54,43 @@ class CompiledGrammar:
         """Builds every mask-cache entry now (a lazily compiled grammar builds them on use)."""
         self._handle.precompute(num_threads)
 
+    def serialize(self) -> bytes:
+        """Serializes this compiled grammar (to store it or send it to another process).
+
+        The blob holds the grammar, whether its masks were precomputed, and a fingerprint of
+        the vocabulary, protected by a checksum; loading recompiles it. Load it with
+        :meth:`deserialize` or :meth:`GrammarCompiler.deserialize`.
+
+        Returns:
+            The serialized bytes (they start with ``b"XG2C"``).
+
+        Example:
+            >>> tok = TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2])
+            >>> data = GrammarCompiler(tok).compile_grammar('root ::= "a"+').serialize()
+            >>> CompiledGrammar.deserialize(data, tok).grammar.to_ebnf() != ""
+            True
+        """
+        return _core.serialize_compiled_grammar(self._handle)
+
+    @staticmethod
+    def deserialize(data: bytes, tokenizer_info: TokenizerInfo) -> "CompiledGrammar":
+        """Loads a grammar written by :meth:`serialize`, for the same vocabulary.
+
+        Args:
+            data: the serialized bytes.
+            tokenizer_info: the vocabulary the grammar was compiled for.
+
+        Returns:
+            The compiled grammar (masks precomputed if they were when it was serialized).
+
+        Raises:
+            InvalidArgumentError: the data is not an xg2-jax compiled grammar, has an
+                unsupported format version, is truncated or corrupted (checksum mismatch), or
+                was written for a different vocabulary.
+        """
+        handle = _core.deserialize_compiled_grammar(_as_bytes(data), tokenizer_info._handle)
+        return CompiledGrammar(handle, tokenizer_info)
+
 
 class GrammarCompiler:
     """Compiles grammars for one tokenizer, caching results by grammar text.
@@ -80,20 +118,23 @@ class GrammarCompiler:
         return self._tokenizer_info
 
     def compile_grammar(self, grammar: Union[str, Grammar], *, root_rule_name: str = "root",
-                        lazy: bool = False) -> CompiledGrammar:
+                        lazy: bool = False, max_unrolled_repeat: int = 32) -> CompiledGrammar:
         """Compiles an EBNF grammar.
 
         Args:
             grammar: EBNF text or a :class:`Grammar`.
             root_rule_name: root rule when ``grammar`` is text.
             lazy: return before the token masks are built; each is built on first use.
+            max_unrolled_repeat: repetitions ``{n,m}`` with a bound above this run as counted
+                loops (compile cost independent of the bound); smaller ones are unrolled.
+                Both give the same masks.
 
         Returns:
             The compiled grammar.
         """
         if isinstance(grammar, str):
             grammar = Grammar.from_ebnf(grammar, root_rule_name=root_rule_name)
-        handle = self._handle.compile(grammar._handle, not lazy)
+        handle = self._handle.compile(grammar._handle, not lazy, max_unrolled_repeat)
         return CompiledGrammar(handle, self._tokenizer_info)
 
     def compile_json_schema(self, schema: Any, *, any_whitespace: bool = True,
@@ -117,3 +158,22 @@ class GrammarCompiler:
     def clear_cache(self) -> None:
         """Drops the cached compiled grammars."""
         self._handle.clear_cache()
+
+    def deserialize(self, data: bytes) -> CompiledGrammar:
+        """Loads a grammar written by :meth:`CompiledGrammar.serialize` with this compiler.
+
+        The blob must have been written for this compiler's vocabulary; the result goes
+        through (and into) this compiler's cache.
+
+        Raises:
+            InvalidArgumentError: as :meth:`CompiledGrammar.deserialize`.
+        """
+        handle = _core.deserialize_compiled_grammar_with_compiler(_as_bytes(data), self._handle)
+        return CompiledGrammar(handle, self._tokenizer_info)
+
+
+def _as_bytes(data: Any) -> bytes:
+    if isinstance(data, (bytes, bytearray, memoryview)):
+        return bytes(data)
+    raise InvalidArgumentError(
+        f"serialized grammar must be bytes; got {type(data).__name__}")

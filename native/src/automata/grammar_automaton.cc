@@ -1,11 +1,37 @@
 #include "automata/grammar_automaton.h"
 
 #include <algorithm>
+#include <climits>
+#include <functional>
+#include <unordered_set>
 
+#include "grammar/repeat_lowering.h"
 #include "grammar/rule_inliner.h"
 #include "xg2/errors.h"
 
 namespace xg2 {
+
+const GrammarAutomaton::CountedRepeat& GrammarAutomaton::RepeatOf(int32_t v) const {
+  auto it = std::upper_bound(repeats.begin(), repeats.end(), v,
+                             [](int32_t x, const CountedRepeat& r) { return x < r.base; });
+  return *(it - 1);
+}
+
+bool GrammarAutomaton::VirtualIsFinal(int32_t v) const {
+  const CountedRepeat& r = RepeatOf(v);
+  int32_t off = v - r.base;
+  if (off == r.span) return true;
+  if (off == r.span + 1) return false;
+  return off >= r.min;
+}
+
+int32_t GrammarAutomaton::VirtualNext(int32_t v) const {
+  const CountedRepeat& r = RepeatOf(v);
+  int32_t off = v - r.base;
+  if (off >= r.span) return v;  // star forms loop on themselves
+  if (r.max == kUnbounded) return r.base + std::min<int64_t>(off + 1, r.min);
+  return off < r.max ? v + 1 : -1;
+}
 
 size_t GrammarAutomaton::MemoryBytes() const {
   return state_rule.size() * (sizeof(RuleId) + 2 + 2 * sizeof(int32_t)) +
@@ -15,7 +41,9 @@ size_t GrammarAutomaton::MemoryBytes() const {
 
 std::shared_ptr<const GrammarAutomaton> BuildGrammarAutomaton(const Grammar& source,
                                                               const AutomatonLimits& limits) {
-  const Grammar g = InlineSmallRules(source);
+  Grammar g = InlineSmallRules(source);
+  // After inlining, so that repeat rules are never inlined back into their callers.
+  const std::vector<LoweredRepeat> lowered = LowerLargeRepeats(&g, limits.max_unrolled_repeat);
   int32_t num_rules = g.num_rules();
   std::vector<RuleDfa> dfas;
   dfas.reserve(num_rules);
@@ -134,10 +162,39 @@ std::shared_ptr<const GrammarAutomaton> BuildGrammarAutomaton(const Grammar& sou
     }
   }
 
+  // Counted repetitions: virtual loop states above the real ones.
+  out->rule_repeat.assign(num_rules, -1);
+  out->child_repeat.assign(num_rules, -1);
+  {
+    int64_t next_base = total;
+    for (const LoweredRepeat& lr : lowered) {
+      GrammarAutomaton::CountedRepeat r;
+      r.rule = lr.rule;
+      r.child = lr.child;
+      r.min = lr.min;
+      r.max = lr.max;
+      int64_t span = (lr.max == kUnbounded ? lr.min : lr.max) + 1;
+      if (next_base + span + 2 > INT32_MAX / 2) {
+        throw Error(ErrorKind::kLimitExceeded, "repetition bounds too large in total (" +
+                                                   std::to_string(next_base + span) + " counts)");
+      }
+      r.base = static_cast<int32_t>(next_base);
+      r.span = static_cast<int32_t>(span);
+      next_base += span + 2;
+      out->rule_repeat[lr.rule] = static_cast<int32_t>(out->repeats.size());
+      out->child_repeat[lr.child] = static_cast<int32_t>(out->repeats.size());
+      out->rule_start[lr.rule] = r.base;
+      out->repeats.push_back(r);
+    }
+  }
+  // A rule's first state, looking through repeat rules to their child.
+  std::function<int32_t(RuleId)> entry_state = [&](RuleId r) -> int32_t {
+    int32_t rep = out->rule_repeat[r];
+    return rep < 0 ? out->rule_start[r] : entry_state(out->repeats[rep].child);
+  };
+
   // Used states: reachable from the root's start through kept edges, following references.
-  std::vector<uint8_t> rule_seen(num_rules, 0);
   std::vector<int32_t> stack{out->rule_start[root]};
-  rule_seen[root] = 1;
   out->state_used[out->rule_start[root]] = 1;
   while (!stack.empty()) {
     int32_t s = stack.back();
@@ -152,7 +209,7 @@ std::shared_ptr<const GrammarAutomaton> BuildGrammarAutomaton(const Grammar& sou
       visit(out->byte_edges[k].target);
     for (int32_t k = out->rule_edge_begin[s]; k < out->rule_edge_begin[s + 1]; ++k) {
       visit(out->rule_edges[k].target);
-      visit(out->rule_start[out->rule_edges[k].rule]);
+      visit(entry_state(out->rule_edges[k].rule));
     }
   }
   out->awaited_rule_bits.assign(total, 0);
@@ -165,33 +222,33 @@ std::shared_ptr<const GrammarAutomaton> BuildGrammarAutomaton(const Grammar& sou
   out->rule_prediction_rules.assign(num_rules, {});
   {
     std::vector<uint32_t> state_mark(total, 0), rule_mark(num_rules, 0);
+    std::unordered_set<int32_t> virtual_mark;
     uint32_t mark = 0;
     for (RuleId q = 0; q < num_rules; ++q) {
       ++mark;
+      virtual_mark.clear();
       auto& states = out->rule_prediction_states[q];
       auto& rules = out->rule_prediction_rules[q];
+      auto add_state = [&](int32_t s) {
+        if (out->is_virtual(s)) {
+          if (virtual_mark.insert(s).second) states.push_back(s);
+        } else if (state_mark[s] != mark) {
+          state_mark[s] = mark;
+          states.push_back(s);
+        }
+      };
       rules.push_back(q);
       rule_mark[q] = mark;
-      states.push_back(out->rule_start[q]);
-      state_mark[out->rule_start[q]] = mark;
+      add_state(out->rule_start[q]);
       for (size_t k = 0; k < states.size(); ++k) {
-        int32_t s = states[k];
-        for (int32_t e = out->rule_edge_begin[s]; e < out->rule_edge_begin[s + 1]; ++e) {
-          const DfaRuleEdge edge = out->rule_edges[e];
-          if (rule_mark[edge.rule] != mark) {
-            rule_mark[edge.rule] = mark;
-            rules.push_back(edge.rule);
+        out->ForEachRuleEdge(states[k], [&](RuleId rule, int32_t target) {
+          if (rule_mark[rule] != mark) {
+            rule_mark[rule] = mark;
+            rules.push_back(rule);
           }
-          int32_t start = out->rule_start[edge.rule];
-          if (state_mark[start] != mark) {
-            state_mark[start] = mark;
-            states.push_back(start);
-          }
-          if (out->rule_nullable[edge.rule] && state_mark[edge.target] != mark) {
-            state_mark[edge.target] = mark;
-            states.push_back(edge.target);
-          }
-        }
+          add_state(out->rule_start[rule]);
+          if (out->rule_nullable[rule]) add_state(target);
+        });
       }
     }
   }
@@ -205,6 +262,7 @@ std::shared_ptr<const GrammarAutomaton> BuildGrammarAutomaton(const Grammar& sou
       if (std::find(targets.begin(), targets.end(), t) == targets.end()) targets.push_back(t);
     }
   }
+  for (const auto& r : out->repeats) out->rule_follow_targets[r.child].push_back(r.star());
   return out;
 }
 

@@ -37,15 +37,71 @@ struct GrammarAutomaton {
   std::vector<std::vector<int32_t>> rule_follow_targets;
   RuleId root_rule = 0;
 
+  // Counted repetitions (see grammar/repeat_lowering.h). Their loop states are virtual ids at
+  // and above num_states(): base + c is the loop after c completed iterations (0 <= c < span;
+  // with no upper bound, counts saturate at min); base + span is the loop with an unknown
+  // count that may continue and complete ("star"), base + span + 1 one that may continue but
+  // not complete yet. Virtual states have no byte edges and one rule edge, on the child.
+  struct CountedRepeat {
+    RuleId rule;
+    RuleId child;
+    int64_t min;
+    int64_t max;  // kUnbounded for no bound
+    int32_t base;
+    int32_t span;
+    int32_t star() const { return base + span; }
+    int32_t star_no_complete() const { return base + span + 1; }
+  };
+  std::vector<CountedRepeat> repeats;  // sorted by base
+  std::vector<int32_t> rule_repeat;    // per rule: index in repeats if it is a repeat rule, else -1
+  std::vector<int32_t> child_repeat;   // per rule: index in repeats if it is a repeat's child, else -1
+
   int32_t num_states() const { return static_cast<int32_t>(state_rule.size()); }
   int32_t num_rules() const { return static_cast<int32_t>(rule_start.size()); }
-  bool has_byte_edges(int32_t s) const { return byte_edge_begin[s + 1] > byte_edge_begin[s]; }
-  bool has_rule_edges(int32_t s) const { return rule_edge_begin[s + 1] > rule_edge_begin[s]; }
+  bool is_virtual(int32_t s) const { return s >= num_states(); }
+  bool has_byte_edges(int32_t s) const {
+    return !is_virtual(s) && byte_edge_begin[s + 1] > byte_edge_begin[s];
+  }
+  const CountedRepeat& RepeatOf(int32_t virtual_state) const;
+  bool IsFinal(int32_t s) const { return is_virtual(s) ? VirtualIsFinal(s) : state_final[s] != 0; }
+  RuleId RuleOf(int32_t s) const { return is_virtual(s) ? RepeatOf(s).rule : state_rule[s]; }
+  uint64_t AwaitedBits(int32_t s) const {
+    if (!is_virtual(s)) return awaited_rule_bits[s];
+    int32_t t = VirtualNext(s);
+    return t < 0 ? 0 : 1ull << (RepeatOf(s).child & 63);
+  }
+  // Calls fn(rule, target) for each rule edge of state s.
+  template <class Fn>
+  void ForEachRuleEdge(int32_t s, Fn&& fn) const {
+    if (!is_virtual(s)) {
+      for (int32_t k = rule_edge_begin[s]; k < rule_edge_begin[s + 1]; ++k) {
+        fn(rule_edges[k].rule, rule_edges[k].target);
+      }
+      return;
+    }
+    int32_t t = VirtualNext(s);
+    if (t >= 0) fn(RepeatOf(s).child, t);
+  }
+  // The target of a state's edge on `rule`, or -1.
+  int32_t RuleEdgeTarget(int32_t s, RuleId rule) const {
+    if (is_virtual(s)) {
+      const CountedRepeat& r = RepeatOf(s);
+      return r.child == rule ? VirtualNext(s) : -1;
+    }
+    for (int32_t k = rule_edge_begin[s]; k < rule_edge_begin[s + 1]; ++k) {
+      if (rule_edges[k].rule == rule) return rule_edges[k].target;
+    }
+    return -1;
+  }
+  bool VirtualIsFinal(int32_t s) const;
+  int32_t VirtualNext(int32_t s) const;  // after one more iteration; -1 if none may follow
   int32_t root_start() const { return rule_start[root_rule]; }
   // Approximate heap size in bytes.
   size_t MemoryBytes() const;
 };
 
+// Repetitions with a bound above limits.max_unrolled_repeat (and a child that cannot be
+// empty) become counted loops; smaller ones are unrolled into the rule DFAs.
 // Throws Error(kGrammarSemantic) when the root rule derives no finite string, and
 // Error(kLimitExceeded) when an automaton exceeds the limits.
 std::shared_ptr<const GrammarAutomaton> BuildGrammarAutomaton(

@@ -32,6 +32,7 @@ struct RuleDfa {
 struct AutomatonLimits {
   int64_t max_nfa_states = 4'000'000;
   int64_t max_dfa_states = 1'000'000;
+  int64_t max_unrolled_repeat = 32;  // larger repetition bounds become counted loops
 };
 
 // Builds the minimal DFA of expression `body` of grammar g. Repeat nodes are expanded.

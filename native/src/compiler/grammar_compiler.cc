@@ -27,6 +27,7 @@ std::shared_ptr<CompiledGrammar> GrammarCompiler::Compile(const Grammar& grammar
   if (cache_enabled_) {
     key = grammar.ToEbnf();
     key.push_back(options.precompute_masks ? 'E' : 'L');
+    key += std::to_string(options.limits.max_unrolled_repeat);
     std::lock_guard<std::mutex> lock(mu_);
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;

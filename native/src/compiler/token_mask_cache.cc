@@ -16,13 +16,38 @@ TokenMaskCache::TokenMaskCache(std::shared_ptr<const GrammarAutomaton> automaton
   num_words_ = (tokenizer_->vocab_size() + 31) / 32;
   normal_token_bitset_.assign(num_words_, 0);
   for (int32_t t : tokenizer_->trie().sorted_tokens) normal_token_bitset_[t >> 5] |= 1u << (t & 31);
+  for (int32_t d : tokenizer_->trie().depth) max_token_bytes_ = std::max(max_token_bytes_, d);
+}
+
+int32_t TokenMaskCache::LoopContext(int32_t loop_state) const {
+  const auto& r = automaton_->RepeatOf(loop_state);
+  const int64_t c = loop_state - r.base;
+  const int64_t h = max_token_bytes_;  // iterations one token can complete (each >= 1 byte)
+  const bool may_reach_max = r.max != kUnbounded && r.max - c <= h + 1;
+  if (!may_reach_max && c + 1 >= r.min) return r.star();
+  if (!may_reach_max && c + h + 1 < r.min) return r.star_no_complete();
+  return loop_state;
 }
 
 TokenMaskCache::~TokenMaskCache() {
   for (int32_t i = 0; i < num_states_; ++i) delete entries_[i].load();
 }
 
-const TokenMaskEntry& TokenMaskCache::Get(int32_t state) {
+const TokenMaskEntry& TokenMaskCache::Get(int32_t state, int32_t loop_state) {
+  if (loop_state >= 0) {
+    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(loop_state)) << 32) |
+                         static_cast<uint32_t>(state);
+    {
+      std::lock_guard<std::mutex> lock(loop_mu_);
+      auto it = loop_entries_.find(key);
+      if (it != loop_entries_.end()) return *it->second;
+    }
+    auto built = std::make_unique<TokenMaskEntry>(
+        ComputeEntry(automaton_, *tokenizer_, state, loop_state));
+    std::lock_guard<std::mutex> lock(loop_mu_);
+    auto it = loop_entries_.emplace(key, std::move(built)).first;  // keeps the first if raced
+    return *it->second;
+  }
   TokenMaskEntry* e = entries_[state].load(std::memory_order_acquire);
   if (e) return *e;
   auto* built = new TokenMaskEntry(ComputeEntry(automaton_, *tokenizer_, state));
@@ -35,16 +60,31 @@ const TokenMaskEntry& TokenMaskCache::Get(int32_t state) {
 }
 
 void TokenMaskCache::PrecomputeAll(int num_threads) {
-  std::vector<int32_t> todo;
+  // (state, loop context) pairs; inside counted loops, the star forms that are reachable and
+  // the exact counts below a small minimum (e.g. the first character of a minLength-1 string).
+  std::vector<std::pair<int32_t, int32_t>> todo;
+  const int64_t h = max_token_bytes_;
   for (int32_t s = 0; s < num_states_; ++s) {
-    if (automaton_->state_used[s] && automaton_->has_byte_edges(s) && !IsBuilt(s)) todo.push_back(s);
+    if (!automaton_->state_used[s] || !automaton_->has_byte_edges(s)) continue;
+    int32_t rep = automaton_->child_repeat[automaton_->state_rule[s]];
+    if (rep < 0) {
+      if (!IsBuilt(s)) todo.emplace_back(s, -1);
+      continue;
+    }
+    const auto& r = automaton_->repeats[rep];
+    if (r.max == kUnbounded || r.max - r.min > h + 1) todo.emplace_back(s, r.star());
+    if (r.min > h + 2) todo.emplace_back(s, r.star_no_complete());
+    for (int64_t c = 0; c < std::min<int64_t>(r.min, 4); ++c) {
+      int32_t ctx = LoopContext(r.base + static_cast<int32_t>(c));
+      if (ctx == r.base + c) todo.emplace_back(s, ctx);
+    }
   }
   std::atomic<size_t> next{0};
   auto work = [&]() {
     while (true) {
       size_t i = next.fetch_add(1);
       if (i >= todo.size()) return;
-      Get(todo[i]);
+      Get(todo[i].first, todo[i].second);
     }
   };
   int n = std::max(1, std::min<int>(num_threads, static_cast<int>(todo.size())));
@@ -59,8 +99,13 @@ void TokenMaskCache::PrecomputeAll(int num_threads) {
 
 TokenMaskCacheStats TokenMaskCache::Stats() const {
   TokenMaskCacheStats s;
-  for (int32_t i = 0; i < num_states_; ++i) {
-    const TokenMaskEntry* e = entries_[i].load(std::memory_order_acquire);
+  std::vector<const TokenMaskEntry*> all;
+  for (int32_t i = 0; i < num_states_; ++i) all.push_back(entries_[i].load(std::memory_order_acquire));
+  {
+    std::lock_guard<std::mutex> lock(loop_mu_);
+    for (const auto& kv : loop_entries_) all.push_back(kv.second.get());
+  }
+  for (const TokenMaskEntry* e : all) {
     if (!e) continue;
     ++s.num_entries;
     s.memory_bytes += static_cast<int64_t>(e->MemoryBytes());
@@ -77,11 +122,16 @@ TokenMaskCacheStats TokenMaskCache::Stats() const {
 }
 
 TokenMaskEntry TokenMaskCache::ComputeEntry(const std::shared_ptr<const GrammarAutomaton>& automaton,
-                                            const TokenizerInfo& tokenizer, int32_t state) {
+                                            const TokenizerInfo& tokenizer, int32_t state,
+                                            int32_t loop_state) {
   const TokenTrie& trie = tokenizer.trie();
   const int32_t num_nodes = trie.num_nodes();
-  const RuleId rule = automaton->state_rule[state];
-  EarleyParser inner(automaton, state);
+  // Inside a counted loop the top item is the loop (so iterations chain with exact or star
+  // counting and the loop's completion is what may end); elsewhere it is the state itself.
+  const RuleId rule = loop_state >= 0 ? automaton->RepeatOf(loop_state).rule : automaton->RuleOf(state);
+  EarleyParser inner = loop_state >= 0 ? EarleyParser::InLoop(automaton, state, loop_state)
+                                       : EarleyParser(automaton, state);
+  const int32_t rows0 = inner.num_rows();  // rows before the first byte
   std::vector<int32_t> accepted;  // token ids
   TokenMaskEntry entry;
   // (suffix, token) pairs for rule completions strictly inside tokens.
@@ -94,7 +144,7 @@ TokenMaskEntry TokenMaskCache::ComputeEntry(const std::shared_ptr<const GrammarA
   while (i < num_nodes) {
     const int32_t d = trie.depth[i];
     while (!end_offsets.empty() && end_offsets.back() >= d) end_offsets.pop_back();
-    inner.TruncateRows(d);
+    inner.TruncateRows(rows0 + d - 1);
     if (inner.Advance(trie.byte[i])) {
       if (static_cast<int32_t>(can_end.size()) <= d) can_end.resize(d + 1);
       can_end[d] = inner.CanEnd();

@@ -19,6 +19,8 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <mutex>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -66,9 +68,15 @@ class TokenMaskCache {
   TokenMaskCache(const TokenMaskCache&) = delete;
   TokenMaskCache& operator=(const TokenMaskCache&) = delete;
 
-  // The entry of a scannable state, built now if needed. Thread-safe.
-  const TokenMaskEntry& Get(int32_t state);
+  // The entry of a scannable state, built now if needed. Thread-safe. For a state of a
+  // counted loop's child rule, loop_state is the loop context (see LoopContext).
+  const TokenMaskEntry& Get(int32_t state, int32_t loop_state = -1);
   bool IsBuilt(int32_t state) const { return entries_[state].load(std::memory_order_acquire); }
+  // The loop state whose entry gives exact masks for an iteration running under the real
+  // loop state `loop_state` (count c): the "star" forms when no token can reach a bound from
+  // there, else the exact count itself.
+  int32_t LoopContext(int32_t loop_state) const;
+  int32_t max_token_bytes() const { return max_token_bytes_; }
   // Builds the entries of every used scannable state on up to num_threads threads.
   void PrecomputeAll(int num_threads);
   TokenMaskCacheStats Stats() const;
@@ -79,7 +87,8 @@ class TokenMaskCache {
 
   // Classifies the vocabulary for one state (the pure computation behind Get).
   static TokenMaskEntry ComputeEntry(const std::shared_ptr<const GrammarAutomaton>& automaton,
-                                     const TokenizerInfo& tokenizer, int32_t state);
+                                     const TokenizerInfo& tokenizer, int32_t state,
+                                     int32_t loop_state = -1);
 
  private:
   std::shared_ptr<const GrammarAutomaton> automaton_;
@@ -88,6 +97,10 @@ class TokenMaskCache {
   int32_t num_states_;
   int32_t num_words_;
   std::vector<uint32_t> normal_token_bitset_;
+  int32_t max_token_bytes_ = 0;
+  // Entries of states inside counted loops, keyed by (state, loop context).
+  mutable std::mutex loop_mu_;
+  std::unordered_map<uint64_t, std::unique_ptr<TokenMaskEntry>> loop_entries_;
 };
 
 }  // namespace xg2

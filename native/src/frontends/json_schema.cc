@@ -45,13 +45,20 @@ struct Merged {
   std::vector<std::vector<Ref>> prefix;
   bool items_set = false;
   std::vector<Ref> items;  // conjunction; may contain `false`
+  // The part of `items` from schemas without a sibling prefix: it constrains the prefix
+  // positions too (a prefix merged in from another allOf branch is not its sibling).
+  std::vector<Ref> items_all;
   int64_t min_items = 0, max_items = -1;
   std::vector<Ref> contains;
   // objects
   std::vector<std::pair<std::string, std::vector<Ref>>> props;
-  std::set<std::string> required;
+  std::vector<std::string> required;  // in the order listed (undeclared ones are emitted so)
+  bool Requires(const std::string& name) const { return std::find(required.begin(), required.end(), name) != required.end(); }
   bool additional_set = false;
   std::vector<Ref> additional;
+  // The schema object holding each `additional` entry: additionalProperties applies to every
+  // property except its siblings in properties/patternProperties.
+  std::vector<const JsonValue*> additional_parent;
   std::vector<std::pair<Ref, std::vector<Ref>>> pattern_props;  // (pattern value, schema)
   std::vector<Ref> property_names;
   int64_t min_props = 0, max_props = -1;
@@ -81,6 +88,14 @@ std::string Show(const std::string& ptr) { return ptr.empty() ? "(root)" : ptr; 
 class Converter {
  public:
   Converter(const JsonValue& root, const JsonSchemaOptions& o) : root_(root), o_(o) {
+    // Drafts 3 to 7: keywords beside "$ref" are ignored.
+    if (const JsonValue* d = root.is_object() ? root.Find("$schema") : nullptr) {
+      if (d->is_string()) {
+        for (const char* old : {"draft-03", "draft-04", "draft-05", "draft-06", "draft-07"}) {
+          if (d->as_string().find(old) != std::string::npos) ref_overrides_siblings_ = true;
+        }
+      }
+    }
     if (o_.any_whitespace) {
       item_sep_ = Trim(o_.item_separator.empty() ? "," : o_.item_separator);
       key_sep_ = Trim(o_.key_separator.empty() ? ":" : o_.key_separator);
@@ -276,11 +291,13 @@ class Converter {
     if (const JsonValue* e = s.Find("exclusiveMaximum")) draft4_excl_max = e->is_bool() && e->as_bool();
     const JsonValue* items_v = s.Find("items");
     bool items_is_array = items_v && items_v->is_array();
+    bool ref_only = ref_overrides_siblings_ && s.Find("$ref") != nullptr;
     for (const auto& kv : s.members()) {
       const std::string& k = kv.first;
       const JsonValue& v = kv.second;
       std::string kp = P + "/" + JsonPointerEscape(k);
       if (IsAnnotation(k)) continue;
+      if (ref_only && k != "$ref") continue;
       if (k == "$ref") {
         if (!v.is_string()) Invalid(kp, "$ref must be a string");
         Ref t = Resolve(v.as_string(), P);
@@ -382,6 +399,7 @@ class Converter {
       } else if (k == "items" || (k == "additionalItems" && items_is_array)) {
         m->items_set = true;
         m->items.push_back(Ref{&v, kp});
+        if (k == "items" && s.Find("prefixItems") == nullptr) m->items_all.push_back(Ref{&v, kp});
       } else if (k == "additionalItems") {
         continue;  // ignored without an array-form "items"
       } else if (k == "minItems") {
@@ -408,11 +426,12 @@ class Converter {
         if (!v.is_array()) Invalid(kp, "'required' must be an array");
         for (const auto& it : v.items()) {
           if (!it.is_string()) Invalid(kp, "'required' must list strings");
-          m->required.insert(it.as_string());
+          if (!m->Requires(it.as_string())) m->required.push_back(it.as_string());
         }
       } else if (k == "additionalProperties") {
         m->additional_set = true;
         m->additional.push_back(Ref{&v, kp});
+        m->additional_parent.push_back(&s);
       } else if (k == "patternProperties") {
         if (!v.is_object()) Invalid(kp, "'patternProperties' must be an object");
         for (const auto& pm : v.members()) {
@@ -593,8 +612,14 @@ class Converter {
   ExprId LiteralExpr(const JsonValue& v, int depth) {
     switch (v.type()) {
       case JsonValue::Type::kNull:
-      case JsonValue::Type::kBool:
-      case JsonValue::Type::kNumber: return Lit(&g_, v.Dump());
+      case JsonValue::Type::kBool: return Lit(&g_, v.Dump());
+      case JsonValue::Type::kNumber:
+        // Numeric equality: 1 matches 1.0 too.
+        try {
+          return NumberEqualExpr(&g_, v.number_literal());
+        } catch (const UnsupportedKeyword&) {
+          return Lit(&g_, v.Dump());
+        }
       case JsonValue::Type::kString: return g_.AddSequence({Lit(&g_, "\""), JsonStringContentLiteral(&g_, v.as_string()), Lit(&g_, "\"")});
       case JsonValue::Type::kArray: {
         if (v.items().empty()) return Empty('[', ']');
@@ -711,9 +736,13 @@ class Converter {
     if (max >= 0 && max < p) p = max;
     std::vector<ExprId> pre;
     for (int64_t i = 0; i < p; ++i) {
-      ExprId e = ValueRef(m.prefix[i], d1);
+      std::vector<Ref> conj = m.prefix[i];
+      conj.insert(conj.end(), m.items_all.begin(), m.items_all.end());
+      ExprId e = ValueRef(conj, d1);
       if (e == kNoExpr) {
+        // Position i cannot hold a value: the array ends before it.
         p = i;
+        item = kNoExpr;
         break;
       }
       pre.push_back(e);
@@ -790,8 +819,17 @@ class Converter {
     std::vector<std::string> declared;
     for (const auto& pr : m.props) {
       declared.push_back(pr.first);
-      ExprId val = ValueRef(pr.second, d1);
-      bool req = m.required.count(pr.first) > 0;
+      std::vector<Ref> conj = pr.second;
+      for (size_t j = 0; j < m.additional.size(); ++j) {
+        // Declared only in another allOf branch / $ref target: additionalProperties applies.
+        const JsonValue* parent = m.additional_parent[j];
+        const JsonValue* sib = parent->Find("properties");
+        if (parent->Find("patternProperties") != nullptr) continue;  // cannot tell here; assume a match
+        if (sib && sib->is_object() && sib->Find(pr.first)) continue;
+        conj.push_back(m.additional[j]);
+      }
+      ExprId val = ValueRef(conj, d1);
+      bool req = m.Requires(pr.first);
       if (val == kNoExpr) {
         if (req) return Never();
         continue;
@@ -953,6 +991,7 @@ class Converter {
   std::vector<std::unique_ptr<JsonValue>> pattern_keys_;
   std::vector<JsonValue> not_values_;
   std::string cur_ptr_;
+  bool ref_overrides_siblings_ = false;
 };
 
 }  // namespace

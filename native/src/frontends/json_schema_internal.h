@@ -28,8 +28,8 @@ ExprId JsonCharExpr(Grammar* g);
 ExprId JsonStringExpr(Grammar* g, int64_t min_len, int64_t max_len);
 // Every JSON encoding (raw or escaped) of the given decoded text, without quotes.
 ExprId JsonStringContentLiteral(Grammar* g, const std::string& text);
-// A quoted JSON string whose decoded text is not any of `excluded` (escape spellings of a
-// character count as different from the raw character here).
+// A quoted JSON string whose decoded text is not any of `excluded` (compared after decoding:
+// every escape spelling of an excluded key is excluded too).
 ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded);
 // Content (no quotes) of a string in the given format; throws UnsupportedKeyword for
 // unknown formats.
@@ -38,6 +38,9 @@ ExprId FormatContentExpr(Grammar* g, const std::string& format);
 ExprId RegexToJsonContent(Grammar* g, ExprId regex_expr);
 
 // --- numbers (json_schema_numbers.cc) ---
+// Every plain spelling (no exponent) of the number written as `literal`: 1 also as 1.0, 1.00,
+// ...; 2.5 also as 2.50; -0 as 0. Throws UnsupportedKeyword when it is out of range.
+ExprId NumberEqualExpr(Grammar* g, const std::string& literal);
 struct NumBound {
   bool present = false;
   bool exclusive = false;

@@ -306,6 +306,23 @@ ExprId NumberExpr(Grammar* g, const NumBound& lo, const NumBound& hi) {
   return alts.size() == 1 ? alts[0] : g->AddChoice(alts);
 }
 
+ExprId NumberEqualExpr(Grammar* g, const std::string& literal) {
+  Decimal d = ParseDecimal(literal, "const");
+  std::vector<ExprId> parts;
+  if (d.negative) parts.push_back(Lit(g, "-"));
+  parts.push_back(IntLit(g, d.ip));
+  if (d.frac.empty()) {
+    parts.push_back(FracZero(g));
+  } else {
+    parts.push_back(Lit(g, "." + d.frac));
+    parts.push_back(g->AddRepeat(Lit(g, "0"), 0, kUnbounded));
+  }
+  ExprId e = g->AddSequence(parts);
+  // Zero may also carry a sign.
+  if (d.ip == 0 && d.frac.empty()) e = g->AddSequence({Opt(g, Lit(g, "-")), e});
+  return e;
+}
+
 ExprId IntegerMultipleOfExpr(Grammar* g, int64_t k, const NumBound& lo, const NumBound& hi) {
   if (k == 1) return IntegerExpr(g, lo, hi);
   int64_t a = 0, b = 0;

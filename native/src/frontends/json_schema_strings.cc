@@ -215,28 +215,13 @@ struct TrieNode {
 ExprId TrieExclusion(Grammar* g, const std::vector<TrieNode>& nodes, int n) {
   const TrieNode& t = nodes[n];
   std::vector<ExprId> alts;
-  // Diverge: a character that continues no excluded key, then anything.
+  // Diverge: a character (any spelling) that continues no excluded key, then anything.
   std::vector<CodepointRange> taken;
   for (const auto& kv : t.children) taken.push_back({kv.first, kv.first});
   std::vector<CodepointRange> allowed = WithoutSurrogates(Complement(NormalizeRanges(taken)));
-  std::vector<CodepointRange> raw_no_special;
-  for (const auto& r : allowed) {
-    for (const auto& a : kRawAllowed) {
-      uint32_t lo = std::max(r.lo, a.lo), hi = std::min(r.hi, a.hi);
-      if (lo <= hi) raw_no_special.push_back({lo, hi});
-    }
-  }
-  ExprId esc = g->AddSequence({Lit(g, "\\"), g->AddChoice({Cls(g, {{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', 'b'}, {'f', 'f'}, {'n', 'n'}, {'r', 'r'}, {'t', 't'}}),
-                                                           g->AddSequence({Lit(g, "u"), HexN(g, 4)})})});
-  std::vector<ExprId> diverge{esc};
-  if (!raw_no_special.empty()) diverge.push_back(Cls(g, raw_no_special));
-  alts.push_back(g->AddSequence({g->AddChoice(diverge), g->AddRepeat(JsonCharExpr(g), 0, kUnbounded)}));
-  for (const auto& kv : t.children) {
-    std::string enc;
-    AppendUtf8(kv.first, &enc);
-    if (kv.first < 0x20 || kv.first == '"' || kv.first == '\\') continue;  // only escaped; diverges above
-    alts.push_back(g->AddSequence({Lit(g, enc), TrieExclusion(g, nodes, kv.second)}));
-  }
+  if (!allowed.empty()) alts.push_back(g->AddSequence({EncodedClass(g, allowed), g->AddRepeat(JsonCharExpr(g), 0, kUnbounded)}));
+  // Continue: a character of some excluded key, in any of its spellings (raw or escaped).
+  for (const auto& kv : t.children) alts.push_back(g->AddSequence({EncodedCodepoint(g, kv.first), TrieExclusion(g, nodes, kv.second)}));
   if (!t.terminal) alts.push_back(g->AddEmpty());
   return g->AddChoice(alts);
 }
@@ -289,7 +274,6 @@ ExprId DurationExpr(Grammar* g) {
   return g->AddSequence({Lit(g, "P"), g->AddChoice({g->AddSequence({date, Opt(g, time)}), time, n("W")})});
 }
 
-ExprId Alnum(Grammar* g) { return Cls(g, {{'0', '9'}, {'A', 'Z'}, {'a', 'z'}}); }
 
 ExprId HostnameExpr(Grammar* g, bool idn) {
   std::vector<CodepointRange> an{{'0', '9'}, {'A', 'Z'}, {'a', 'z'}};

@@ -23,7 +23,6 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<CompiledGrammar> compiled,
                       std::to_string(tok.vocab_size()) + ")");
     }
   }
-  state_stamp_.assign(compiled_->automaton()->num_states(), 0);
 }
 
 bool GrammarMatcher::IsStopToken(int32_t id) const {
@@ -115,49 +114,65 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
     return true;
   }
   const GrammarAutomaton& g = *compiled_->automaton();
-  if (++stamp_ == 0) {
-    std::fill(state_stamp_.begin(), state_stamp_.end(), 0);
-    stamp_ = 1;
-  }
   fill_stats_ = FillStats();
   pending_.clear();
-  for (const EarleyItem* it = parser_.last_row_begin(); it != parser_.last_row_end(); ++it) {
-    int32_t s = it->state;
-    if (!g.has_byte_edges(s)) continue;
-    bool first = state_stamp_[s] != stamp_;
-    const TokenMaskEntry* e = nullptr;
-    if (first) {
-      state_stamp_[s] = stamp_;
-      ++fill_stats_.scannable_states;
-      e = &cache.Get(s);
-      switch (e->storage) {
-        case TokenMaskEntry::Storage::kAcceptedIds:
-          for (int32_t t : e->ids) set_bit(t);
-          break;
-        case TokenMaskEntry::Storage::kAcceptedBitset:
-          for (int32_t w = 0; w < vocab_words; ++w) words[w] |= e->bitset[w];
-          break;
-        case TokenMaskEntry::Storage::kNotAcceptedIds: {
-          scratch_bits_ = cache.normal_token_bitset();
-          for (int32_t t : e->ids) scratch_bits_[t >> 5] &= ~(1u << (t & 31));
-          for (int32_t w = 0; w < vocab_words; ++w) words[w] |= scratch_bits_[w];
-          break;
-        }
+  seen_entries_.clear();
+  auto apply_entry = [&](const TokenMaskEntry* e) {
+    if (std::find(seen_entries_.begin(), seen_entries_.end(), e) != seen_entries_.end()) return;
+    seen_entries_.push_back(e);
+    ++fill_stats_.scannable_states;
+    switch (e->storage) {
+      case TokenMaskEntry::Storage::kAcceptedIds:
+        for (int32_t t : e->ids) set_bit(t);
+        break;
+      case TokenMaskEntry::Storage::kAcceptedBitset:
+        for (int32_t w = 0; w < vocab_words; ++w) words[w] |= e->bitset[w];
+        break;
+      case TokenMaskEntry::Storage::kNotAcceptedIds: {
+        scratch_bits_ = cache.normal_token_bitset();
+        for (int32_t t : e->ids) scratch_bits_[t >> 5] &= ~(1u << (t & 31));
+        for (int32_t w = 0; w < vocab_words; ++w) words[w] |= scratch_bits_[w];
+        break;
       }
-    } else {
-      e = &cache.Get(s);
     }
-    // The rule's completion from the top item means the end of the input: nothing follows.
-    if (e->has_uncertain() && it->origin >= 0) {
-      pending_.push_back({g.state_rule[s], it->origin, e});
+  };
+  for (const EarleyItem* it = parser_.last_row_begin(); it != parser_.last_row_end(); ++it) {
+    const int32_t s = it->state;
+    if (!g.has_byte_edges(s)) continue;
+    const RuleId rule = g.state_rule[s];
+    const int32_t rep = g.child_repeat[rule];
+    if (rep < 0) {
+      const TokenMaskEntry* e = &cache.Get(s);
+      apply_entry(e);
+      // The rule's completion from the top item is the end of the input: nothing follows.
+      if (e->has_uncertain() && it->origin >= 0) pending_.push_back({rule, it->origin, e});
+      continue;
+    }
+    // One iteration of a counted loop: its entry depends on the loop's count, held by the
+    // loop items of the row where the iteration started.
+    const auto& r = g.repeats[rep];
+    for (const EarleyItem* p = parser_.row_items_begin(it->origin);
+         p != parser_.row_items_end(it->origin); ++p) {
+      if (!g.is_virtual(p->state) || g.RepeatOf(p->state).rule != r.rule) continue;
+      if (g.RuleEdgeTarget(p->state, rule) < 0) continue;
+      const TokenMaskEntry* e = &cache.Get(s, cache.LoopContext(p->state));
+      apply_entry(e);
+      if (e->has_uncertain() && p->origin >= 0) pending_.push_back({r.rule, p->origin, e});
     }
   }
 
   // Decide the uncertain tokens: for each (rule, origin), build the real continuation of the
   // rule once and walk the tokens (k = 0) and suffixes (k >= 1) after which it may complete.
   std::sort(pending_.begin(), pending_.end(), [](const Pending& a, const Pending& b) {
-    return a.rule != b.rule ? a.rule < b.rule : a.origin < b.origin;
+    if (a.rule != b.rule) return a.rule < b.rule;
+    if (a.origin != b.origin) return a.origin < b.origin;
+    return a.entry < b.entry;
   });
+  pending_.erase(std::unique(pending_.begin(), pending_.end(),
+                             [](const Pending& a, const Pending& b) {
+                               return a.rule == b.rule && a.origin == b.origin && a.entry == b.entry;
+                             }),
+                 pending_.end());
   for (size_t gi = 0; gi < pending_.size();) {
     size_t gj = gi;
     while (gj < pending_.size() && pending_[gj].rule == pending_[gi].rule &&

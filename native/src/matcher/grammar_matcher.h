@@ -65,6 +65,7 @@ class GrammarMatcher {
     const TokenMaskEntry* entry;
   };
   std::vector<Pending> pending_;
+  std::vector<const TokenMaskEntry*> seen_entries_;
 
   std::shared_ptr<CompiledGrammar> compiled_;
   std::vector<int32_t> stop_token_ids_;
@@ -74,8 +75,6 @@ class GrammarMatcher {
   bool terminated_ = false;
   FillStats fill_stats_;
   // Scratch for mask filling.
-  std::vector<uint32_t> state_stamp_;
-  uint32_t stamp_ = 0;
   std::vector<uint32_t> scratch_bits_;
   std::vector<std::pair<int32_t, int32_t>> scratch_ranges_;
 };

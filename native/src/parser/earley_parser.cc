@@ -10,7 +10,7 @@ EarleyParser::EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, in
                            bool with_follow)
     : g_(std::move(automaton)) {
   rule_predicted_.assign(g_->num_rules(), 0);
-  if (with_follow) follow_targets_ = &g_->rule_follow_targets[g_->state_rule[start_state]];
+  if (with_follow) follow_targets_ = &g_->rule_follow_targets[g_->RuleOf(start_state)];
   dedup_keys_.assign(64, 0);
   dedup_stamp_.assign(64, 0);
   row_begin_.push_back(0);
@@ -35,6 +35,18 @@ EarleyParser EarleyParser::AfterRule(std::shared_ptr<const GrammarAutomaton> aut
   return p;
 }
 
+EarleyParser EarleyParser::InLoop(std::shared_ptr<const GrammarAutomaton> automaton, int32_t state,
+                                  int32_t loop_state) {
+  EarleyParser p(std::move(automaton), EmptyTag{});
+  p.NewRowStamp();
+  p.AddItem(loop_state, -1);
+  p.CloseRow(0);
+  p.NewRowStamp();
+  p.AddItem(state, 0);
+  p.CloseRow(1);
+  return p;
+}
+
 bool EarleyParser::PushCompletionRow(RuleId rule, int32_t origin) {
   const GrammarAutomaton& g = *g_;
   int32_t row = num_rows();
@@ -42,13 +54,9 @@ bool EarleyParser::PushCompletionRow(RuleId rule, int32_t origin) {
   NewRowStamp();
   for (int32_t j = row_begin_[origin]; j < row_begin_[origin + 1]; ++j) {
     const EarleyItem parent = items_[j];
-    if (!(g.awaited_rule_bits[parent.state] & (1ull << (rule & 63)))) continue;
-    for (int32_t k = g.rule_edge_begin[parent.state]; k < g.rule_edge_begin[parent.state + 1]; ++k) {
-      if (g.rule_edges[k].rule == rule) {
-        AddItem(g.rule_edges[k].target, parent.origin);
-        break;
-      }
-    }
+    if (!(g.AwaitedBits(parent.state) & (1ull << (rule & 63)))) continue;
+    int32_t target = g.RuleEdgeTarget(parent.state, rule);
+    if (target >= 0) AddItem(target, parent.origin);
   }
   if (items_.size() == before) return false;
   CloseRow(row);
@@ -118,7 +126,7 @@ void EarleyParser::CloseRow(int32_t row) {
     // Items that start in this row come from a bulk prediction, which already holds their
     // whole closure; their completions within the row are covered by the nullable advance.
     if (it.origin == row) continue;
-    if (g.state_final[it.state]) {
+    if (g.IsFinal(it.state)) {
       if (it.origin == -1) {
         can_end |= 1;
         if (follow_targets_) {
@@ -127,35 +135,28 @@ void EarleyParser::CloseRow(int32_t row) {
       } else if (it.origin == -2) {
         // A caller's continuation completed: continue into its callers' continuations too.
         // This is the context-free FOLLOW over-approximation, closed over all levels.
-        for (int32_t t : g.rule_follow_targets[g.state_rule[it.state]]) AddItem(t, -2);
-      } else if (it.origin != row) {
+        for (int32_t t : g.rule_follow_targets[g.RuleOf(it.state)]) AddItem(t, -2);
+      } else {
         // Complete: advance every item of the origin row that waits on this rule. (An item
         // completed in its own row is handled by the nullable advance in predict.)
-        RuleId r = g.state_rule[it.state];
+        const RuleId r = g.RuleOf(it.state);
         const uint64_t bit = 1ull << (r & 63);
-        int32_t end = row_begin_[it.origin + 1];
+        const int32_t end = row_begin_[it.origin + 1];
         for (int32_t j = row_begin_[it.origin]; j < end; ++j) {
           const EarleyItem parent = items_[j];
-          if (!(g.awaited_rule_bits[parent.state] & bit)) continue;
-          int32_t kb = g.rule_edge_begin[parent.state], ke = g.rule_edge_begin[parent.state + 1];
-          for (int32_t k = kb; k < ke; ++k) {
-            if (g.rule_edges[k].rule == r) {
-              AddItem(g.rule_edges[k].target, parent.origin);
-              break;
-            }
-          }
+          if (!(g.AwaitedBits(parent.state) & bit)) continue;
+          int32_t target = g.RuleEdgeTarget(parent.state, r);
+          if (target >= 0) AddItem(target, parent.origin);
         }
       }
     }
-    int32_t kb = g.rule_edge_begin[it.state], ke = g.rule_edge_begin[it.state + 1];
-    for (int32_t k = kb; k < ke; ++k) {
-      const DfaRuleEdge e = g.rule_edges[k];
-      if (rule_predicted_[e.rule] != row_serial_) {
-        for (RuleId q : g.rule_prediction_rules[e.rule]) rule_predicted_[q] = row_serial_;
-        for (int32_t s : g.rule_prediction_states[e.rule]) AddItem(s, row);
+    g.ForEachRuleEdge(it.state, [&](RuleId rule, int32_t target) {
+      if (rule_predicted_[rule] != row_serial_) {
+        for (RuleId q : g.rule_prediction_rules[rule]) rule_predicted_[q] = row_serial_;
+        for (int32_t s : g.rule_prediction_states[rule]) AddItem(s, row);
       }
-      if (g.rule_nullable[e.rule]) AddItem(e.target, it.origin);
-    }
+      if (g.rule_nullable[rule]) AddItem(target, it.origin);
+    });
   }
   row_begin_.push_back(static_cast<int32_t>(items_.size()));
   row_can_end_.push_back(can_end);
@@ -166,8 +167,10 @@ bool EarleyParser::Advance(uint8_t byte) {
   int32_t row = num_rows();
   int32_t prev_begin = row_begin_[row - 1], prev_end = row_begin_[row];
   NewRowStamp();
+  const int32_t num_real = g.num_states();
   for (int32_t i = prev_begin; i < prev_end; ++i) {
     const EarleyItem it = items_[i];
+    if (it.state >= num_real) continue;  // counted-loop states consume no bytes
     int32_t kb = g.byte_edge_begin[it.state], ke = g.byte_edge_begin[it.state + 1];
     for (int32_t k = kb; k < ke; ++k) {
       const DfaByteEdge& e = g.byte_edges[k];
@@ -213,6 +216,7 @@ bool EarleyParser::CanContinue() const {
 void EarleyParser::NextBytes(uint64_t out[4]) const {
   out[0] = out[1] = out[2] = out[3] = 0;
   for (const EarleyItem* it = last_row_begin(); it != last_row_end(); ++it) {
+    if (g_->is_virtual(it->state)) continue;
     for (int32_t k = g_->byte_edge_begin[it->state]; k < g_->byte_edge_begin[it->state + 1]; ++k) {
       const DfaByteEdge& e = g_->byte_edges[k];
       for (int b = e.lo; b <= e.hi; ++b) out[b >> 6] |= 1ull << (b & 63);

@@ -33,6 +33,16 @@ class EarleyParser {
   // continuations of every call site (origin -2), closed as above.
   static EarleyParser AfterRule(std::shared_ptr<const GrammarAutomaton> automaton, RuleId rule);
 
+  // A parser for one iteration of a counted loop in progress at `state` (a state of the loop's
+  // child rule), under the loop state `loop_state` (a virtual state): row 0 holds the loop
+  // item as the top item, row 1 the iteration's item. CanEnd() means the loop may complete.
+  static EarleyParser InLoop(std::shared_ptr<const GrammarAutomaton> automaton, int32_t state,
+                             int32_t loop_state);
+
+  // Items of row r.
+  const EarleyItem* row_items_begin(int32_t r) const { return items_.data() + row_begin_[r]; }
+  const EarleyItem* row_items_end(int32_t r) const { return items_.data() + row_begin_[r + 1]; }
+
   // Pushes a zero-width row holding the continuations of the callers that wait in row
   // `origin` for `rule`, as if the rule had just completed. Returns false (nothing pushed)
   // if no item of that row waits for it.

@@ -1,0 +1,129 @@
+#include "matcher/batch_matcher.h"
+
+#include <string>
+#include <unordered_map>
+
+#include "support/thread_pool.h"
+#include "xg2/errors.h"
+
+namespace xg2 {
+namespace {
+
+void CheckSameSize(size_t matchers, size_t other, const char* what) {
+  if (matchers != other) {
+    throw Error(ErrorKind::kInvalidArgument, std::string("got ") + std::to_string(matchers) +
+                                                 " matchers but " + std::to_string(other) + " " +
+                                                 what);
+  }
+}
+
+}  // namespace
+
+BatchGrammarMatcher::BatchGrammarMatcher(int max_threads) : max_threads_(max_threads) {
+  if (max_threads_ <= 0) max_threads_ = ThreadPool::Default().num_threads() + 1;
+}
+
+void BatchGrammarMatcher::CheckDistinct(const std::vector<GrammarMatcher*>& matchers) {
+  std::unordered_map<const GrammarMatcher*, size_t> seen;
+  seen.reserve(matchers.size());
+  for (size_t i = 0; i < matchers.size(); ++i) {
+    if (matchers[i] == nullptr) {
+      throw Error(ErrorKind::kInvalidArgument, "matcher " + std::to_string(i) + " is None");
+    }
+    auto inserted = seen.emplace(matchers[i], i);
+    if (!inserted.second) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  "matcher " + std::to_string(i) + " is the same object as matcher " +
+                      std::to_string(inserted.first->second) +
+                      "; each matcher may occur only once per batch call");
+    }
+  }
+}
+
+std::vector<bool> BatchGrammarMatcher::FillNextTokenBitmask(
+    const std::vector<GrammarMatcher*>& matchers, int32_t* bitmask, int64_t rows, int64_t words,
+    int64_t row_stride, const std::vector<int32_t>& indices) const {
+  CheckDistinct(matchers);
+  const int64_t n = static_cast<int64_t>(matchers.size());
+  if (!indices.empty()) CheckSameSize(matchers.size(), indices.size(), "indices");
+  std::vector<uint8_t> row_used(static_cast<size_t>(rows > 0 ? rows : 0), 0);
+  for (int64_t i = 0; i < n; ++i) {
+    int64_t row = indices.empty() ? i : indices[i];
+    if (row < 0 || row >= rows) {
+      throw Error(ErrorKind::kInvalidArgument, "bitmask row " + std::to_string(row) +
+                                                   " (for matcher " + std::to_string(i) +
+                                                   ") is out of range for batch size " +
+                                                   std::to_string(rows));
+    }
+    if (row_used[row]) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  "bitmask row " + std::to_string(row) + " is assigned to more than one matcher");
+    }
+    row_used[row] = 1;
+    const int64_t needed = matchers[i]->compiled()->mask_cache().num_words();
+    if (words < needed) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  "bitmask rows have " + std::to_string(words) + " words; matcher " +
+                      std::to_string(i) + "'s vocabulary needs " + std::to_string(needed));
+    }
+  }
+  std::vector<uint8_t> result(static_cast<size_t>(n), 0);
+  ThreadPool::Default().ParallelFor(
+      n,
+      [&](int64_t i) {
+        int64_t row = indices.empty() ? i : indices[i];
+        result[i] = matchers[i]->FillNextTokenBitmask(bitmask + row * row_stride, words) ? 1 : 0;
+      },
+      max_threads_);
+  return std::vector<bool>(result.begin(), result.end());
+}
+
+std::vector<bool> BatchGrammarMatcher::AcceptToken(const std::vector<GrammarMatcher*>& matchers,
+                                                   const std::vector<int32_t>& tokens) const {
+  CheckDistinct(matchers);
+  CheckSameSize(matchers.size(), tokens.size(), "tokens");
+  const int64_t n = static_cast<int64_t>(matchers.size());
+  for (int64_t i = 0; i < n; ++i) {
+    const int32_t vocab = matchers[i]->compiled()->tokenizer()->vocab_size();
+    if (tokens[i] < 0 || tokens[i] >= vocab) {
+      throw Error(ErrorKind::kInvalidArgument, "token id " + std::to_string(tokens[i]) +
+                                                   " (for matcher " + std::to_string(i) +
+                                                   ") is outside the vocabulary [0, " +
+                                                   std::to_string(vocab) + ")");
+    }
+    if (matchers[i]->IsTerminated()) {
+      throw Error(ErrorKind::kMatcherState,
+                  "matcher " + std::to_string(i) +
+                      " has terminated; call reset() or rollback() before accepting tokens");
+    }
+  }
+  std::vector<uint8_t> result(static_cast<size_t>(n), 0);
+  ThreadPool::Default().ParallelFor(
+      n, [&](int64_t i) { result[i] = matchers[i]->AcceptToken(tokens[i]) ? 1 : 0; },
+      max_threads_);
+  return std::vector<bool>(result.begin(), result.end());
+}
+
+void BatchGrammarMatcher::Rollback(const std::vector<GrammarMatcher*>& matchers,
+                                   const std::vector<int32_t>& counts) const {
+  CheckDistinct(matchers);
+  CheckSameSize(matchers.size(), counts.size(), "rollback counts");
+  const int64_t n = static_cast<int64_t>(matchers.size());
+  for (int64_t i = 0; i < n; ++i) {
+    if (counts[i] < 0) {
+      throw Error(ErrorKind::kInvalidArgument, "rollback count " + std::to_string(counts[i]) +
+                                                   " (for matcher " + std::to_string(i) +
+                                                   ") must be >= 0");
+    }
+    if (counts[i] > matchers[i]->num_accepted_steps()) {
+      throw Error(ErrorKind::kMatcherState,
+                  "cannot roll back matcher " + std::to_string(i) + " by " +
+                      std::to_string(counts[i]) + " steps: only " +
+                      std::to_string(matchers[i]->num_accepted_steps()) + " accepted");
+    }
+  }
+  // Rollback only truncates history: cheap, so run it on the caller.
+  for (int64_t i = 0; i < n; ++i) matchers[i]->Rollback(counts[i]);
+}
+
+}  // namespace xg2

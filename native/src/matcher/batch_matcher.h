@@ -1,0 +1,48 @@
+// BatchGrammarMatcher: per-step operations over many matchers at once (one per request of a
+// decoding batch), run in parallel on the process-wide persistent thread pool.
+//
+// Every matcher of one call must be a distinct object (they are advanced concurrently); the
+// calls check this and throw Error(kInvalidArgument) naming the repeated position. Arguments
+// are validated before any matcher is touched, so a call that throws changes nothing.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "matcher/grammar_matcher.h"
+
+namespace xg2 {
+
+class BatchGrammarMatcher {
+ public:
+  // max_threads: the most threads one call uses (the caller included); <= 0: the size of the
+  // default pool plus the caller.
+  explicit BatchGrammarMatcher(int max_threads = 0);
+
+  int max_threads() const { return max_threads_; }
+
+  // Fills row indices[i] (i when indices is empty) of the (rows, words) int32 bitmask at
+  // `bitmask` (row r starts at bitmask + r * row_stride) with matcher i's next-token mask.
+  // Rows must be distinct. Returns, per matcher, whether some token is disallowed (as
+  // GrammarMatcher::FillNextTokenBitmask).
+  std::vector<bool> FillNextTokenBitmask(const std::vector<GrammarMatcher*>& matchers,
+                                         int32_t* bitmask, int64_t rows, int64_t words,
+                                         int64_t row_stride,
+                                         const std::vector<int32_t>& indices) const;
+  // Accepts tokens[i] into matcher i; returns whether each was accepted. Throws (changing
+  // nothing) if a token id is outside the vocabulary or a matcher has terminated.
+  std::vector<bool> AcceptToken(const std::vector<GrammarMatcher*>& matchers,
+                                const std::vector<int32_t>& tokens) const;
+  // Rolls matcher i back by counts[i] steps. Throws (changing nothing) if a count is negative
+  // or exceeds that matcher's history.
+  void Rollback(const std::vector<GrammarMatcher*>& matchers,
+                const std::vector<int32_t>& counts) const;
+
+  // Throws Error(kInvalidArgument) if a matcher pointer is null or occurs twice.
+  static void CheckDistinct(const std::vector<GrammarMatcher*>& matchers);
+
+ private:
+  int max_threads_;
+};
+
+}  // namespace xg2

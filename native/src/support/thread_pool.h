@@ -1,0 +1,56 @@
+// A persistent pool of worker threads for data-parallel loops (batched mask filling, mask-cache
+// building). Workers are created once and sleep on a condition variable between jobs.
+//
+// ParallelFor(n, fn) runs fn(0) .. fn(n - 1) and blocks until every call returned. The calling
+// thread works on its own job too, so a call always makes progress even when every worker is
+// busy with other callers' jobs (several threads may call ParallelFor on one pool at the same
+// time, and fn may itself call ParallelFor). The first exception thrown by fn is rethrown in the
+// caller after the loop finished; indices not yet started when it was thrown are skipped.
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace xg2 {
+
+class ThreadPool {
+ public:
+  // num_threads worker threads (0 is allowed: every loop then runs on the caller).
+  explicit ThreadPool(int num_threads);
+  // Stops and joins the workers. No ParallelFor may be running on this pool.
+  ~ThreadPool();
+  ThreadPool(const ThreadPool&) = delete;
+  ThreadPool& operator=(const ThreadPool&) = delete;
+
+  int num_threads() const { return static_cast<int>(workers_.size()); }
+
+  // Runs fn(i) for every i in [0, n) on at most max_parallelism threads (the caller included;
+  // <= 0: the caller and every worker) and returns when all calls finished. Rethrows the first
+  // exception thrown by fn.
+  void ParallelFor(int64_t n, const std::function<void(int64_t)>& fn, int max_parallelism = 0);
+
+  // The process-wide pool with std::thread::hardware_concurrency() workers, created on first
+  // use. It is never destroyed (its threads sleep until the process exits), so it stays usable
+  // from static destructors and at interpreter shutdown.
+  static ThreadPool& Default();
+
+ private:
+  struct Job;
+  void WorkerLoop();
+  static void RunIndices(Job& job);
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  // One entry per helper a job asked for; a worker takes one and helps with that job.
+  std::deque<std::shared_ptr<Job>> tickets_;
+  bool stop_ = false;
+  std::vector<std::thread> workers_;
+};
+
+}  // namespace xg2

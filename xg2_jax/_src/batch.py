@@ -1,0 +1,210 @@
+"""Batched matcher operations and speculative draft-tree masks.
+
+:class:`BatchGrammarMatcher` fills (and advances) many matchers in one call on a persistent
+native thread pool with the GIL released; :func:`traverse_draft_tree` computes one mask row per
+node of a speculative-decoding draft tree.
+"""
+
+from __future__ import annotations
+
+from typing import Optional, Sequence
+
+import numpy as np
+
+from xg2_jax import _core
+from xg2_jax._src.errors import InvalidArgumentError
+from xg2_jax._src.matcher import GrammarMatcher
+
+__all__ = ["BatchGrammarMatcher", "traverse_draft_tree"]
+
+_INT32_MIN = -(2**31)
+_INT32_MAX = 2**31 - 1
+
+
+def _handles(matchers: Sequence[GrammarMatcher]) -> list:
+    handles = []
+    for i, m in enumerate(matchers):
+        if not isinstance(m, GrammarMatcher):
+            raise InvalidArgumentError(
+                f"matchers[{i}] is a {type(m).__name__}, not an xg2_jax.GrammarMatcher")
+        handles.append(m._handle)
+    return handles
+
+
+def _int32_list(values: Sequence[int], name: str) -> list[int]:
+    out = []
+    for v in np.asarray(values).reshape(-1).tolist() if isinstance(values, np.ndarray) else values:
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
+            raise InvalidArgumentError(f"{name} must be integers; got {type(v).__name__}")
+        v = int(v)
+        if not _INT32_MIN <= v <= _INT32_MAX:
+            raise InvalidArgumentError(f"{name} value {v} does not fit in int32")
+        out.append(v)
+    return out
+
+
+def _index_array(values, name: str) -> np.ndarray:
+    arr = np.asarray(values)
+    if arr.ndim != 1:
+        raise InvalidArgumentError(f"{name} must be a 1-D array; got shape {arr.shape}")
+    if arr.size and not np.issubdtype(arr.dtype, np.integer):
+        raise InvalidArgumentError(f"{name} must have an integer dtype; got {arr.dtype}")
+    if arr.size and arr.dtype == np.uint64 and int(arr.max()) > np.iinfo(np.int64).max:
+        raise InvalidArgumentError(f"{name} has values that do not fit in int64")
+    return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+class BatchGrammarMatcher:
+    """Runs per-step matcher operations for a whole batch in parallel.
+
+    The work runs on a process-wide pool of native threads created once (no threads are started
+    per call) and with the GIL released, so several Python threads may use batch matchers at the
+    same time. Within one call every matcher must be a distinct object.
+
+    Args:
+        max_threads: the most threads one call uses, the calling thread included (<= 0: all
+            cores).
+
+    Example:
+        >>> import xg2_jax as xg
+        >>> tok = xg.TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2])
+        >>> compiled = xg.GrammarCompiler(tok).compile_grammar('root ::= "a" "b"')
+        >>> matchers = [xg.GrammarMatcher(compiled) for _ in range(3)]
+        >>> batch = xg.BatchGrammarMatcher()
+        >>> batch.batch_accept_token(matchers[:2], [0, 1])
+        [True, False]
+        >>> mask = xg.allocate_token_bitmask(3, tok.vocab_size)
+        >>> batch.batch_fill_next_token_bitmask(matchers, mask)
+        [True, True, True]
+        >>> [xg.bitmask_to_bool(row, 3).tolist() for row in mask]
+        [[False, True, False], [True, False, False], [True, False, False]]
+    """
+
+    def __init__(self, max_threads: int = 0):
+        self._handle = _core.BatchGrammarMatcher(int(max_threads))
+
+    @property
+    def max_threads(self) -> int:
+        """Threads one call uses at most (the caller included)."""
+        return self._handle.max_threads
+
+    def batch_fill_next_token_bitmask(self, matchers: Sequence[GrammarMatcher],
+                                      bitmask: np.ndarray,
+                                      indices: Optional[Sequence[int]] = None) -> list[bool]:
+        """Fills the next-token mask of every matcher in parallel.
+
+        Args:
+            matchers: distinct matchers.
+            bitmask: int32 array ``(rows, ceil(vocab_size / 32))`` (rows may exceed the number
+                of matchers, for padding).
+            indices: row of each matcher (default: matcher ``i`` fills row ``i``); distinct.
+
+        Returns:
+            Per matcher, True if some token is disallowed (the row must be applied).
+
+        Raises:
+            InvalidArgumentError: a matcher repeats, an index is out of range or repeats, or
+                the bitmask has the wrong dtype, shape or device. Nothing is written then.
+        """
+        handles = _handles(matchers)
+        idx = [] if indices is None else _int32_list(indices, "indices")
+        if indices is not None and len(idx) != len(handles):
+            raise InvalidArgumentError(
+                f"got {len(handles)} matchers but {len(idx)} indices")
+        return self._handle.fill_next_token_bitmask(handles, bitmask, idx)
+
+    def batch_accept_token(self, matchers: Sequence[GrammarMatcher],
+                           tokens: Sequence[int]) -> list[bool]:
+        """Accepts ``tokens[i]`` into ``matchers[i]``, in parallel.
+
+        Returns:
+            Per matcher, whether the token was accepted (a rejected token leaves that matcher
+            unchanged).
+
+        Raises:
+            InvalidArgumentError: lengths differ, a matcher repeats, or a token id is outside
+                the vocabulary.
+            MatcherStateError: a matcher has terminated. No matcher changes when this raises.
+        """
+        handles = _handles(matchers)
+        toks = _int32_list(tokens, "tokens")
+        return self._handle.accept_token(handles, toks)
+
+    def batch_rollback(self, matchers: Sequence[GrammarMatcher],
+                       counts: Sequence[int]) -> None:
+        """Rolls ``matchers[i]`` back by ``counts[i]`` steps.
+
+        Raises:
+            InvalidArgumentError: lengths differ, a matcher repeats, or a count is negative.
+            MatcherStateError: a count exceeds that matcher's history. No matcher changes
+                when this raises.
+        """
+        handles = _handles(matchers)
+        cnts = _int32_list(counts, "counts")
+        self._handle.rollback(handles, cnts)
+
+
+def traverse_draft_tree(matcher: GrammarMatcher, draft_tokens, bitmask: np.ndarray, *,
+                        parents=None, first_child=None, next_sibling=None) -> np.ndarray:
+    """Writes the token mask of every node of a speculative-decoding draft tree.
+
+    The tree has ``N`` nodes; node 0 is the root and stands for the matcher's current state
+    (its token, ``draft_tokens[0]``, is the last token already accepted and is not accepted
+    again). This is xgrammar's ``traverse_draft_tree`` layout. Give the tree either as
+    ``parents`` (``parents[0] == -1``, ``0 <= parents[i] < i``) or as ``first_child`` /
+    ``next_sibling`` links (``-1``: none; sglang's ``retrieve_next_token`` /
+    ``retrieve_next_sibling``).
+
+    Row ``i`` of ``bitmask`` receives the mask of the tokens allowed after node ``i``'s token,
+    i.e. after accepting the tokens on the path from the root (exclusive) to node ``i``; row 0
+    is the mask at the current state. Rows of nodes whose path is invalid (a token on it is
+    rejected or outside the vocabulary, or the path continues after a stop token), rows of
+    nodes that terminate the matcher (a stop token) and rows of nodes unreachable from the root
+    are all zero. The matcher itself is left unchanged. Each node costs one accept and one fill
+    (depth-first walk with rollback).
+
+    Args:
+        matcher: the matcher at the root's position.
+        draft_tokens: integer array ``(N,)``.
+        bitmask: int32 array ``(rows, ceil(vocab_size / 32))`` with ``rows >= N``.
+        parents: integer array ``(N,)``, or None.
+        first_child: integer array ``(N,)``, or None (with ``next_sibling``).
+        next_sibling: integer array ``(N,)``, or None (with ``first_child``).
+
+    Returns:
+        Boolean array ``(N,)``: whether each node's path is valid (every token on it accepted).
+
+    Raises:
+        InvalidArgumentError: malformed tree arrays (sizes, ranges, cycles), or a bitmask of
+            the wrong dtype or shape.
+
+    Example:
+        >>> import numpy as np, xg2_jax as xg
+        >>> tok = xg.TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2])
+        >>> m = xg.GrammarMatcher(xg.GrammarCompiler(tok).compile_grammar('root ::= "a" "b"'))
+        >>> mask = xg.allocate_token_bitmask(4, 3)
+        >>> # root -> "a" -> "b";  root -> "b" (invalid)
+        >>> valid = xg.traverse_draft_tree(m, np.array([0, 0, 1, 1]), mask,
+        ...                                parents=np.array([-1, 0, 1, 0]))
+        >>> valid.tolist()
+        [True, True, True, False]
+        >>> [xg.bitmask_to_bool(row, 3).tolist() for row in mask]
+        [[True, False, False], [False, True, False], [False, False, True], [False, False, False]]
+    """
+    if not isinstance(matcher, GrammarMatcher):
+        raise InvalidArgumentError(
+            f"matcher is a {type(matcher).__name__}, not an xg2_jax.GrammarMatcher")
+    tokens = _index_array(draft_tokens, "draft_tokens")
+    given = [a is not None for a in (parents, first_child, next_sibling)]
+    if given not in ([True, False, False], [False, True, True]):
+        raise InvalidArgumentError(
+            "give the draft tree either as parents=... or as first_child=... and next_sibling=...")
+    if parents is not None:
+        valid = _core.traverse_draft_tree(matcher._handle, tokens, bitmask,
+                                          parents=_index_array(parents, "parents"))
+    else:
+        valid = _core.traverse_draft_tree(
+            matcher._handle, tokens, bitmask,
+            first_child=_index_array(first_child, "first_child"),
+            next_sibling=_index_array(next_sibling, "next_sibling"))
+    return np.asarray(valid, dtype=bool)
