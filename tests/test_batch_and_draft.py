@@ -29,7 +29,8 @@ def allowed_ids(row: np.ndarray, vocab_size: int) -> np.ndarray:
 def random_walk_states(compiled, steps: int, seed: int) -> list[xg.GrammarMatcher]:
     """Forks of one matcher after 0, 1, ..., steps-1 random valid (non-stop) tokens."""
     rng = random.Random(seed)
-    vocab = compiled.tokenizer_info.vocab_size
+    tok = compiled.tokenizer_info
+    vocab = tok.vocab_size
     m = xg.GrammarMatcher(compiled)
     stops = set(m.stop_token_ids)
     states = []
@@ -38,7 +39,47 @@ def random_walk_states(compiled, steps: int, seed: int) -> list[xg.GrammarMatche
         ids = [t for t in allowed_ids(mask_row(m, vocab), vocab).tolist() if t not in stops]
         if not ids:
             break
-        assert m.accept_token(rng.choice(ids))
+        # Mostly skip pure-whitespace tokens, so walks do not idle after a complete value.
+        solid = [t for t in ids if tok.token_bytes(t).strip()]
+        assert m.accept_token(rng.choice(solid if solid and rng.random() < 0.9 else ids))
+    return states
+
+
+DOCS = [
+    JSON_DOC,
+    '[{"id": 1, "v": [true, false, null]}, {"id": 2, "s": "a \\"quoted\\" word"}, -0.25E+2]',
+    '{\n  "nested": {"deep": {"deeper": [1, [2, [3, {"k": "v"}]]]}},\n  "empty": {}, "e": []\n}',
+]
+
+
+def tokenize(tok: xg.TokenizerInfo, text: str) -> list[int]:
+    """Greedy longest-match tokenization over the non-special tokens."""
+    special = set(tok.special_token_ids)
+    index = {}
+    for t, b in enumerate(tok.decoded_vocab):
+        if t not in special and b and b not in index:
+            index[b] = t
+    longest = max(len(b) for b in index)
+    data, out, i = text.encode(), [], 0
+    while i < len(data):
+        for n in range(min(longest, len(data) - i), 0, -1):
+            if data[i:i + n] in index:
+                out.append(index[data[i:i + n]])
+                i += n
+                break
+        else:
+            raise AssertionError(f"no token for byte {data[i]:#x}")
+    return out
+
+
+def document_states(compiled, text: str) -> list[xg.GrammarMatcher]:
+    """Forks of a matcher before each token of a document, and after the last."""
+    m = xg.GrammarMatcher(compiled)
+    states = []
+    for t in tokenize(compiled.tokenizer_info, text):
+        states.append(m.fork())
+        assert m.accept_token(t)
+    states.append(m.fork())
     return states
 
 
@@ -56,7 +97,9 @@ def json_compiled(gpt2):
 def json_states(json_compiled):
     """64 matchers at different states of the builtin JSON grammar, plus a completed one and a
     terminated one."""
-    states = random_walk_states(json_compiled, 62, seed=1)
+    states = [m for doc in DOCS for m in document_states(json_compiled, doc)]
+    rng = random.Random(0)
+    states = rng.sample(states, 52) + random_walk_states(json_compiled, 10, seed=1)
     done = xg.GrammarMatcher(json_compiled)
     assert done.accept_string('{"a": [1, 2]}')
     term = done.fork()
@@ -337,6 +380,10 @@ def test_traverse_draft_tree_matches_path_replay(json_states, gpt2, seed):
         valid2 = xg.traverse_draft_tree(root, tokens, bm2, first_child=fc, next_sibling=ns)
         np.testing.assert_array_equal(bm2, expected_rows)
         np.testing.assert_array_equal(valid2, expected_valid)
+        bm3 = xg.allocate_token_bitmask(n, vocab)
+        valid3 = root.traverse_draft_tree(fc, ns, tokens, bm3)  # xgrammar's argument order
+        np.testing.assert_array_equal(bm3, expected_rows)
+        np.testing.assert_array_equal(valid3, expected_valid)
     assert root.num_accepted_tokens == steps_before
 
 
@@ -426,6 +473,53 @@ def test_traverse_draft_tree_argument_errors(json_states, gpt2):
         xg.traverse_draft_tree(m, [], bm, parents=[])
     with pytest.raises(xg.InvalidArgumentError, match="1-D"):
         xg.traverse_draft_tree(m, np.zeros((2, 2)), bm, parents=[-1, 0])
+
+
+def test_batch_traverse_draft_tree_equals_single(json_states, gpt2):
+    vocab = gpt2.vocab_size
+    words = (vocab + 31) // 32
+    rng = random.Random(99)
+    roots = [json_states[i] for i in (0, 5, 17, 30, 44, 61)]
+    n = 12
+    built = [random_tree(r, n, rng, vocab) for r in roots]
+    tokens = np.stack([t for t, _ in built])
+    parents = np.stack([p for _, p in built])
+    batch = xg.BatchGrammarMatcher(max_threads=3)
+
+    # A tree per matcher, (B, N, W) bitmask.
+    bm = np.full((len(roots), n, words), 5, dtype=np.int32)
+    valid = batch.batch_traverse_draft_tree(roots, tokens, bm, parents=parents)
+    assert valid.shape == (len(roots), n)
+    for b, root in enumerate(roots):
+        one = xg.allocate_token_bitmask(n, vocab)
+        v1 = xg.traverse_draft_tree(root, tokens[b], one, parents=parents[b])
+        np.testing.assert_array_equal(bm[b], one)
+        np.testing.assert_array_equal(valid[b], v1)
+
+    # One tree shape for the whole batch, as links, (B * N, W) bitmask.
+    fc, ns = links_from_parents(parents[0])
+    flat = xg.allocate_token_bitmask(len(roots) * n, vocab)
+    valid2 = batch.batch_traverse_draft_tree(roots, tokens, flat, first_child=fc, next_sibling=ns)
+    for b, root in enumerate(roots):
+        rows, v = reference_rows(root, tokens[b], parents[0], vocab)
+        np.testing.assert_array_equal(flat[b * n:(b + 1) * n], rows)
+        np.testing.assert_array_equal(valid2[b], v)
+
+    with pytest.raises(xg.InvalidArgumentError, match="same object"):
+        batch.batch_traverse_draft_tree([roots[0], roots[0]], tokens[:2], bm[:2], parents=parents[:2])
+    with pytest.raises(xg.InvalidArgumentError, match="rows"):
+        batch.batch_traverse_draft_tree(roots, tokens, flat[:-1], parents=parents)
+    with pytest.raises(xg.InvalidArgumentError, match="shape"):
+        batch.batch_traverse_draft_tree(roots, tokens, bm, parents=parents[:2])
+    with pytest.raises(xg.InvalidArgumentError, match="contiguous"):
+        batch.batch_traverse_draft_tree(roots, tokens, bm[:, ::-1], parents=parents)
+    with pytest.raises(xg.InvalidArgumentError, match="draft_tokens"):
+        batch.batch_traverse_draft_tree(roots, tokens[:3], bm, parents=parents)
+    bad = parents.copy()
+    bad[2, 5] = 7
+    with pytest.raises(xg.InvalidArgumentError, match="parents\\[5\\] = 7"):
+        batch.batch_traverse_draft_tree(roots, tokens, bm, parents=bad)
+    assert batch.batch_traverse_draft_tree([], np.zeros((0, 3)), bm[0], parents=[-1, 0, 0]).shape == (0, 3)
 
 
 # ------------------------------------------------------------------------------ serialization

@@ -86,7 +86,8 @@ def test_jsonschemabench_full(runner):
 
 
 def test_large_bound_prescreen():
-    assert lib.large_bound({"type": "string", "maxLength": 256}) is None
-    assert lib.large_bound({"properties": {"a": {"maxLength": 257}}}) == "maxLength=257"
-    assert lib.large_bound({"items": [{"pattern": "^a{2,1000}$"}]}) == "pattern{2,1000}"
-    assert lib.large_bound({"enum": [{"maxItems": 5000}]}) is None
+    assert lib.large_bound({"type": "string", "maxLength": 256}, 256) is None
+    assert lib.large_bound({"properties": {"a": {"maxLength": 257}}}, 256) == "maxLength=257"
+    assert lib.large_bound({"items": [{"pattern": "^a{2,1000}$"}]}, 256) == "pattern{2,1000}"
+    assert lib.large_bound({"patternProperties": {"^x{300}$": {}}}, 256) == "patternProperties{300}"
+    assert lib.large_bound({"enum": [{"maxItems": 5000}]}, 256) is None

@@ -20,6 +20,7 @@ namespace xg2::bindings {
 namespace {
 
 using IndexArray = nb::ndarray<const int64_t, nb::ndim<1>, nb::c_contig, nb::device::cpu>;
+using IndexMatrix = nb::ndarray<const int64_t, nb::ndim<2>, nb::c_contig, nb::device::cpu>;
 
 void CheckLength(const IndexArray& a, size_t n, const char* name) {
   if (a.shape(0) != n) {
@@ -63,7 +64,55 @@ void BindBatch(nb::module_& m) {
             nb::gil_scoped_release release;
             self.Rollback(matchers, counts);
           },
-          nb::arg("matchers"), nb::arg("counts"));
+          nb::arg("matchers"), nb::arg("counts"))
+      .def(
+          "traverse_draft_tree",
+          [](const BatchGrammarMatcher& self, const std::vector<GrammarMatcher*>& matchers,
+             IndexMatrix draft_tokens, nb::ndarray<> bitmask, std::optional<IndexMatrix> parents,
+             std::optional<IndexMatrix> first_child, std::optional<IndexMatrix> next_sibling) {
+            BatchGrammarMatcher::CheckDistinct(matchers);
+            BitmaskView v = CheckBitmask(bitmask, /*require_2d=*/true);
+            const size_t b = draft_tokens.shape(0), n = draft_tokens.shape(1);
+            if (b != matchers.size()) {
+              throw Error(ErrorKind::kInvalidArgument,
+                          "draft_tokens has " + std::to_string(b) + " rows for " +
+                              std::to_string(matchers.size()) + " matchers");
+            }
+            const bool links = first_child.has_value() || next_sibling.has_value();
+            if (parents.has_value() == links || (links && !(first_child && next_sibling))) {
+              throw Error(ErrorKind::kInvalidArgument,
+                          "give the draft trees either as parents or as first_child and "
+                          "next_sibling");
+            }
+            // Tree arrays: (1, N) for one tree shared by every matcher, or (B, N).
+            size_t trees_rows = 0;
+            for (const auto* a : {&parents, &first_child, &next_sibling}) {
+              if (!a->has_value()) continue;
+              const IndexMatrix& x = **a;
+              if (x.shape(1) != n || (x.shape(0) != 1 && x.shape(0) != b) ||
+                  (trees_rows != 0 && x.shape(0) != trees_rows)) {
+                throw Error(ErrorKind::kInvalidArgument,
+                            "draft tree arrays must have shape (1, N) or (B, N) with the N of "
+                            "draft_tokens");
+              }
+              trees_rows = x.shape(0);
+            }
+            nb::gil_scoped_release release;
+            std::vector<DraftTree> trees;
+            trees.reserve(trees_rows);
+            for (size_t i = 0; i < trees_rows; ++i) {
+              trees.push_back(parents ? DraftTree::FromParents(parents->data() + i * n,
+                                                               static_cast<int64_t>(n))
+                                      : DraftTree::FromLinks(first_child->data() + i * n,
+                                                             next_sibling->data() + i * n,
+                                                             static_cast<int64_t>(n)));
+            }
+            return self.TraverseDraftTrees(matchers, trees, draft_tokens.data(), v.data, v.rows,
+                                           v.words, v.row_stride);
+          },
+          nb::arg("matchers"), nb::arg("draft_tokens"), nb::arg("bitmask"),
+          nb::arg("parents") = nb::none(), nb::arg("first_child") = nb::none(),
+          nb::arg("next_sibling") = nb::none());
 
   m.def(
       "traverse_draft_tree",

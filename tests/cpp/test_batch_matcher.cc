@@ -1,6 +1,7 @@
 // BatchGrammarMatcher and TraverseDraftTree without Python: batched fills equal serial ones
 // (also for a lazily compiled grammar whose mask entries are built concurrently), and draft
 // tree rows equal root-to-node replays. Meant to run under -DXG2_SANITIZE=ON or TSan too.
+#include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <memory>
@@ -134,6 +135,31 @@ void TestDraftTree() {
   }
 }
 
+void TestBatchDraftTrees() {
+  auto tok = SmallVocab();
+  auto g = GrammarCompiler(tok, 2, false).Compile(ParseEbnf(BuiltinJsonGrammarEbnf()),
+                                                  CompileOptions());
+  auto states = States(g, 12, 4);
+  std::vector<GrammarMatcher*> ptrs;
+  for (auto& s : states) ptrs.push_back(s.get());
+  const int64_t b = static_cast<int64_t>(ptrs.size()), n = 9;
+  std::mt19937 rng(8);
+  std::vector<int64_t> parents(n), tokens(b * n);
+  parents[0] = -1;
+  for (int64_t i = 1; i < n; ++i) parents[i] = static_cast<int64_t>(rng() % i);
+  for (auto& t : tokens) t = static_cast<int64_t>(rng() % tok->vocab_size());
+  std::vector<DraftTree> trees = {DraftTree::FromParents(parents.data(), n)};
+  std::vector<int32_t> batch(b * n, -1);
+  auto valid = BatchGrammarMatcher(0).TraverseDraftTrees(ptrs, trees, tokens.data(), batch.data(),
+                                                          b * n, 1, 1);
+  for (int64_t i = 0; i < b; ++i) {
+    std::vector<int32_t> one(n, -1);
+    auto v = TraverseDraftTree(*ptrs[i], trees[0], tokens.data() + i * n, one.data(), n, 1, 1);
+    CHECK(v == valid[i]);
+    CHECK(std::equal(one.begin(), one.end(), batch.begin() + i * n));
+  }
+}
+
 void TestSerialization() {
   auto tok = SmallVocab();
   GrammarCompiler compiler(tok, 2, false);
@@ -160,6 +186,7 @@ int main() {
   TestBatchFill(false);
   TestBatchFill(true);
   TestDraftTree();
+  TestBatchDraftTrees();
   TestSerialization();
   if (g_failures) {
     std::printf("%d failure(s)\n", g_failures);

@@ -143,6 +143,69 @@ class BatchGrammarMatcher:
         cnts = _int32_list(counts, "counts")
         self._handle.rollback(handles, cnts)
 
+    def batch_traverse_draft_tree(self, matchers: Sequence[GrammarMatcher], draft_tokens,
+                                  bitmask: np.ndarray, *, parents=None, first_child=None,
+                                  next_sibling=None) -> np.ndarray:
+        """:func:`traverse_draft_tree` for a batch of matchers, in parallel.
+
+        Args:
+            matchers: ``B`` distinct matchers (left unchanged).
+            draft_tokens: integer array ``(B, N)``: matcher ``b``'s tree tokens.
+            bitmask: int32 array ``(B, N, W)`` or ``(B * N, W)`` (C-contiguous rows);
+                matcher ``b``'s node ``i`` goes to row ``b * N + i``.
+            parents / first_child, next_sibling: integer arrays ``(N,)`` (one tree shape for
+                the whole batch) or ``(B, N)`` (a tree per matcher), as in
+                :func:`traverse_draft_tree`.
+
+        Returns:
+            Boolean array ``(B, N)``: whether each node's path is valid.
+
+        Example:
+            >>> import numpy as np, xg2_jax as xg
+            >>> tok = xg.TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2])
+            >>> g = xg.GrammarCompiler(tok).compile_grammar('root ::= "a" "b"')
+            >>> ms = [xg.GrammarMatcher(g), xg.GrammarMatcher(g)]
+            >>> masks = np.zeros((2, 3, 1), dtype=np.int32)
+            >>> xg.BatchGrammarMatcher().batch_traverse_draft_tree(
+            ...     ms, np.array([[0, 0, 1], [0, 1, 1]]), masks, parents=np.array([-1, 0, 1])
+            ... ).tolist()
+            [[True, True, True], [True, False, False]]
+        """
+        handles = _handles(matchers)
+        tokens = np.asarray(draft_tokens)
+        if tokens.ndim != 2:
+            raise InvalidArgumentError(
+                f"draft_tokens must have shape (B, N); got {tokens.shape}")
+        n = tokens.shape[1]
+        tokens = _index_array(tokens.reshape(-1), "draft_tokens").reshape(tokens.shape)
+        if isinstance(bitmask, np.ndarray) and bitmask.ndim == 3:
+            if bitmask.shape[:2] != tokens.shape:
+                raise InvalidArgumentError(
+                    f"bitmask shape {bitmask.shape} does not match draft_tokens {tokens.shape}")
+            if not bitmask.flags.c_contiguous:
+                raise InvalidArgumentError("a 3-D bitmask must be C-contiguous")
+            bitmask = bitmask.reshape(-1, bitmask.shape[2])
+        given = [a is not None for a in (parents, first_child, next_sibling)]
+        if given not in ([True, False, False], [False, True, True]):
+            raise InvalidArgumentError(
+                "give the draft trees either as parents=... or as first_child=... and "
+                "next_sibling=...")
+
+        def tree_array(a, name):
+            arr = np.asarray(a)
+            if arr.ndim not in (1, 2):
+                raise InvalidArgumentError(f"{name} must have shape (N,) or (B, N)")
+            flat = _index_array(arr.reshape(-1), name)
+            return flat.reshape(1, -1) if arr.ndim == 1 else flat.reshape(arr.shape)
+
+        if parents is not None:
+            trees = dict(parents=tree_array(parents, "parents"))
+        else:
+            trees = dict(first_child=tree_array(first_child, "first_child"),
+                         next_sibling=tree_array(next_sibling, "next_sibling"))
+        valid = self._handle.traverse_draft_tree(handles, tokens, bitmask, **trees)
+        return np.asarray(valid, dtype=bool).reshape(len(handles), n)
+
 
 def traverse_draft_tree(matcher: GrammarMatcher, draft_tokens, bitmask: np.ndarray, *,
                         parents=None, first_child=None, next_sibling=None) -> np.ndarray:

@@ -176,6 +176,19 @@ class GrammarMatcher:
         """The forced continuation as bytes (may complete a partial character)."""
         return self._handle.find_jump_forward_bytes()
 
+    def traverse_draft_tree(self, retrieve_next_token, retrieve_next_sibling, draft_tokens,
+                            bitmask: np.ndarray) -> np.ndarray:
+        """xgrammar-style spelling of :func:`xg2_jax.traverse_draft_tree` (first-child /
+        next-sibling links): one mask row per draft-tree node; the matcher is unchanged.
+
+        Returns:
+            Boolean array ``(N,)``: whether each node's path is valid.
+        """
+        from xg2_jax._src.batch import traverse_draft_tree
+
+        return traverse_draft_tree(self, draft_tokens, bitmask, first_child=retrieve_next_token,
+                                   next_sibling=retrieve_next_sibling)
+
     @property
     def num_accepted_tokens(self) -> int:
         """Accepted steps in the rollback history."""

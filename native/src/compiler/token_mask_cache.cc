@@ -1,6 +1,7 @@
 #include "compiler/token_mask_cache.h"
 
 #include <algorithm>
+#include <climits>
 #include <thread>
 
 #include "parser/earley_parser.h"
@@ -17,16 +18,45 @@ TokenMaskCache::TokenMaskCache(std::shared_ptr<const GrammarAutomaton> automaton
   normal_token_bitset_.assign(num_words_, 0);
   for (int32_t t : tokenizer_->trie().sorted_tokens) normal_token_bitset_[t >> 5] |= 1u << (t & 31);
   for (int32_t d : tokenizer_->trie().depth) max_token_bytes_ = std::max(max_token_bytes_, d);
+  const auto& sorted = tokenizer_->trie().sorted_tokens;
+  for (int32_t k = 0; k < static_cast<int32_t>(sorted.size()); ++k) {
+    int32_t len = static_cast<int32_t>(tokenizer_->token_bytes(sorted[k]).size());
+    if (len >= 16) tokens_by_length_.emplace_back(len, k);
+  }
+  std::sort(tokens_by_length_.begin(), tokens_by_length_.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
 }
 
-int32_t TokenMaskCache::LoopContext(int32_t loop_state) const {
+TokenMaskCache::LoopChoice TokenMaskCache::LoopContext(int32_t loop_state) const {
+  constexpr int64_t kMinRecheckLen = 16;  // below this too many tokens would need the parser
+  constexpr int64_t kNone = INT32_MAX;
   const auto& r = automaton_->RepeatOf(loop_state);
   const int64_t c = loop_state - r.base;
-  const int64_t h = max_token_bytes_;  // iterations one token can complete (each >= 1 byte)
-  const bool may_reach_max = r.max != kUnbounded && r.max - c <= h + 1;
-  if (!may_reach_max && c + 1 >= r.min) return r.star();
-  if (!may_reach_max && c + h + 1 < r.min) return r.star_no_complete();
-  return loop_state;
+  const int64_t h = max_token_bytes_;
+  // After the current iteration completes: iterations still needed before the loop may end,
+  // and further iterations allowed.
+  const int64_t to_min = r.min - (c + 1);
+  const int64_t to_max = r.max == kUnbounded ? kNone : r.max - (c + 1);
+  int32_t ctx;
+  int64_t recheck;
+  if (to_min <= 0) {
+    ctx = r.star();
+    recheck = to_max == kNone ? kNone : to_max + 1;
+  } else {
+    ctx = r.star_no_complete();
+    recheck = std::min(to_min + 1, to_max == kNone ? kNone : to_max + 1);
+  }
+  if (recheck > h) return {ctx, static_cast<int32_t>(kNone)};
+  if (recheck >= kMinRecheckLen) return {ctx, static_cast<int32_t>(recheck)};
+  return {loop_state, static_cast<int32_t>(kNone)};
+}
+
+void TokenMaskCache::LongTokens(int32_t min_len, std::vector<int32_t>* out) const {
+  out->clear();
+  for (const auto& [len, index] : tokens_by_length_) {
+    if (len < min_len) break;
+    out->push_back(index);
+  }
 }
 
 TokenMaskCache::~TokenMaskCache() {
@@ -75,7 +105,7 @@ void TokenMaskCache::PrecomputeAll(int num_threads) {
     if (r.max == kUnbounded || r.max - r.min > h + 1) todo.emplace_back(s, r.star());
     if (r.min > h + 2) todo.emplace_back(s, r.star_no_complete());
     for (int64_t c = 0; c < std::min<int64_t>(r.min, 4); ++c) {
-      int32_t ctx = LoopContext(r.base + static_cast<int32_t>(c));
+      int32_t ctx = LoopContext(r.base + static_cast<int32_t>(c)).loop_state;
       if (ctx == r.base + c) todo.emplace_back(s, ctx);
     }
   }

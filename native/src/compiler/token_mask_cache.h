@@ -72,10 +72,18 @@ class TokenMaskCache {
   // counted loop's child rule, loop_state is the loop context (see LoopContext).
   const TokenMaskEntry& Get(int32_t state, int32_t loop_state = -1);
   bool IsBuilt(int32_t state) const { return entries_[state].load(std::memory_order_acquire); }
-  // The loop state whose entry gives exact masks for an iteration running under the real
-  // loop state `loop_state` (count c): the "star" forms when no token can reach a bound from
-  // there, else the exact count itself.
-  int32_t LoopContext(int32_t loop_state) const;
+  // Which entry gives the masks of an iteration running under the real loop state
+  // `loop_state` (count c). A token of n bytes completes at most n iterations, so far from
+  // the bounds the "star" forms (count unknown) are exact; closer, the star forms are exact
+  // for tokens shorter than recheck_len and the longer ones (few) are re-checked by the
+  // parser; near a bound the exact count's own entry is used.
+  struct LoopChoice {
+    int32_t loop_state;   // entry context: star, star_no_complete or the exact count
+    int32_t recheck_len;  // tokens with at least this many bytes need the parser (INT32_MAX: none)
+  };
+  LoopChoice LoopContext(int32_t loop_state) const;
+  // Tokens (trie order indices) of at least `min_len` bytes, longest first.
+  void LongTokens(int32_t min_len, std::vector<int32_t>* sorted_indices) const;
   int32_t max_token_bytes() const { return max_token_bytes_; }
   // Builds the entries of every used scannable state on up to num_threads threads.
   void PrecomputeAll(int num_threads);
@@ -98,6 +106,7 @@ class TokenMaskCache {
   int32_t num_words_;
   std::vector<uint32_t> normal_token_bitset_;
   int32_t max_token_bytes_ = 0;
+  std::vector<std::pair<int32_t, int32_t>> tokens_by_length_;  // (bytes, trie index), longest first
   // Entries of states inside counted loops, keyed by (state, loop context).
   mutable std::mutex loop_mu_;
   std::unordered_map<uint64_t, std::unique_ptr<TokenMaskEntry>> loop_entries_;

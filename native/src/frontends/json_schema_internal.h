@@ -28,8 +28,9 @@ ExprId JsonCharExpr(Grammar* g);
 ExprId JsonStringExpr(Grammar* g, int64_t min_len, int64_t max_len);
 // Every JSON encoding (raw or escaped) of the given decoded text, without quotes.
 ExprId JsonStringContentLiteral(Grammar* g, const std::string& text);
-// A quoted JSON string whose decoded text is not any of `excluded` (compared after decoding:
-// every escape spelling of an excluded key is excluded too).
+// A quoted JSON string whose decoded text is not any of `excluded`. Raw and short-escape
+// spellings (\n, \", \\, \/ ...) of an excluded key are excluded; a "\u" spelling of one
+// of its characters (other than a control character) counts as a different key.
 ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded);
 // Content (no quotes) of a string in the given format; throws UnsupportedKeyword for
 // unknown formats.

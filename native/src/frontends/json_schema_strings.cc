@@ -212,16 +212,59 @@ struct TrieNode {
   std::map<uint32_t, int> children;
 };
 
-ExprId TrieExclusion(Grammar* g, const std::vector<TrieNode>& nodes, int n) {
+// The spellings of `cp` inside a JSON string that key exclusion recognises: raw when allowed,
+// the short escape if any, and "\u" with four hex digits for other control characters.
+ExprId KeyCharSpellings(Grammar* g, uint32_t cp) {
+  std::vector<ExprId> alts;
+  bool raw = false;
+  for (const auto& a : kRawAllowed) raw = raw || (cp >= a.lo && cp <= a.hi);
+  if (raw) {
+    std::string enc;
+    AppendUtf8(cp, &enc);
+    alts.push_back(Lit(g, enc));
+  }
+  if (const char* e = ShortEscape(cp)) alts.push_back(Lit(g, e));
+  if (cp < 0x20 && !ShortEscape(cp)) AddUnicodeEscapes(g, cp, cp, &alts);
+  return alts.size() == 1 ? alts[0] : g->AddChoice(alts);
+}
+
+// Key content that is not any excluded key below trie node n. Excluded keys are matched in
+// their raw and short-escape spellings (and "\u" for control characters); other "\u"
+// spellings of a character of an excluded key count as a different key. That keeps the
+// grammar small: the exact complement of every "\u" spelling needs a hex range per gap.
+ExprId TrieExclusion(Grammar* g, const std::vector<TrieNode>& nodes, int n, ExprId rest) {
   const TrieNode& t = nodes[n];
   std::vector<ExprId> alts;
-  // Diverge: a character (any spelling) that continues no excluded key, then anything.
+  // Diverge: a character that continues no excluded key, then anything.
   std::vector<CodepointRange> taken;
   for (const auto& kv : t.children) taken.push_back({kv.first, kv.first});
   std::vector<CodepointRange> allowed = WithoutSurrogates(Complement(NormalizeRanges(taken)));
-  if (!allowed.empty()) alts.push_back(g->AddSequence({EncodedClass(g, allowed), g->AddRepeat(JsonCharExpr(g), 0, kUnbounded)}));
-  // Continue: a character of some excluded key, in any of its spellings (raw or escaped).
-  for (const auto& kv : t.children) alts.push_back(g->AddSequence({EncodedCodepoint(g, kv.first), TrieExclusion(g, nodes, kv.second)}));
+  std::vector<CodepointRange> raw_no_special;
+  for (const auto& r : allowed) {
+    for (const auto& a : kRawAllowed) {
+      uint32_t lo = std::max(r.lo, a.lo), hi = std::min(r.hi, a.hi);
+      if (lo <= hi) raw_no_special.push_back({lo, hi});
+    }
+  }
+  std::vector<CodepointRange> short_letters;  // short escapes of characters no key continues with
+  const std::pair<char, uint32_t> kShort[] = {{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', '\b'}, {'f', '\f'}, {'n', '\n'}, {'r', '\r'}, {'t', '\t'}};
+  for (const auto& sc : kShort) {
+    if (!t.children.count(sc.second)) short_letters.push_back({uint32_t(sc.first), uint32_t(sc.first)});
+  }
+  bool control_child = false;
+  for (const auto& kv : t.children) control_child = control_child || (kv.first < 0x20 && !ShortEscape(kv.first));
+  std::vector<ExprId> diverge;
+  if (control_child) {
+    diverge.push_back(EncodedClass(g, allowed));  // exact, "\u" spellings included
+  } else {
+    if (!raw_no_special.empty()) diverge.push_back(Cls(g, raw_no_special));
+    if (!short_letters.empty()) diverge.push_back(g->AddSequence({Lit(g, "\\"), Cls(g, short_letters)}));
+    diverge.push_back(g->AddSequence({Lit(g, "\\u"), HexN(g, 4)}));
+  }
+  if (!diverge.empty()) {
+    alts.push_back(g->AddSequence({diverge.size() == 1 ? diverge[0] : g->AddChoice(diverge), rest}));
+  }
+  for (const auto& kv : t.children) alts.push_back(g->AddSequence({KeyCharSpellings(g, kv.first), TrieExclusion(g, nodes, kv.second, rest)}));
   if (!t.terminal) alts.push_back(g->AddEmpty());
   return g->AddChoice(alts);
 }
@@ -247,7 +290,10 @@ ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded) {
     }
     nodes[n].terminal = true;
   }
-  return g->AddSequence({Lit(g, "\""), TrieExclusion(g, nodes, 0), Lit(g, "\"")});
+  // Any string content after the divergence: one rule shared by every trie node.
+  RuleId rest = g->DeclareRule("json_string_rest");
+  g->SetRuleBody(rest, g->AddRepeat(JsonCharExpr(g), 0, kUnbounded));
+  return g->AddSequence({Lit(g, "\""), TrieExclusion(g, nodes, 0, g->AddRuleRef(rest)), Lit(g, "\"")});
 }
 
 // ---------------------------------------------------------------------------- formats

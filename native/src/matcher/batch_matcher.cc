@@ -126,4 +126,43 @@ void BatchGrammarMatcher::Rollback(const std::vector<GrammarMatcher*>& matchers,
   for (int64_t i = 0; i < n; ++i) matchers[i]->Rollback(counts[i]);
 }
 
+std::vector<std::vector<bool>> BatchGrammarMatcher::TraverseDraftTrees(
+    const std::vector<GrammarMatcher*>& matchers, const std::vector<DraftTree>& trees,
+    const int64_t* draft_tokens, int32_t* bitmask, int64_t rows, int64_t words,
+    int64_t row_stride) const {
+  CheckDistinct(matchers);
+  const int64_t b = static_cast<int64_t>(matchers.size());
+  if (trees.size() != 1) CheckSameSize(matchers.size(), trees.size(), "draft trees");
+  if (b == 0) return {};
+  const int64_t n = trees[0].num_nodes();
+  for (const DraftTree& t : trees) {
+    if (t.num_nodes() != n) {
+      throw Error(ErrorKind::kInvalidArgument, "all draft trees of a batch need the same size");
+    }
+  }
+  if (rows < b * n) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "the bitmask has " + std::to_string(rows) + " rows; " + std::to_string(b) +
+                    " trees of " + std::to_string(n) + " nodes need " + std::to_string(b * n));
+  }
+  for (int64_t i = 0; i < b; ++i) {
+    const int64_t needed = matchers[i]->compiled()->mask_cache().num_words();
+    if (words < needed) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  "bitmask rows have " + std::to_string(words) + " words; matcher " +
+                      std::to_string(i) + "'s vocabulary needs " + std::to_string(needed));
+    }
+  }
+  std::vector<std::vector<bool>> valid(static_cast<size_t>(b));
+  ThreadPool::Default().ParallelFor(
+      b,
+      [&](int64_t i) {
+        const DraftTree& tree = trees.size() == 1 ? trees[0] : trees[i];
+        valid[i] = TraverseDraftTree(*matchers[i], tree, draft_tokens + i * n,
+                                     bitmask + i * n * row_stride, n, words, row_stride);
+      },
+      max_threads_);
+  return valid;
+}
+
 }  // namespace xg2

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "matcher/draft_tree.h"
 #include "matcher/grammar_matcher.h"
 
 namespace xg2 {
@@ -37,6 +38,16 @@ class BatchGrammarMatcher {
   // or exceeds that matcher's history.
   void Rollback(const std::vector<GrammarMatcher*>& matchers,
                 const std::vector<int32_t>& counts) const;
+
+  // TraverseDraftTree for every matcher in parallel: matcher b walks trees[b] (or trees[0]
+  // when there is one tree for all) with tokens draft_tokens[b * N .. (b + 1) * N) and writes
+  // rows [b * N, (b + 1) * N) of the bitmask, N the number of nodes (equal for all trees).
+  // Returns each matcher's per-node validity. The matchers are not changed.
+  std::vector<std::vector<bool>> TraverseDraftTrees(const std::vector<GrammarMatcher*>& matchers,
+                                                    const std::vector<DraftTree>& trees,
+                                                    const int64_t* draft_tokens, int32_t* bitmask,
+                                                    int64_t rows, int64_t words,
+                                                    int64_t row_stride) const;
 
   // Throws Error(kInvalidArgument) if a matcher pointer is null or occurs twice.
   static void CheckDistinct(const std::vector<GrammarMatcher*>& matchers);

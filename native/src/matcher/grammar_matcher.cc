@@ -1,6 +1,7 @@
 #include "matcher/grammar_matcher.h"
 
 #include <algorithm>
+#include <climits>
 #include <cstring>
 
 #include "xg2/errors.h"
@@ -117,24 +118,12 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
   fill_stats_ = FillStats();
   pending_.clear();
   seen_entries_.clear();
+  int32_t recheck_len = INT32_MAX;
   auto apply_entry = [&](const TokenMaskEntry* e) {
     if (std::find(seen_entries_.begin(), seen_entries_.end(), e) != seen_entries_.end()) return;
     seen_entries_.push_back(e);
     ++fill_stats_.scannable_states;
-    switch (e->storage) {
-      case TokenMaskEntry::Storage::kAcceptedIds:
-        for (int32_t t : e->ids) set_bit(t);
-        break;
-      case TokenMaskEntry::Storage::kAcceptedBitset:
-        for (int32_t w = 0; w < vocab_words; ++w) words[w] |= e->bitset[w];
-        break;
-      case TokenMaskEntry::Storage::kNotAcceptedIds: {
-        scratch_bits_ = cache.normal_token_bitset();
-        for (int32_t t : e->ids) scratch_bits_[t >> 5] &= ~(1u << (t & 31));
-        for (int32_t w = 0; w < vocab_words; ++w) words[w] |= scratch_bits_[w];
-        break;
-      }
-    }
+    ApplyEntry(*e, words);
   };
   for (const EarleyItem* it = parser_.last_row_begin(); it != parser_.last_row_end(); ++it) {
     const int32_t s = it->state;
@@ -145,7 +134,7 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
       const TokenMaskEntry* e = &cache.Get(s);
       apply_entry(e);
       // The rule's completion from the top item is the end of the input: nothing follows.
-      if (e->has_uncertain() && it->origin >= 0) pending_.push_back({rule, it->origin, e});
+      if (e->has_uncertain() && it->origin >= 0) pending_.push_back({rule, it->origin, e, INT32_MAX});
       continue;
     }
     // One iteration of a counted loop: its entry depends on the loop's count, held by the
@@ -155,9 +144,24 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
          p != parser_.row_items_end(it->origin); ++p) {
       if (!g.is_virtual(p->state) || g.RepeatOf(p->state).rule != r.rule) continue;
       if (g.RuleEdgeTarget(p->state, rule) < 0) continue;
-      const TokenMaskEntry* e = &cache.Get(s, cache.LoopContext(p->state));
-      apply_entry(e);
-      if (e->has_uncertain() && p->origin >= 0) pending_.push_back({r.rule, p->origin, e});
+      const TokenMaskCache::LoopChoice choice = cache.LoopContext(p->state);
+      const TokenMaskEntry* e = &cache.Get(s, choice.loop_state);
+      if (choice.recheck_len == INT32_MAX) {
+        apply_entry(e);
+      } else {
+        // Apply without the long tokens, which the parser re-checks below.
+        ++fill_stats_.scannable_states;
+        scratch_item_.assign(vocab_words, 0);
+        ApplyEntry(*e, scratch_item_.data());
+        cache.LongTokens(choice.recheck_len, &scratch_long_);
+        const auto& sorted = tok.trie().sorted_tokens;
+        for (int32_t k : scratch_long_) scratch_item_[sorted[k] >> 5] &= ~(1u << (sorted[k] & 31));
+        for (int32_t w = 0; w < vocab_words; ++w) words[w] |= scratch_item_[w];
+        recheck_len = std::min(recheck_len, choice.recheck_len);
+      }
+      if (e->has_uncertain() && p->origin >= 0) {
+        pending_.push_back({r.rule, p->origin, e, choice.recheck_len});
+      }
     }
   }
 
@@ -166,7 +170,8 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
   std::sort(pending_.begin(), pending_.end(), [](const Pending& a, const Pending& b) {
     if (a.rule != b.rule) return a.rule < b.rule;
     if (a.origin != b.origin) return a.origin < b.origin;
-    return a.entry < b.entry;
+    if (a.entry != b.entry) return a.entry < b.entry;
+    return a.recheck_len < b.recheck_len;  // the strictest first: duplicates walk it only
   });
   pending_.erase(std::unique(pending_.begin(), pending_.end(),
                              [](const Pending& a, const Pending& b) {
@@ -187,12 +192,23 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
         const TokenMaskEntry* e = pending_[k].entry;
         if (k > gi && e == pending_[k - 1].entry) continue;
         scratch_ranges_.insert(scratch_ranges_.end(), e->uncertain.begin(), e->uncertain.end());
-        WalkSuffixes(e->uncertain_suffixes, rows_ctx, words);
+        WalkSuffixes(e->uncertain_suffixes, rows_ctx, words, pending_[k].recheck_len);
       }
       WalkTokenRanges(rows_ctx, words);
     }
     parser_.TruncateRows(rows0);
     gi = gj;
+  }
+
+  // Long tokens in counted loops near a bound: the parser decides them from the real row.
+  if (recheck_len != INT32_MAX) {
+    cache.LongTokens(recheck_len, &scratch_long_);
+    std::sort(scratch_long_.begin(), scratch_long_.end());
+    scratch_ranges_.clear();
+    for (int32_t k : scratch_long_) scratch_ranges_.emplace_back(k, k + 1);
+    const int32_t rows0 = parser_.num_rows();
+    WalkTokenRanges(rows0, words);
+    parser_.TruncateRows(rows0);
   }
 
   if (parser_.CanEnd()) {
@@ -210,7 +226,27 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
   return false;
 }
 
-void GrammarMatcher::WalkSuffixes(const SuffixTrie& trie, int32_t rows_ctx, uint32_t* words) {
+void GrammarMatcher::ApplyEntry(const TokenMaskEntry& e, uint32_t* words) {
+  TokenMaskCache& cache = compiled_->mask_cache();
+  const int32_t vocab_words = cache.num_words();
+  switch (e.storage) {
+    case TokenMaskEntry::Storage::kAcceptedIds:
+      for (int32_t t : e.ids) words[t >> 5] |= 1u << (t & 31);
+      break;
+    case TokenMaskEntry::Storage::kAcceptedBitset:
+      for (int32_t w = 0; w < vocab_words; ++w) words[w] |= e.bitset[w];
+      break;
+    case TokenMaskEntry::Storage::kNotAcceptedIds:
+      scratch_bits_ = cache.normal_token_bitset();
+      for (int32_t t : e.ids) scratch_bits_[t >> 5] &= ~(1u << (t & 31));
+      for (int32_t w = 0; w < vocab_words; ++w) words[w] |= scratch_bits_[w];
+      break;
+  }
+}
+
+void GrammarMatcher::WalkSuffixes(const SuffixTrie& trie, int32_t rows_ctx, uint32_t* words,
+                                  int32_t max_token_len) {
+  const auto& tok = *compiled_->tokenizer();
   const int32_t n = trie.num_nodes();
   int32_t i = 1;
   while (i < n) {
@@ -222,6 +258,11 @@ void GrammarMatcher::WalkSuffixes(const SuffixTrie& trie, int32_t rows_ctx, uint
     }
     for (int32_t k = trie.token_begin[i]; k < trie.token_begin[i + 1]; ++k) {
       int32_t t = trie.tokens[k];
+      // Tokens at or over max_token_len are re-checked from the real row instead.
+      if (max_token_len != INT32_MAX &&
+          static_cast<int32_t>(tok.token_bytes(t).size()) >= max_token_len) {
+        continue;
+      }
       words[t >> 5] |= 1u << (t & 31);
     }
     fill_stats_.uncertain_tokens += trie.token_begin[i + 1] - trie.token_begin[i];

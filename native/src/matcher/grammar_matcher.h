@@ -57,13 +57,18 @@ class GrammarMatcher {
   // Fill helpers: walk a suffix trie / the vocabulary trie (restricted to scratch_ranges_)
   // from the parser's last row, whose row count is rows_ctx, setting the bits of accepted
   // tokens.
-  void WalkSuffixes(const SuffixTrie& trie, int32_t rows_ctx, uint32_t* words);
+  void WalkSuffixes(const SuffixTrie& trie, int32_t rows_ctx, uint32_t* words,
+                    int32_t max_token_len);
+  void ApplyEntry(const TokenMaskEntry& e, uint32_t* words);
   void WalkTokenRanges(int32_t rows_ctx, uint32_t* words);
   struct Pending {
     RuleId rule;
     int32_t origin;
     const TokenMaskEntry* entry;
+    int32_t recheck_len;  // suffix hits of tokens this long are left to the re-check
   };
+  std::vector<uint32_t> scratch_item_;
+  std::vector<int32_t> scratch_long_;
   std::vector<Pending> pending_;
   std::vector<const TokenMaskEntry*> seen_entries_;
 

@@ -338,7 +338,7 @@ class Parser {
           break;
         }
         default:
-          --pos_;
+          pos_ -= 2;  // report the backslash
           Fail(std::string("invalid escape '\\") + e + "'");
       }
     }

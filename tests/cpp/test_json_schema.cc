@@ -1,0 +1,267 @@
+// Tests of the JSON document parser (errors with line:col, values, limits) and of the JSON
+// Schema front end (a few conversions checked by matching texts, unsupported keywords and
+// invalid schemas). A standalone executable: prints each failure and exits non-zero if any
+// check failed.
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "compiler/grammar_compiler.h"
+#include "frontends/json_schema.h"
+#include "matcher/grammar_matcher.h"
+#include "support/json.h"
+#include "xg2/errors.h"
+#include "xg2/grammar.h"
+#include "xg2/tokenizer.h"
+
+using namespace xg2;
+
+namespace {
+
+int g_failures = 0;
+
+#define CHECK(cond)                                               \
+  do {                                                            \
+    if (!(cond)) {                                                \
+      std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+      ++g_failures;                                               \
+    }                                                             \
+  } while (0)
+
+// ------------------------------------------------------------------ JSON parser
+
+// Expects a SyntaxError at line:col whose message contains `what`.
+void ExpectSyntaxError(const std::string& text, int line, int col, const std::string& what, int src_line) {
+  try {
+    ParseJson(text);
+    std::printf("FAIL line %d: no error for %s\n", src_line, text.c_str());
+    ++g_failures;
+  } catch (const SyntaxError& e) {
+    std::string msg = e.what();
+    if (e.line() != line || e.column() != col || msg.find(what) == std::string::npos ||
+        msg.rfind(std::to_string(line) + ":" + std::to_string(col) + ": ", 0) != 0) {
+      std::printf("FAIL line %d: %s -> '%s' (line %d col %d), expected %d:%d '%s'\n", src_line, text.c_str(),
+                  msg.c_str(), e.line(), e.column(), line, col, what.c_str());
+      ++g_failures;
+    }
+  } catch (const std::exception& e) {
+    std::printf("FAIL line %d: %s -> unexpected exception %s\n", src_line, text.c_str(), e.what());
+    ++g_failures;
+  }
+}
+#define EXPECT_SYNTAX(text, line, col, what) ExpectSyntaxError(text, line, col, what, __LINE__)
+
+void TestJsonParserErrors() {
+  EXPECT_SYNTAX("", 1, 1, "unexpected end of input");
+  EXPECT_SYNTAX("   ", 1, 4, "unexpected end of input");
+  EXPECT_SYNTAX("{\"a\": 1,}", 1, 9, "expected a string key");
+  EXPECT_SYNTAX("{\"a\" 1}", 1, 6, "expected ':'");
+  EXPECT_SYNTAX("{\"a\": 1 \"b\": 2}", 1, 9, "expected ',' or '}'");
+  EXPECT_SYNTAX("[1, 2", 1, 6, "expected ',' or ']'");
+  EXPECT_SYNTAX("[1,\n 2,\n x]", 3, 2, "unexpected character 'x'");
+  EXPECT_SYNTAX("{\n  \"a\": tru\n}", 2, 8, "unexpected character 't'");
+  EXPECT_SYNTAX("\"abc", 1, 5, "unterminated string");
+  EXPECT_SYNTAX("\"a\tb\"", 1, 3, "raw control character");
+  EXPECT_SYNTAX("\"\\x\"", 1, 2, "invalid escape '\\x'");
+  EXPECT_SYNTAX("\"\\u12G4\"", 1, 4, "invalid hex digit");
+  EXPECT_SYNTAX("\"\\u12", 1, 4, "truncated \\u escape");
+  EXPECT_SYNTAX("-", 1, 2, "expected a digit");
+  EXPECT_SYNTAX("1.", 1, 3, "expected a digit after '.'");
+  EXPECT_SYNTAX("1e+", 1, 4, "expected a digit in the exponent");
+  EXPECT_SYNTAX("01", 1, 2, "unexpected trailing characters");
+  EXPECT_SYNTAX("{} {}", 1, 4, "unexpected trailing characters");
+  EXPECT_SYNTAX("[\"\xc3\xa9\", x]", 1, 7, "unexpected character 'x'");  // columns count code points
+  EXPECT_SYNTAX("[\"\xff\"]", 1, 3, "invalid UTF-8");
+  EXPECT_SYNTAX("\r\n\n  nul", 3, 3, "unexpected character 'n'");
+
+  // Nesting limit: a typed LimitExceeded error, not a crash.
+  JsonParseOptions shallow;
+  shallow.max_depth = 3;
+  try {
+    ParseJson("[[[[[1]]]]]", shallow);
+    std::printf("FAIL: no depth error\n");
+    ++g_failures;
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::kLimitExceeded);
+  }
+  std::string deep(100000, '[');
+  try {
+    ParseJson(deep);
+    ++g_failures;
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::kLimitExceeded);
+  }
+}
+
+void TestJsonParserValues() {
+  JsonValue v = ParseJson(" {\"b\": [1, -2.50, 1e3, true, null], \"a\": \"x\\n\\u00e9\\ud83d\\ude00\\ud800\"} ");
+  CHECK(v.is_object());
+  CHECK(v.members().size() == 2);
+  CHECK(v.members()[0].first == "b");  // member order is kept
+  const JsonValue* b = v.Find("b");
+  CHECK(b && b->is_array() && b->items().size() == 5);
+  if (b && b->items().size() == 5) {
+    CHECK(b->items()[0].is_integer());
+    CHECK(b->items()[1].number_literal() == "-2.50");
+    CHECK(b->items()[1].as_number() == -2.5);
+    CHECK(!b->items()[1].is_integer());
+    CHECK(b->items()[2].is_integer() && b->items()[2].as_number() == 1000);
+    CHECK(b->items()[3].is_bool() && b->items()[3].as_bool());
+    CHECK(b->items()[4].is_null());
+  }
+  const JsonValue* a = v.Find("a");
+  // \u00e9 -> é, a surrogate pair -> U+1F600, a lone surrogate -> U+FFFD.
+  CHECK(a && a->as_string() == "x\n\xc3\xa9\xf0\x9f\x98\x80\xef\xbf\xbd");
+  CHECK(v.Find("missing") == nullptr);
+  CHECK(ParseJson("1.0") == ParseJson("1"));  // equality by value
+  CHECK(!(ParseJson("{\"a\":1,\"b\":2}") == ParseJson("{\"a\":1}")));
+  CHECK(ParseJson("[1, {\"k\": \"v\"}]").Dump() == "[1,{\"k\":\"v\"}]");
+  CHECK(JsonQuote("a\"b\\\n") == "\"a\\\"b\\\\\\n\"");
+  CHECK(JsonPointerEscape("a/b~c") == "a~1b~0c");
+}
+
+// ------------------------------------------------------------------ JSON Schema conversion
+
+std::shared_ptr<TokenizerInfo> ByteTokenizer() {
+  std::vector<std::string> vocab = {"</s>"};
+  for (int b = 0; b < 256; ++b) vocab.push_back(std::string(1, static_cast<char>(b)));
+  return std::make_shared<TokenizerInfo>(vocab, VocabType::kRaw, static_cast<int32_t>(vocab.size()),
+                                         std::vector<int32_t>{0}, std::vector<int32_t>{}, false);
+}
+
+struct Checker {
+  GrammarCompiler compiler{ByteTokenizer(), 1, false};
+
+  // Whether the schema's grammar accepts the whole text.
+  bool Accepts(const Grammar& g, const std::string& text) {
+    CompileOptions options;
+    options.precompute_masks = false;
+    GrammarMatcher m(compiler.Compile(g, options), {}, false);
+    return m.AcceptString(text) && m.IsCompleted();
+  }
+
+  void Expect(const std::string& schema, const std::vector<std::string>& valid, const std::vector<std::string>& invalid,
+              int src_line, JsonSchemaOptions options = JsonSchemaOptions()) {
+    Grammar g;
+    try {
+      g = JsonSchemaToGrammar(schema, options).grammar;
+    } catch (const std::exception& e) {
+      std::printf("FAIL line %d: %s raised %s\n", src_line, schema.c_str(), e.what());
+      ++g_failures;
+      return;
+    }
+    for (const auto& t : valid) {
+      if (!Accepts(g, t)) {
+        std::printf("FAIL line %d: %s rejects %s\n%s\n", src_line, schema.c_str(), t.c_str(), g.ToEbnf().c_str());
+        ++g_failures;
+      }
+    }
+    for (const auto& t : invalid) {
+      if (Accepts(g, t)) {
+        std::printf("FAIL line %d: %s accepts %s\n", src_line, schema.c_str(), t.c_str());
+        ++g_failures;
+      }
+    }
+  }
+};
+#define EXPECT_SCHEMA(schema, valid, invalid, ...) checker.Expect(schema, valid, invalid, __LINE__, ##__VA_ARGS__)
+using Texts = std::vector<std::string>;
+
+// Expects conversion to fail with Error(kGrammarSemantic) whose message starts with `prefix`.
+void ExpectSchemaError(const std::string& schema, const std::string& prefix, int src_line, bool strict = true) {
+  JsonSchemaOptions o;
+  o.strict_mode = strict;
+  try {
+    JsonSchemaToGrammar(schema, o);
+    std::printf("FAIL line %d: no error for %s\n", src_line, schema.c_str());
+    ++g_failures;
+  } catch (const Error& e) {
+    std::string msg = e.what();
+    if (e.kind() != ErrorKind::kGrammarSemantic || msg.rfind(prefix, 0) != 0) {
+      std::printf("FAIL line %d: %s -> '%s', expected prefix '%s'\n", src_line, schema.c_str(), msg.c_str(), prefix.c_str());
+      ++g_failures;
+    }
+  }
+}
+#define EXPECT_SCHEMA_ERROR(schema, prefix) ExpectSchemaError(schema, prefix, __LINE__)
+
+void TestSchemaConversions() {
+  Checker checker;
+  JsonSchemaOptions compact;  // json.dumps(obj) formatting
+  compact.any_whitespace = false;
+  JsonSchemaOptions lax = compact;
+  lax.strict_mode = false;
+
+  EXPECT_SCHEMA("{\"type\": \"integer\", \"minimum\": -5, \"exclusiveMaximum\": 100}", (Texts{"-5", "0", "99"}),
+                (Texts{"-6", "100", "1.5", "01"}), compact);
+  EXPECT_SCHEMA("{\"type\": \"string\", \"minLength\": 2, \"maxLength\": 3}", (Texts{"\"ab\"", "\"\\n\\u00e9c\""}),
+                (Texts{"\"a\"", "\"abcd\""}), compact);
+  EXPECT_SCHEMA("{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"boolean\"}, \"b\": {\"enum\": [1, \"x\"]}},"
+                " \"required\": [\"a\"]}",
+                (Texts{"{\"a\": true}", "{\"a\": false, \"b\": \"x\"}", "{\"a\": true, \"b\": 1}"}),
+                (Texts{"{}", "{\"b\": 1}", "{\"a\": true, \"c\": 1}", "{\"a\": 1}"}), compact);
+  EXPECT_SCHEMA("{\"type\": \"array\", \"prefixItems\": [{\"type\": \"null\"}], \"items\": {\"type\": \"integer\"}, \"maxItems\": 3}",
+                (Texts{"[]", "[null]", "[null, 1, 2]"}), (Texts{"[1]", "[null, 1, 2, 3]", "[null, null]"}), compact);
+  // $ref recursion.
+  EXPECT_SCHEMA("{\"$defs\": {\"n\": {\"type\": \"array\", \"items\": {\"$ref\": \"#/$defs/n\"}}}, \"$ref\": \"#/$defs/n\"}",
+                (Texts{"[]", "[[], [[]]]"}), (Texts{"[1]"}), compact);
+  // const/enum numbers compare by value.
+  EXPECT_SCHEMA("{\"enum\": [1, 2.5]}", (Texts{"1", "1.0", "2.5", "2.50"}), (Texts{"2", "1.5", "25"}), compact);
+  // Required properties come in the order listed (validation order of the instance).
+  EXPECT_SCHEMA("{\"required\": [\"z\", \"a\"]}", (Texts{"{\"z\": 1, \"a\": 2}"}), (Texts{"{\"a\": 2}"}), lax);
+  // A false prefix entry caps the array length.
+  EXPECT_SCHEMA("{\"prefixItems\": [true, false]}", (Texts{"[]", "[1]"}), (Texts{"[1, 2]"}), lax);
+  // Keys with escapes are excluded from the additional properties in their escaped spelling.
+  EXPECT_SCHEMA("{\"properties\": {\"a\\nb\": {\"type\": \"number\"}, \"q\\\"\": {\"type\": \"number\"}}}",
+                (Texts{"{\"a\\nb\": 1}", "{\"ab\": \"s\"}", "{\"q\\\"\": 2}"}),
+                (Texts{"{\"a\\nb\": \"1\"}", "{\"q\\\"\": \"1\"}"}), lax);
+  // additionalProperties applies to properties declared only in an allOf branch.
+  EXPECT_SCHEMA("{\"allOf\": [{\"properties\": {\"foo\": {}}}], \"additionalProperties\": {\"type\": \"boolean\"}}",
+                (Texts{"{\"foo\": true}", "{\"bar\": false}"}), (Texts{"{\"foo\": 1}"}), lax);
+  // Draft-07: keywords beside $ref are ignored.
+  EXPECT_SCHEMA("{\"$schema\": \"http://json-schema.org/draft-07/schema#\", \"definitions\": {\"r\": {\"type\": \"array\"}},"
+                " \"properties\": {\"foo\": {\"$ref\": \"#/definitions/r\", \"maxItems\": 1}}}",
+                (Texts{"{\"foo\": [1, 2]}"}), (Texts{"{\"foo\": 1}"}), lax);
+  // Indented formatting, like json.dumps(obj, indent=2).
+  JsonSchemaOptions indented = compact;
+  indented.indent = 2;
+  EXPECT_SCHEMA("{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"array\", \"items\": {\"type\": \"integer\"}}}}",
+                (Texts{"{\n  \"a\": [\n    1,\n    2\n  ]\n}", "{}"}), (Texts{"{\"a\": [1, 2]}"}), indented);
+
+  EXPECT_SCHEMA_ERROR("{\"uniqueItems\": true}", "unsupported keyword 'uniqueItems' at (root)");
+  EXPECT_SCHEMA_ERROR("{\"properties\": {\"a\": {\"if\": {}}}}", "unsupported keyword 'if' at /properties/a");
+  EXPECT_SCHEMA_ERROR("{\"type\": \"string\", \"format\": \"country-code\"}", "unsupported keyword 'format'");
+  EXPECT_SCHEMA_ERROR("{\"$ref\": \"#/$defs/missing\"}", "invalid schema at (root)");
+  EXPECT_SCHEMA_ERROR("{\"type\": \"strin\"}", "invalid schema at /type");
+  EXPECT_SCHEMA_ERROR("{\"properties\": {\"a\": 5}}", "invalid schema at /properties/a");
+  EXPECT_SCHEMA_ERROR("{\"minLength\": -1}", "invalid schema at (root)");
+
+  // Warnings instead of errors.
+  JsonSchemaOptions warn;
+  warn.on_unsupported_warn = true;
+  JsonSchemaResult r = JsonSchemaToGrammar(std::string("{\"type\": \"array\", \"uniqueItems\": true}"), warn);
+  CHECK(r.warnings.size() == 1 && r.warnings[0].rfind("unsupported keyword 'uniqueItems'", 0) == 0);
+
+  // Malformed schema text: the JSON parser's SyntaxError with line:col.
+  try {
+    JsonSchemaToGrammar(std::string("{\n  \"type\": \"string\",\n}"));
+    ++g_failures;
+  } catch (const SyntaxError& e) {
+    CHECK(e.line() == 3 && e.column() == 1);
+  }
+}
+
+}  // namespace
+
+int main() {
+  TestJsonParserErrors();
+  TestJsonParserValues();
+  TestSchemaConversions();
+  if (g_failures) {
+    std::printf("%d check(s) failed\n", g_failures);
+    return 1;
+  }
+  std::printf("test_json_schema: all checks passed\n");
+  return 0;
+}
