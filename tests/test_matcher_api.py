@@ -76,7 +76,8 @@ def sid(s) -> int:
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers(-10**6, 10**6)
     | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
-    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4),
+    lambda inner: (st.lists(inner, max_size=4)
+                   | st.dictionaries(st.text(max_size=6), inner, max_size=4)),
     max_leaves=12,
 )
 
@@ -237,7 +238,8 @@ def test_accept_after_termination(small_tok):
 
 def test_terminate_without_stop_token(small_tok):
     v = small_tok.vocab_size
-    m = small_matcher(small_tok, 'root ::= "yes" | "no" | "y" "a"*', terminate_without_stop_token=True)
+    m = small_matcher(small_tok, 'root ::= "yes" | "no" | "y" "a"*',
+                      terminate_without_stop_token=True)
     assert m.accept_token(sid("y"))
     assert m.is_completed() and not m.is_terminated()  # "a" may still follow
     assert m.accept_token(sid("es"))

@@ -14,6 +14,7 @@ reference. Properties checked:
 from __future__ import annotations
 
 import random
+from typing import Optional
 
 import numpy as np
 import pytest
@@ -75,20 +76,21 @@ def random_literal(rng: random.Random) -> Lit:
     return Lit("".join(rng.choice(chars) for _ in range(rng.randint(1, 3))))
 
 
-def random_repeat(rng: random.Random, item) -> Rep:
+def random_repeat(rng: random.Random, item, max_count: int = 2) -> Rep:
     kind = rng.choice(["*", "+", "?", "{n}", "{n,}", "{n,m}", "{n,m}"])
-    n = rng.randint(0, 2)
+    n = rng.randint(0, max_count)
     return {
         "*": Rep(item, 0, None),
         "+": Rep(item, 1, None),
         "?": Rep(item, 0, 1),
         "{n}": Rep(item, n, n),
         "{n,}": Rep(item, n, None),
-        "{n,m}": Rep(item, n, n + rng.randint(1, 2)),
+        "{n,m}": Rep(item, n, n + rng.randint(1, max_count)),
     }[kind]
 
 
-def random_expr(rng: random.Random, names: list[str], depth: int, ref_p: float = 0.25):
+def random_expr(rng: random.Random, names: list[str], depth: int, ref_p: float = 0.25,
+                max_count: int = 2):
     r = rng.random()
     if depth == 0 or r < 0.15:
         leaf = rng.random()
@@ -98,25 +100,30 @@ def random_expr(rng: random.Random, names: list[str], depth: int, ref_p: float =
             return random_class(rng)
         return Ref(rng.choice(names))
     kids = lambda: tuple(  # noqa: E731
-        random_expr(rng, names, depth - 1, ref_p) for _ in range(rng.randint(2, 3)))
+        random_expr(rng, names, depth - 1, ref_p, max_count) for _ in range(rng.randint(2, 3)))
     if r < 0.5:
         return Seq(kids())
     if r < 0.75:
         return Alt(kids())
-    return random_repeat(rng, random_expr(rng, names, depth - 1, ref_p))
+    return random_repeat(rng, random_expr(rng, names, depth - 1, ref_p, max_count), max_count)
 
 
 def random_grammar(rng: random.Random, depth: int = 3, num_rules: tuple = (2, 4),
-                   ref_p: float = 0.25) -> GrammarAst:
-    """A random grammar of 2-4 rules (root first) over the test alphabet."""
+                   ref_p: float = 0.25, max_count: int = 2) -> GrammarAst:
+    """A random grammar of 2-4 rules (root first) over the test alphabet; repetition bounds
+    {n}, {n,}, {n,m} have n <= max_count and m - n <= max_count."""
     names = RULE_NAMES[: rng.randint(*num_rules)]
-    return GrammarAst(tuple((name, random_expr(rng, names, depth, ref_p)) for name in names))
+    return GrammarAst(tuple((name, random_expr(rng, names, depth, ref_p, max_count))
+                            for name in names))
 
 
 # Hypothesis draws the seed of a hand-tuned generator: hypothesis' own structural strategies
 # shrink better but, derandomized, mostly produce trivial grammars. (`st.randoms` seeds are
 # reproducible under derandomize=True and repeat less than small integers.)
 grammars = st.randoms(use_true_random=True).map(random_grammar)
+# Larger repetition bounds, for the counted-loop form of {n,m}.
+wide_repeat_grammars = st.randoms(use_true_random=True).map(
+    lambda rng: random_grammar(rng, max_count=6))
 
 
 # ------------------------------------------------------------------------------- helpers
@@ -124,11 +131,17 @@ grammars = st.randoms(use_true_random=True).map(random_grammar)
 _COMPILERS: dict = {}
 
 
-def compile_text(tok: xg.TokenizerInfo, text: str, lazy: bool = False) -> xg.CompiledGrammar:
-    key = (id(tok), lazy)
+# Repetitions with a bound above this run as counted loops instead of being unrolled.
+COUNTED = 1
+
+
+def compile_text(tok: xg.TokenizerInfo, text: str, lazy: bool = False,
+                 max_unrolled_repeat: int = 32) -> xg.CompiledGrammar:
+    key = id(tok)
     if key not in _COMPILERS:
         _COMPILERS[key] = xg.GrammarCompiler(tok, max_threads=1, cache_enabled=False)
-    return _COMPILERS[key].compile_grammar(text, lazy=lazy)
+    return _COMPILERS[key].compile_grammar(text, lazy=lazy,
+                                           max_unrolled_repeat=max_unrolled_repeat)
 
 
 def build_or_skip(g: GrammarAst, tok: xg.TokenizerInfo):
@@ -245,9 +258,17 @@ def check_bytes_and_chars(tok: xg.TokenizerInfo, g: GrammarAst, rng: random.Rand
         return
     rec, text, compiled = built
     init = rec.initial()
-    m = xg.GrammarMatcher(compiled)
+    # Repetitions unrolled (the default for small bounds) and run as counted loops.
+    for m in (xg.GrammarMatcher(compiled),
+              xg.GrammarMatcher(compile_text(tok, text, max_unrolled_repeat=COUNTED))):
+        check_strings_on(m, rec, text, init, strings_for(rec, random.Random(rng.random())))
+
+
+def check_strings_on(m: xg.GrammarMatcher, rec: Recognizer, text: str, init,
+                     inputs: list[bytes]) -> None:
     assert m.is_completed() == init.complete
-    for s in strings_for(rec, rng):
+    rng = random.Random(len(inputs))
+    for s in inputs:
         # Whole string at once: one step, accepted iff the whole string is a viable prefix.
         m.reset()
         whole = ByteState(init).feed_bytes(s)
@@ -297,8 +318,12 @@ def check_token_masks(v: SmallVocab, g: GrammarAst, rng: random.Random, steps: i
         xg.GrammarMatcher(compiled),
         xg.GrammarMatcher(compile_text(v.tok, text, lazy=True)),
         xg.GrammarMatcher(compile_text(v.tok, printed)),
+        xg.GrammarMatcher(compile_text(v.tok, text, lazy=True, max_unrolled_repeat=COUNTED)),
     ]
     m = matchers[0]
+    # Terminates by itself once the output is complete and nothing can follow.
+    auto: Optional[xg.GrammarMatcher] = xg.GrammarMatcher(compiled,
+                                                          terminate_without_stop_token=True)
     tokens, stop_id, special_id, vocab_size = v.tokens, v.stop_id, v.special_id, v.vocab_size
     # Half of the paths follow a sampled sentence (tokenized greedily) where possible; the rest
     # pick random allowed tokens.
@@ -343,6 +368,18 @@ def check_token_masks(v: SmallVocab, g: GrammarAst, rng: random.Random, steps: i
             nxt = rng.choice(choices)
         for mm in matchers:
             assert mm.accept_token(nxt)
+        if auto is not None:
+            assert auto.accept_token(nxt)
+            if nxt != stop_id:
+                after = state.feed_bytes(tokens[nxt])
+                ends = after.complete and not after.pending and not after.parse.can_continue()
+                assert auto.is_terminated() == ends, (text, history, nxt)
+                if ends:
+                    assert xg.bitmask_to_bool(v.mask(auto), vocab_size).tolist() == [
+                        t == stop_id for t in range(vocab_size)]
+                    with pytest.raises(xg.MatcherStateError):
+                        auto.accept_token(nxt)
+                    auto = None
         if nxt == stop_id:
             for mm in matchers:
                 assert mm.is_terminated()
@@ -372,3 +409,11 @@ def test_token_masks_match_reference(short_vocab, g, rng):
 @given(g=grammars, rng=st.randoms(use_true_random=True))
 def test_long_token_masks_match_reference(long_vocab, g, rng):
     check_token_masks(long_vocab, g, rng)
+
+
+@settings(max_examples=100, **SETTINGS)
+@given(g=wide_repeat_grammars, rng=st.randoms(use_true_random=True))
+def test_counted_repeats_match_reference(short_vocab, g, rng):
+    """Bounds up to {6,12}: unrolled and counted-loop forms against the reference."""
+    check_bytes_and_chars(short_vocab.tok, g, rng)
+    check_token_masks(short_vocab, g, rng, steps=12)

@@ -212,6 +212,11 @@ std::shared_ptr<const GrammarAutomaton> BuildGrammarAutomaton(const Grammar& sou
       visit(entry_state(out->rule_edges[k].rule));
     }
   }
+  out->closure_trivial.assign(total, 0);
+  for (int32_t s = 0; s < total; ++s) {
+    bool no_rules = out->rule_edge_begin[s + 1] == out->rule_edge_begin[s];
+    out->closure_trivial[s] = (no_rules ? 1 : 0) | (no_rules && !out->state_final[s] ? 2 : 0);
+  }
   out->awaited_rule_bits.assign(total, 0);
   for (int32_t s = 0; s < total; ++s) {
     for (int32_t k = out->rule_edge_begin[s]; k < out->rule_edge_begin[s + 1]; ++k) {

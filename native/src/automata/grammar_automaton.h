@@ -23,6 +23,10 @@ struct GrammarAutomaton {
   // Bit (rule % 64) is set for every rule the state has an edge on: lets completion skip
   // items that wait on other rules without reading their edges.
   std::vector<uint64_t> awaited_rule_bits;
+  // No rule edges (bit 0), and not final (bit 1): an item here needs no prediction, nor
+  // completion, so a row made of one such item is complete as scanned (the parser's fast
+  // path). A final one is also trivial as the parser's top item (it only marks CanEnd).
+  std::vector<uint8_t> closure_trivial;
   std::vector<DfaRuleEdge> rule_edges;   // targets are global states
   // Per rule.
   std::vector<int32_t> rule_start;

@@ -10,6 +10,7 @@ EarleyParser::EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, in
                            bool with_follow)
     : g_(std::move(automaton)) {
   rule_predicted_.assign(g_->num_rules(), 0);
+  predicted_state_.assign(g_->num_states(), 0);
   if (with_follow) follow_targets_ = &g_->rule_follow_targets[g_->RuleOf(start_state)];
   dedup_keys_.assign(64, 0);
   dedup_stamp_.assign(64, 0);
@@ -24,6 +25,7 @@ EarleyParser::EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, Em
   dedup_keys_.assign(64, 0);
   dedup_stamp_.assign(64, 0);
   rule_predicted_.assign(g_->num_rules(), 0);
+  predicted_state_.assign(g_->num_states(), 0);
   row_begin_.push_back(0);
 }
 
@@ -96,6 +98,12 @@ void EarleyParser::GrowDedup() {
 }
 
 void EarleyParser::AddItem(int32_t state, int32_t origin) {
+  if (origin == closing_row_ && static_cast<size_t>(state) < predicted_state_.size()) {
+    if (predicted_state_[state] == row_serial_) return;
+    predicted_state_[state] = row_serial_;
+    items_.push_back(EarleyItem{state, origin});
+    return;
+  }
   uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(state)) << 32) |
                  static_cast<uint32_t>(origin);
   size_t mask = dedup_keys_.size() - 1;
@@ -119,8 +127,10 @@ void EarleyParser::CloseRow(int32_t row) {
   uint8_t can_end = 0;
   if (++row_serial_ == 0) {
     std::fill(rule_predicted_.begin(), rule_predicted_.end(), 0);
+    std::fill(predicted_state_.begin(), predicted_state_.end(), 0);
     row_serial_ = 1;
   }
+  closing_row_ = row;
   for (size_t i = static_cast<size_t>(row_begin_[row]); i < items_.size(); ++i) {
     const EarleyItem it = items_[i];
     // Items that start in this row come from a bulk prediction, which already holds their
@@ -160,12 +170,36 @@ void EarleyParser::CloseRow(int32_t row) {
   }
   row_begin_.push_back(static_cast<int32_t>(items_.size()));
   row_can_end_.push_back(can_end);
+  closing_row_ = INT32_MIN;
 }
 
 bool EarleyParser::Advance(uint8_t byte) {
   const GrammarAutomaton& g = *g_;
   int32_t row = num_rows();
   int32_t prev_begin = row_begin_[row - 1], prev_end = row_begin_[row];
+  if (prev_end - prev_begin == 1) {
+    // Fast path (lexical stretches): one item scans into at most one, and if that one needs
+    // no closure the row is complete without deduplication.
+    const EarleyItem it = items_[prev_begin];
+    if (g.is_virtual(it.state)) return false;
+    int32_t target = -1;
+    for (int32_t k = g.byte_edge_begin[it.state]; k < g.byte_edge_begin[it.state + 1]; ++k) {
+      const DfaByteEdge& e = g.byte_edges[k];
+      if (byte < e.lo) break;
+      if (byte <= e.hi) {
+        target = e.target;
+        break;
+      }
+    }
+    if (target < 0) return false;
+    const uint8_t trivial = g.closure_trivial[target];
+    if ((trivial & 2) || ((trivial & 1) && it.origin == -1 && !follow_targets_)) {
+      items_.push_back(EarleyItem{target, it.origin});
+      row_begin_.push_back(static_cast<int32_t>(items_.size()));
+      row_can_end_.push_back((trivial & 2) ? 0 : 1);
+      return true;
+    }
+  }
   NewRowStamp();
   const int32_t num_real = g.num_states();
   for (int32_t i = prev_begin; i < prev_end; ++i) {

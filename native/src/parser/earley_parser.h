@@ -6,6 +6,7 @@
 // copy of the parser (fork) is a few vector copies.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -91,6 +92,10 @@ class EarleyParser {
   // Rules already predicted in the row being closed (stamped with row_serial_).
   std::vector<uint32_t> rule_predicted_;
   uint32_t row_serial_ = 0;
+  // Items predicted in the row being closed (origin == that row) are deduplicated by state
+  // alone, through this array stamped with row_serial_ (most items of a row are predictions).
+  std::vector<uint32_t> predicted_state_;
+  int32_t closing_row_ = INT32_MIN;  // not closing a row
   int32_t dedup_count_ = 0;
 };
 
