@@ -98,6 +98,12 @@ def test_root_rule_name():
     compiled = COMPILER.compile_grammar('main ::= "b"+', root_rule_name="main")
     m = xg.GrammarMatcher(compiled)
     assert m.accept_string("bb") and m.is_completed()
+    # Same text, other root: the compiler's cache must not mix them up.
+    two = 'x ::= "a"\ny ::= "b"'
+    for root, good, bad in [("x", "a", "b"), ("y", "b", "a"), ("x", "a", "b")]:
+        m = xg.GrammarMatcher(COMPILER.compile_grammar(two, root_rule_name=root))
+        assert not m.accept_string(bad)
+        assert m.accept_string(good) and m.is_completed()
     with pytest.raises(xg.GrammarError) as info:
         xg.Grammar.from_ebnf('foo ::= "a"')
     assert not isinstance(info.value, xg.GrammarSyntaxError)
@@ -280,3 +286,15 @@ def test_lone_surrogate_in_text():
     with pytest.raises(xg.GrammarSyntaxError) as info:
         xg.Grammar.from_ebnf('root ::= "a"\nx ::= "\u00e9\ud800"')
     assert (info.value.line, info.value.column) == (2, 9)
+
+
+@pytest.mark.xfail(strict=True, raises=xg.LimitExceededError,
+                   reason="the unrolled {1,20} builds an exponential DFA (2^20 subsets) before "
+                          "minimisation; the minimal DFA has about 22 states")
+def test_bounded_repeat_with_ambiguous_separator_compiles():
+    # Words of 1..20 letters or spaces, each after a space: the separator also matches the
+    # repeated class, so the subset construction tracks every space of the last 20 characters.
+    compiled = COMPILER.compile_grammar('root ::= (" " [a-z ]{1,20})*')
+    m = xg.GrammarMatcher(compiled)
+    assert m.accept_string(" ab  c" + "d" * 15)
+    assert not m.accept_string("e" * 6)

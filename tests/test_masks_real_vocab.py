@@ -233,3 +233,46 @@ def test_qwen3_padded_logits(vocab_path):
         assert not m.accept_token(t)
     with pytest.raises(xg.InvalidArgumentError):
         m.accept_token(151936)
+
+
+def test_lazy_grammar_shared_between_threads(vocab_path):
+    """Matchers on several threads fill masks of one lazily compiled grammar (entries are built
+    concurrently on first use); every mask equals the eagerly compiled one."""
+    import threading
+
+    path = str(vocab_path("gpt2"))
+    tok = _tokenizer(path, False)
+    eager = _compiled(path, False, "json", False)
+    lazy = xg.GrammarCompiler(tok, cache_enabled=False).compile_builtin_json_grammar(lazy=True)
+    docs = DOCS["json"] * 2
+    id_lists = [greedy_tokenize(tok, d.encode()) for d in docs]
+
+    def masks(compiled, ids):
+        m, out = xg.GrammarMatcher(compiled), []
+        bm = xg.allocate_token_bitmask(1, tok.vocab_size)
+        for t in ids:
+            m.fill_next_token_bitmask(bm)
+            out.append(bm[0].copy())
+            assert m.accept_token(t)
+        return out
+
+    results: list = [None] * len(docs)
+    errors: list = []
+
+    def run(i):
+        try:
+            results[i] = masks(lazy, id_lists[i])
+        except BaseException as e:  # reported below, on the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=run, args=(i,)) for i in range(len(docs))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for i, ids in enumerate(id_lists):
+        want = masks(eager, ids)
+        assert len(results[i]) == len(want)
+        for step, (a, b) in enumerate(zip(results[i], want)):
+            assert np.array_equal(a, b), (i, step)

@@ -12,7 +12,7 @@ Example:
 """
 
 from xg2_jax._src.batch import BatchGrammarMatcher, traverse_draft_tree
-from xg2_jax._src.compiler import CompiledGrammar, GrammarCompiler
+from xg2_jax._src.compiler import CompiledGrammar, GrammarCompiler, PrecomputeHandle
 from xg2_jax._src.errors import (
     GrammarError,
     GrammarSyntaxError,
@@ -38,6 +38,7 @@ __all__ = [
     "CompiledGrammar",
     "Grammar",
     "GrammarCompiler",
+    "PrecomputeHandle",
     "GrammarError",
     "GrammarMatcher",
     "GrammarSyntaxError",

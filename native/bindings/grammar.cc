@@ -1,6 +1,7 @@
 // Bindings of Grammar, GrammarCompiler and CompiledGrammar.
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
+#include <nanobind/stl/unique_ptr.h>
 
 #include "bindings.h"
 #include "compiler/grammar_compiler.h"
@@ -54,6 +55,25 @@ void BindGrammar(nb::module_& m) {
             c.mask_cache().PrecomputeAll(num_threads);
           },
           nb::arg("num_threads") = 1);
+
+  nb::class_<PrecomputeTask>(m, "PrecomputeTask")
+      .def(
+          "wait",
+          [](PrecomputeTask& t, double timeout_ms) {
+            nb::gil_scoped_release release;
+            return t.Wait(timeout_ms);
+          },
+          nb::arg("timeout_ms") = -1.0)
+      .def("done", &PrecomputeTask::done)
+      .def("completed", &PrecomputeTask::completed)
+      .def("cancel", &PrecomputeTask::Cancel);
+
+  m.def(
+      "precompute_async",
+      [](std::shared_ptr<CompiledGrammar> compiled, int num_threads, double budget_ms) {
+        return std::make_unique<PrecomputeTask>(std::move(compiled), num_threads, budget_ms);
+      },
+      nb::arg("compiled"), nb::arg("num_threads") = 1, nb::arg("budget_ms") = -1.0);
 
   nb::class_<GrammarCompiler>(m, "GrammarCompiler")
       .def(

@@ -50,6 +50,32 @@ class CompiledGrammar:
         """Entries built, their memory, and how many use each storage form."""
         return self._handle.mask_cache_stats()
 
+    def precompute_async(self, *, budget_ms: Optional[float] = None,
+                         num_threads: int = 1) -> "PrecomputeHandle":
+        """Builds the mask entries of a lazily compiled grammar on a native thread.
+
+        Start it right after ``compile_*(..., lazy=True)`` and run the model's prefill
+        meanwhile; masks that are not built yet when the first fill needs them are built
+        then. Entries are built broadest first, so the costliest ones are ready soonest.
+
+        Args:
+            budget_ms: stop after this many milliseconds (None: build everything).
+            num_threads: native threads to use.
+
+        Returns:
+            A handle to wait on or cancel; dropping it cancels the build.
+
+        Example:
+            >>> tok = TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2])
+            >>> compiled = GrammarCompiler(tok).compile_grammar('root ::= "a"+', lazy=True)
+            >>> handle = compiled.precompute_async(budget_ms=1000)
+            >>> handle.wait(), handle.completed()
+            (True, True)
+        """
+        task = _core.precompute_async(self._handle, num_threads,
+                                      -1.0 if budget_ms is None else float(budget_ms))
+        return PrecomputeHandle(task)
+
     def precompute(self, *, num_threads: int = 1) -> None:
         """Builds every mask-cache entry now (a lazily compiled grammar builds them on use)."""
         self._handle.precompute(num_threads)
@@ -90,6 +116,29 @@ class CompiledGrammar:
         """
         handle = _core.deserialize_compiled_grammar(_as_bytes(data), tokenizer_info._handle)
         return CompiledGrammar(handle, tokenizer_info)
+
+
+class PrecomputeHandle:
+    """A running background build of mask entries (see :meth:`CompiledGrammar.precompute_async`)."""
+
+    def __init__(self, task: "_core.PrecomputeTask"):
+        self._task = task
+
+    def wait(self, timeout: Optional[float] = None) -> bool:
+        """Waits for the build (``timeout`` in seconds); True once it has finished."""
+        return self._task.wait(-1.0 if timeout is None else timeout * 1000.0)
+
+    def done(self) -> bool:
+        """True once the build has stopped (finished, out of budget, or cancelled)."""
+        return self._task.done()
+
+    def completed(self) -> bool:
+        """True if every entry was built."""
+        return self._task.completed()
+
+    def cancel(self) -> None:
+        """Stops the build after the entry in progress."""
+        self._task.cancel()
 
 
 class GrammarCompiler:

@@ -15,6 +15,38 @@ size_t CompiledGrammar::MemoryBytes() const {
   return automaton_->MemoryBytes() + static_cast<size_t>(cache_->Stats().memory_bytes);
 }
 
+PrecomputeTask::PrecomputeTask(std::shared_ptr<CompiledGrammar> compiled, int num_threads,
+                               double budget_ms)
+    : compiled_(std::move(compiled)) {
+  auto deadline = budget_ms < 0 ? std::chrono::steady_clock::time_point::max()
+                                 : std::chrono::steady_clock::now() +
+                                       std::chrono::microseconds(static_cast<int64_t>(budget_ms * 1000));
+  thread_ = std::thread([this, num_threads, deadline]() {
+    bool all = compiled_->mask_cache().PrecomputeAll(std::max(1, num_threads), deadline, &cancel_);
+    completed_ = all;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      done_ = true;
+    }
+    cv_.notify_all();
+  });
+}
+
+PrecomputeTask::~PrecomputeTask() {
+  cancel_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+bool PrecomputeTask::Wait(double timeout_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (timeout_ms < 0) {
+    cv_.wait(lock, [this] { return done_.load(); });
+    return true;
+  }
+  return cv_.wait_for(lock, std::chrono::microseconds(static_cast<int64_t>(timeout_ms * 1000)),
+                      [this] { return done_.load(); });
+}
+
 GrammarCompiler::GrammarCompiler(std::shared_ptr<const TokenizerInfo> tokenizer, int num_threads,
                                  bool cache_enabled)
     : tokenizer_(std::move(tokenizer)), num_threads_(num_threads), cache_enabled_(cache_enabled) {

@@ -3,7 +3,10 @@
 #pragma once
 
 #include <memory>
+#include <atomic>
+#include <condition_variable>
 #include <mutex>
+#include <thread>
 #include <string>
 #include <unordered_map>
 
@@ -37,6 +40,31 @@ class CompiledGrammar {
   std::shared_ptr<const GrammarAutomaton> automaton_;
   std::shared_ptr<const TokenizerInfo> tokenizer_;
   std::unique_ptr<TokenMaskCache> cache_;
+};
+
+// A background build of a lazily compiled grammar's mask entries (started while the device
+// runs the prefill). Destroying it cancels the build and joins the thread.
+class PrecomputeTask {
+ public:
+  PrecomputeTask(std::shared_ptr<CompiledGrammar> compiled, int num_threads, double budget_ms);
+  ~PrecomputeTask();
+  PrecomputeTask(const PrecomputeTask&) = delete;
+  PrecomputeTask& operator=(const PrecomputeTask&) = delete;
+  // Waits up to timeout_ms (< 0: forever); true once the build has finished.
+  bool Wait(double timeout_ms);
+  bool done() const { return done_.load(); }
+  // True if every entry was built (false if the budget ran out or it was cancelled).
+  bool completed() const { return completed_.load(); }
+  void Cancel() { cancel_ = true; }
+
+ private:
+  std::shared_ptr<CompiledGrammar> compiled_;
+  std::atomic<bool> cancel_{false};
+  std::atomic<bool> done_{false};
+  std::atomic<bool> completed_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::thread thread_;
 };
 
 class GrammarCompiler {

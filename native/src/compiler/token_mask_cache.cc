@@ -89,11 +89,11 @@ const TokenMaskEntry& TokenMaskCache::Get(int32_t state, int32_t loop_state) {
   return *expected;
 }
 
-void TokenMaskCache::PrecomputeAll(int num_threads) {
+bool TokenMaskCache::PrecomputeAll(int num_threads, std::chrono::steady_clock::time_point deadline,
+                                   const std::atomic<bool>* cancel) {
   // (state, loop context) pairs; inside counted loops, the star forms that are reachable and
   // the exact counts below a small minimum (e.g. the first character of a minLength-1 string).
   std::vector<std::pair<int32_t, int32_t>> todo;
-  const int64_t h = max_token_bytes_;
   for (int32_t s = 0; s < num_states_; ++s) {
     if (!automaton_->state_used[s] || !automaton_->has_byte_edges(s)) continue;
     int32_t rep = automaton_->child_repeat[automaton_->state_rule[s]];
@@ -102,29 +102,47 @@ void TokenMaskCache::PrecomputeAll(int num_threads) {
       continue;
     }
     const auto& r = automaton_->repeats[rep];
-    if (r.max == kUnbounded || r.max - r.min > h + 1) todo.emplace_back(s, r.star());
-    if (r.min > h + 2) todo.emplace_back(s, r.star_no_complete());
+    // (Star forms serve whenever at least 16 iterations remain to a bound; see LoopContext.)
+    if (r.max == kUnbounded || r.max - r.min >= 17) todo.emplace_back(s, r.star());
+    if (r.min >= 17) todo.emplace_back(s, r.star_no_complete());
     for (int64_t c = 0; c < std::min<int64_t>(r.min, 4); ++c) {
       int32_t ctx = LoopContext(r.base + static_cast<int32_t>(c)).loop_state;
       if (ctx == r.base + c) todo.emplace_back(s, ctx);
     }
   }
+  // Broadest first: the number of first bytes a state accepts approximates its walk cost.
+  std::vector<int32_t> width(todo.size(), 0);
+  for (size_t i = 0; i < todo.size(); ++i) {
+    int32_t s = todo[i].first;
+    for (int32_t k = automaton_->byte_edge_begin[s]; k < automaton_->byte_edge_begin[s + 1]; ++k) {
+      width[i] += automaton_->byte_edges[k].hi - automaton_->byte_edges[k].lo + 1;
+    }
+  }
+  std::vector<size_t> order(todo.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return width[a] > width[b]; });
   std::atomic<size_t> next{0};
+  std::atomic<bool> stopped{false};
   auto work = [&]() {
     while (true) {
+      if ((cancel && cancel->load()) || std::chrono::steady_clock::now() > deadline) {
+        stopped = true;
+        return;
+      }
       size_t i = next.fetch_add(1);
-      if (i >= todo.size()) return;
-      Get(todo[i].first, todo[i].second);
+      if (i >= order.size()) return;
+      Get(todo[order[i]].first, todo[order[i]].second);
     }
   };
   int n = std::max(1, std::min<int>(num_threads, static_cast<int>(todo.size())));
   if (n <= 1) {
     work();
-    return;
+  } else {
+    std::vector<std::thread> threads;
+    for (int t = 0; t < n; ++t) threads.emplace_back(work);
+    for (auto& t : threads) t.join();
   }
-  std::vector<std::thread> threads;
-  for (int t = 0; t < n; ++t) threads.emplace_back(work);
-  for (auto& t : threads) t.join();
+  return !stopped;
 }
 
 TokenMaskCacheStats TokenMaskCache::Stats() const {
@@ -164,16 +182,23 @@ TokenMaskEntry TokenMaskCache::ComputeEntry(const std::shared_ptr<const GrammarA
   const int32_t rows0 = inner.num_rows();  // rows before the first byte
   std::vector<int32_t> accepted;  // token ids
   TokenMaskEntry entry;
+  // Bytes that may come first after the rule completes (in any context): suffixes starting
+  // otherwise are dropped before they are built.
+  uint64_t follow_first[4];
+  EarleyParser::AfterRule(automaton, rule).NextBytes(follow_first);
   // (suffix, token) pairs for rule completions strictly inside tokens.
   std::vector<std::pair<std::string, int32_t>> suffix_pairs;
   // Per depth along the current path (inner alive at every ancestor): the rule may complete
   // after this many bytes. end_offsets lists those depths >= 1 in order.
   std::vector<uint8_t> can_end{inner.CanEnd()};
   std::vector<int32_t> end_offsets;
+  std::vector<uint8_t> path_bytes;
   int32_t i = 1;
   while (i < num_nodes) {
     const int32_t d = trie.depth[i];
     while (!end_offsets.empty() && end_offsets.back() >= d) end_offsets.pop_back();
+    if (static_cast<int32_t>(path_bytes.size()) <= d) path_bytes.resize(d + 1);
+    path_bytes[d - 1] = trie.byte[i];  // byte offset d - 1 of every token below node i
     inner.TruncateRows(rows0 + d - 1);
     if (inner.Advance(trie.byte[i])) {
       if (static_cast<int32_t>(can_end.size()) <= d) can_end.resize(d + 1);
@@ -191,6 +216,9 @@ TokenMaskEntry TokenMaskCache::ComputeEntry(const std::shared_ptr<const GrammarA
     // the callers' continuations, whose own entries cover those tokens.)
     const int32_t tb = trie.token_begin[i], te = trie.token_begin[trie.subtree_end[i]];
     for (int32_t k : end_offsets) {
+      // Every token of the subtree shares its first d bytes, so byte k is the path's.
+      const uint8_t first = k < d ? path_bytes[k] : 0;
+      if (k < d && !((follow_first[first >> 6] >> (first & 63)) & 1)) continue;
       for (int32_t t = tb; t < te; ++t) {
         int32_t id = trie.sorted_tokens[t];
         suffix_pairs.emplace_back(tokenizer.token_bytes(id).substr(k), id);

@@ -17,6 +17,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -86,7 +87,11 @@ class TokenMaskCache {
   void LongTokens(int32_t min_len, std::vector<int32_t>* sorted_indices) const;
   int32_t max_token_bytes() const { return max_token_bytes_; }
   // Builds the entries of every used scannable state on up to num_threads threads.
-  void PrecomputeAll(int num_threads);
+  // Stops early (returns false) once `deadline` passes or *cancel becomes true; entries are
+  // built broadest first (the ones a first mask would wait longest for).
+  bool PrecomputeAll(int num_threads,
+                     std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
+                     const std::atomic<bool>* cancel = nullptr);
   TokenMaskCacheStats Stats() const;
 
   // Tokens that are neither special nor padding, as a bitset of ceil(vocab_size / 32) words.

@@ -1,0 +1,308 @@
+"""Host-overlap constrained decoding: the device runs the model while the host fills masks.
+
+Per step of :func:`constrained_generate`:
+
+1. dispatch the model step on the token sampled last (asynchronous: returns at once);
+2. on the host, read that token, ``accept_token`` it into each row's matcher and fill the next
+   packed masks with :class:`~xg2_jax.BatchGrammarMatcher` (native threads, GIL released)
+   while the device computes;
+3. ``device_put`` the masks (two host buffers alternate; a buffer is reused only after the
+   transfer and the computation that read it are done);
+4. the jitted mask-and-sample (:func:`~xg2_jax.masked_sample`) on the new logits.
+
+Grammar compilation may overlap with the prefill: pass ``matchers`` as a callable (run on a
+worker thread started before the prefill is dispatched) or as a ``concurrent.futures.Future``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+from functools import partial
+from typing import Any, Callable, Optional, Sequence, Union
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from xg2_jax._src.batch import BatchGrammarMatcher
+from xg2_jax._src.masking import masked_sample
+from xg2_jax._src.matcher import GrammarMatcher
+
+__all__ = ["GenerateResult", "HostMaskBuffers", "SamplingConfig", "constrained_generate",
+           "resolve_matchers", "sample_step"]
+
+MatchersLike = Union[Sequence[Optional[GrammarMatcher]], "concurrent.futures.Future",
+                     Callable[[], Sequence[Optional[GrammarMatcher]]]]
+
+
+@dataclasses.dataclass(frozen=True)
+class SamplingConfig:
+    """How tokens are drawn from the masked logits (hashable: usable as a static argument).
+
+    Attributes:
+        temperature: softmax temperature (ignored when ``greedy``).
+        top_k: keep the ``top_k`` best tokens (0: all).
+        top_p: nucleus mass (1.0: all).
+        greedy: take the argmax.
+
+    Example:
+        >>> SamplingConfig(greedy=True).greedy
+        True
+    """
+
+    temperature: float = 1.0
+    top_k: int = 0
+    top_p: float = 1.0
+    greedy: bool = False
+
+
+@dataclasses.dataclass
+class GenerateResult:
+    """What :func:`constrained_generate` returns.
+
+    Attributes:
+        tokens: int32 (B, max_new_tokens): generated tokens (the stop token included),
+            ``pad_token_id`` after a row finished.
+        lengths: int32 (B,): tokens generated per row.
+        finished: bool (B,): the row ended (stop token, grammar terminated, or error).
+        errors: bool (B,): the matcher rejected a sampled token (should not happen; the row
+            is then finished and that token is not recorded).
+        cache: the model cache after the prompt and every generated token but the last
+            step's (that token has not been fed to the model).
+    """
+
+    tokens: np.ndarray
+    lengths: np.ndarray
+    finished: np.ndarray
+    errors: np.ndarray
+    cache: Any = None
+
+
+class HostMaskBuffers:
+    """A ring of host mask buffers that are never overwritten while a device may read them.
+
+    ``acquire`` returns the next buffer after blocking on the arrays registered with
+    ``release`` for it (the transfer made from it and the computation that consumed it).
+
+    Args:
+        shape: (rows, words).
+        count: number of buffers (2: double buffering).
+
+    Example:
+        >>> bufs = HostMaskBuffers((2, 4))
+        >>> i, buf = bufs.acquire()
+        >>> buf.fill(-1); dev = jax.device_put(buf); bufs.release(i, dev)
+        >>> bufs.acquire()[0]
+        1
+    """
+
+    def __init__(self, shape: tuple[int, int], count: int = 2):
+        self._buffers = [np.full(shape, -1, dtype=np.int32) for _ in range(count)]
+        self._readers: list[Any] = [None] * count
+        self._next = 0
+
+    def acquire(self) -> tuple[int, np.ndarray]:
+        i = self._next
+        self._next = (i + 1) % len(self._buffers)
+        if self._readers[i] is not None:
+            jax.block_until_ready(self._readers[i])
+            self._readers[i] = None
+        return i, self._buffers[i]
+
+    def release(self, index: int, *readers: Any) -> None:
+        self._readers[index] = readers
+
+
+def resolve_matchers(matchers: MatchersLike, executor=None):
+    """Starts resolving ``matchers`` and returns a zero-argument function that finishes it.
+
+    A callable is submitted to ``executor`` (or a one-shot thread) so that grammar compilation
+    overlaps whatever the caller dispatches next; a future is waited on; a sequence is
+    returned as is.
+    """
+    if isinstance(matchers, concurrent.futures.Future):
+        return matchers.result
+    if callable(matchers):
+        if executor is None:
+            pool = concurrent.futures.ThreadPoolExecutor(max_workers=1,
+                                                         thread_name_prefix="xg2-compile")
+            future = pool.submit(matchers)
+            pool.shutdown(wait=False)
+        else:
+            future = executor.submit(matchers)
+        return future.result
+    return lambda: matchers
+
+
+@partial(jax.jit, static_argnames=("sampling", "pad_token_id"))
+def sample_step(logits: jax.Array, bitmask: jax.Array, key: jax.Array, active: jax.Array, *,
+                sampling: SamplingConfig, pad_token_id: int) -> tuple[jax.Array, jax.Array]:
+    """One jitted mask-and-sample for the decoding loops.
+
+    Args:
+        logits: (B, V) or (B, T, V) (the last position is used).
+        bitmask: int32 (B, W).
+        key: PRNG key; split here.
+        active: bool (B,): inactive (finished) rows emit ``pad_token_id``.
+        sampling: static :class:`SamplingConfig`.
+        pad_token_id: static.
+
+    Returns:
+        ``(tokens int32 (B,), next_key)``.
+    """
+    if logits.ndim == 3:
+        logits = logits[:, -1]
+    key, sub = jax.random.split(key)
+    tokens = masked_sample(logits, bitmask, sub, temperature=sampling.temperature,
+                           top_k=sampling.top_k, top_p=sampling.top_p, greedy=sampling.greedy,
+                           active=active, fallback_token=pad_token_id)
+    return jnp.where(active, tokens, jnp.int32(pad_token_id)), key
+
+
+def _mask_width(matchers: Sequence[Optional[GrammarMatcher]], model_vocab: int) -> int:
+    widths = [(m.compiled_grammar.tokenizer_info.vocab_size + 31) // 32
+              for m in matchers if m is not None]
+    return max(widths) if widths else (model_vocab + 31) // 32
+
+
+class _HostRows:
+    """Host-side per-row state shared by the host-overlap and in-graph loops."""
+
+    def __init__(self, matchers: Sequence[Optional[GrammarMatcher]], stop_token_ids,
+                 batch_matcher: Optional[BatchGrammarMatcher]):
+        self.matchers = list(matchers)
+        self.batch = batch_matcher or BatchGrammarMatcher()
+        self.stops = frozenset(int(t) for t in stop_token_ids)
+        n = len(self.matchers)
+        self.finished = np.zeros(n, dtype=bool)
+        self.errors = np.zeros(n, dtype=bool)
+        for i, m in enumerate(self.matchers):
+            if m is not None and m.is_terminated():
+                self.finished[i] = True
+
+    def accept(self, tokens: np.ndarray) -> np.ndarray:
+        """Accepts ``tokens[i]`` for every unfinished row; returns which rows took a token."""
+        took = ~self.finished
+        rows = np.flatnonzero(took)
+        cons = [i for i in rows if self.matchers[i] is not None]
+        if cons:
+            ok = self.batch.batch_accept_token([self.matchers[i] for i in cons],
+                                               [int(tokens[i]) for i in cons])
+            for i, good in zip(cons, ok):
+                if not good:
+                    self.errors[i] = self.finished[i] = True
+                    took[i] = False
+                elif self.matchers[i].is_terminated():
+                    self.finished[i] = True
+        for i in rows:
+            if self.matchers[i] is None and int(tokens[i]) in self.stops:
+                self.finished[i] = True
+        return took
+
+    def fill(self, buf: np.ndarray) -> None:
+        """Writes the next mask of every unfinished row into ``buf`` (finished rows: -1)."""
+        cons = [i for i in np.flatnonzero(~self.finished) if self.matchers[i] is not None]
+        free = [i for i in range(len(self.matchers))
+                if self.finished[i] or self.matchers[i] is None]
+        if free:
+            buf[free] = -1
+        if cons:
+            self.batch.batch_fill_next_token_bitmask([self.matchers[i] for i in cons], buf,
+                                                     cons)
+
+
+def constrained_generate(step_fn: Callable, params: Any, cache: Any, prompt_tokens,
+                         matchers: MatchersLike, *, max_new_tokens: int,
+                         sampling: SamplingConfig = SamplingConfig(),
+                         key: Optional[jax.Array] = None, pad_token_id: int = 0,
+                         stop_token_ids: Sequence[int] = (),
+                         batch_matcher: Optional[BatchGrammarMatcher] = None,
+                         mask_sharding: Any = None) -> GenerateResult:
+    """Generates up to ``max_new_tokens`` per row, constrained by each row's matcher.
+
+    The host fills the next masks while the device runs the model step (see the module
+    docstring). Rows finish on a stop token (their matcher terminates), and then emit
+    ``pad_token_id`` and are masked inactive; the loop ends when every row finished.
+
+    Args:
+        step_fn: ``step_fn(params, cache, tokens int32 (B, T)) -> (logits, cache)`` with
+            logits (B, V) or (B, T, V); jitted here (any JAX-traceable model step).
+        params: model parameters (passed through).
+        cache: the model cache before the prompt.
+        prompt_tokens: int (B, T) prompt.
+        matchers: one :class:`~xg2_jax.GrammarMatcher` per row (``None``: unconstrained
+            row), or a callable/future producing them (compiled while the prefill runs).
+        max_new_tokens: step budget (keyword-only, like every option).
+        sampling: a :class:`SamplingConfig`.
+        key: PRNG key (default ``jax.random.key(0)``).
+        pad_token_id: emitted by finished rows.
+        stop_token_ids: ends unconstrained rows (constrained rows end when their matcher
+            terminates).
+        batch_matcher: reuse a :class:`~xg2_jax.BatchGrammarMatcher`.
+        mask_sharding: a ``jax.sharding.Sharding`` for the (B, W) masks (e.g. from
+            :func:`~xg2_jax.mask_sharding`); default: the default device.
+
+    Returns:
+        A :class:`GenerateResult` (host numpy arrays).
+
+    Example:
+        >>> import xg2_jax as xg
+        >>> from xg2_jax._src import tiny_model as tm
+        >>> tok = xg.TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2])
+        >>> g = xg.GrammarCompiler(tok).compile_grammar('root ::= "ab"')
+        >>> cfg = tm.TinyConfig(vocab_size=3, hidden=8)
+        >>> out = constrained_generate(
+        ...     tm.step, tm.init_params(jax.random.key(0), cfg), tm.init_cache(cfg, 1),
+        ...     np.zeros((1, 1), np.int32), [xg.GrammarMatcher(g)], max_new_tokens=5,
+        ...     sampling=SamplingConfig(greedy=True))
+        >>> out.tokens[0, :out.lengths[0]].tolist()
+        [0, 1, 2]
+    """
+    if max_new_tokens < 0:
+        raise ValueError("max_new_tokens must be >= 0")
+    get_matchers = resolve_matchers(matchers)
+    step = jax.jit(step_fn)
+    key = jax.random.key(0) if key is None else key
+    prompt = jnp.asarray(prompt_tokens, jnp.int32)
+    batch = prompt.shape[0]
+    # Prefill, dispatched before we wait for the grammar compilation.
+    logits, cache = step(params, cache, prompt)
+    rows = _HostRows(get_matchers(), stop_token_ids, batch_matcher)
+    if len(rows.matchers) != batch:
+        raise ValueError(f"got {len(rows.matchers)} matchers for a batch of {batch}")
+    model_vocab = logits.shape[-1]
+    buffers = HostMaskBuffers((batch, _mask_width(rows.matchers, model_vocab)))
+    put = (lambda x: jax.device_put(x, mask_sharding)) if mask_sharding is not None \
+        else jax.device_put
+
+    out = np.full((batch, max_new_tokens), pad_token_id, dtype=np.int32)
+    lengths = np.zeros(batch, dtype=np.int32)
+
+    def sample(logits, key):
+        i, buf = buffers.acquire()
+        rows.fill(buf)
+        mask_dev = put(buf)
+        tokens, key = sample_step(logits, mask_dev, key, jnp.asarray(~rows.finished),
+                                  sampling=sampling, pad_token_id=pad_token_id)
+        buffers.release(i, mask_dev, tokens)
+        return tokens, key
+
+    if max_new_tokens == 0 or rows.finished.all():
+        return GenerateResult(out, lengths, rows.finished.copy(), rows.errors.copy(), cache)
+    tokens, key = sample(logits, key)
+    for t in range(max_new_tokens):
+        last = t == max_new_tokens - 1
+        if not last:
+            # Dispatch the next forward pass first: the device runs it while the host
+            # accepts the token and fills the next masks.
+            logits, next_cache = step(params, cache, tokens[:, None])
+        host_tokens = np.asarray(tokens)
+        took = rows.accept(host_tokens)
+        out[took, t] = host_tokens[took]
+        lengths += took
+        if last or rows.finished.all():
+            break
+        cache = next_cache
+        tokens, key = sample(logits, key)
+    return GenerateResult(out, lengths, rows.finished.copy(), rows.errors.copy(), cache)
