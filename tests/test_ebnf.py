@@ -288,9 +288,6 @@ def test_lone_surrogate_in_text():
     assert (info.value.line, info.value.column) == (2, 9)
 
 
-@pytest.mark.xfail(strict=True, raises=xg.LimitExceededError,
-                   reason="the unrolled {1,20} builds an exponential DFA (2^20 subsets) before "
-                          "minimisation; the minimal DFA has about 22 states")
 def test_bounded_repeat_with_ambiguous_separator_compiles():
     # Words of 1..20 letters or spaces, each after a space: the separator also matches the
     # repeated class, so the subset construction tracks every space of the last 20 characters.

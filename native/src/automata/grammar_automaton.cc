@@ -39,8 +39,26 @@ size_t GrammarAutomaton::MemoryBytes() const {
          rule_start.size() * (sizeof(int32_t) + 1);
 }
 
+namespace {
+std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const AutomatonLimits& limits);
+}  // namespace
+
 std::shared_ptr<const GrammarAutomaton> BuildGrammarAutomaton(const Grammar& source,
                                                               const AutomatonLimits& limits) {
+  try {
+    return BuildOnce(source, limits);
+  } catch (const Error& e) {
+    // Unrolled repetitions can blow up the subset construction; counted loops cannot.
+    if (e.kind() != ErrorKind::kLimitExceeded || limits.max_unrolled_repeat <= 1) throw;
+    AutomatonLimits counted = limits;
+    counted.max_unrolled_repeat = 1;
+    return BuildOnce(source, counted);
+  }
+}
+
+namespace {
+
+std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const AutomatonLimits& limits) {
   Grammar g = InlineSmallRules(source);
   // After inlining, so that repeat rules are never inlined back into their callers.
   const std::vector<LoweredRepeat> lowered = LowerLargeRepeats(&g, limits.max_unrolled_repeat);
@@ -270,5 +288,7 @@ std::shared_ptr<const GrammarAutomaton> BuildGrammarAutomaton(const Grammar& sou
   for (const auto& r : out->repeats) out->rule_follow_targets[r.child].push_back(r.star());
   return out;
 }
+
+}  // namespace
 
 }  // namespace xg2

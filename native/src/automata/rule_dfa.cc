@@ -242,9 +242,13 @@ class SubsetConstruction {
   int32_t Intern(std::vector<int32_t> set, RuleDfa* dfa) {
     auto it = ids_.find(set);
     if (it != ids_.end()) return it->second;
-    if (static_cast<int64_t>(sets_.size()) >= limits_.max_dfa_states) {
+    // A DFA far larger than its NFA means a subset blow-up (typically an unrolled bounded
+    // repetition whose items overlap what follows); the caller may retry with counted loops.
+    const int64_t cap = std::min<int64_t>(limits_.max_dfa_states,
+                                          std::max<int64_t>(65536, 64 * static_cast<int64_t>(nfa_.size())));
+    if (static_cast<int64_t>(sets_.size()) >= cap) {
       throw Error(ErrorKind::kLimitExceeded,
-                  "rule automaton exceeds " + std::to_string(limits_.max_dfa_states) + " DFA states");
+                  "rule automaton exceeds " + std::to_string(cap) + " DFA states");
     }
     int32_t id = static_cast<int32_t>(sets_.size());
     bool final = std::binary_search(set.begin(), set.end(), nfa_final_);
