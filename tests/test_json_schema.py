@@ -264,3 +264,81 @@ def test_pydantic(compiler):
     inst = Order(items=[Item(name="x", qty=2)]).model_dump()
     assert accepts_text(compiler, g, json.dumps(inst))
     assert not accepts_text(compiler, g, json.dumps({"items": [{"qty": 2}]}))
+
+
+# ---------------------------------------------------------------- fixes from the corpus runs
+
+def test_const_and_enum_numbers_compare_by_value(compiler):
+    check(compiler, {"const": 1}, [1, 1.0], [2, 1.5, "1"], strict_mode=False)
+    check(compiler, {"const": -2.0}, [-2, -2.0], [2], strict_mode=False)
+    check(compiler, {"enum": [0, 2.5, [1]]}, [0, 0.0, 2.5, [1], [1.0]], [25, 0.5, [2]], strict_mode=False)
+
+
+def test_required_names_keep_their_listed_order(compiler):
+    # Undeclared required properties are emitted in the order listed, not sorted.
+    check(compiler, {"required": ["toString", "constructor"]},
+          [{"toString": 1, "constructor": 2}], [{"constructor": 2}], strict_mode=False)
+    check(compiler, {"type": "object", "oneOf": [{"required": ["foo", "bar"]}, {"required": ["foo", "baz"]}]},
+          [{"foo": 1, "bar": 2}, {"foo": 1, "baz": 3}], [{"foo": 1}], strict_mode=False)
+
+
+def test_false_prefix_item_caps_the_array(compiler):
+    check(compiler, {"prefixItems": [True, False]}, [[], [1]], [[1, "foo"]], strict_mode=False)
+    check(compiler, {"items": [True, False]}, [[], [1]], [[1, 2]], strict_mode=False)
+
+
+def test_items_without_sibling_prefix_apply_to_every_position(compiler):
+    schema = {"allOf": [{"prefixItems": [{"minimum": 3}]}], "items": {"minimum": 5}}
+    check(compiler, schema, [[5, 5], [6]], [[3, 5], [4]], strict_mode=False)
+
+
+def test_additional_properties_apply_to_properties_declared_elsewhere(compiler):
+    schema = {"allOf": [{"properties": {"foo": {}}}], "additionalProperties": {"type": "boolean"}}
+    check(compiler, schema, [{"foo": True, "bar": False}], [{"foo": 1, "bar": True}], strict_mode=False)
+    schema = {"allOf": [{"properties": {"foo": {}}}, {"properties": {"bar": {}}, "additionalProperties": False}]}
+    check(compiler, schema, [{"bar": 1}], [{"foo": 1}], strict_mode=False)
+
+
+def test_escaped_keys_are_not_additional(compiler):
+    props = {k: {"type": "number"} for k in ["foo\nbar", 'foo"bar', "foo\\bar", "foo/bar", "foo\u0001bar"]}
+    for k in props:
+        check(compiler, {"properties": props}, [{k: 1}, {k + "x": "s"}], [{k: "1"}], strict_mode=False)
+    # The \u spelling of a control character is excluded too.
+    g = Grammar.from_json_schema({"properties": props}, strict_mode=False)
+    assert not accepts_text(compiler, g, '{"foo\\u0001bar": "1"}')
+    assert accepts_text(compiler, g, '{"foo\\u0001bar": 1}')
+
+
+def test_draft7_ref_overrides_siblings(compiler):
+    schema = {"$schema": "http://json-schema.org/draft-07/schema#",
+              "definitions": {"reffed": {"type": "array"}},
+              "properties": {"foo": {"$ref": "#/definitions/reffed", "maxItems": 2}}}
+    check(compiler, schema, [{"foo": [1, 2, 3]}, {"foo": []}], [{"foo": "x"}], strict_mode=False)
+    # 2020-12 (and no $schema): siblings apply.
+    schema.pop("$schema")
+    check(compiler, schema, [{"foo": [1, 2]}], [{"foo": [1, 2, 3]}], strict_mode=False)
+
+
+def test_pattern_of_one_class_with_length_bounds(compiler):
+    schema = {"type": "string", "pattern": "^[a-z0-9_-]+$", "minLength": 2, "maxLength": 4}
+    check(compiler, schema, ["ab", "a_-9"], ["a", "abcde", "AB", ""])
+    check(compiler, {"type": "string", "pattern": "^[a-z]{5,9}$", "maxLength": 3}, [], ["abc", "abcde"])
+    with pytest.raises(UnsupportedSchemaError, match="pattern"):
+        Grammar.from_json_schema({"type": "string", "pattern": "^a+b$", "maxLength": 3})
+
+
+def test_many_objects_and_combinations_convert_quickly():
+    import time
+    # Thousands of same-named rules: rule naming must not probe every taken suffix.
+    defs = {f"d{i}": {"type": "object", "properties": {f"p{j}": {"type": "string"} for j in range(40)}}
+            for i in range(150)}
+    schema = {"$defs": defs, "type": "object", "properties": {f"x{i}": {"$ref": f"#/$defs/d{i}"} for i in range(150)}}
+    t = time.perf_counter()
+    Grammar.from_json_schema(schema, strict_mode=False)
+    assert time.perf_counter() - t < 10
+    # Nested combinators merged with constrained siblings multiply; a budget stops that.
+    level = {"type": "string"}
+    for i in range(14):
+        level = {"minLength": 0, "anyOf": [level, {"allOf": [level, {"maxLength": 100 + i}]}]}
+    with pytest.raises(UnsupportedSchemaError, match="too many combinations"):
+        Grammar.from_json_schema(level)

@@ -12,7 +12,14 @@ Example:
 """
 
 from xg2_jax._src.batch import BatchGrammarMatcher, traverse_draft_tree
-from xg2_jax._src.compiler import CompiledGrammar, GrammarCompiler, PrecomputeHandle
+from xg2_jax._src.compiler import (
+    CompiledGrammar,
+    GrammarCompiler,
+    PrecomputeHandle,
+    clear_cross_grammar_cache,
+    cross_grammar_cache_stats,
+    set_cross_grammar_cache_limit,
+)
 from xg2_jax._src.errors import (
     GrammarError,
     GrammarSyntaxError,
@@ -33,6 +40,48 @@ from xg2_jax._src.tokenizer import TokenizerInfo, VocabType
 
 __version__ = "0.1.0"
 
+# The JAX side is imported on first use, so `import xg2_jax` stays fast (no jax import).
+_JAX_EXPORTS = {
+    "apply_token_bitmask": "masking",
+    "bitmask_has_allowed": "masking",
+    "masked_sample": "masking",
+    "unpack_bitmask": "masking",
+    "GenerateResult": "decode",
+    "HostMaskBuffers": "decode",
+    "SamplingConfig": "decode",
+    "constrained_generate": "decode",
+    "put_masks": "decode",
+    "InGraphMatchers": "ingraph",
+    "InGraphStepOutput": "ingraph",
+    "ingraph_generate": "ingraph",
+    "ingraph_matcher_step": "ingraph",
+    "DraftAcceptance": "speculative",
+    "SpeculativeStepResult": "speculative",
+    "accept_draft_tree": "speculative",
+    "draft_tree_masks": "speculative",
+    "speculative_step": "speculative",
+    "device_put_masks": "sharding",
+    "logits_sharding": "sharding",
+    "make_global_masks": "sharding",
+    "mask_sharding": "sharding",
+}
+
+
+def __getattr__(name: str):
+    module = _JAX_EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'xg2_jax' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(f"xg2_jax._src.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_JAX_EXPORTS))
+
+
 __all__ = [
     "BatchGrammarMatcher",
     "CompiledGrammar",
@@ -50,7 +99,11 @@ __all__ = [
     "VocabType",
     "XG2Error",
     "allocate_token_bitmask",
+    "clear_cross_grammar_cache",
+    "cross_grammar_cache_stats",
+    "set_cross_grammar_cache_limit",
     "bitmask_to_bool",
     "get_bitmask_shape",
     "traverse_draft_tree",
+    *sorted(_JAX_EXPORTS),
 ]

@@ -4,6 +4,7 @@
 #include <nanobind/stl/unique_ptr.h>
 
 #include "bindings.h"
+#include "compiler/cross_grammar_cache.h"
 #include "compiler/grammar_compiler.h"
 #include "xg2/grammar.h"
 
@@ -43,7 +44,6 @@ void BindGrammar(nb::module_& m) {
              d["num_accepted_list"] = s.num_accepted_list;
              d["num_not_accepted_list"] = s.num_not_accepted_list;
              d["num_bitset"] = s.num_bitset;
-             d["num_uncertain_tokens"] = s.num_uncertain_tokens;
              d["num_uncertain_suffixes"] = s.num_uncertain_suffixes;
              d["max_uncertain_suffixes"] = s.max_uncertain_suffixes;
              return d;
@@ -55,6 +55,22 @@ void BindGrammar(nb::module_& m) {
             c.mask_cache().PrecomputeAll(num_threads);
           },
           nb::arg("num_threads") = 1);
+
+  m.def("cross_grammar_cache_stats", []() {
+    CrossGrammarCacheStats s = CrossGrammarCache::Global().Stats();
+    nb::dict d;
+    d["hits"] = s.hits;
+    d["misses"] = s.misses;
+    d["entries"] = s.entries;
+    d["bytes"] = s.bytes;
+    d["limit_bytes"] = s.limit_bytes;
+    d["evictions"] = s.evictions;
+    return d;
+  });
+  m.def(
+      "set_cross_grammar_cache_limit", [](int64_t bytes) { CrossGrammarCache::Global().SetLimit(bytes); },
+      nb::arg("limit_bytes"));
+  m.def("clear_cross_grammar_cache", []() { CrossGrammarCache::Global().Clear(); });
 
   nb::class_<PrecomputeTask>(m, "PrecomputeTask")
       .def(

@@ -118,6 +118,30 @@ class CompiledGrammar:
         return CompiledGrammar(handle, tokenizer_info)
 
 
+def cross_grammar_cache_stats() -> dict:
+    """Statistics of the process-wide pool of mask-cache cores shared by all compiled grammars.
+
+    Returns:
+        A dict with ``hits``, ``misses``, ``entries``, ``bytes``, ``limit_bytes`` and
+        ``evictions``.
+
+    Example:
+        >>> sorted(cross_grammar_cache_stats())[:3]
+        ['bytes', 'entries', 'evictions']
+    """
+    return dict(_core.cross_grammar_cache_stats())
+
+
+def set_cross_grammar_cache_limit(limit_bytes: int) -> None:
+    """Bounds the pool's memory (least recently used cores are evicted); 0 disables it."""
+    _core.set_cross_grammar_cache_limit(int(limit_bytes))
+
+
+def clear_cross_grammar_cache() -> None:
+    """Empties the pool (compiled grammars keep the cores they already use)."""
+    _core.clear_cross_grammar_cache()
+
+
 class PrecomputeHandle:
     """A running background build of mask entries (see :meth:`CompiledGrammar.precompute_async`)."""
 
@@ -205,8 +229,9 @@ class GrammarCompiler:
         return self.compile_grammar(Grammar.builtin_json_grammar(), lazy=lazy)
 
     def clear_cache(self) -> None:
-        """Drops the cached compiled grammars."""
+        """Drops the cached compiled grammars and empties the cross-grammar pool."""
         self._handle.clear_cache()
+        _core.clear_cross_grammar_cache()
 
     def deserialize(self, data: bytes) -> CompiledGrammar:
         """Loads a grammar written by :meth:`CompiledGrammar.serialize` with this compiler.

@@ -30,7 +30,7 @@ from xg2_jax._src.masking import masked_sample
 from xg2_jax._src.matcher import GrammarMatcher
 
 __all__ = ["GenerateResult", "HostMaskBuffers", "SamplingConfig", "constrained_generate",
-           "resolve_matchers", "sample_step"]
+           "put_masks", "resolve_matchers", "sample_step"]
 
 MatchersLike = Union[Sequence[Optional[GrammarMatcher]], "concurrent.futures.Future",
                      Callable[[], Sequence[Optional[GrammarMatcher]]]]
@@ -92,7 +92,7 @@ class HostMaskBuffers:
     Example:
         >>> bufs = HostMaskBuffers((2, 4))
         >>> i, buf = bufs.acquire()
-        >>> buf.fill(-1); dev = jax.device_put(buf); bufs.release(i, dev)
+        >>> buf.fill(-1); dev = put_masks(buf); bufs.release(i, dev)
         >>> bufs.acquire()[0]
         1
     """
@@ -112,6 +112,24 @@ class HostMaskBuffers:
 
     def release(self, index: int, *readers: Any) -> None:
         self._readers[index] = readers
+
+
+def put_masks(buf: np.ndarray, sharding: Any = None) -> jax.Array:
+    """Starts the transfer of a host mask buffer to the device(s).
+
+    On accelerators the copy is asynchronous and may read ``buf`` after this returns: use
+    :class:`HostMaskBuffers` before writing it again. On CPU, ``jax.device_put`` may alias a
+    suitably aligned numpy array (zero copy, even with ``may_alias=False`` in current jax), so
+    the device array would follow later writes to ``buf``; there the rows are copied first
+    (B * W int32: a few microseconds).
+    """
+    if sharding is None:
+        platform = jax.devices()[0].platform
+    else:
+        platform = next(iter(sharding.device_set)).platform
+    if platform == "cpu":
+        buf = np.array(buf, copy=True)
+    return jax.device_put(buf, sharding)
 
 
 def resolve_matchers(matchers: MatchersLike, executor=None):
@@ -273,8 +291,6 @@ def constrained_generate(step_fn: Callable, params: Any, cache: Any, prompt_toke
         raise ValueError(f"got {len(rows.matchers)} matchers for a batch of {batch}")
     model_vocab = logits.shape[-1]
     buffers = HostMaskBuffers((batch, _mask_width(rows.matchers, model_vocab)))
-    put = (lambda x: jax.device_put(x, mask_sharding)) if mask_sharding is not None \
-        else jax.device_put
 
     out = np.full((batch, max_new_tokens), pad_token_id, dtype=np.int32)
     lengths = np.zeros(batch, dtype=np.int32)
@@ -282,7 +298,7 @@ def constrained_generate(step_fn: Callable, params: Any, cache: Any, prompt_toke
     def sample(logits, key):
         i, buf = buffers.acquire()
         rows.fill(buf)
-        mask_dev = put(buf)
+        mask_dev = put_masks(buf, mask_sharding)
         tokens, key = sample_step(logits, mask_dev, key, jnp.asarray(~rows.finished),
                                   sampling=sampling, pad_token_id=pad_token_id)
         buffers.release(i, mask_dev, tokens)

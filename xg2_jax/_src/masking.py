@@ -5,7 +5,7 @@ A packed bitmask row is an int32 array of ``W`` words; token ``t`` is allowed if
 
 Everything here is a pure function of arrays: jittable, and safe under ``vmap``, ``lax.scan``
 and ``lax.while_loop``. The unpacking is one fused elementwise pass over the logits: for every
-column ``t`` (a static iota) the word ``bitmask[..., t >> 5]`` is gathered and bit ``t & 31``
+column ``t`` (an iota) the word ``bitmask[..., t >> 5]`` is gathered and bit ``t & 31``
 tested, then ``jnp.where`` selects the logit or ``-inf``.
 
 Rows with no allowed token: a row whose mask allows no column of the logits (for instance all
@@ -54,15 +54,15 @@ def unpack_bitmask(bitmask: jax.Array, vocab_size: int) -> jax.Array:
     """
     _check_bitmask(bitmask)
     num_words = bitmask.shape[-1]
-    ids = np.arange(vocab_size, dtype=np.int32)  # static iota, constant-folded by XLA
-    word_index = np.minimum(ids >> 5, max(num_words - 1, 0))
     if num_words == 0:
         return jnp.zeros(bitmask.shape[:-1] + (vocab_size,), dtype=bool)
-    words = jnp.take(bitmask, jnp.asarray(word_index), axis=-1)
-    bits = jnp.right_shift(words, jnp.asarray(ids & 31)) & 1
-    allowed = bits != 0
+    # An in-graph iota (not a constant table, which XLA would read from memory per element),
+    # and a clipping gather (no bounds checks): all of it fuses into the consumer's loop.
+    ids = jax.lax.iota(jnp.int32, vocab_size)
+    words = jnp.take(bitmask, jnp.minimum(ids >> 5, num_words - 1), axis=-1, mode="clip")
+    allowed = (jnp.right_shift(words, ids & 31) & 1) != 0
     if vocab_size > 32 * num_words:
-        allowed = allowed & jnp.asarray(ids < 32 * num_words)
+        allowed = allowed & (ids < 32 * num_words)
     return allowed
 
 

@@ -18,6 +18,7 @@ TokenMaskCache::TokenMaskCache(std::shared_ptr<const GrammarAutomaton> automaton
   normal_token_bitset_.assign(num_words_, 0);
   for (int32_t t : tokenizer_->trie().sorted_tokens) normal_token_bitset_[t >> 5] |= 1u << (t & 31);
   for (int32_t d : tokenizer_->trie().depth) max_token_bytes_ = std::max(max_token_bytes_, d);
+  rule_hashes_ = ComputeRuleHashes(*automaton_);
   const auto& sorted = tokenizer_->trie().sorted_tokens;
   for (int32_t k = 0; k < static_cast<int32_t>(sorted.size()); ++k) {
     int32_t len = static_cast<int32_t>(tokenizer_->token_bytes(sorted[k]).size());
@@ -72,15 +73,14 @@ const TokenMaskEntry& TokenMaskCache::Get(int32_t state, int32_t loop_state) {
       auto it = loop_entries_.find(key);
       if (it != loop_entries_.end()) return *it->second;
     }
-    auto built = std::make_unique<TokenMaskEntry>(
-        ComputeEntry(automaton_, *tokenizer_, state, loop_state));
+    auto built = std::make_unique<TokenMaskEntry>(BuildEntry(state, loop_state));
     std::lock_guard<std::mutex> lock(loop_mu_);
     auto it = loop_entries_.emplace(key, std::move(built)).first;  // keeps the first if raced
     return *it->second;
   }
   TokenMaskEntry* e = entries_[state].load(std::memory_order_acquire);
   if (e) return *e;
-  auto* built = new TokenMaskEntry(ComputeEntry(automaton_, *tokenizer_, state));
+  auto* built = new TokenMaskEntry(BuildEntry(state, -1));
   TokenMaskEntry* expected = nullptr;
   if (entries_[state].compare_exchange_strong(expected, built, std::memory_order_acq_rel)) {
     return *built;
@@ -156,54 +156,53 @@ TokenMaskCacheStats TokenMaskCache::Stats() const {
   for (const TokenMaskEntry* e : all) {
     if (!e) continue;
     ++s.num_entries;
-    s.memory_bytes += static_cast<int64_t>(e->MemoryBytes());
-    s.num_uncertain_tokens += e->num_uncertain;
+    s.memory_bytes += static_cast<int64_t>(e->MemoryBytes() + e->core->MemoryBytes());
     s.num_uncertain_suffixes += e->num_uncertain_suffixes;
     s.max_uncertain_suffixes = std::max<int64_t>(s.max_uncertain_suffixes, e->num_uncertain_suffixes);
-    switch (e->storage) {
-      case TokenMaskEntry::Storage::kAcceptedIds: ++s.num_accepted_list; break;
-      case TokenMaskEntry::Storage::kNotAcceptedIds: ++s.num_not_accepted_list; break;
-      case TokenMaskEntry::Storage::kAcceptedBitset: ++s.num_bitset; break;
+    switch (e->core->storage) {
+      case MaskCore::Storage::kAcceptedIds: ++s.num_accepted_list; break;
+      case MaskCore::Storage::kNotAcceptedIds: ++s.num_not_accepted_list; break;
+      case MaskCore::Storage::kAcceptedBitset: ++s.num_bitset; break;
     }
   }
   return s;
 }
 
-TokenMaskEntry TokenMaskCache::ComputeEntry(const std::shared_ptr<const GrammarAutomaton>& automaton,
-                                            const TokenizerInfo& tokenizer, int32_t state,
-                                            int32_t loop_state) {
+TokenMaskEntry TokenMaskCache::BuildEntry(int32_t state, int32_t loop_state) {
+  const uint64_t tokenizer = tokenizer_->fingerprint();
+  const Hash128 key = MaskEntryKey(*automaton_, rule_hashes_, state, loop_state);
+  CrossGrammarCache& pool = CrossGrammarCache::Global();
+  std::shared_ptr<const MaskCore> core = pool.Find(tokenizer, key);
+  if (!core) {
+    core = pool.Insert(tokenizer, key,
+                       std::make_shared<const MaskCore>(ComputeCore(automaton_, *tokenizer_, state, loop_state)));
+  }
+  const RuleId rule = loop_state >= 0 ? automaton_->RepeatOf(loop_state).rule : automaton_->RuleOf(state);
+  return FinishEntry(std::move(core), automaton_, *tokenizer_, rule);
+}
+
+MaskCore TokenMaskCache::ComputeCore(const std::shared_ptr<const GrammarAutomaton>& automaton,
+                                     const TokenizerInfo& tokenizer, int32_t state, int32_t loop_state) {
   const TokenTrie& trie = tokenizer.trie();
   const int32_t num_nodes = trie.num_nodes();
   // Inside a counted loop the top item is the loop (so iterations chain with exact or star
   // counting and the loop's completion is what may end); elsewhere it is the state itself.
-  const RuleId rule = loop_state >= 0 ? automaton->RepeatOf(loop_state).rule : automaton->RuleOf(state);
   EarleyParser inner = loop_state >= 0 ? EarleyParser::InLoop(automaton, state, loop_state)
                                        : EarleyParser(automaton, state);
   const int32_t rows0 = inner.num_rows();  // rows before the first byte
   std::vector<int32_t> accepted;  // token ids
-  TokenMaskEntry entry;
-  // Bytes that may come first after the rule completes (in any context): suffixes starting
-  // otherwise are dropped before they are built.
-  uint64_t follow_first[4];
-  EarleyParser::AfterRule(automaton, rule).NextBytes(follow_first);
-  // (suffix, token) pairs for rule completions strictly inside tokens.
-  std::vector<std::pair<std::string, int32_t>> suffix_pairs;
+  MaskCore core;
+  core.dead_offset_begin.push_back(0);
   // Per depth along the current path (inner alive at every ancestor): the rule may complete
   // after this many bytes. end_offsets lists those depths >= 1 in order.
-  std::vector<uint8_t> can_end{inner.CanEnd()};
   std::vector<int32_t> end_offsets;
-  std::vector<uint8_t> path_bytes;
   int32_t i = 1;
   while (i < num_nodes) {
     const int32_t d = trie.depth[i];
     while (!end_offsets.empty() && end_offsets.back() >= d) end_offsets.pop_back();
-    if (static_cast<int32_t>(path_bytes.size()) <= d) path_bytes.resize(d + 1);
-    path_bytes[d - 1] = trie.byte[i];  // byte offset d - 1 of every token below node i
     inner.TruncateRows(rows0 + d - 1);
     if (inner.Advance(trie.byte[i])) {
-      if (static_cast<int32_t>(can_end.size()) <= d) can_end.resize(d + 1);
-      can_end[d] = inner.CanEnd();
-      if (can_end[d]) end_offsets.push_back(d);
+      if (inner.CanEnd()) end_offsets.push_back(d);
       for (int32_t k = trie.token_begin[i]; k < trie.token_begin[i + 1]; ++k) {
         accepted.push_back(trie.sorted_tokens[k]);
       }
@@ -211,79 +210,104 @@ TokenMaskEntry TokenMaskCache::ComputeEntry(const std::shared_ptr<const GrammarA
       continue;
     }
     // Inner dies here: the subtree's tokens can only pass through a completion of the rule
-    // at an offset on the alive path.
-    // (A completion before the token, k = 0, needs no entry: the matcher's row already holds
-    // the callers' continuations, whose own entries cover those tokens.)
-    const int32_t tb = trie.token_begin[i], te = trie.token_begin[trie.subtree_end[i]];
-    for (int32_t k : end_offsets) {
-      // Every token of the subtree shares its first d bytes, so byte k is the path's.
-      const uint8_t first = k < d ? path_bytes[k] : 0;
-      if (k < d && !((follow_first[first >> 6] >> (first & 63)) & 1)) continue;
-      for (int32_t t = tb; t < te; ++t) {
-        int32_t id = trie.sorted_tokens[t];
-        suffix_pairs.emplace_back(tokenizer.token_bytes(id).substr(k), id);
-      }
+    // at an offset on the alive path. (A completion before the token, k = 0, needs nothing:
+    // the matcher's row already holds the callers' continuations, whose entries cover it.)
+    if (!end_offsets.empty() && trie.token_begin[i] < trie.token_begin[trie.subtree_end[i]]) {
+      core.dead_nodes.push_back(i);
+      core.dead_offsets.insert(core.dead_offsets.end(), end_offsets.begin(), end_offsets.end());
+      core.dead_offset_begin.push_back(static_cast<int32_t>(core.dead_offsets.size()));
     }
     i = trie.subtree_end[i];
-  }
-  // Keep the suffixes that what may follow the rule (in any context) can take.
-  if (!suffix_pairs.empty()) {
-    std::sort(suffix_pairs.begin(), suffix_pairs.end());
-    suffix_pairs.erase(std::unique(suffix_pairs.begin(), suffix_pairs.end()), suffix_pairs.end());
-    EarleyParser follow = EarleyParser::AfterRule(automaton, rule);
-    std::vector<std::pair<std::string, int32_t>> kept;
-    const std::string* prev = nullptr;
-    size_t dead_at = std::string::npos;  // prev's prefix of this length + 1 was rejected
-    for (const auto& pair : suffix_pairs) {
-      const std::string& s = pair.first;
-      size_t common = 0;
-      if (prev) {
-        while (common < s.size() && common < prev->size() && s[common] == (*prev)[common]) ++common;
-      }
-      if (dead_at != std::string::npos && common > dead_at) continue;  // same dead prefix
-      dead_at = std::string::npos;
-      size_t have = static_cast<size_t>(follow.num_rows() - 1);
-      if (have > common) follow.TruncateRows(static_cast<int32_t>(common) + 1);
-      bool alive = true;
-      for (size_t b = std::min(have, common); b < s.size(); ++b) {
-        if (!follow.Advance(static_cast<uint8_t>(s[b]))) {
-          dead_at = b;
-          alive = false;
-          break;
-        }
-      }
-      prev = &s;
-      if (alive) kept.push_back(pair);
-    }
-    entry.num_uncertain_suffixes = static_cast<int32_t>(kept.size());
-    if (!kept.empty()) entry.uncertain_suffixes = BuildSuffixTrie(kept);
   }
   std::sort(accepted.begin(), accepted.end());
   int32_t vocab_size = tokenizer.vocab_size();
   int32_t num_normal = static_cast<int32_t>(trie.sorted_tokens.size());
   int32_t num_accepted = static_cast<int32_t>(accepted.size());
   int32_t num_not_accepted = num_normal - num_accepted;
-  entry.num_accepted = num_accepted;
+  core.num_accepted = num_accepted;
   // Smallest storage: a list costs 32 bits per id, the bitset one bit per vocabulary entry.
   int64_t bitset_words = (vocab_size + 31) / 32;
   if (num_accepted <= bitset_words && num_accepted <= num_not_accepted) {
-    entry.storage = TokenMaskEntry::Storage::kAcceptedIds;
-    entry.ids = std::move(accepted);
+    core.storage = MaskCore::Storage::kAcceptedIds;
+    core.ids = std::move(accepted);
   } else if (num_not_accepted <= bitset_words) {
-    entry.storage = TokenMaskEntry::Storage::kNotAcceptedIds;
+    core.storage = MaskCore::Storage::kNotAcceptedIds;
     std::vector<uint32_t> mark(bitset_words, 0);
     for (int32_t t : accepted) mark[t >> 5] |= 1u << (t & 31);
     for (int32_t t : trie.sorted_tokens) {
-      if (!(mark[t >> 5] >> (t & 31) & 1)) entry.ids.push_back(t);
+      if (!(mark[t >> 5] >> (t & 31) & 1)) core.ids.push_back(t);
     }
-    std::sort(entry.ids.begin(), entry.ids.end());
+    std::sort(core.ids.begin(), core.ids.end());
   } else {
-    entry.storage = TokenMaskEntry::Storage::kAcceptedBitset;
-    entry.bitset.assign(bitset_words, 0);
-    for (int32_t t : accepted) entry.bitset[t >> 5] |= 1u << (t & 31);
+    core.storage = MaskCore::Storage::kAcceptedBitset;
+    core.bitset.assign(bitset_words, 0);
+    for (int32_t t : accepted) core.bitset[t >> 5] |= 1u << (t & 31);
   }
-  entry.ids.shrink_to_fit();
-  entry.uncertain.shrink_to_fit();
+  core.ids.shrink_to_fit();
+  core.dead_offsets.shrink_to_fit();
+  core.dead_nodes.shrink_to_fit();
+  return core;
+}
+
+TokenMaskEntry TokenMaskCache::FinishEntry(std::shared_ptr<const MaskCore> core,
+                                           const std::shared_ptr<const GrammarAutomaton>& automaton,
+                                           const TokenizerInfo& tokenizer, RuleId rule) {
+  TokenMaskEntry entry;
+  entry.core = std::move(core);
+  const MaskCore& c = *entry.core;
+  if (c.dead_nodes.empty()) return entry;
+  const TokenTrie& trie = tokenizer.trie();
+  // Bytes that may come first after the rule completes (in any context): suffixes starting
+  // otherwise are dropped before they are built.
+  uint64_t follow_first[4];
+  EarleyParser::AfterRule(automaton, rule).NextBytes(follow_first);
+  std::vector<std::pair<std::string, int32_t>> suffix_pairs;
+  for (size_t n = 0; n < c.dead_nodes.size(); ++n) {
+    const int32_t node = c.dead_nodes[n];
+    const int32_t tb = trie.token_begin[node], te = trie.token_begin[trie.subtree_end[node]];
+    // Every token of the subtree shares the node's path, which covers every offset listed.
+    const std::string& path = tokenizer.token_bytes(trie.sorted_tokens[tb]);
+    for (int32_t o = c.dead_offset_begin[n]; o < c.dead_offset_begin[n + 1]; ++o) {
+      const int32_t k = c.dead_offsets[o];
+      const uint8_t first = static_cast<uint8_t>(path[k]);
+      if (!((follow_first[first >> 6] >> (first & 63)) & 1)) continue;
+      for (int32_t t = tb; t < te; ++t) {
+        int32_t id = trie.sorted_tokens[t];
+        suffix_pairs.emplace_back(tokenizer.token_bytes(id).substr(k), id);
+      }
+    }
+  }
+  if (suffix_pairs.empty()) return entry;
+  // Keep the suffixes that what may follow the rule (in any context) can take.
+  std::sort(suffix_pairs.begin(), suffix_pairs.end());
+  suffix_pairs.erase(std::unique(suffix_pairs.begin(), suffix_pairs.end()), suffix_pairs.end());
+  EarleyParser follow = EarleyParser::AfterRule(automaton, rule);
+  std::vector<std::pair<std::string, int32_t>> kept;
+  const std::string* prev = nullptr;
+  size_t dead_at = std::string::npos;  // prev's prefix of this length + 1 was rejected
+  for (const auto& pair : suffix_pairs) {
+    const std::string& s = pair.first;
+    size_t common = 0;
+    if (prev) {
+      while (common < s.size() && common < prev->size() && s[common] == (*prev)[common]) ++common;
+    }
+    if (dead_at != std::string::npos && common > dead_at) continue;  // same dead prefix
+    dead_at = std::string::npos;
+    size_t have = static_cast<size_t>(follow.num_rows() - 1);
+    if (have > common) follow.TruncateRows(static_cast<int32_t>(common) + 1);
+    bool alive = true;
+    for (size_t b = std::min(have, common); b < s.size(); ++b) {
+      if (!follow.Advance(static_cast<uint8_t>(s[b]))) {
+        dead_at = b;
+        alive = false;
+        break;
+      }
+    }
+    prev = &s;
+    if (alive) kept.push_back(pair);
+  }
+  entry.num_uncertain_suffixes = static_cast<int32_t>(kept.size());
+  if (!kept.empty()) entry.uncertain_suffixes = BuildSuffixTrie(kept);
   return entry;
 }
 

@@ -26,28 +26,22 @@
 #include <vector>
 
 #include "automata/grammar_automaton.h"
+#include "compiler/cross_grammar_cache.h"
+#include "compiler/structural_hash.h"
 #include "compiler/suffix_trie.h"
 #include "xg2/tokenizer.h"
 
 namespace xg2 {
 
+// A state's entry in one compiled grammar: the shared core (accepted tokens; see
+// cross_grammar_cache.h) and the suffixes, pruned by this grammar's FOLLOW set of the rule,
+// after which the rule may complete inside a token.
 struct TokenMaskEntry {
-  enum class Storage : uint8_t { kAcceptedIds = 0, kNotAcceptedIds = 1, kAcceptedBitset = 2 };
-  Storage storage = Storage::kAcceptedIds;
-  std::vector<int32_t> ids;       // sorted token ids (list forms)
-  std::vector<uint32_t> bitset;   // accepted tokens (bitset form), ceil(vocab_size / 32) words
-  // Tokens the rule may complete before (k = 0): [begin, end) ranges in trie token order.
-  std::vector<std::pair<int32_t, int32_t>> uncertain;
-  // Suffixes token[k:] (k >= 1) after which the rule may complete inside a token.
+  std::shared_ptr<const MaskCore> core;
   SuffixTrie uncertain_suffixes;
-  int32_t num_accepted = 0;
-  int32_t num_uncertain = 0;  // tokens in `uncertain` ranges
   int32_t num_uncertain_suffixes = 0;
-  size_t MemoryBytes() const {
-    return sizeof(*this) + ids.capacity() * 4 + bitset.capacity() * 4 + uncertain.capacity() * 8 +
-           uncertain_suffixes.MemoryBytes();
-  }
-  bool has_uncertain() const { return !uncertain.empty() || !uncertain_suffixes.empty(); }
+  size_t MemoryBytes() const { return sizeof(*this) + uncertain_suffixes.MemoryBytes(); }
+  bool has_uncertain() const { return !uncertain_suffixes.empty(); }
 };
 
 struct TokenMaskCacheStats {
@@ -56,7 +50,6 @@ struct TokenMaskCacheStats {
   int64_t num_accepted_list = 0;
   int64_t num_not_accepted_list = 0;
   int64_t num_bitset = 0;
-  int64_t num_uncertain_tokens = 0;    // summed over entries (k = 0 ranges)
   int64_t num_uncertain_suffixes = 0;  // summed over entries (k >= 1)
   int64_t max_uncertain_suffixes = 0;
 };
@@ -98,10 +91,15 @@ class TokenMaskCache {
   const std::vector<uint32_t>& normal_token_bitset() const { return normal_token_bitset_; }
   int32_t num_words() const { return num_words_; }
 
-  // Classifies the vocabulary for one state (the pure computation behind Get).
-  static TokenMaskEntry ComputeEntry(const std::shared_ptr<const GrammarAutomaton>& automaton,
-                                     const TokenizerInfo& tokenizer, int32_t state,
-                                     int32_t loop_state = -1);
+  // The vocabulary walk of one state (shared across grammars through the global pool).
+  static MaskCore ComputeCore(const std::shared_ptr<const GrammarAutomaton>& automaton,
+                              const TokenizerInfo& tokenizer, int32_t state, int32_t loop_state);
+  // This grammar's entry from a core: the suffixes FOLLOW(rule) may take.
+  static TokenMaskEntry FinishEntry(std::shared_ptr<const MaskCore> core,
+                                    const std::shared_ptr<const GrammarAutomaton>& automaton,
+                                    const TokenizerInfo& tokenizer, RuleId rule);
+  // Get's computation: core from the pool (or walked and pooled), then FinishEntry.
+  TokenMaskEntry BuildEntry(int32_t state, int32_t loop_state);
 
  private:
   std::shared_ptr<const GrammarAutomaton> automaton_;
@@ -111,6 +109,7 @@ class TokenMaskCache {
   int32_t num_words_;
   std::vector<uint32_t> normal_token_bitset_;
   int32_t max_token_bytes_ = 0;
+  RuleHashes rule_hashes_;
   std::vector<std::pair<int32_t, int32_t>> tokens_by_length_;  // (bytes, trie index), longest first
   // Entries of states inside counted loops, keyed by (state, loop context).
   mutable std::mutex loop_mu_;

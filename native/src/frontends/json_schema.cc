@@ -122,6 +122,23 @@ class Converter {
     return a == std::string::npos ? "" : s.substr(a, b - a + 1);
   }
 
+  // Declares a rule named base, base_2, base_3, ... Grammar::DeclareRule alone would probe every
+  // taken suffix, which is quadratic for schemas with thousands of objects.
+  RuleId NewRule(const std::string& base) {
+    int64_t& n = rule_name_count_[base];
+    ++n;
+    return g_.DeclareRule(n == 1 ? base : base + "_" + std::to_string(n));
+  }
+
+  // Any JSON string content (no quotes): one rule shared by the whole grammar.
+  ExprId StringRest() {
+    if (string_rest_ < 0) {
+      string_rest_ = NewRule("json_string_rest");
+      g_.SetRuleBody(string_rest_, g_.AddRepeat(JsonCharExpr(&g_), 0, kUnbounded));
+    }
+    return g_.AddRuleRef(string_rest_);
+  }
+
   [[noreturn]] void Invalid(const std::string& ptr, const std::string& msg) {
     throw Error(ErrorKind::kGrammarSemantic, "invalid schema at " + Show(ptr) + ": " + msg);
   }
@@ -551,7 +568,7 @@ class Converter {
     std::string key = Key(parts, depth);
     auto it = rules_.find(key);
     if (it != rules_.end()) return it->second;
-    RuleId r = g_.DeclareRule(RuleName(parts));
+    RuleId r = NewRule(RuleName(parts));
     rules_[key] = r;
     std::string saved = cur_ptr_;
     cur_ptr_ = parts.empty() ? "" : parts.back().ptr;
@@ -579,6 +596,16 @@ class Converter {
         for (const auto& a : group) alts.push_back(g_.AddRuleRef(ConjRule({a}, depth)));
       } else {
         for (const auto& a : group) {
+          // Each alternative is merged with the rest and lowered inline: nested combinators
+          // multiply. A budget per conversion keeps that from going exponential.
+          if (--expansion_budget_ < 0) {
+            const std::string& ptr = group[0].ptr;
+            size_t slash = ptr.rfind('/');
+            size_t prev = slash == std::string::npos || slash == 0 ? std::string::npos : ptr.rfind('/', slash - 1);
+            std::string kw = prev == std::string::npos ? "anyOf" : ptr.substr(prev + 1, slash - prev - 1);
+            Unsupported(kw, ptr.substr(0, prev == std::string::npos ? 0 : prev), "too many combinations of alternatives to expand");
+            return Never();
+          }
           Merged c = base;
           MergeInto(&c, a, 0);
           alts.push_back(Lower(c, depth, expansion + 1));
@@ -681,9 +708,43 @@ class Converter {
     }
   }
 
+  // pattern + minLength/maxLength where the pattern is one character class repeated (e.g.
+  // "^[a-z0-9_-]+$"): the bounds are intersected. kNoExpr when the pattern has another shape.
+  ExprId BoundedClassPattern(const Ref& pat, int64_t min_len, int64_t max_len) {
+    ExprId e;
+    try {
+      RegexOptions ro;
+      ro.search_semantics = true;
+      e = RegexToExpr(&g_, pat.v->as_string(), ro);
+    } catch (const Error&) {
+      return kNoExpr;
+    }
+    Expr x = g_.expr(e);
+    while ((x.kind == ExprKind::kSequence || x.kind == ExprKind::kChoice) && x.children.size() == 1) x = g_.expr(x.children[0]);
+    int64_t lo = 1, hi = 1;
+    ExprId cls = kNoExpr;
+    if (x.kind == ExprKind::kCharClass) {
+      cls = e;
+    } else if (x.kind == ExprKind::kRepeat && g_.expr(x.children[0]).kind == ExprKind::kCharClass) {
+      cls = x.children[0];
+      lo = x.min;
+      hi = x.max;
+    } else {
+      return kNoExpr;
+    }
+    int64_t nlo = std::max(lo, min_len);
+    int64_t nhi = hi == kUnbounded ? max_len : (max_len < 0 ? hi : std::min(hi, max_len));
+    if (nhi != kUnbounded && nlo > nhi) return Never();
+    return RegexToJsonContent(&g_, g_.AddRepeat(cls, nlo, nhi));
+  }
+
   ExprId StringExpr(const Merged& m) {
     bool bounded = m.min_len > 0 || m.max_len >= 0;
     std::vector<ExprId> contents;
+    if (bounded && m.patterns.size() == 1 && m.formats.empty()) {
+      ExprId e = BoundedClassPattern(m.patterns[0], m.min_len, m.max_len);
+      if (e != kNoExpr) return g_.AddSequence({Lit(&g_, "\""), e, Lit(&g_, "\"")});
+    }
     for (const auto& p : m.patterns) {
       if (contents.size() >= 1 || bounded) {
         Unsupported(bounded ? "pattern" : "pattern", p.ptr, bounded ? "pattern together with minLength/maxLength" : "several patterns");
@@ -788,7 +849,7 @@ class Converter {
   }
 
   ExprId KeyExprFromNames(const std::vector<Ref>& names, const std::vector<std::string>& declared) {
-    if (names.empty()) return declared.empty() ? JsonStringExpr(&g_, 0, kUnbounded) : JsonStringNotIn(&g_, declared);
+    if (names.empty()) return declared.empty() ? JsonStringExpr(&g_, 0, kUnbounded) : JsonStringNotIn(&g_, declared, StringRest());
     Merged nm;
     for (const auto& r : names) MergeInto(&nm, r, 0);
     if (nm.is_false) return kNoExpr;
@@ -889,7 +950,7 @@ class Converter {
     (void)additional_any;
     ExprId extra = kNoExpr;
     if (!extra_alts.empty()) {
-      RuleId er = g_.DeclareRule("additional_property");
+      RuleId er = NewRule("additional_property");
       g_.SetRuleBody(er, extra_alts.size() == 1 ? extra_alts[0] : g_.AddChoice(extra_alts));
       extra = g_.AddRuleRef(er);
     }
@@ -925,7 +986,7 @@ class Converter {
     bool use_rules = n > 6;
     auto make_tail = [&](int64_t i, ExprId body) {
       if (!use_rules) return body;
-      RuleId r = g_.DeclareRule("object_tail");
+      RuleId r = NewRule("object_tail");
       g_.SetRuleBody(r, body);
       return g_.AddRuleRef(r);
     };
@@ -962,7 +1023,7 @@ class Converter {
     }
     // S(used): what may follow once the properties in `used` were written (at least one member written).
     std::vector<RuleId> rules(1u << n, -1);
-    for (uint32_t used = 0; used < (1u << n); ++used) rules[used] = g_.DeclareRule("object_any_order");
+    for (uint32_t used = 0; used < (1u << n); ++used) rules[used] = NewRule("object_any_order");
     for (uint32_t used = 0; used < (1u << n); ++used) {
       std::vector<ExprId> alts;
       for (int i = 0; i < n; ++i) {
@@ -992,6 +1053,9 @@ class Converter {
   std::vector<JsonValue> not_values_;
   std::string cur_ptr_;
   bool ref_overrides_siblings_ = false;
+  std::unordered_map<std::string, int64_t> rule_name_count_;
+  RuleId string_rest_ = -1;
+  int64_t expansion_budget_ = 2000;  // inline lowerings of combinator alternatives
 };
 
 }  // namespace

@@ -31,7 +31,8 @@ ExprId JsonStringContentLiteral(Grammar* g, const std::string& text);
 // A quoted JSON string whose decoded text is not any of `excluded`. Raw and short-escape
 // spellings (\n, \", \\, \/ ...) of an excluded key are excluded; a "\u" spelling of one
 // of its characters (other than a control character) counts as a different key.
-ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded);
+// `rest`: any string content (JsonCharExpr repeated), typically a shared rule's reference.
+ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, ExprId rest);
 // Content (no quotes) of a string in the given format; throws UnsupportedKeyword for
 // unknown formats.
 ExprId FormatContentExpr(Grammar* g, const std::string& format);

@@ -271,7 +271,7 @@ ExprId TrieExclusion(Grammar* g, const std::vector<TrieNode>& nodes, int n, Expr
 
 }  // namespace
 
-ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded) {
+ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, ExprId rest) {
   std::vector<TrieNode> nodes(1);
   for (const auto& key : excluded) {
     bool ok;
@@ -290,10 +290,7 @@ ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded) {
     }
     nodes[n].terminal = true;
   }
-  // Any string content after the divergence: one rule shared by every trie node.
-  RuleId rest = g->DeclareRule("json_string_rest");
-  g->SetRuleBody(rest, g->AddRepeat(JsonCharExpr(g), 0, kUnbounded));
-  return g->AddSequence({Lit(g, "\""), TrieExclusion(g, nodes, 0, g->AddRuleRef(rest)), Lit(g, "\"")});
+  return g->AddSequence({Lit(g, "\""), TrieExclusion(g, nodes, 0, rest), Lit(g, "\"")});
 }
 
 // ---------------------------------------------------------------------------- formats

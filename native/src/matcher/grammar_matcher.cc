@@ -187,14 +187,11 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
     const int32_t rows0 = parser_.num_rows();
     if (parser_.PushCompletionRow(pending_[gi].rule, pending_[gi].origin)) {
       const int32_t rows_ctx = parser_.num_rows();
-      scratch_ranges_.clear();
       for (size_t k = gi; k < gj; ++k) {
         const TokenMaskEntry* e = pending_[k].entry;
         if (k > gi && e == pending_[k - 1].entry) continue;
-        scratch_ranges_.insert(scratch_ranges_.end(), e->uncertain.begin(), e->uncertain.end());
         WalkSuffixes(e->uncertain_suffixes, rows_ctx, words, pending_[k].recheck_len);
       }
-      WalkTokenRanges(rows_ctx, words);
     }
     parser_.TruncateRows(rows0);
     gi = gj;
@@ -229,16 +226,17 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
 void GrammarMatcher::ApplyEntry(const TokenMaskEntry& e, uint32_t* words) {
   TokenMaskCache& cache = compiled_->mask_cache();
   const int32_t vocab_words = cache.num_words();
-  switch (e.storage) {
-    case TokenMaskEntry::Storage::kAcceptedIds:
-      for (int32_t t : e.ids) words[t >> 5] |= 1u << (t & 31);
+  const MaskCore& c = *e.core;
+  switch (c.storage) {
+    case MaskCore::Storage::kAcceptedIds:
+      for (int32_t t : c.ids) words[t >> 5] |= 1u << (t & 31);
       break;
-    case TokenMaskEntry::Storage::kAcceptedBitset:
-      for (int32_t w = 0; w < vocab_words; ++w) words[w] |= e.bitset[w];
+    case MaskCore::Storage::kAcceptedBitset:
+      for (int32_t w = 0; w < vocab_words; ++w) words[w] |= c.bitset[w];
       break;
-    case TokenMaskEntry::Storage::kNotAcceptedIds:
+    case MaskCore::Storage::kNotAcceptedIds:
       scratch_bits_ = cache.normal_token_bitset();
-      for (int32_t t : e.ids) scratch_bits_[t >> 5] &= ~(1u << (t & 31));
+      for (int32_t t : c.ids) scratch_bits_[t >> 5] &= ~(1u << (t & 31));
       for (int32_t w = 0; w < vocab_words; ++w) words[w] |= scratch_bits_[w];
       break;
   }

@@ -1,0 +1,79 @@
+// The process-wide, thread-safe, memory-bounded pool of mask-cache cores shared by every
+// compiled grammar of a tokenizer: grammars that share sub-structures (the same string field,
+// the same tool) reuse the expensive vocabulary walks. Least recently used cores are evicted
+// beyond the byte limit (a compiled grammar keeps the cores it uses alive).
+#pragma once
+
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "compiler/structural_hash.h"
+
+namespace xg2 {
+
+// What the vocabulary walk of one automaton state found, independent of the grammar around
+// the state's rule: the accepted tokens, and the dead trie subtrees after which the rule may
+// have completed inside a token (with the offsets where it may complete).
+struct MaskCore {
+  enum class Storage : uint8_t { kAcceptedIds = 0, kNotAcceptedIds = 1, kAcceptedBitset = 2 };
+  Storage storage = Storage::kAcceptedIds;
+  std::vector<int32_t> ids;      // sorted token ids (list forms)
+  std::vector<uint32_t> bitset;  // accepted tokens (bitset form)
+  int32_t num_accepted = 0;
+  std::vector<int32_t> dead_nodes;         // trie nodes
+  std::vector<int32_t> dead_offset_begin;  // size dead_nodes + 1
+  std::vector<int32_t> dead_offsets;       // completion offsets (bytes into the token)
+  size_t MemoryBytes() const {
+    return sizeof(*this) + 4 * (ids.capacity() + bitset.capacity() + dead_nodes.capacity() +
+                                dead_offset_begin.capacity() + dead_offsets.capacity());
+  }
+};
+
+struct CrossGrammarCacheStats {
+  int64_t hits = 0;
+  int64_t misses = 0;
+  int64_t entries = 0;
+  int64_t bytes = 0;
+  int64_t limit_bytes = 0;
+  int64_t evictions = 0;
+};
+
+class CrossGrammarCache {
+ public:
+  static CrossGrammarCache& Global();
+
+  std::shared_ptr<const MaskCore> Find(uint64_t tokenizer, const Hash128& key);
+  // Keeps an existing core for the key (returned) or stores this one.
+  std::shared_ptr<const MaskCore> Insert(uint64_t tokenizer, const Hash128& key,
+                                         std::shared_ptr<const MaskCore> core);
+  CrossGrammarCacheStats Stats() const;
+  void SetLimit(int64_t bytes);  // 0 disables the cache
+  void Clear();
+
+ private:
+  struct Key {
+    uint64_t tokenizer;
+    Hash128 hash;
+    bool operator==(const Key& o) const { return tokenizer == o.tokenizer && hash == o.hash; }
+  };
+  struct KeyHash {
+    size_t operator()(const Key& k) const { return static_cast<size_t>(k.hash.lo ^ (k.tokenizer * 31)); }
+  };
+  struct Slot {
+    std::shared_ptr<const MaskCore> core;
+    std::list<Key>::iterator lru;
+    int64_t bytes;
+  };
+  void EvictLocked();
+
+  mutable std::mutex mu_;
+  std::unordered_map<Key, Slot, KeyHash> map_;
+  std::list<Key> lru_;  // front: most recently used
+  CrossGrammarCacheStats stats_;
+};
+
+}  // namespace xg2

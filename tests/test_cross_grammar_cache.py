@@ -1,0 +1,120 @@
+"""The cross-grammar pool: grammars that share structure reuse mask cores, and the masks are
+exactly those of a compile without the pool; the pool stays within its memory limit."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import numpy as np
+import pytest
+
+import xg2_jax as xg
+from xg2_jax._src.cli import greedy_tokenize
+
+STRING = r'string ::= "\"" ([^"\\\x00-\x1f] | "\\" ["\\/bfnrt])* "\""'
+# The string rule is referenced from more than three sites, so it stays a rule of its own
+# (rules with few sites are inlined into their callers, which then differ between grammars).
+GRAMMARS = [
+    'root ::= "{" string ":" string ("," string ":" string)* "}"\n' + STRING,
+    'root ::= "[" string ("," string)* "]" | "(" string string string ")"\n' + STRING,
+    'root ::= "key=" string ";" | "k2=" string | "k3=" string | "k4=" string | "n=" [0-9]+\n' + STRING,
+]
+TEXTS = [b'{"a b":"c\\"d"}', b'["x","y z","\\n"]', b'key="value with spaces";']
+
+
+@pytest.fixture
+def pool_limit():
+    """Restores the pool's limit and contents after the test."""
+    before = xg.cross_grammar_cache_stats()["limit_bytes"]
+    yield
+    xg.set_cross_grammar_cache_limit(before)
+
+
+def masks_along(compiled, data):
+    matcher = xg.GrammarMatcher(compiled)
+    mask = xg.allocate_token_bitmask(1, compiled.tokenizer_info.vocab_size)
+    out = []
+    for i in range(len(data) + 1):
+        matcher.fill_next_token_bitmask(mask)
+        out.append(mask[0].copy())
+        if i < len(data) and not matcher.accept_string(data[i:i + 1]):
+            break
+    return out
+
+
+def test_shared_structure_hits_and_same_masks(gpt2_tokenizer, pool_limit):
+    tok = gpt2_tokenizer
+    xg.clear_cross_grammar_cache()
+    pooled = xg.GrammarCompiler(tok, cache_enabled=False)
+    first = pooled.compile_grammar(GRAMMARS[0])
+    misses_after_first = xg.cross_grammar_cache_stats()["misses"]
+    hits_before = xg.cross_grammar_cache_stats()["hits"]
+    others = [pooled.compile_grammar(g) for g in GRAMMARS[1:]]
+    stats = xg.cross_grammar_cache_stats()
+    assert stats["hits"] > hits_before, "the shared string rule should be reused"
+    assert stats["misses"] > misses_after_first
+    # Without the pool: identical masks.
+    xg.set_cross_grammar_cache_limit(0)
+    xg.clear_cross_grammar_cache()
+    plain = xg.GrammarCompiler(tok, cache_enabled=False)
+    for grammar, compiled in zip(GRAMMARS, [first] + others):
+        reference = plain.compile_grammar(grammar)
+        for text in TEXTS:
+            for a, b in zip(masks_along(compiled, text), masks_along(reference, text)):
+                assert np.array_equal(a, b), (grammar, text)
+
+
+def test_second_schema_compiles_from_the_pool(gpt2_tokenizer, pool_limit):
+    xg.clear_cross_grammar_cache()
+    compiler = xg.GrammarCompiler(gpt2_tokenizer, cache_enabled=False)
+    base = {"type": "object", "properties": {"name": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}},
+            "required": ["name", "tags"]}
+    compiler.compile_json_schema(base)
+    entries = xg.cross_grammar_cache_stats()["entries"]
+    hits = xg.cross_grammar_cache_stats()["hits"]
+    variant = dict(base, properties=dict(base["properties"], note={"type": "string"}))
+    compiled = compiler.compile_json_schema(variant)
+    stats = xg.cross_grammar_cache_stats()
+    assert stats["hits"] > hits
+    assert stats["entries"] >= entries
+    doc = json.dumps({"name": "x", "tags": ["a", "b"], "note": "n"}).encode()
+    matcher = xg.GrammarMatcher(compiled)
+    for tid in greedy_tokenize(gpt2_tokenizer, doc):
+        assert matcher.accept_token(tid)
+    assert matcher.is_completed()
+
+
+def test_pool_respects_its_limit(gpt2_tokenizer, pool_limit):
+    xg.clear_cross_grammar_cache()
+    xg.set_cross_grammar_cache_limit(200_000)
+    compiler = xg.GrammarCompiler(gpt2_tokenizer, cache_enabled=False)
+    for n in range(12):
+        compiler.compile_grammar(f'root ::= "k{n}=" [a-z{n % 10}]+ ("," [0-9]{{1,{n + 2}}})*')
+        assert xg.cross_grammar_cache_stats()["bytes"] <= 200_000
+    assert xg.cross_grammar_cache_stats()["evictions"] > 0
+
+
+def test_concurrent_compiles_match_serial(gpt2_tokenizer, pool_limit):
+    schemas = [{"type": "object", "properties": {f"f{i}": {"type": "string"}, "n": {"type": "integer"}},
+                "required": [f"f{i}", "n"]} for i in range(8)]
+    docs = [json.dumps({f"f{i}": "v a l", "n": -12}).encode() for i in range(8)]
+    xg.clear_cross_grammar_cache()
+    serial = [xg.GrammarCompiler(gpt2_tokenizer, cache_enabled=False).compile_json_schema(s) for s in schemas]
+    want = [masks_along(c, d) for c, d in zip(serial, docs)]
+    xg.clear_cross_grammar_cache()
+    compiler = xg.GrammarCompiler(gpt2_tokenizer, cache_enabled=False)
+    results = [None] * 8
+
+    def work(i):
+        results[i] = masks_along(compiler.compile_json_schema(schemas[i]), docs[i])
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for got, exp in zip(results, want):
+        assert len(got) == len(exp)
+        for a, b in zip(got, exp):
+            assert np.array_equal(a, b)

@@ -1,0 +1,285 @@
+"""Constrained speculative decoding over draft trees.
+
+A draft tree per row has ``N`` nodes in xgrammar's layout: node 0 is the root (the last token
+already accepted by the matcher, not yet scored by the target model) and ``parents[i] < i``.
+One step of :func:`speculative_step`:
+
+1. dispatch the target model's verify pass over the tree (asynchronous);
+2. meanwhile on the host, :meth:`~xg2_jax.BatchGrammarMatcher.batch_traverse_draft_tree`
+   writes the (B, N, W) mask stack: row ``i`` is the mask after node ``i``'s path;
+3. on the device, :func:`accept_draft_tree` applies the masks to the verify logits and walks
+   the tree from the root, accepting the longest valid path (greedy, or rejection sampling)
+   and drawing one more ("bonus") token from the target at the last accepted node;
+4. the host advances each matcher along the accepted path and the bonus token.
+
+Example:
+    >>> import numpy as np, xg2_jax as xg
+    >>> tok = xg.TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2])
+    >>> m = xg.GrammarMatcher(xg.GrammarCompiler(tok).compile_grammar('root ::= "a" "b"'))
+    >>> logits = jnp.zeros((1, 3, 3))  # the target is indifferent: the masks decide
+    >>> masks, _ = draft_tree_masks([m], np.array([[2, 0, 1]]), np.array([-1, 0, 1]))
+    >>> acc = accept_draft_tree(logits, jnp.asarray(masks), jnp.array([[2, 0, 1]]),
+    ...                         jnp.array([-1, 0, 1]), jax.random.key(0))
+    >>> acc.accepted.tolist(), acc.bonus_token.tolist()
+    ([[False, True, True]], [2])
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from functools import partial
+from typing import Any, Callable, NamedTuple, Optional, Sequence
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from xg2_jax._src.batch import BatchGrammarMatcher, traverse_draft_tree
+from xg2_jax._src.decode import HostMaskBuffers, SamplingConfig, _mask_width, put_masks
+from xg2_jax._src.masking import apply_token_bitmask, bitmask_has_allowed
+from xg2_jax._src.matcher import GrammarMatcher
+
+__all__ = ["DraftAcceptance", "SpeculativeStepResult", "accept_draft_tree",
+           "draft_tree_masks", "speculative_step"]
+
+
+class DraftAcceptance(NamedTuple):
+    """What :func:`accept_draft_tree` returns (device arrays).
+
+    Attributes:
+        accepted: bool (B, N): nodes on the accepted path (the root excluded); in index order
+            they are the path from the root.
+        last_node: int32 (B,): the deepest accepted node (0: no draft token accepted).
+        num_accepted: int32 (B,): accepted draft tokens.
+        bonus_token: int32 (B,): the target's token after ``last_node``.
+        bonus_valid: bool (B,): False when the grammar allows nothing after ``last_node``
+            (its path ended with a stop token); ``bonus_token`` is then meaningless.
+    """
+
+    accepted: jax.Array
+    last_node: jax.Array
+    num_accepted: jax.Array
+    bonus_token: jax.Array
+    bonus_valid: jax.Array
+
+
+def draft_tree_masks(matchers: Sequence[Optional[GrammarMatcher]], draft_tokens,
+                     parents, *, out: Optional[np.ndarray] = None,
+                     batch_matcher: Optional[BatchGrammarMatcher] = None,
+                     mask_width: Optional[int] = None) -> tuple[np.ndarray, np.ndarray]:
+    """Computes the (B, N, W) mask stack of a batch of draft trees on the host.
+
+    Args:
+        matchers: B matchers at their roots' positions (left unchanged); ``None``: an
+            unconstrained row (all ones).
+        draft_tokens: int (B, N) tree tokens (node 0: the root).
+        parents: int (N,) or (B, N) parent indices (``-1`` for the root).
+        out: optional C-contiguous int32 (B, N, W) buffer to write.
+        batch_matcher: reuse a :class:`~xg2_jax.BatchGrammarMatcher`.
+        mask_width: words per row (default: from the matchers' vocabulary).
+
+    Returns:
+        ``(masks int32 (B, N, W), valid bool (B, N))``.
+    """
+    tokens = np.asarray(draft_tokens)
+    b, n = tokens.shape
+    if out is None:
+        width = mask_width or _mask_width(matchers, 32)
+        out = np.empty((b, n, width), dtype=np.int32)
+    rows = [i for i, m in enumerate(matchers) if m is not None]
+    valid = np.ones((b, n), dtype=bool)
+    for i, m in enumerate(matchers):
+        if m is None:
+            out[i] = -1
+    par = np.asarray(parents)
+    if rows:
+        sub_par = par if par.ndim == 1 else par[rows]
+        batch = batch_matcher or BatchGrammarMatcher()
+        if hasattr(batch, "batch_traverse_draft_tree"):
+            if len(rows) == b:
+                valid[:] = batch.batch_traverse_draft_tree(matchers, tokens, out,
+                                                           parents=sub_par)
+            else:
+                sub = np.ascontiguousarray(out[rows])
+                valid[rows] = batch.batch_traverse_draft_tree(
+                    [matchers[i] for i in rows], tokens[rows], sub, parents=sub_par)
+                out[rows] = sub
+        else:  # one tree at a time
+            for k, i in enumerate(rows):
+                p = sub_par if sub_par.ndim == 1 else sub_par[k]
+                valid[i] = traverse_draft_tree(matchers[i], tokens[i], out[i], parents=p)
+    return out, valid
+
+
+@partial(jax.jit, static_argnames=("greedy",))
+def accept_draft_tree(verify_logits: jax.Array, tree_masks: jax.Array, draft_tokens: jax.Array,
+                      parents: jax.Array, key: jax.Array, *, greedy: bool = True,
+                      temperature=1.0, draft_probs: Optional[jax.Array] = None,
+                      active: Optional[jax.Array] = None) -> DraftAcceptance:
+    """Masks the verify logits and accepts the longest valid path of each draft tree.
+
+    Greedy: a child is accepted iff its token is the argmax of the masked target logits at
+    its parent, so the output equals non-speculative constrained greedy decoding. Otherwise
+    multi-candidate rejection sampling (SpecInfer): the children of the current node are
+    tried in index order; child ``x`` drawn from ``q`` is accepted with probability
+    ``min(1, p(x) / q(x))``, else ``p`` becomes ``normalize(max(p - q, 0))``; the bonus token
+    is drawn from the final ``p``. The tokens then follow the masked target distribution.
+
+    Args:
+        verify_logits: float (B, N, V): target logits of the token after each node.
+        tree_masks: int32 (B, N, W) from :func:`draft_tree_masks`.
+        draft_tokens: int32 (B, N).
+        parents: int32 (N,) or (B, N).
+        key: PRNG key (unused when greedy).
+        greedy: static.
+        temperature: target temperature (sampling only).
+        draft_probs: float (B, N, V): the draft distribution node ``i``'s token was drawn
+            from; default: a deterministic drafter (one-hot on the draft token).
+        active: optional bool (B,): inactive rows accept nothing.
+
+    Returns:
+        A :class:`DraftAcceptance`.
+    """
+    b, n, v = verify_logits.shape
+    draft_tokens = jnp.asarray(draft_tokens, jnp.int32)
+    parents = jnp.broadcast_to(jnp.asarray(parents, jnp.int32), (b, n))
+    masked = apply_token_bitmask(verify_logits, tree_masks).astype(jnp.float32)
+    has_allowed = bitmask_has_allowed(tree_masks, v)
+    rows = jnp.arange(b)
+    go = jnp.ones((b,), bool) if active is None else jnp.asarray(active, bool)
+    accepted0 = jnp.zeros((b, n), bool)
+
+    if greedy:
+        target = jnp.argmax(masked, axis=-1).astype(jnp.int32)  # (B, N)
+
+        def body(j, carry):
+            cur, accepted = carry
+            take = (go & (parents[:, j] == cur) & has_allowed[rows, cur]
+                    & (draft_tokens[:, j] == target[rows, cur]))
+            return jnp.where(take, j, cur), accepted.at[:, j].set(take)
+
+        cur, accepted = jax.lax.fori_loop(1, n, body, (jnp.zeros((b,), jnp.int32), accepted0))
+        bonus = target[rows, cur]
+    else:
+        t = jnp.maximum(jnp.asarray(temperature, jnp.float32), jnp.float32(1e-6))
+        probs = jax.nn.softmax(masked / t, axis=-1)  # (B, N, V)
+        keys = jax.random.split(key, n + 1)
+
+        def body(j, carry):
+            cur, p, accepted = carry
+            x = draft_tokens[:, j]
+            if draft_probs is None:
+                q = jax.nn.one_hot(x, v, dtype=jnp.float32)
+            else:
+                q = draft_probs[:, j].astype(jnp.float32)
+            px = p[rows, x]
+            qx = jnp.maximum(q[rows, x], jnp.float32(1e-20))
+            u = jax.random.uniform(keys[j], (b,))
+            candidate = go & (parents[:, j] == cur) & has_allowed[rows, cur]
+            take = candidate & (u * qx < px)
+            resid = jnp.maximum(p - q, 0.0)
+            total = jnp.sum(resid, axis=-1, keepdims=True)
+            resid = jnp.where(total > 0, resid / jnp.where(total > 0, total, 1.0), p)
+            p = jnp.where(take[:, None], probs[:, j], jnp.where(candidate[:, None], resid, p))
+            return jnp.where(take, j, cur), p, accepted.at[:, j].set(take)
+
+        cur, p, accepted = jax.lax.fori_loop(
+            1, n, body, (jnp.zeros((b,), jnp.int32), probs[:, 0], accepted0))
+        logp = jnp.where(p > 0, jnp.log(jnp.where(p > 0, p, 1.0)), -jnp.inf)
+        bonus = jax.random.categorical(keys[0], logp, axis=-1).astype(jnp.int32)
+    return DraftAcceptance(accepted, cur, jnp.sum(accepted, axis=-1, dtype=jnp.int32), bonus,
+                           has_allowed[rows, cur] & go)
+
+
+@dataclasses.dataclass
+class SpeculativeStepResult:
+    """What :func:`speculative_step` returns (host arrays, except ``aux``).
+
+    Attributes:
+        new_tokens: per row, the accepted draft tokens then the bonus token (if any).
+        last_node: int (B,): the deepest accepted node (select the model cache with it).
+        accepted: bool (B, N).
+        bonus_valid: bool (B,).
+        finished: bool (B,): the row's matcher terminated (stop token accepted).
+        errors: bool (B,): a token was rejected while advancing (should not happen).
+        aux: whatever ``verify_fn`` returned next to the logits (e.g. per-node states).
+    """
+
+    new_tokens: list
+    last_node: np.ndarray
+    accepted: np.ndarray
+    bonus_valid: np.ndarray
+    finished: np.ndarray
+    errors: np.ndarray
+    aux: Any = None
+
+
+def speculative_step(verify_fn: Callable, params: Any, cache: Any,
+                     matchers: Sequence[Optional[GrammarMatcher]], draft_tokens, parents, *,
+                     key: Optional[jax.Array] = None,
+                     sampling: SamplingConfig = SamplingConfig(greedy=True),
+                     draft_probs: Optional[jax.Array] = None,
+                     active: Optional[np.ndarray] = None,
+                     buffers: Optional[HostMaskBuffers] = None,
+                     batch_matcher: Optional[BatchGrammarMatcher] = None,
+                     mask_sharding: Any = None) -> SpeculativeStepResult:
+    """One constrained speculative step: verify on the device, tree masks on the host.
+
+    Args:
+        verify_fn: ``verify_fn(params, cache, draft_tokens (B, N), parents) ->
+            (logits (B, N, V), aux)`` (jitted here).
+        params, cache: passed to ``verify_fn``.
+        matchers: B matchers at the roots' positions (``None``: unconstrained row); advanced
+            along the accepted path and the bonus token.
+        draft_tokens: int (B, N) trees, node 0 the root.
+        parents: int (N,) or (B, N).
+        key: PRNG key for sampling (default ``jax.random.key(0)``).
+        sampling: greedy or temperature (top-k/top-p are not applied to verification).
+        draft_probs: see :func:`accept_draft_tree`.
+        active: optional bool (B,): inactive rows are left alone.
+        buffers: a :class:`~xg2_jax.HostMaskBuffers` of shape (B * N, W) reused across steps
+            (double-buffered); default: a fresh buffer.
+        batch_matcher: reuse a :class:`~xg2_jax.BatchGrammarMatcher`.
+        mask_sharding: sharding for the (B, N, W) mask stack.
+
+    Returns:
+        A :class:`SpeculativeStepResult`.
+    """
+    draft_np = np.asarray(draft_tokens, dtype=np.int32)
+    b, n = draft_np.shape
+    parents_np = np.asarray(parents, dtype=np.int32)
+    act = np.ones(b, bool) if active is None else np.asarray(active, bool)
+    logits, aux = jax.jit(verify_fn)(params, cache, jnp.asarray(draft_np),
+                                     jnp.asarray(parents_np))
+    width = _mask_width(matchers, logits.shape[-1])
+    buffers = buffers or HostMaskBuffers((b * n, width))
+    slot, flat = buffers.acquire()
+    masks = flat.reshape(b, n, width)
+    live = [m if (m is not None and act[i]) else None for i, m in enumerate(matchers)]
+    draft_tree_masks(live, draft_np, parents_np, out=masks, batch_matcher=batch_matcher)
+    masks_dev = put_masks(masks, mask_sharding)
+    key = jax.random.key(0) if key is None else key
+    acc = accept_draft_tree(logits, masks_dev, jnp.asarray(draft_np), jnp.asarray(parents_np),
+                            key, greedy=sampling.greedy, temperature=sampling.temperature,
+                            draft_probs=draft_probs, active=jnp.asarray(act))
+    buffers.release(slot, masks_dev, acc)
+    accepted, last_node, bonus, bonus_valid = (np.asarray(a) for a in (
+        acc.accepted, acc.last_node, acc.bonus_token, acc.bonus_valid))
+    finished = np.zeros(b, bool)
+    errors = np.zeros(b, bool)
+    new_tokens = []
+    for i in range(b):
+        toks = draft_np[i, accepted[i]].tolist()
+        if bonus_valid[i]:
+            toks.append(int(bonus[i]))
+        m = matchers[i]
+        if m is not None and act[i]:
+            for k, t in enumerate(toks):
+                if not m.accept_token(t):
+                    errors[i] = True
+                    toks = toks[:k]
+                    break
+            finished[i] = m.is_terminated() or errors[i]
+        new_tokens.append(toks if act[i] else [])
+    return SpeculativeStepResult(new_tokens, last_node, accepted, bonus_valid, finished, errors,
+                                 aux)
