@@ -1,6 +1,7 @@
 """Replays input files through a harness, one JSON line per file (used by the pytest replay).
 
 Usage: python fuzz/replay.py <harness> FILE...
+       python fuzz/replay.py --mixed HARNESS:FILE...   (several harnesses in one process)
 Each line: {"file": ..., "status": "ok" | "fail", "error": "...", "seconds": ...}. A crash
 ends the process (the caller sees the missing lines); a hang is the caller's timeout.
 """
@@ -34,12 +35,15 @@ def _limit_memory() -> None:
 def main(argv: list[str]) -> int:
     from registry import HARNESSES
 
-    name, files = argv[0], argv[1:]
-    one_input = importlib.import_module(HARNESSES[name]).one_input
+    if argv[0] == "--mixed":
+        jobs = [a.split(":", 1) for a in argv[1:]]
+    else:
+        jobs = [(argv[0], f) for f in argv[1:]]
     _limit_memory()
-    for f in files:
+    for name, f in jobs:
         t0 = time.perf_counter()
         try:
+            one_input = importlib.import_module(HARNESSES[name]).one_input
             one_input(Path(f).read_bytes())
             rec = {"status": "ok", "error": ""}
         except BaseException as e:  # noqa: BLE001 - reported, not raised

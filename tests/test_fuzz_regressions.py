@@ -24,7 +24,7 @@ sys.path.insert(0, str(FUZZ))
 
 from registry import HARNESSES  # noqa: E402
 
-REPLAY_TIMEOUT_S = 60
+REPLAY_TIMEOUT_S = 120
 
 # "<harness>/<file>": the open bug it reproduces (observed behaviour).
 KNOWN_OPEN = {
@@ -68,39 +68,36 @@ def _files():
 _RESULTS: dict = {}
 
 
-def _replay_batch(name: str, files: list[Path]) -> dict:
-    """Replays files in one subprocess; files after a crash or a hang are retried one by one."""
-    results = {}
-    pending = list(files)
+def _replay_all() -> dict:
+    """Replays every file in one subprocess; after a crash or a hang, the file that did not
+    report is marked failed and the rest continue in a new process."""
+    results: dict = {}
+    pending = [(name, path) for _, name, path in _FILES]
     while pending:
-        batch = pending if len(results) == 0 else pending[:1]
+        args = [f"{name}:{path}" for name, path in pending]
         try:
-            proc = subprocess.run([sys.executable, str(FUZZ / "replay.py"), name, *map(str, batch)],
+            proc = subprocess.run([sys.executable, str(FUZZ / "replay.py"), "--mixed", *args],
                                   capture_output=True, text=True, timeout=REPLAY_TIMEOUT_S,
                                   env=_env())
             out, err, rc = proc.stdout, proc.stderr, proc.returncode
         except subprocess.TimeoutExpired as e:
-            out = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+            out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
             err, rc = f"timeout after {REPLAY_TIMEOUT_S} s", "timeout"
         for line in out.splitlines():
             if line.startswith("{"):
                 rec = json.loads(line)
                 results[Path(rec["file"])] = rec
-        done = [f for f in batch if f in results]
-        pending = [f for f in pending if f not in results]
-        if len(done) < len(batch):  # the first unfinished file crashed or hung
-            bad = next(f for f in batch if f not in results)
+        pending = [(n, p) for n, p in pending if p not in results]
+        if pending:  # the first file without a result crashed or hung the process
+            name, bad = pending.pop(0)
             results[bad] = {"status": "fail", "error": f"process ended (rc={rc}): {err[-2000:]}"}
-            pending.remove(bad)
     return results
 
 
-def _result(kind: str, name: str, path: Path) -> dict:
-    key = (kind, name)
-    if key not in _RESULTS:
-        files = [p for k, n, p in _FILES if (k, n) == key]
-        _RESULTS[key] = _replay_batch(name, files)
-    return _RESULTS[key][path]
+def _result(path: Path) -> dict:
+    if not _RESULTS:
+        _RESULTS.update(_replay_all())
+    return _RESULTS[path]
 
 
 _FILES = _files()
@@ -119,7 +116,7 @@ def _params():
 
 @pytest.mark.parametrize("kind,name,path", _params())
 def test_replay(kind, name, path):
-    rec = _result(kind, name, path)
+    rec = _result(path)
     assert rec["status"] == "ok", f"{kind}/{name}/{path.name}: {rec['error']}"
 
 
