@@ -23,7 +23,9 @@ from pathlib import Path
 
 FUZZ_DIR = Path(__file__).resolve().parent
 REPO_ROOT = FUZZ_DIR.parent
-if str(REPO_ROOT) not in sys.path:
+try:  # an installed or PYTHONPATH xg2_jax (e.g. a sanitizer build) wins over the checkout
+    import xg2_jax  # noqa: F401
+except ImportError:
     sys.path.insert(0, str(REPO_ROOT))
 
 import numpy as np  # noqa: E402

@@ -118,7 +118,23 @@ def write(name: str, items) -> None:
         (d / hashlib.sha1(data).hexdigest()[:16]).write_bytes(data)
 
 
+def write_dicts() -> None:
+    from registry import DICTIONARY, word_bytes
+
+    d = FUZZ_DIR / "dicts"
+    d.mkdir(exist_ok=True)
+    for name, words in DICTIONARY.items():
+        lines = []
+        for w in words:
+            raw = word_bytes(w)
+            esc = "".join(chr(c) if 0x20 <= c < 0x7F and c not in b'"\\' else f"\\x{c:02X}"
+                          for c in raw)
+            lines.append(f'"{esc}"')
+        (d / f"{name}.dict").write_text("\n".join(lines) + "\n")
+
+
 def main() -> None:
+    write_dicts()
     write("ebnf", [b"\x00\x01" + t.encode() for t in EBNF])
     write("regex", [b"\x02\x03" + t.encode() for t in REGEX])
     write("json_schema", [bytes([i * 37 % 128, 1, 2]) + json.dumps(s).encode()

@@ -23,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import FUZZ_DIR, guarded  # noqa: E402
-from registry import DICTIONARY, HARNESSES  # noqa: E402
+from registry import DICTIONARY, HARNESSES, word_bytes  # noqa: E402
 
 
 def seeds(name: str) -> list[bytes]:
@@ -59,8 +59,7 @@ def mutate(rng: random.Random, data: bytes, pool: list[bytes], words: list[bytes
 def inputs(name: str, n: int, seed: int):
     rng = random.Random(f"{name}:{seed}")
     pool = seeds(name)
-    words = [w.encode("utf-8", "surrogatepass") if isinstance(w, str) else w
-             for w in DICTIONARY.get(name, [])]
+    words = [word_bytes(w) for w in DICTIONARY.get(name, [])]
     for s in pool:
         yield s
     for _ in range(n):

@@ -30,3 +30,11 @@ DICTIONARY = {
     "deserialize": ["XG2C", "root", "::=", "\x00", "\x01\x00\x00\x00", "\xff\xff\xff\xff"],
     "matcher": [],
 }
+
+
+def word_bytes(word: str) -> bytes:
+    """A dictionary word as bytes: latin-1 when it fits (so "\\xff" is the byte 0xFF)."""
+    try:
+        return word.encode("latin-1")
+    except UnicodeEncodeError:
+        return word.encode("utf-8", "surrogatepass")

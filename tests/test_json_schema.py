@@ -343,3 +343,9 @@ def test_many_objects_and_combinations_convert_quickly():
         level = {"minLength": 0, "anyOf": [level, {"allOf": [level, {"maxLength": 100 + i}]}]}
     with pytest.raises(UnsupportedSchemaError, match="too many combinations"):
         Grammar.from_json_schema(level)
+
+
+def test_uri_template_braces_balance(compiler):
+    schema = {"type": "string", "format": "uri-template"}
+    check(compiler, schema, ["http://example.com/{id}", "http://x/{+path,q*}{?a:3}", "plain"],
+          ["http://example.com/resource/{", "http://x/}", "{}"])

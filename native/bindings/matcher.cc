@@ -7,6 +7,7 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
+#include "ndarray_checks.h"
 #include "matcher/grammar_matcher.h"
 #include "xg2/errors.h"
 
@@ -15,28 +16,13 @@ namespace {
 
 // Returns a pointer to row `index` of a (batch, words) or (words,) int32 CPU array.
 int32_t* BitmaskRow(nb::ndarray<>& a, int64_t index, int64_t* num_words) {
-  if (a.device_type() != nb::device::cpu::value) {
-    throw Error(ErrorKind::kInvalidArgument, "bitmask must be a CPU array (numpy); got a device array");
-  }
-  if (a.dtype() != nb::dtype<int32_t>()) {
-    throw Error(ErrorKind::kInvalidArgument, "bitmask dtype must be int32");
-  }
-  if (a.ndim() != 1 && a.ndim() != 2) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "bitmask must have shape (batch, words) or (words,); got ndim " + std::to_string(a.ndim()));
-  }
-  int64_t rows = a.ndim() == 2 ? static_cast<int64_t>(a.shape(0)) : 1;
-  int64_t words = static_cast<int64_t>(a.shape(a.ndim() - 1));
-  if (a.stride(a.ndim() - 1) != 1) {
-    throw Error(ErrorKind::kInvalidArgument, "bitmask rows must be contiguous");
-  }
-  if (index < 0 || index >= rows) {
+  BitmaskView v = CheckBitmask(a, /*require_2d=*/false);
+  if (index < 0 || index >= v.rows) {
     throw Error(ErrorKind::kInvalidArgument, "bitmask index " + std::to_string(index) +
-                                                 " is out of range for batch size " + std::to_string(rows));
+                                                 " is out of range for batch size " + std::to_string(v.rows));
   }
-  *num_words = words;
-  int64_t row_stride = a.ndim() == 2 ? a.stride(0) : 0;
-  return static_cast<int32_t*>(a.data()) + index * row_stride;
+  *num_words = v.words;
+  return v.data + index * v.row_stride;
 }
 
 }  // namespace

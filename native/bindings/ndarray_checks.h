@@ -39,6 +39,8 @@ inline BitmaskView CheckBitmask(nb::ndarray<>& a, bool require_2d) {
   BitmaskView v;
   v.rows = a.ndim() == 2 ? static_cast<int64_t>(a.shape(0)) : 1;
   v.words = static_cast<int64_t>(a.shape(a.ndim() - 1));
+  v.data = static_cast<int32_t*>(a.data());
+  if (v.rows == 0 || v.words == 0) return v;  // nothing to write; callers check indices
   if (v.words > 1 && a.stride(a.ndim() - 1) != 1) {
     throw Error(ErrorKind::kInvalidArgument, "bitmask rows must be contiguous");
   }

@@ -13,7 +13,7 @@ import numpy as np
 
 from xg2_jax import _core
 from xg2_jax._src.errors import InvalidArgumentError
-from xg2_jax._src.matcher import GrammarMatcher
+from xg2_jax._src.matcher import GrammarMatcher, check_host_bitmask
 
 __all__ = ["BatchGrammarMatcher", "traverse_draft_tree"]
 
@@ -111,6 +111,7 @@ class BatchGrammarMatcher:
         if indices is not None and len(idx) != len(handles):
             raise InvalidArgumentError(
                 f"got {len(handles)} matchers but {len(idx)} indices")
+        check_host_bitmask(bitmask)
         return self._handle.fill_next_token_bitmask(handles, bitmask, idx)
 
     def batch_accept_token(self, matchers: Sequence[GrammarMatcher],
@@ -203,6 +204,7 @@ class BatchGrammarMatcher:
         else:
             trees = dict(first_child=tree_array(first_child, "first_child"),
                          next_sibling=tree_array(next_sibling, "next_sibling"))
+        check_host_bitmask(bitmask)
         valid = self._handle.traverse_draft_tree(handles, tokens, bitmask, **trees)
         return np.asarray(valid, dtype=bool).reshape(len(handles), n)
 
@@ -258,6 +260,7 @@ def traverse_draft_tree(matcher: GrammarMatcher, draft_tokens, bitmask: np.ndarr
         raise InvalidArgumentError(
             f"matcher is a {type(matcher).__name__}, not an xg2_jax.GrammarMatcher")
     tokens = _index_array(draft_tokens, "draft_tokens")
+    check_host_bitmask(bitmask)
     given = [a is not None for a in (parents, first_child, next_sibling)]
     if given not in ([True, False, False], [False, True, True]):
         raise InvalidArgumentError(

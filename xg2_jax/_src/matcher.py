@@ -13,6 +13,21 @@ from xg2_jax._src.errors import InvalidArgumentError, MatcherStateError
 _INT32_MAX = 2**31 - 1
 
 
+def check_host_bitmask(bitmask) -> None:
+    """Raises InvalidArgumentError unless ``bitmask`` is a writable numpy array (host memory).
+
+    Masks are filled on the host; a jax.Array is immutable (writing through DLPack would
+    change every array sharing its buffer), so fill a numpy buffer and ``device_put`` it.
+    """
+    if not isinstance(bitmask, np.ndarray):
+        raise InvalidArgumentError(
+            f"bitmask must be a writable numpy int32 array on the CPU host, not "
+            f"{type(bitmask).__module__}.{type(bitmask).__name__}; fill a numpy buffer "
+            f"(allocate_token_bitmask) and device_put it")
+    if not bitmask.flags.writeable:
+        raise InvalidArgumentError("bitmask is read-only; pass a writable numpy int32 array")
+
+
 def get_bitmask_shape(batch_size: int, vocab_size: int) -> tuple[int, int]:
     """Shape of the packed bitmask for ``batch_size`` rows over ``vocab_size`` logits."""
     return (batch_size, (vocab_size + 31) // 32)
@@ -113,7 +128,12 @@ class GrammarMatcher:
 
     def accept_string(self, text: Union[str, bytes]) -> bool:
         """Advances by a string (one rollback step). Returns False, unchanged, if invalid."""
-        data = text.encode("utf-8") if isinstance(text, str) else bytes(text)
+        if isinstance(text, str):
+            data = text.encode("utf-8")
+        elif isinstance(text, (bytes, bytearray, memoryview)):
+            data = bytes(text)
+        else:
+            raise TypeError(f"accept_string takes str or bytes, not {type(text).__name__}")
         return self._handle.accept_bytes(data)
 
     def fill_next_token_bitmask(self, bitmask: np.ndarray, index: int = 0) -> bool:
@@ -126,7 +146,8 @@ class GrammarMatcher:
         Returns:
             True if some token is disallowed (the mask must be applied).
         """
-        return self._handle.fill_next_token_bitmask(bitmask, index)
+        check_host_bitmask(bitmask)
+        return self._handle.fill_next_token_bitmask(bitmask, int(index))
 
     def is_terminated(self) -> bool:
         """True after a stop token was accepted (or completion, with

@@ -398,7 +398,14 @@ ExprId FormatContentExpr(Grammar* g, const std::string& f) {
     return g->AddSequence({scheme, Lit(g, ":"), g->AddRepeat(UriCharsExpr(g, f == "iri", false), 0, kUnbounded)});
   }
   if (f == "uri-reference" || f == "iri-reference") return g->AddRepeat(UriCharsExpr(g, f == "iri-reference", false), 0, kUnbounded);
-  if (f == "uri-template") return g->AddRepeat(UriCharsExpr(g, true, true), 0, kUnbounded);
+  if (f == "uri-template") {
+    // RFC 6570: literals and balanced expressions "{" [operator] varspec *("," varspec) "}".
+    ExprId varspec = g->AddSequence({g->AddRepeat(Cls(g, {{'%', '%'}, {'.', '.'}, {'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}}), 1, kUnbounded),
+                                     Opt(g, g->AddChoice({g->AddSequence({Lit(g, ":"), g->AddRepeat(Cls(g, {{'0', '9'}}), 1, 4)}), Lit(g, "*")}))});
+    ExprId op = Opt(g, Cls(g, {{'+', '+'}, {'#', '#'}, {'.', '.'}, {'/', '/'}, {';', ';'}, {'?', '?'}, {'&', '&'}, {'=', '='}, {',', ','}, {'!', '!'}, {'@', '@'}, {'|', '|'}}));
+    ExprId expr = g->AddSequence({Lit(g, "{"), op, varspec, g->AddRepeat(g->AddSequence({Lit(g, ","), varspec}), 0, kUnbounded), Lit(g, "}")});
+    return g->AddRepeat(g->AddChoice({UriCharsExpr(g, true, false), expr}), 0, kUnbounded);
+  }
   if (f == "json-pointer" || f == "relative-json-pointer") {
     ExprId ch = g->AddChoice({Cls(g, {{0, 0x1F}, {'"', '"'}, {'/', '/'}, {'\\', '\\'}, {'~', '~'}, {0xD800, 0xDFFF}}, true),
                               g->AddSequence({Lit(g, "~"), Cls(g, {{'0', '1'}})})});
