@@ -32,8 +32,9 @@ def run_isolated(body: str, timeout: float = 60, memory_gib: float | None = 6) -
     prog = textwrap.dedent("""
         import json, sys, time, resource, warnings
         warnings.simplefilter("ignore")
-        if {mem!r} is not None:
-            lim = int({mem!r} * 2**30)
+        MEM_GIB = {mem!r}
+        if MEM_GIB is not None:
+            lim = int(MEM_GIB * 2**30)
             resource.setrlimit(resource.RLIMIT_AS, (lim, lim))
         import numpy as np
         import xg2_jax as xg
@@ -144,23 +145,15 @@ def test_json_schema_10000_nested_arrays_dict():
     assert_typed(res, xg.LimitExceededError, max_seconds=5)
 
 
-@pytest.mark.skip(reason="CRASHES the process (SIGSEGV, native stack overflow, ~6400 frames): "
-                  "a chain of 3,000 $defs, each {'type':'array','items':{'$ref': next}}, in "
-                  "Grammar.from_json_schema; 2,000 works. The JSON depth limit (1000) does not "
-                  "cover nesting through $ref. Reproduce: run test_json_schema_deep_ref_chain "
-                  "with XG2_RUN_CRASHERS=1")
-def test_json_schema_deep_ref_chain():
-    pass
-
-
+@pytest.mark.xfail(strict=True, reason="CRASH: SIGSEGV (native stack overflow, ~6,400 frames) "
+                   "in Grammar.from_json_schema for a chain of 3,000 $defs each "
+                   "{'type':'array','items':{'$ref': next}} (or properties; 10,000 for anyOf); "
+                   "2,000 works. The 1000-level JSON depth limit does not cover nesting through "
+                   "$ref. Runs in a subprocess, so the test process survives")
 @pytest.mark.parametrize("shape", ["items", "properties", "anyOf"])
-def test_json_schema_deep_ref_chain_isolated(shape):
-    """Nesting through $ref (not JSON depth): 3,000 levels must give a typed error or a grammar,
-    never a crash. Runs in a subprocess; currently the process dies (see the skip above)."""
-    if not os.environ.get("XG2_RUN_CRASHERS"):
-        pytest.xfail("CRASH (SIGSEGV, stack overflow) in from_json_schema for $ref chains of "
-                     "3,000 (items/properties) or 10,000 (anyOf) levels; set XG2_RUN_CRASHERS=1 "
-                     "to run it (in a subprocess)")
+def test_json_schema_deep_ref_chain(shape):
+    """Nesting through $ref (not JSON depth): must give a typed error or a grammar, never a
+    crash."""
     n = 3000 if shape != "anyOf" else 10000
     res = run_isolated(f"""
         n, shape = {n}, {shape!r}

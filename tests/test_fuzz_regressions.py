@@ -48,9 +48,10 @@ KNOWN_OPEN = {
 
 
 def _env() -> dict:
+    # The subprocesses import xg2_jax as this process does (installed, or the caller's
+    # PYTHONPATH); adding the checkout would shadow an installed build with sources that have
+    # no compiled extension (fuzz/common.py falls back to the checkout only if nothing imports).
     env = dict(os.environ)
-    root = str(FUZZ.parent)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), root) if p)
     env.setdefault("XG2_FUZZ_TIME_LIMIT", "20")
     return env
 
