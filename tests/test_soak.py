@@ -94,8 +94,8 @@ def vm_rss_mib() -> float:
 
 
 def run_soak(tok: "xg.TokenizerInfo", *, threads: int, requests_per_thread: int,
-             warmup_per_thread: int, seed: int = 0) -> dict:
-    compiler = xg.GrammarCompiler(tok)
+             warmup_per_thread: int, seed: int = 0, cache_enabled: bool = True) -> dict:
+    compiler = xg.GrammarCompiler(tok, cache_enabled=cache_enabled)
     stop = tok.stop_token_ids[0]
     V = tok.vocab_size
     errors: list = []

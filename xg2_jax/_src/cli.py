@@ -1,6 +1,6 @@
 """The ``xg2-jax`` command line.
 
-``xg2-jax check`` compiles a grammar against a vocabulary (the GPT-2 vocabulary shipped in
+``xg2-jax check`` compiles a grammar (EBNF, JSON Schema or regex) against a vocabulary (the GPT-2 vocabulary shipped in
 the package by default) and reports compile time, grammar size and, along a sample string,
 the number of allowed tokens and the mask time at every step.
 """
@@ -8,6 +8,7 @@ the number of allowed tokens and the mask time at every step.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from importlib import resources
@@ -62,6 +63,19 @@ def greedy_tokenize(tokenizer_info: TokenizerInfo, data: bytes) -> list[int]:
 def _load_grammar(args: argparse.Namespace) -> Grammar:
     if args.builtin_json:
         return Grammar.builtin_json_grammar()
+    if args.regex is not None:
+        return Grammar.from_regex(args.regex)
+    if args.json_schema is not None:
+        text = args.json_schema
+        path = Path(text)
+        if not text.lstrip().startswith(("{", "[", "true", "false")) and path.exists():
+            text = path.read_text(encoding="utf-8")
+        try:
+            schema = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise XG2Error(f"--json-schema: not JSON (and no such file): line {e.lineno} "
+                           f"column {e.colno}: {e.msg}") from None
+        return Grammar.from_json_schema(schema, strict_mode=not args.loose)
     if args.ebnf_file:
         text = Path(args.ebnf_file).read_text(encoding="utf-8")
     else:
@@ -128,6 +142,11 @@ def build_parser() -> argparse.ArgumentParser:
     source.add_argument("--ebnf", help="grammar text (GBNF / XGrammar EBNF)")
     source.add_argument("--ebnf-file", help="file with the grammar text")
     source.add_argument("--builtin-json", action="store_true", help="the builtin JSON grammar")
+    source.add_argument("--json-schema", help="a JSON Schema: inline JSON or a file")
+    source.add_argument("--regex", help="a regular expression (ECMAScript subset)")
+    check.add_argument("--loose", action="store_true",
+                       help="JSON Schema: follow additionalProperties/items as written "
+                            "(strict_mode=False) instead of forbidding undeclared ones")
     check.add_argument("--root-rule", default="root", help="root rule name (default: root)")
     check.add_argument("--vocab", help="vocabulary file (.json/.json.gz; default: shipped GPT-2)")
     check.add_argument("--sample", help="text to drive the matcher along, token by token")
