@@ -158,6 +158,7 @@ def run_soak(tok: "xg.TokenizerInfo", *, threads: int, requests_per_thread: int,
     except threading.BrokenBarrierError:
         pass
     rss_warm = vm_rss_mib()
+    pool_warm = _pool_stats()
     resume.set()
     peak = rss_warm
     while any(t.is_alive() for t in pool):
@@ -165,15 +166,27 @@ def run_soak(tok: "xg.TokenizerInfo", *, threads: int, requests_per_thread: int,
             t.join(timeout=0.5)
         peak = max(peak, vm_rss_mib())
     stats.update(rss_after_warmup_mib=rss_warm, rss_end_mib=vm_rss_mib(), rss_peak_mib=peak,
-                 wall_s=time.perf_counter() - t0, errors=errors)
+                 wall_s=time.perf_counter() - t0, errors=errors,
+                 pool_after_warmup=pool_warm, pool_end=_pool_stats())
     return stats
+
+
+def _pool_stats() -> dict:
+    """The process-wide cross-grammar mask pool's statistics, when the build exposes them."""
+    try:
+        from xg2_jax._src.compiler import cross_grammar_cache_stats
+    except ImportError:
+        return {}
+    return cross_grammar_cache_stats()
 
 
 def _report(stats: dict) -> str:
     return (f"{stats['requests']} requests, {stats['tokens']} tokens in {stats['wall_s']:.1f} s "
             f"(compile {stats['compile_s']:.1f} s, decode {stats['decode_s']:.1f} s summed over "
             f"threads); VmRSS after warm-up {stats['rss_after_warmup_mib']:.0f} MiB, end "
-            f"{stats['rss_end_mib']:.0f} MiB, peak {stats['rss_peak_mib']:.0f} MiB")
+            f"{stats['rss_end_mib']:.0f} MiB, peak {stats['rss_peak_mib']:.0f} MiB; "
+            f"cross-grammar pool after warm-up {stats['pool_after_warmup']}, "
+            f"end {stats['pool_end']}")
 
 
 def test_soak_tiny(gpt2_tokenizer):
