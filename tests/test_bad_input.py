@@ -52,6 +52,10 @@ def run_isolated(body: str, timeout: float = 60, memory_gib: float | None = 6) -
                 mem=memory_gib if "asan" not in os.environ.get("LD_PRELOAD", "") else None)
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(p for p in (env.get("PYTHONPATH"), str(ROOT)) if p)
+    if memory_gib is not None and "asan" in env.get("LD_PRELOAD", ""):
+        # under ASan RLIMIT_AS cannot be used: cap the RSS through ASan instead
+        env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") +
+                               f":hard_rss_limit_mb={int(memory_gib * 1024)}").lstrip(":")
     try:
         proc = subprocess.run([sys.executable, "-c", prog], capture_output=True, text=True,
                               timeout=timeout, env=env)
@@ -551,3 +555,21 @@ def test_deserialize_for_other_vocabulary(compiler):
                      xg.TokenizerInfo(["a", "b"]))
     assert "different vocabulary" in str(e)
     raises_typed(xg.InvalidArgumentError, xg.CompiledGrammar.deserialize, "text", compiler.tokenizer_info)
+
+
+@pytest.mark.xfail(strict=True, reason="the automaton limits (max NFA/DFA states) are read from "
+                   "the blob and trusted: a blob with a recomputed FNV checksum and limits of 2**62 "
+                   "lets a 45-byte grammar allocate without bound (std::bad_alloc -> MemoryError "
+                   "after ~40 s under a 4 GiB limit; unbounded without one) instead of "
+                   "LimitExceededError at the compiler's own limits")
+def test_deserialize_forged_limits():
+    res = run_isolated(f"""
+        sys.path.insert(0, {str(ROOT / 'fuzz')!r})
+        from fuzz_deserialize import make_payload, wrap
+        tok = xg.TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2])
+        g = b'root ::= ("a"{{0,1000000000}}){{0,1000000000}}'
+        blob = wrap(make_payload(tok, b"root", g, max_nfa=1 << 62, max_dfa=1 << 62))
+        call = lambda: xg.CompiledGrammar.deserialize(blob, tok)
+    """, timeout=120, memory_gib=1.5)
+    assert res["outcome"] == "raised", res
+    assert "XG2Error" in res["mro"], res

@@ -53,6 +53,8 @@ def _env() -> dict:
     # no compiled extension (fuzz/common.py falls back to the checkout only if nothing imports).
     env = dict(os.environ)
     env.setdefault("XG2_FUZZ_TIME_LIMIT", "20")
+    if "asan" in env.get("LD_PRELOAD", ""):  # replay.py's RLIMIT_AS is off under ASan
+        env["ASAN_OPTIONS"] = (env.get("ASAN_OPTIONS", "") + ":hard_rss_limit_mb=6144").lstrip(":")
     return env
 
 
