@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import tempfile
 import sys
 from pathlib import Path
 
@@ -81,7 +82,7 @@ def _replay_all() -> dict:
         try:
             proc = subprocess.run([sys.executable, str(FUZZ / "replay.py"), "--mixed", *args],
                                   capture_output=True, text=True, timeout=REPLAY_TIMEOUT_S,
-                                  env=_env())
+                                  env=_env(), cwd=tempfile.gettempdir())
             out, err, rc = proc.stdout, proc.stderr, proc.returncode
         except subprocess.TimeoutExpired as e:
             out = e.stdout.decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
@@ -136,7 +137,8 @@ def test_short_random_run(tmp_path):
            "--count", "json_schema=120", "--count", "regex=150", "--seed", "1",
            "--tolerate-known", "--save-to", str(tmp_path)]
     try:
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=_env())
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, env=_env(),
+                              cwd=tempfile.gettempdir())
     except subprocess.TimeoutExpired:
         pytest.fail("the random run hung (180 s)")
     assert proc.returncode == 0, (proc.stdout + proc.stderr)[-4000:]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import tempfile
 import sys
 import textwrap
 from pathlib import Path
@@ -68,11 +69,12 @@ SCRIPT = textwrap.dedent("""
 
 
 def test_sharded_paths_match_single_device(shared_data):
+    # xg2_jax imports as in this process (installed, or the caller's PYTHONPATH), from a
+    # neutral cwd so the checkout's sources (no compiled extension in CI) do not shadow it.
     env = dict(os.environ, XLA_FLAGS="--xla_force_host_platform_device_count=8",
-               JAX_PLATFORMS="cpu", PYTHONPATH=f"{ROOT}{os.pathsep}"
-               + os.environ.get("PYTHONPATH", ""))
+               JAX_PLATFORMS="cpu")
     script = f"PATH = {str(shared_data / 'vocab' / 'gpt2.json.gz')!r}\n" + SCRIPT
     proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True,
-                          text=True, timeout=300)
+                          text=True, timeout=300, cwd=tempfile.gettempdir())
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "SHARDED-OK" in proc.stdout
