@@ -28,24 +28,7 @@ from registry import HARNESSES  # noqa: E402
 REPLAY_TIMEOUT_S = 120
 
 # "<harness>/<file>": the open bug it reproduces (observed behaviour).
-KNOWN_OPEN = {
-    "json_schema/non_ascii_at_json_syntax_error":
-        "a JSON syntax error at a non-ASCII character raises RuntimeError('nanobind::str(): "
-        "conversion error!') instead of GrammarSyntaxError (message cut inside a UTF-8 sequence)",
-    "deserialize/invalid_utf8_root_name":
-        "a (checksum-valid) blob whose root name is not UTF-8 raises RuntimeError('nanobind::"
-        "str(): conversion error!') instead of InvalidArgumentError",
-    "tokenizer_json/deep_nesting":
-        "deeply nested JSON in tokenizer.json raises RecursionError instead of TokenizerError",
-    "tokenizer_json/sequence_parts_not_a_list":
-        "'pretokenizers': 5 in a Sequence raises TypeError instead of TokenizerError",
-    "tokenizer_json/decoder_pattern_not_an_object":
-        "a Replace decoder whose 'pattern' is a string raises AttributeError instead of "
-        "TokenizerError",
-    "tokenizer_json/huge_token_id":
-        "a token id of 1e9 allocates a 1e9-entry list (MemoryError / std::bad_alloc after "
-        "~75 s without a memory limit) instead of a prompt TokenizerError",
-}
+KNOWN_OPEN: dict = {}  # all reproduced bugs are fixed; add new ones here
 
 
 def _env() -> dict:

@@ -1,4 +1,5 @@
 // Maps the core's typed C++ errors to the Python classes of xg2_jax._src.errors.
+#include <cstring>
 #include <string>
 
 #include "bindings.h"
@@ -15,7 +16,13 @@ void RaisePython(const char* class_name, const char* message, int line, int colu
     PyErr_SetString(PyExc_ValueError, message);
     return;
   }
-  nb::object exc = line > 0 ? cls(nb::str(message), line, column) : cls(nb::str(message));
+  // Messages may quote input bytes that are not valid UTF-8: decode with replacement.
+  nb::object text = nb::steal(PyUnicode_DecodeUTF8(message, static_cast<Py_ssize_t>(std::strlen(message)), "replace"));
+  if (!text.is_valid()) {
+    PyErr_Clear();
+    text = nb::str("(undecodable error message)");
+  }
+  nb::object exc = line > 0 ? cls(text, line, column) : cls(text);
   PyErr_SetObject(cls.ptr(), exc.ptr());
 }
 

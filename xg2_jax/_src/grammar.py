@@ -8,16 +8,25 @@ from typing import Any, Optional, Tuple, Union
 
 from xg2_jax import _core
 from xg2_jax._src.errors import GrammarSyntaxError
-from xg2_jax._src.errors import GrammarError, UnsupportedSchemaError, UnsupportedSchemaWarning
+from xg2_jax._src.errors import (
+    GrammarError,
+    LimitExceededError,
+    UnsupportedSchemaError,
+    UnsupportedSchemaWarning,
+)
 
 
 def _schema_to_text(schema: Any) -> str:
     if isinstance(schema, str):
         return schema
-    if isinstance(schema, (dict, bool)):
-        return _json.dumps(schema)
-    if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
-        return _json.dumps(schema.model_json_schema())
+    try:
+        if isinstance(schema, (dict, bool)):
+            return _json.dumps(schema)
+        if isinstance(schema, type) and hasattr(schema, "model_json_schema"):
+            return _json.dumps(schema.model_json_schema())
+    except RecursionError:
+        raise LimitExceededError("the schema is nested too deeply to serialise "
+                                 "(the JSON depth limit is 1000)") from None
     raise TypeError("schema must be a JSON string, a dict, a bool or a pydantic model class")
 
 

@@ -285,9 +285,13 @@ class TokenizerInfo:
         if p.is_dir():
             p = p / "tokenizer.json"
         data = _read_json(p)
-        return cls._from_tokenizer_dict(
-            data, str(p), vocab_size=vocab_size, stop_token_ids=stop_token_ids
-        )
+        try:
+            return cls._from_tokenizer_dict(
+                data, str(p), vocab_size=vocab_size, stop_token_ids=stop_token_ids
+            )
+        except (TypeError, AttributeError, KeyError, IndexError, RecursionError) as exc:
+            # A structurally malformed file (a field of the wrong type or shape).
+            raise TokenizerError(f"{p}: malformed tokenizer.json: {type(exc).__name__}: {exc}") from None
 
     @classmethod
     def from_huggingface(
@@ -438,11 +442,19 @@ def _read_json(path: Path) -> Any:
         return json.loads(raw)
     except (OSError, EOFError, ValueError) as exc:  # gzip errors, JSON/UTF-8 decode errors
         raise TokenizerError(f"{path}: not a valid JSON vocabulary file: {exc}") from exc
+    except RecursionError:
+        raise TokenizerError(f"{path}: JSON nested too deeply") from None
+
+
+# Far above any real vocabulary (Gemma's 262,144); larger ids would only allocate memory.
+MAX_TOKEN_ID = 1 << 24
 
 
 def _check_id(value: Any, where: str) -> int:
     if not isinstance(value, int) or isinstance(value, bool) or value < 0:
         raise TokenizerError(f"{where}: bad token id {value!r}")
+    if value >= MAX_TOKEN_ID:
+        raise TokenizerError(f"{where}: token id {value} exceeds the supported maximum {MAX_TOKEN_ID - 1}")
     return value
 
 
@@ -472,7 +484,13 @@ def _components(node: Any) -> list[dict]:
         return []
     out = [node]
     for key in ("decoders", "pretokenizers", "normalizers", "pre_tokenizers"):
-        for child in node.get(key) or []:
+        parts = node.get(key) or []
+        if not isinstance(parts, list):
+            raise TokenizerError(f"tokenizer.json: '{key}' must be a list, not {type(parts).__name__}")
+        for child in parts:
+            if not isinstance(child, dict):
+                raise TokenizerError(f"tokenizer.json: the parts of '{key}' must be objects, "
+                                     f"not {type(child).__name__}")
             out.extend(_components(child))
     return out
 

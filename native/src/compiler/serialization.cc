@@ -1,6 +1,7 @@
 #include "compiler/serialization.h"
 
 #include <cstring>
+#include <algorithm>
 #include <limits>
 
 #include "xg2/errors.h"
@@ -137,6 +138,10 @@ Decoded Decode(const std::string& data) {
   if (d.flags & ~kKnownFlags) throw Corrupted("unknown flags " + std::to_string(d.flags));
   d.limits.max_nfa_states = static_cast<int64_t>(r.U64());
   d.limits.max_dfa_states = static_cast<int64_t>(r.U64());
+  // A blob may not lift the process's limits (its checksum is no authentication).
+  const AutomatonLimits defaults;
+  d.limits.max_nfa_states = std::min<int64_t>(d.limits.max_nfa_states, defaults.max_nfa_states);
+  d.limits.max_dfa_states = std::min<int64_t>(d.limits.max_dfa_states, defaults.max_dfa_states);
   if (d.limits.max_nfa_states <= 0 || d.limits.max_dfa_states <= 0) {
     throw Corrupted("automaton limits must be positive");
   }

@@ -568,6 +568,20 @@ class Converter {
     std::string key = Key(parts, depth);
     auto it = rules_.find(key);
     if (it != rules_.end()) return it->second;
+    // Rules are lowered depth-first, so a long chain of distinct $refs nests this call; bound
+    // it (the native stack is finite) as the JSON parser bounds document nesting.
+    constexpr int kMaxRuleNesting = 500;
+    struct NestingGuard {
+      int* n;
+      explicit NestingGuard(int* c) : n(c) { ++*n; }
+      ~NestingGuard() { --*n; }
+    } guard(&rule_nesting_);
+    if (rule_nesting_ > kMaxRuleNesting) {
+      throw Error(ErrorKind::kLimitExceeded,
+                  "schema nests more than " + std::to_string(kMaxRuleNesting) +
+                      " subschemas deep (through $ref) at " +
+                      (parts.empty() || parts.back().ptr.empty() ? std::string("(root)") : parts.back().ptr));
+    }
     RuleId r = NewRule(RuleName(parts));
     rules_[key] = r;
     std::string saved = cur_ptr_;
@@ -1052,6 +1066,7 @@ class Converter {
   std::vector<std::unique_ptr<JsonValue>> pattern_keys_;
   std::vector<JsonValue> not_values_;
   std::string cur_ptr_;
+  int rule_nesting_ = 0;  // ConjRule calls in progress
   bool ref_overrides_siblings_ = false;
   std::unordered_map<std::string, int64_t> rule_name_count_;
   RuleId string_rest_ = -1;
