@@ -475,7 +475,10 @@ class Converter {
 
   void MergeRef(Merged* m, const Ref& t, int guard) {
     // A target already being merged on this path is a cycle: A and A is A.
-    if (std::find(merging_.begin(), merging_.end(), t.v) != merging_.end()) return;
+    if (std::find(merging_.begin(), merging_.end(), t.v) != merging_.end()) {
+      ++cycle_hits_;
+      return;
+    }
     merging_.push_back(t.v);
     MergeInto(m, t, guard);
     merging_.pop_back();
@@ -587,7 +590,14 @@ class Converter {
     std::string saved = cur_ptr_;
     cur_ptr_ = parts.empty() ? "" : parts.back().ptr;
     Merged m;
+    const int cycles_before = cycle_hits_;
     for (const auto& p : parts) MergeInto(&m, p, 0);
+    // A $ref cycle that adds no constraint of its own (a -> b -> a, {"$ref": "#"}) defines
+    // nothing: it must not silently become "any value".
+    if (cycle_hits_ > cycles_before && !m.constrained && !m.is_false && m.any_of.empty()) {
+      Invalid(parts.empty() ? std::string() : parts.back().ptr,
+              "$ref cycle with no base case (the schema refers to itself without constraining)");
+    }
     g_.SetRuleBody(r, Lower(m, depth, 0));
     cur_ptr_ = saved;
     return r;
@@ -1067,6 +1077,7 @@ class Converter {
   std::vector<JsonValue> not_values_;
   std::string cur_ptr_;
   int rule_nesting_ = 0;  // ConjRule calls in progress
+  int cycle_hits_ = 0;    // $ref cycles met while merging
   bool ref_overrides_siblings_ = false;
   std::unordered_map<std::string, int64_t> rule_name_count_;
   RuleId string_rest_ = -1;
