@@ -18,19 +18,13 @@
 #include "xg2/grammar.h"
 #include "xg2/tokenizer.h"
 
+#include "check.h"
+
 using namespace xg2;
 
 namespace {
 
-int g_failures = 0;
 
-#define CHECK(cond)                                                \
-  do {                                                             \
-    if (!(cond)) {                                                 \
-      std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);  \
-      ++g_failures;                                                \
-    }                                                              \
-  } while (0)
 
 std::shared_ptr<const TokenizerInfo> SmallVocab() {
   std::vector<std::string> vocab = {"{", "}", "[", "]", ",", ":", "\"", " ", "a", "b", "1", "2",

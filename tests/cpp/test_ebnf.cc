@@ -9,27 +9,14 @@
 #include "xg2/errors.h"
 #include "xg2/grammar.h"
 
+#include "check.h"
+
 using namespace xg2;
 
 namespace {
 
-int g_failures = 0;
 
-#define CHECK(cond)                                                         \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);           \
-      ++g_failures;                                                         \
-    }                                                                       \
-  } while (0)
 
-#define CHECK_EQ(a, b)                                                      \
-  do {                                                                      \
-    if (!((a) == (b))) {                                                    \
-      std::printf("FAIL %s:%d: %s == %s\n", __FILE__, __LINE__, #a, #b);    \
-      ++g_failures;                                                         \
-    }                                                                       \
-  } while (0)
 
 // Parses text, reporting (not propagating) an unexpected error.
 bool TryParse(const std::string& text, Grammar* out, const std::string& root = "root") {

@@ -13,17 +13,11 @@
 #include "xg2/grammar.h"
 #include "xg2/tokenizer.h"
 
+#include "check.h"
+
 namespace {
 
-int failures = 0;
 
-#define CHECK(cond)                                                   \
-  do {                                                                \
-    if (!(cond)) {                                                    \
-      std::fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); \
-      ++failures;                                                     \
-    }                                                                 \
-  } while (0)
 
 std::vector<std::string> Vocab() {
   std::vector<std::string> v = {"</s>", "", "{", "}", "[", "]", ",", ":", " ", "\"", "a", "b",
@@ -46,7 +40,7 @@ void CheckAlong(const std::shared_ptr<xg2::CompiledGrammar>& compiled, const std
       if (allowed != accepted) {
         std::fprintf(stderr, "mismatch at offset %zu of %s: token %d allowed=%d accepted=%d\n", pos,
                      text.c_str(), t, allowed, accepted);
-        ++failures;
+        ++g_failures;
       }
     }
     if (pos == text.size()) break;
@@ -105,8 +99,8 @@ int main() {
   m.Rollback(1);
   CHECK(!m.IsTerminated());
   CHECK(m.IsCompleted());
-  if (failures) {
-    std::fprintf(stderr, "%d failures\n", failures);
+  if (g_failures) {
+    std::fprintf(stderr, "%d failures\n", g_failures);
     return 1;
   }
   std::printf("test_matcher: OK\n");

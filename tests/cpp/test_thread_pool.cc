@@ -10,19 +10,13 @@
 
 #include "support/thread_pool.h"
 
+#include "check.h"
+
 using xg2::ThreadPool;
 
 namespace {
 
-int g_failures = 0;
 
-#define CHECK(cond)                                                \
-  do {                                                             \
-    if (!(cond)) {                                                 \
-      std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);  \
-      ++g_failures;                                                \
-    }                                                              \
-  } while (0)
 
 void TestEveryIndexOnce(ThreadPool& pool) {
   for (int64_t n : {0, 1, 2, 7, 1000}) {

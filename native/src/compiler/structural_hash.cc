@@ -1,5 +1,7 @@
 #include "compiler/structural_hash.h"
 
+#include "support/scc.h"
+
 #include <algorithm>
 #include <unordered_map>
 
@@ -26,51 +28,6 @@ std::vector<std::vector<RuleId>> CalleeGraph(const GrammarAutomaton& g, const st
   return callees;
 }
 
-std::vector<std::vector<RuleId>> Components(const std::vector<std::vector<RuleId>>& adj) {
-  int32_t n = static_cast<int32_t>(adj.size());
-  std::vector<int32_t> index(n, -1), low(n, 0), stack;
-  std::vector<uint8_t> on_stack(n, 0);
-  std::vector<std::vector<RuleId>> out;
-  int32_t counter = 0;
-  for (int32_t root = 0; root < n; ++root) {
-    if (index[root] >= 0) continue;
-    std::vector<std::pair<int32_t, size_t>> call{{root, 0}};
-    index[root] = low[root] = counter++;
-    stack.push_back(root);
-    on_stack[root] = 1;
-    while (!call.empty()) {
-      auto& [v, next] = call.back();
-      if (next < adj[v].size()) {
-        int32_t w = adj[v][next++];
-        if (index[w] < 0) {
-          index[w] = low[w] = counter++;
-          stack.push_back(w);
-          on_stack[w] = 1;
-          call.push_back({w, 0});
-        } else if (on_stack[w]) {
-          low[v] = std::min(low[v], index[w]);
-        }
-      } else {
-        int32_t done = v;
-        call.pop_back();
-        if (!call.empty()) low[call.back().first] = std::min(low[call.back().first], low[done]);
-        if (low[done] == index[done]) {
-          std::vector<RuleId> comp;
-          while (true) {
-            int32_t w = stack.back();
-            stack.pop_back();
-            on_stack[w] = 0;
-            comp.push_back(w);
-            if (w == done) break;
-          }
-          out.push_back(std::move(comp));
-        }
-      }
-    }
-  }
-  return out;
-}
-
 }  // namespace
 
 RuleHashes ComputeRuleHashes(const GrammarAutomaton& g) {
@@ -85,7 +42,7 @@ RuleHashes ComputeRuleHashes(const GrammarAutomaton& g) {
   out.first_state = first;
   auto callees = CalleeGraph(g, first, count);
   std::vector<int32_t> comp_of(n, -1);
-  auto comps = Components(callees);
+  auto comps = StronglyConnectedComponents(callees);
   for (size_t c = 0; c < comps.size(); ++c)
     for (RuleId r : comps[c]) comp_of[r] = static_cast<int32_t>(c);
   std::vector<uint8_t> done(n, 0);

@@ -1,5 +1,7 @@
 #include "grammar/rule_inliner.h"
 
+#include "support/scc.h"
+
 #include <algorithm>
 #include <functional>
 #include <unordered_map>
@@ -19,52 +21,6 @@ void CollectRefs(const Grammar& g, ExprId id, std::vector<RuleId>* out, std::vec
     if (x.kind == ExprKind::kRuleRef) out->push_back(x.rule);
     for (ExprId c : x.children) stack.push_back(c);
   }
-}
-
-// Tarjan's SCCs, iterative; components come out callees first.
-std::vector<std::vector<RuleId>> StronglyConnected(const std::vector<std::vector<RuleId>>& adj) {
-  int32_t n = static_cast<int32_t>(adj.size());
-  std::vector<int32_t> index(n, -1), low(n, 0), stack;
-  std::vector<uint8_t> on_stack(n, 0);
-  std::vector<std::vector<RuleId>> out;
-  int32_t counter = 0;
-  for (int32_t root = 0; root < n; ++root) {
-    if (index[root] >= 0) continue;
-    std::vector<std::pair<int32_t, size_t>> call{{root, 0}};
-    index[root] = low[root] = counter++;
-    stack.push_back(root);
-    on_stack[root] = 1;
-    while (!call.empty()) {
-      auto& [v, next] = call.back();
-      if (next < adj[v].size()) {
-        int32_t w = adj[v][next++];
-        if (index[w] < 0) {
-          index[w] = low[w] = counter++;
-          stack.push_back(w);
-          on_stack[w] = 1;
-          call.push_back({w, 0});
-        } else if (on_stack[w]) {
-          low[v] = std::min(low[v], index[w]);
-        }
-      } else {
-        int32_t done = v;
-        call.pop_back();
-        if (!call.empty()) low[call.back().first] = std::min(low[call.back().first], low[done]);
-        if (low[done] == index[done]) {
-          std::vector<RuleId> comp;
-          while (true) {
-            int32_t w = stack.back();
-            stack.pop_back();
-            on_stack[w] = 0;
-            comp.push_back(w);
-            if (w == done) break;
-          }
-          out.push_back(std::move(comp));
-        }
-      }
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -87,7 +43,7 @@ Grammar InlineSmallRules(const Grammar& source, int max_inline_size) {
     if (g.expr(e).kind == ExprKind::kRuleRef) ++occurrences[g.expr(e).rule];
   }
   std::vector<uint8_t> recursive(n, 0);
-  auto components = StronglyConnected(adj);
+  auto components = StronglyConnectedComponents(adj);
   for (const auto& comp : components) {
     if (comp.size() > 1) {
       for (RuleId r : comp) recursive[r] = 1;
