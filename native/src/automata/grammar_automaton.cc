@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "grammar/repeat_lowering.h"
+#include "grammar/rule_dedup.h"
 #include "grammar/rule_inliner.h"
 #include "xg2/errors.h"
 
@@ -59,7 +60,7 @@ std::shared_ptr<const GrammarAutomaton> BuildGrammarAutomaton(const Grammar& sou
 namespace {
 
 std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const AutomatonLimits& limits) {
-  Grammar g = InlineSmallRules(source);
+  Grammar g = InlineSmallRules(DeduplicateRules(source));
   // After inlining, so that repeat rules are never inlined back into their callers.
   const std::vector<LoweredRepeat> lowered = LowerLargeRepeats(&g, limits.max_unrolled_repeat);
   int32_t num_rules = g.num_rules();
