@@ -1,5 +1,7 @@
 #include "grammar/repeat_lowering.h"
 
+#include "grammar/expr_rewrite.h"
+
 #include <string>
 #include <functional>
 #include <unordered_map>
@@ -88,14 +90,7 @@ std::vector<LoweredRepeat> LowerLargeRepeats(Grammar* g, int64_t max_unrolled) {
         changed |= nc != c;
         kids.push_back(nc);
       }
-      if (changed) {
-        switch (e.kind) {
-          case ExprKind::kSequence: result = g->AddSequence(kids); break;
-          case ExprKind::kChoice: result = g->AddChoice(kids); break;
-          case ExprKind::kRepeat: result = g->AddRepeat(kids[0], e.min, e.max); break;
-          default: break;
-        }
-      }
+      if (changed) result = RebuildWithChildren(g, id, e, kids);
     }
     memo[id] = result;
     return result;

@@ -1,5 +1,7 @@
 #include "grammar/rule_dedup.h"
 
+#include "grammar/expr_rewrite.h"
+
 #include <functional>
 #include <unordered_map>
 #include <vector>
@@ -92,14 +94,7 @@ Grammar DeduplicateRules(const Grammar& source) {
         changed |= nc != c;
         kids.push_back(nc);
       }
-      if (changed) {
-        switch (e.kind) {
-          case ExprKind::kSequence: out = g.AddSequence(kids); break;
-          case ExprKind::kChoice: out = g.AddChoice(kids); break;
-          case ExprKind::kRepeat: out = g.AddRepeat(kids[0], e.min, e.max); break;
-          default: break;
-        }
-      }
+      if (changed) out = RebuildWithChildren(&g, id, e, kids);
     }
     memo.emplace(id, out);
     return out;

@@ -1,5 +1,6 @@
 #include "grammar/rule_inliner.h"
 
+#include "grammar/expr_rewrite.h"
 #include "support/scc.h"
 
 #include <algorithm>
@@ -80,15 +81,7 @@ Grammar InlineSmallRules(const Grammar& source, int max_inline_size) {
             int64_t copies = x.max == kUnbounded ? std::max<int64_t>(x.min, 1) : x.max;
             size = 1 + (size - 1) * std::max<int64_t>(copies, 1);
           }
-          ExprId nid = id;
-          if (changed) {
-            switch (x.kind) {
-              case ExprKind::kSequence: nid = g.AddSequence(kids); break;
-              case ExprKind::kChoice: nid = g.AddChoice(kids); break;
-              case ExprKind::kRepeat: nid = g.AddRepeat(kids[0], x.min, x.max); break;
-              default: break;
-            }
-          }
+          ExprId nid = changed ? RebuildWithChildren(&g, id, x, kids) : id;
           result = {nid, size};
         }
         memo.emplace(id, result);
