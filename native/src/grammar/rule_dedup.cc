@@ -6,7 +6,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "compiler/structural_hash.h"
+#include "support/hash.h"
 
 namespace xg2 {
 namespace {

@@ -118,12 +118,12 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
   fill_stats_ = FillStats();
   pending_.clear();
   seen_entries_.clear();
+  recheck_entries_.clear();
   int32_t recheck_len = INT32_MAX;
-  auto apply_entry = [&](const TokenMaskEntry* e) {
-    if (std::find(seen_entries_.begin(), seen_entries_.end(), e) != seen_entries_.end()) return;
-    seen_entries_.push_back(e);
-    ++fill_stats_.scannable_states;
-    ApplyEntry(*e, words);
+  auto note_entry = [&](const TokenMaskEntry* e) {
+    if (std::find(seen_entries_.begin(), seen_entries_.end(), e) == seen_entries_.end()) {
+      seen_entries_.push_back(e);
+    }
   };
   for (const EarleyItem* it = parser_.last_row_begin(); it != parser_.last_row_end(); ++it) {
     const int32_t s = it->state;
@@ -132,7 +132,7 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
     const int32_t rep = g.child_repeat[rule];
     if (rep < 0) {
       const TokenMaskEntry* e = &cache.Get(s);
-      apply_entry(e);
+      note_entry(e);
       // The rule's completion from the top item is the end of the input: nothing follows.
       if (e->has_uncertain() && it->origin >= 0) pending_.push_back({rule, it->origin, e, INT32_MAX});
       continue;
@@ -147,22 +147,39 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
       const TokenMaskCache::LoopChoice choice = cache.LoopContext(p->state);
       const TokenMaskEntry* e = &cache.Get(s, choice.loop_state);
       if (choice.recheck_len == INT32_MAX) {
-        apply_entry(e);
+        note_entry(e);
       } else {
-        // Apply without the long tokens, which the parser re-checks below.
-        ++fill_stats_.scannable_states;
-        scratch_item_.assign(vocab_words, 0);
-        ApplyEntry(*e, scratch_item_.data());
-        cache.LongTokens(choice.recheck_len, &scratch_long_);
-        const auto& sorted = tok.trie().sorted_tokens;
-        for (int32_t k : scratch_long_) scratch_item_[sorted[k] >> 5] &= ~(1u << (sorted[k] & 31));
-        for (int32_t w = 0; w < vocab_words; ++w) words[w] |= scratch_item_[w];
+        recheck_entries_.emplace_back(e, choice.recheck_len);
         recheck_len = std::min(recheck_len, choice.recheck_len);
       }
       if (e->has_uncertain() && p->origin >= 0) {
         pending_.push_back({r.rule, p->origin, e, choice.recheck_len});
       }
     }
+  }
+
+  // Accepted sets. One not-accepted-list entry (the broad states: string contents) is
+  // written straight into the zeroed row; the others are ORed in.
+  fill_stats_.scannable_states = static_cast<int32_t>(seen_entries_.size() + recheck_entries_.size());
+  auto in_place = std::find_if(seen_entries_.begin(), seen_entries_.end(), [](const TokenMaskEntry* e) {
+    return e->core->storage == MaskCore::Storage::kNotAcceptedIds;
+  });
+  if (in_place != seen_entries_.end()) {
+    std::memcpy(words, cache.normal_token_bitset().data(), sizeof(uint32_t) * vocab_words);
+    for (int32_t t : (*in_place)->core->ids) words[t >> 5] &= ~(1u << (t & 31));
+  }
+  for (auto e = seen_entries_.begin(); e != seen_entries_.end(); ++e) {
+    if (e != in_place) ApplyEntry(**e, words);
+  }
+  // Entries near a counted loop's bound: applied without the long tokens, which the parser
+  // re-checks below.
+  for (const auto& [e, len] : recheck_entries_) {
+    scratch_item_.assign(vocab_words, 0);
+    ApplyEntry(*e, scratch_item_.data());
+    cache.LongTokens(len, &scratch_long_);
+    const auto& sorted = tok.trie().sorted_tokens;
+    for (int32_t k : scratch_long_) scratch_item_[sorted[k] >> 5] &= ~(1u << (sorted[k] & 31));
+    for (int32_t w = 0; w < vocab_words; ++w) words[w] |= scratch_item_[w];
   }
 
   // Decide the uncertain tokens: for each (rule, origin), build the real continuation of the
@@ -201,11 +218,7 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
   if (recheck_len != INT32_MAX) {
     cache.LongTokens(recheck_len, &scratch_long_);
     std::sort(scratch_long_.begin(), scratch_long_.end());
-    scratch_ranges_.clear();
-    for (int32_t k : scratch_long_) scratch_ranges_.emplace_back(k, k + 1);
-    const int32_t rows0 = parser_.num_rows();
-    WalkTokenRanges(rows0, words);
-    parser_.TruncateRows(rows0);
+    WalkTokens(scratch_long_, words);
   }
 
   if (parser_.CanEnd()) {
@@ -268,47 +281,36 @@ void GrammarMatcher::WalkSuffixes(const SuffixTrie& trie, int32_t rows_ctx, uint
   }
 }
 
-void GrammarMatcher::WalkTokenRanges(int32_t rows_ctx, uint32_t* words) {
-  if (scratch_ranges_.empty()) return;
-  std::sort(scratch_ranges_.begin(), scratch_ranges_.end());
-  size_t m = 0;
-  for (size_t k = 1; k < scratch_ranges_.size(); ++k) {
-    if (scratch_ranges_[k].first <= scratch_ranges_[m].second) {
-      scratch_ranges_[m].second = std::max(scratch_ranges_[m].second, scratch_ranges_[k].second);
-    } else {
-      scratch_ranges_[++m] = scratch_ranges_[k];
-    }
-  }
-  scratch_ranges_.resize(m + 1);
+void GrammarMatcher::WalkTokens(const std::vector<int32_t>& sorted_indices, uint32_t* words) {
+  // A walk of the vocabulary trie from the parser's last row, entering only subtrees that hold
+  // one of the (trie-ordered) tokens to decide.
   const TokenTrie& trie = compiled_->tokenizer()->trie();
+  const int32_t rows0 = parser_.num_rows();
   const int32_t num_nodes = trie.num_nodes();
-  size_t ri = 0;
+  size_t next = 0;  // first candidate not yet decided
   int32_t i = 1;
-  while (i < num_nodes && ri < scratch_ranges_.size()) {
-    int32_t a = trie.token_begin[i], b = trie.token_begin[trie.subtree_end[i]];
-    while (ri < scratch_ranges_.size() && scratch_ranges_[ri].second <= a) ++ri;
-    if (ri == scratch_ranges_.size()) break;
-    if (scratch_ranges_[ri].first >= b) {
+  while (i < num_nodes && next < sorted_indices.size()) {
+    const int32_t subtree_end = trie.token_begin[trie.subtree_end[i]];
+    while (next < sorted_indices.size() && sorted_indices[next] < trie.token_begin[i]) ++next;
+    if (next == sorted_indices.size()) break;
+    if (sorted_indices[next] >= subtree_end) {
       i = trie.subtree_end[i];
       continue;
     }
-    parser_.TruncateRows(rows_ctx + trie.depth[i] - 1);
+    parser_.TruncateRows(rows0 + trie.depth[i] - 1);
     ++fill_stats_.walk_nodes;
     if (!parser_.Advance(trie.byte[i])) {
       i = trie.subtree_end[i];
       continue;
     }
-    int32_t tok_end = trie.token_begin[i + 1];
-    for (int32_t k = a; k < tok_end; ++k) {
-      while (ri < scratch_ranges_.size() && scratch_ranges_[ri].second <= k) ++ri;
-      if (ri < scratch_ranges_.size() && scratch_ranges_[ri].first <= k) {
-        int32_t t = trie.sorted_tokens[k];
-        words[t >> 5] |= 1u << (t & 31);
-        ++fill_stats_.uncertain_tokens;
-      }
+    for (; next < sorted_indices.size() && sorted_indices[next] < trie.token_begin[i + 1]; ++next) {
+      const int32_t t = trie.sorted_tokens[sorted_indices[next]];
+      words[t >> 5] |= 1u << (t & 31);
+      ++fill_stats_.uncertain_tokens;
     }
     ++i;
   }
+  parser_.TruncateRows(rows0);
 }
 
 std::string GrammarMatcher::FindJumpForwardString() {

@@ -54,13 +54,12 @@ class GrammarMatcher {
     bool terminated_before;
   };
   bool IsStopToken(int32_t id) const;
-  // Fill helpers: walk a suffix trie / the vocabulary trie (restricted to scratch_ranges_)
-  // from the parser's last row, whose row count is rows_ctx, setting the bits of accepted
-  // tokens.
+  // Fill helpers: walk a suffix trie from a pushed context row (rows_ctx rows), or the
+  // vocabulary trie from the last row for some tokens, setting the bits of accepted tokens.
   void WalkSuffixes(const SuffixTrie& trie, int32_t rows_ctx, uint32_t* words,
                     int32_t max_token_len);
   void ApplyEntry(const TokenMaskEntry& e, uint32_t* words);
-  void WalkTokenRanges(int32_t rows_ctx, uint32_t* words);
+  void WalkTokens(const std::vector<int32_t>& sorted_indices, uint32_t* words);
   struct Pending {
     RuleId rule;
     int32_t origin;
@@ -71,6 +70,7 @@ class GrammarMatcher {
   std::vector<int32_t> scratch_long_;
   std::vector<Pending> pending_;
   std::vector<const TokenMaskEntry*> seen_entries_;
+  std::vector<std::pair<const TokenMaskEntry*, int32_t>> recheck_entries_;  // (entry, recheck_len)
 
   std::shared_ptr<CompiledGrammar> compiled_;
   std::vector<int32_t> stop_token_ids_;
@@ -81,7 +81,6 @@ class GrammarMatcher {
   FillStats fill_stats_;
   // Scratch for mask filling.
   std::vector<uint32_t> scratch_bits_;
-  std::vector<std::pair<int32_t, int32_t>> scratch_ranges_;
 };
 
 }  // namespace xg2

@@ -6,15 +6,8 @@
 
 namespace xg2 {
 
-EarleyParser::EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, int32_t start_state,
-                           bool with_follow)
-    : g_(std::move(automaton)) {
-  rule_predicted_.assign(g_->num_rules(), 0);
-  predicted_state_.assign(g_->num_states(), 0);
-  if (with_follow) follow_targets_ = &g_->rule_follow_targets[g_->RuleOf(start_state)];
-  dedup_keys_.assign(64, 0);
-  dedup_stamp_.assign(64, 0);
-  row_begin_.push_back(0);
+EarleyParser::EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, int32_t start_state)
+    : EarleyParser(std::move(automaton), EmptyTag{}) {
   NewRowStamp();
   AddItem(start_state, -1);
   CloseRow(0);
@@ -139,9 +132,6 @@ void EarleyParser::CloseRow(int32_t row) {
     if (g.IsFinal(it.state)) {
       if (it.origin == -1) {
         can_end |= 1;
-        if (follow_targets_) {
-          for (int32_t t : *follow_targets_) AddItem(t, -2);
-        }
       } else if (it.origin == -2) {
         // A caller's continuation completed: continue into its callers' continuations too.
         // This is the context-free FOLLOW over-approximation, closed over all levels.
@@ -173,6 +163,16 @@ void EarleyParser::CloseRow(int32_t row) {
   closing_row_ = INT32_MIN;
 }
 
+int32_t EarleyParser::ByteTarget(int32_t state, uint8_t byte) const {
+  const GrammarAutomaton& g = *g_;
+  for (int32_t k = g.byte_edge_begin[state]; k < g.byte_edge_begin[state + 1]; ++k) {
+    const DfaByteEdge& e = g.byte_edges[k];
+    if (byte < e.lo) return -1;  // edges are sorted and disjoint
+    if (byte <= e.hi) return e.target;
+  }
+  return -1;
+}
+
 bool EarleyParser::Advance(uint8_t byte) {
   const GrammarAutomaton& g = *g_;
   int32_t row = num_rows();
@@ -182,18 +182,10 @@ bool EarleyParser::Advance(uint8_t byte) {
     // no closure the row is complete without deduplication.
     const EarleyItem it = items_[prev_begin];
     if (g.is_virtual(it.state)) return false;
-    int32_t target = -1;
-    for (int32_t k = g.byte_edge_begin[it.state]; k < g.byte_edge_begin[it.state + 1]; ++k) {
-      const DfaByteEdge& e = g.byte_edges[k];
-      if (byte < e.lo) break;
-      if (byte <= e.hi) {
-        target = e.target;
-        break;
-      }
-    }
+    const int32_t target = ByteTarget(it.state, byte);
     if (target < 0) return false;
     const uint8_t trivial = g.closure_trivial[target];
-    if ((trivial & 2) || ((trivial & 1) && it.origin == -1 && !follow_targets_)) {
+    if ((trivial & 2) || ((trivial & 1) && it.origin == -1)) {
       items_.push_back(EarleyItem{target, it.origin});
       row_begin_.push_back(static_cast<int32_t>(items_.size()));
       row_can_end_.push_back((trivial & 2) ? 0 : 1);
@@ -205,15 +197,8 @@ bool EarleyParser::Advance(uint8_t byte) {
   for (int32_t i = prev_begin; i < prev_end; ++i) {
     const EarleyItem it = items_[i];
     if (it.state >= num_real) continue;  // counted-loop states consume no bytes
-    int32_t kb = g.byte_edge_begin[it.state], ke = g.byte_edge_begin[it.state + 1];
-    for (int32_t k = kb; k < ke; ++k) {
-      const DfaByteEdge& e = g.byte_edges[k];
-      if (byte < e.lo) break;
-      if (byte <= e.hi) {
-        AddItem(e.target, it.origin);
-        break;
-      }
-    }
+    const int32_t target = ByteTarget(it.state, byte);
+    if (target >= 0) AddItem(target, it.origin);
   }
   if (static_cast<int32_t>(items_.size()) == prev_end) return false;
   CloseRow(row);

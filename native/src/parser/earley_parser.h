@@ -22,16 +22,13 @@ struct EarleyItem {
 
 class EarleyParser {
  public:
-  // Starts with the closure of the single top item (start_state, -1). With with_follow, the
-  // top item's completion also enters every call site's continuation of its rule (items
-  // with origin -2), and their completions their own callers' continuations, and so on: a
-  // context-free over-approximation of everything that may follow, which the mask cache
-  // uses to reject tokens that no context could accept.
-  EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, int32_t start_state,
-               bool with_follow = false);
+  // Starts with the closure of the single top item (start_state, -1).
+  EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, int32_t start_state);
 
   // A parser for what may follow a completed `rule` in any context: its first row holds the
-  // continuations of every call site (origin -2), closed as above.
+  // continuations of every call site (origin -2); when one of those completes, its own
+  // callers' continuations follow, and so on. This context-free FOLLOW over-approximation
+  // lets the mask cache reject suffixes that no context could accept.
   static EarleyParser AfterRule(std::shared_ptr<const GrammarAutomaton> automaton, RuleId rule);
 
   // A parser for one iteration of a counted loop in progress at `state` (a state of the loop's
@@ -76,6 +73,8 @@ class EarleyParser {
   struct EmptyTag {};
   EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, EmptyTag);
   void AddItem(int32_t state, int32_t origin);
+  // The target of a real state's byte edge on `byte`, or -1.
+  int32_t ByteTarget(int32_t state, uint8_t byte) const;
   void CloseRow(int32_t row);
   void GrowDedup();
   void NewRowStamp();
@@ -84,7 +83,6 @@ class EarleyParser {
   std::vector<EarleyItem> items_;
   std::vector<int32_t> row_begin_;  // size num_rows + 1; last entry == items_.size()
   std::vector<uint8_t> row_can_end_;  // 1: the top item is complete
-  const std::vector<int32_t>* follow_targets_ = nullptr;
   // Per-row duplicate suppression: open addressing keyed by (state, origin), stamped.
   std::vector<uint64_t> dedup_keys_;
   std::vector<uint32_t> dedup_stamp_;
