@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import functools
 from functools import partial
 from typing import Any, Callable, Optional, Sequence, Union
 
@@ -27,7 +28,7 @@ import numpy as np
 
 from xg2_jax._src.batch import BatchGrammarMatcher
 from xg2_jax._src.masking import masked_sample
-from xg2_jax._src.matcher import GrammarMatcher
+from xg2_jax._src.matcher import GrammarMatcher, get_bitmask_shape
 
 __all__ = ["GenerateResult", "HostMaskBuffers", "SamplingConfig", "constrained_generate",
            "put_masks", "resolve_matchers", "sample_step"]
@@ -179,9 +180,13 @@ def sample_step(logits: jax.Array, bitmask: jax.Array, key: jax.Array, active: j
 
 
 def _mask_width(matchers: Sequence[Optional[GrammarMatcher]], model_vocab: int) -> int:
-    widths = [(m.compiled_grammar.tokenizer_info.vocab_size + 31) // 32
-              for m in matchers if m is not None]
-    return max(widths) if widths else (model_vocab + 31) // 32
+    vocab = [m.compiled_grammar.tokenizer_info.vocab_size for m in matchers if m is not None]
+    return get_bitmask_shape(1, max(vocab) if vocab else model_vocab)[1]
+
+
+# One jitted wrapper per model step function: a fresh jax.jit per call would miss JAX's
+# dispatch cache on every request (or every step).
+jit_step = functools.lru_cache(maxsize=64)(jax.jit)
 
 
 class _HostRows:
@@ -191,43 +196,37 @@ class _HostRows:
                  batch_matcher: Optional[BatchGrammarMatcher]):
         self.matchers = list(matchers)
         self.batch = batch_matcher or BatchGrammarMatcher()
-        self.stops = frozenset(int(t) for t in stop_token_ids)
-        n = len(self.matchers)
-        self.finished = np.zeros(n, dtype=bool)
-        self.errors = np.zeros(n, dtype=bool)
-        for i, m in enumerate(self.matchers):
-            if m is not None and m.is_terminated():
-                self.finished[i] = True
+        self.stops = np.array(sorted({int(t) for t in stop_token_ids}), dtype=np.int64)
+        self.constrained = np.array([m is not None for m in self.matchers], dtype=bool)
+        self.finished = np.array([m is not None and m.is_terminated() for m in self.matchers],
+                                 dtype=bool)
+        self.errors = np.zeros(len(self.matchers), dtype=bool)
 
     def accept(self, tokens: np.ndarray) -> np.ndarray:
         """Accepts ``tokens[i]`` for every unfinished row; returns which rows took a token."""
         took = ~self.finished
-        rows = np.flatnonzero(took)
-        cons = [i for i in rows if self.matchers[i] is not None]
-        if cons:
-            ok = self.batch.batch_accept_token([self.matchers[i] for i in cons],
-                                               [int(tokens[i]) for i in cons])
-            for i, good in zip(cons, ok):
-                if not good:
-                    self.errors[i] = self.finished[i] = True
-                    took[i] = False
-                elif self.matchers[i].is_terminated():
+        cons = np.flatnonzero(took & self.constrained)
+        if cons.size:
+            ok = np.asarray(self.batch.batch_accept_token([self.matchers[i] for i in cons],
+                                                          tokens[cons].tolist()), dtype=bool)
+            bad = cons[~ok]
+            self.errors[bad] = self.finished[bad] = True
+            took[bad] = False
+            for i in cons[ok]:
+                if self.matchers[i].is_terminated():
                     self.finished[i] = True
-        for i in rows:
-            if self.matchers[i] is None and int(tokens[i]) in self.stops:
-                self.finished[i] = True
+        # Unconstrained rows end on a stop token.
+        self.finished |= took & ~self.constrained & np.isin(tokens, self.stops)
         return took
 
     def fill(self, buf: np.ndarray) -> None:
         """Writes the next mask of every unfinished row into ``buf`` (finished rows: -1)."""
-        cons = [i for i in np.flatnonzero(~self.finished) if self.matchers[i] is not None]
-        free = [i for i in range(len(self.matchers))
-                if self.finished[i] or self.matchers[i] is None]
-        if free:
-            buf[free] = -1
-        if cons:
+        free = self.finished | ~self.constrained
+        buf[free] = -1
+        cons = np.flatnonzero(~free)
+        if cons.size:
             self.batch.batch_fill_next_token_bitmask([self.matchers[i] for i in cons], buf,
-                                                     cons)
+                                                     cons.tolist())
 
 
 def constrained_generate(step_fn: Callable, params: Any, cache: Any, prompt_tokens,
@@ -280,7 +279,7 @@ def constrained_generate(step_fn: Callable, params: Any, cache: Any, prompt_toke
     if max_new_tokens < 0:
         raise ValueError("max_new_tokens must be >= 0")
     get_matchers = resolve_matchers(matchers)
-    step = jax.jit(step_fn)
+    step = jit_step(step_fn)
     key = jax.random.key(0) if key is None else key
     prompt = jnp.asarray(prompt_tokens, jnp.int32)
     batch = prompt.shape[0]

@@ -35,7 +35,7 @@ from jax.experimental import io_callback
 
 from xg2_jax._src.batch import BatchGrammarMatcher
 from xg2_jax._src.decode import (GenerateResult, MatchersLike, SamplingConfig, _HostRows,
-                                 _mask_width, resolve_matchers, sample_step)
+                                 _mask_width, jit_step, resolve_matchers, sample_step)
 from xg2_jax._src.matcher import GrammarMatcher
 
 __all__ = ["InGraphMatchers", "InGraphStepOutput", "ingraph_generate", "ingraph_matcher_step",
@@ -218,7 +218,7 @@ def ingraph_generate(step_fn: Callable, params: Any, cache: Any, prompt_tokens,
     get_matchers = resolve_matchers(matchers)
     key = jax.random.key(0) if key is None else key
     prompt = jnp.asarray(prompt_tokens, jnp.int32)
-    logits, cache = _last(jax.jit(step_fn)(params, cache, prompt))
+    logits, cache = _last(jit_step(step_fn)(params, cache, prompt))
     with InGraphMatchers(get_matchers(), stop_token_ids=stop_token_ids,
                          batch_matcher=batch_matcher, model_vocab=logits.shape[-1]) as session:
         if session.batch_size != prompt.shape[0]:

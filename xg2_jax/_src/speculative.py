@@ -34,8 +34,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from xg2_jax._src.batch import BatchGrammarMatcher, traverse_draft_tree
-from xg2_jax._src.decode import HostMaskBuffers, SamplingConfig, _mask_width, put_masks
+from xg2_jax._src.batch import BatchGrammarMatcher
+from xg2_jax._src.decode import HostMaskBuffers, SamplingConfig, _mask_width, jit_step, put_masks
 from xg2_jax._src.masking import apply_token_bitmask, bitmask_has_allowed
 from xg2_jax._src.matcher import GrammarMatcher
 
@@ -88,26 +88,18 @@ def draft_tree_masks(matchers: Sequence[Optional[GrammarMatcher]], draft_tokens,
         out = np.empty((b, n, width), dtype=np.int32)
     rows = [i for i, m in enumerate(matchers) if m is not None]
     valid = np.ones((b, n), dtype=bool)
-    for i, m in enumerate(matchers):
-        if m is None:
-            out[i] = -1
+    out[[i for i, m in enumerate(matchers) if m is None]] = -1
     par = np.asarray(parents)
     if rows:
         sub_par = par if par.ndim == 1 else par[rows]
         batch = batch_matcher or BatchGrammarMatcher()
-        if hasattr(batch, "batch_traverse_draft_tree"):
-            if len(rows) == b:
-                valid[:] = batch.batch_traverse_draft_tree(matchers, tokens, out,
-                                                           parents=sub_par)
-            else:
-                sub = np.ascontiguousarray(out[rows])
-                valid[rows] = batch.batch_traverse_draft_tree(
-                    [matchers[i] for i in rows], tokens[rows], sub, parents=sub_par)
-                out[rows] = sub
-        else:  # one tree at a time
-            for k, i in enumerate(rows):
-                p = sub_par if sub_par.ndim == 1 else sub_par[k]
-                valid[i] = traverse_draft_tree(matchers[i], tokens[i], out[i], parents=p)
+        if len(rows) == b:
+            valid[:] = batch.batch_traverse_draft_tree(matchers, tokens, out, parents=sub_par)
+        else:
+            sub = np.ascontiguousarray(out[rows])
+            valid[rows] = batch.batch_traverse_draft_tree(
+                [matchers[i] for i in rows], tokens[rows], sub, parents=sub_par)
+            out[rows] = sub
     return out, valid
 
 
@@ -249,8 +241,8 @@ def speculative_step(verify_fn: Callable, params: Any, cache: Any,
     b, n = draft_np.shape
     parents_np = np.asarray(parents, dtype=np.int32)
     act = np.ones(b, bool) if active is None else np.asarray(active, bool)
-    logits, aux = jax.jit(verify_fn)(params, cache, jnp.asarray(draft_np),
-                                     jnp.asarray(parents_np))
+    draft_dev, parents_dev = jnp.asarray(draft_np), jnp.asarray(parents_np)
+    logits, aux = jit_step(verify_fn)(params, cache, draft_dev, parents_dev)
     width = _mask_width(matchers, logits.shape[-1])
     buffers = buffers or HostMaskBuffers((b * n, width))
     slot, flat = buffers.acquire()
@@ -259,12 +251,12 @@ def speculative_step(verify_fn: Callable, params: Any, cache: Any,
     draft_tree_masks(live, draft_np, parents_np, out=masks, batch_matcher=batch_matcher)
     masks_dev = put_masks(masks, mask_sharding)
     key = jax.random.key(0) if key is None else key
-    acc = accept_draft_tree(logits, masks_dev, jnp.asarray(draft_np), jnp.asarray(parents_np),
+    acc = accept_draft_tree(logits, masks_dev, draft_dev, parents_dev,
                             key, greedy=sampling.greedy, temperature=sampling.temperature,
                             draft_probs=draft_probs, active=jnp.asarray(act))
     buffers.release(slot, masks_dev, acc)
-    accepted, last_node, bonus, bonus_valid = (np.asarray(a) for a in (
-        acc.accepted, acc.last_node, acc.bonus_token, acc.bonus_valid))
+    accepted, last_node, bonus, bonus_valid = jax.device_get(
+        (acc.accepted, acc.last_node, acc.bonus_token, acc.bonus_valid))
     finished = np.zeros(b, bool)
     errors = np.zeros(b, bool)
     new_tokens = []
