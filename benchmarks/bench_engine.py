@@ -87,43 +87,57 @@ class Vocab:
         self.xg2_tokenizer = xg.TokenizerInfo.from_vocab_file(path)
         self.xg2_setup_s = time.perf_counter() - t0
         self.decoded = [bytes(b) for b in self.xg2_tokenizer.decoded_vocab]
-        special = set(self.special_ids)
-        self.table: dict[bytes, int] = {}
-        for i, b in enumerate(self.decoded):
-            if b and i not in special:
-                self.table.setdefault(b, i)
-        self.longest = max(len(b) for b in self.table)
         self.memo: dict[bytes, list[int]] = {}
 
     def tokenize(self, data: bytes) -> list[int]:
         """Greedy longest match over the decoded bytes of the non-special tokens (memoized)."""
+        from xg2_jax import XG2Error
+        from xg2_jax._src.cli import greedy_tokenize
+
         hit = self.memo.get(data)
-        if hit is not None:
-            return hit
-        out, pos = [], 0
-        while pos < len(data):
-            for size in range(min(self.longest, len(data) - pos), 0, -1):
-                tid = self.table.get(data[pos:pos + size])
-                if tid is not None:
-                    out.append(tid)
-                    pos += size
-                    break
-            else:
-                raise SystemExit(f"byte {data[pos]:#x} has no token in {self.name}")
-        self.memo[data] = out
-        return out
+        if hit is None:
+            try:
+                hit = self.memo[data] = greedy_tokenize(self.xg2_tokenizer, data)
+            except XG2Error as exc:
+                raise SystemExit(f"{exc} ({self.name})") from None
+        return hit
 
 
 # ======================================================================================
 # Engines
 # ======================================================================================
-class Xg2:
+class XgrammarApi:
+    """Matcher calls of the engines with xgrammar's Python API; ``self.mod`` is the module."""
+
+    mod = None
+    batchers: dict[int, object]
+
+    def matcher(self, compiled):
+        return self.mod.GrammarMatcher(compiled)
+
+    def fill(self, m, mask, index: int = 0) -> None:
+        m.fill_next_token_bitmask(mask, index)
+
+    def accept(self, m, tok: int) -> bool:
+        return m.accept_token(tok)
+
+    def rollback(self, m, n: int) -> None:
+        m.rollback(n)
+
+    def batch_fill(self, matchers, mask, threads: int) -> None:
+        b = self.batchers.get(threads)
+        if b is None:
+            b = self.batchers[threads] = self.mod.BatchGrammarMatcher(threads)
+        b.batch_fill_next_token_bitmask(matchers, mask)
+
+
+class Xg2(XgrammarApi):
     name = "xg2_jax"
 
     def __init__(self, vocab: Vocab, threads: int):
         import xg2_jax as xg
 
-        self.xg = xg
+        self.xg = self.mod = xg
         self.version = xg.__version__
         self.tok = vocab.xg2_tokenizer
         self.compiler = xg.GrammarCompiler(self.tok, max_threads=threads)
@@ -145,36 +159,18 @@ class Xg2:
     def clear(self) -> None:
         self.compiler.clear_cache()          # also empties the cross-grammar pool
 
-    def matcher(self, compiled):
-        return self.xg.GrammarMatcher(compiled)
-
-    def fill(self, m, mask, index: int = 0) -> None:
-        m.fill_next_token_bitmask(mask, index)
-
-    def accept(self, m, tok: int) -> bool:
-        return m.accept_token(tok)
-
-    def rollback(self, m, n: int) -> None:
-        m.rollback(n)
-
-    def batch_fill(self, matchers, mask, threads: int) -> None:
-        b = self.batchers.get(threads)
-        if b is None:
-            b = self.batchers[threads] = self.xg.BatchGrammarMatcher(threads)
-        b.batch_fill_next_token_bitmask(matchers, mask)
-
     def draft_tree(self, m, tree, mask) -> None:
         self.xg.traverse_draft_tree(m, tree["tokens"], mask, parents=tree["parents"])
 
 
-class Xgrammar:
+class Xgrammar(XgrammarApi):
     name = "xgrammar"
 
     def __init__(self, vocab: Vocab, threads: int):
         import xgrammar as xgr
         from importlib.metadata import version
 
-        self.xgr = xgr
+        self.xgr = self.mod = xgr
         self.version = version("xgrammar")
         enc = list(vocab.encoded)
         for i in vocab.special_ids:            # empty token = special: never allowed as text
@@ -203,24 +199,6 @@ class Xgrammar:
     def clear(self) -> None:
         self.compiler.clear_cache()
         self.dyn.clear_cache()
-
-    def matcher(self, compiled):
-        return self.xgr.GrammarMatcher(compiled)
-
-    def fill(self, m, mask, index: int = 0) -> None:
-        m.fill_next_token_bitmask(mask, index)
-
-    def accept(self, m, tok: int) -> bool:
-        return m.accept_token(tok)
-
-    def rollback(self, m, n: int) -> None:
-        m.rollback(n)
-
-    def batch_fill(self, matchers, mask, threads: int) -> None:
-        b = self.batchers.get(threads)
-        if b is None:
-            b = self.batchers[threads] = self.xgr.BatchGrammarMatcher(threads)
-        b.batch_fill_next_token_bitmask(matchers, mask)
 
     def draft_tree(self, m, tree, mask) -> None:
         t = tree.get("torch")
@@ -334,6 +312,16 @@ def rotated(engines: list, k: int) -> list:
 
 def new_mask(vocab: Vocab, rows: int = 1) -> np.ndarray:
     return np.full((rows, (vocab.size + 31) // 32), -1, dtype=np.int32)
+
+
+def timed_calls(fn, reps: int, scale: float = 1.0) -> list[float]:
+    """Wall time of each of reps calls of fn(), in seconds times scale."""
+    ts = []
+    for _ in range(reps):
+        t0 = time.perf_counter()
+        fn()
+        ts.append((time.perf_counter() - t0) * scale)
+    return ts
 
 
 def allowed(mask_row: np.ndarray, size: int) -> np.ndarray:
@@ -652,12 +640,8 @@ def section_batch(engines, vocab, args, emit, compiled, docs):
                     "t2": lambda: e.batch_fill(ms, mask, 2)}
             for key, fn in runs.items():
                 fn()                                  # warm-up (lazy engines build here)
-                ts = []
                 gc.disable()
-                for _ in range(iters):
-                    t0 = time.perf_counter()
-                    fn()
-                    ts.append(time.perf_counter() - t0)
+                ts = timed_calls(fn, iters)
                 gc.enable()
                 res[(rows, e.name, key)] = rows / statistics.median(ts)
     emit("## (d) batch fill (any-JSON grammar, matchers at random prefixes of generated documents)")
@@ -741,11 +725,7 @@ def section_draft(engines, vocab, args, emit, compiled, docs):
                 if e.name == "xg2_jax":
                     v = e.xg.traverse_draft_tree(m, tree["tokens"], mask, parents=tree["parents"])
                     assert v.all(), "a generated draft node was rejected"
-                ts = []
-                for _ in range(reps):
-                    t0 = time.perf_counter()
-                    e.draft_tree(m, tree, mask)
-                    ts.append((time.perf_counter() - t0) * 1e3)
+                ts = timed_calls(lambda: e.draft_tree(m, tree, mask), reps, 1e3)
                 per[e.name].append(statistics.median(ts))
         for e in tree_engines:
             res[(n, e.name)] = per[e.name]

@@ -258,6 +258,22 @@ def compile_and_exercise(grammar: "xg.Grammar", choices: Bytes) -> None:
             exercise_compiled(compiled, choices)
 
 
+def parse_and_exercise(b: Bytes, what: str, parse, **kwargs):
+    """The body of the text harnesses: two bytes of b steer the matcher walk, the rest is text
+    (UTF-8, invalid sequences replaced) for parse(text, **kwargs), timed as what. A grammar that
+    parses goes through the printer round trip, then is compiled and walked.
+
+    Returns (ok, the round-tripped grammar or the typed error, text)."""
+    steer = Bytes(b.take(2))
+    text = b.rest().decode("utf-8", errors="replace")
+    with time_limit(what):
+        ok, grammar = expect_typed(parse, text, **kwargs)
+    if ok:
+        grammar = roundtrip_ebnf(grammar)
+        compile_and_exercise(grammar, steer)
+    return ok, grammar, text
+
+
 def atheris_main(one_input, argv=None) -> None:
     """Runs a harness under atheris (libFuzzer flags in argv, e.g. -max_total_time=60)."""
     import atheris  # only the fuzzing entry point needs it

@@ -7,7 +7,7 @@ steer the matcher walk, the rest is the schema text.
 
 from __future__ import annotations
 
-from common import Bytes, atheris_main, compile_and_exercise, expect_typed, roundtrip_ebnf, time_limit, xg
+from common import Bytes, atheris_main, parse_and_exercise, xg
 
 
 def options(flags: int) -> dict:
@@ -24,14 +24,7 @@ def options(flags: int) -> dict:
 def one_input(data: bytes) -> None:
     b = Bytes(data)
     opts = options(b.u8())
-    steer = Bytes(b.take(2))
-    text = b.rest().decode("utf-8", errors="replace")
-    with time_limit("from_json_schema"):
-        ok, grammar = expect_typed(xg.Grammar.from_json_schema, text, on_unsupported="warn", **opts)
-    if not ok:
-        return
-    grammar = roundtrip_ebnf(grammar)
-    compile_and_exercise(grammar, steer)
+    parse_and_exercise(b, "from_json_schema", xg.Grammar.from_json_schema, on_unsupported="warn", **opts)
 
 
 if __name__ == "__main__":

@@ -10,8 +10,8 @@ from __future__ import annotations
 import itertools
 import re
 
-from common import (Bytes, InvariantViolation, atheris_main, compile_and_exercise, expect_typed,
-                    roundtrip_ebnf, small_compiler, time_limit, xg)
+from common import (Bytes, InvariantViolation, atheris_main, expect_typed, parse_and_exercise,
+                    small_compiler, time_limit, xg)
 
 _SAFE = set("ab()|*+?{}0123456789,")
 
@@ -53,15 +53,9 @@ def _differential(pattern: str, grammar: "xg.Grammar") -> None:
 
 
 def one_input(data: bytes) -> None:
-    b = Bytes(data)
-    steer = Bytes(b.take(2))
-    pattern = b.rest().decode("utf-8", errors="replace")
-    with time_limit("from_regex"):
-        ok, grammar = expect_typed(xg.Grammar.from_regex, pattern)
+    ok, grammar, pattern = parse_and_exercise(Bytes(data), "from_regex", xg.Grammar.from_regex)
     if not ok:
         return
-    grammar = roundtrip_ebnf(grammar)
-    compile_and_exercise(grammar, steer)
     with time_limit("differential"):
         _differential(pattern, grammar)
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 
 import xg2_jax as xg
+from xg2_jax._src.cli import greedy_tokenize
 from xg2_jax._src.errors import UnsupportedSchemaError, XG2Error
 from xg2_jax._src.grammar import Grammar
 
@@ -86,30 +87,17 @@ def _regex_bound(pattern: str, limit: int) -> Optional[str]:
 # ------------------------------------------------------------------------------ matching
 
 class Tokenizer:
-    """Greedy longest-match tokenization over the decoded vocabulary (as
-    xg2_jax._src.cli.greedy_tokenize, with the lookup table built once)."""
+    """Greedy longest-match tokenization (xg2_jax._src.cli.greedy_tokenize); None for text
+    the vocabulary cannot spell."""
 
     def __init__(self, info: "xg.TokenizerInfo"):
-        special = set(info.special_token_ids)
-        self.by_bytes: dict[bytes, int] = {}
-        for i, b in enumerate(info.decoded_vocab):
-            if b and i not in special:
-                self.by_bytes.setdefault(b, i)
-        self.longest = max((len(b) for b in self.by_bytes), default=1)
+        self.info = info
 
     def __call__(self, data: bytes) -> Optional[list[int]]:
-        ids, pos, n = [], 0, len(data)
-        get = self.by_bytes.get
-        while pos < n:
-            for size in range(min(self.longest, n - pos), 0, -1):
-                tid = get(data[pos:pos + size])
-                if tid is not None:
-                    ids.append(tid)
-                    pos += size
-                    break
-            else:
-                return None
-        return ids
+        try:
+            return greedy_tokenize(self.info, data)
+        except xg.XG2Error:
+            return None
 
 
 class Runner:

@@ -10,16 +10,11 @@ import numpy as np
 import pytest
 
 import xg2_jax as xg
+from helpers import mask_row, tokenize
 
 JSON_DOC = '{"name": "xg2-jax", "tags": ["jax", "\\u00e9t\\u00e9", 12], "n": -1.5e3, "ok": true}'
 
 # ------------------------------------------------------------------------------ helpers
-
-
-def mask_row(m: xg.GrammarMatcher, vocab_size: int) -> np.ndarray:
-    bm = xg.allocate_token_bitmask(1, vocab_size)
-    m.fill_next_token_bitmask(bm)
-    return bm[0].copy()
 
 
 def allowed_ids(row: np.ndarray, vocab_size: int) -> np.ndarray:
@@ -50,26 +45,6 @@ DOCS = [
     '[{"id": 1, "v": [true, false, null]}, {"id": 2, "s": "a \\"quoted\\" word"}, -0.25E+2]',
     '{\n  "nested": {"deep": {"deeper": [1, [2, [3, {"k": "v"}]]]}},\n  "empty": {}, "e": []\n}',
 ]
-
-
-def tokenize(tok: xg.TokenizerInfo, text: str) -> list[int]:
-    """Greedy longest-match tokenization over the non-special tokens."""
-    special = set(tok.special_token_ids)
-    index = {}
-    for t, b in enumerate(tok.decoded_vocab):
-        if t not in special and b and b not in index:
-            index[b] = t
-    longest = max(len(b) for b in index)
-    data, out, i = text.encode(), [], 0
-    while i < len(data):
-        for n in range(min(longest, len(data) - i), 0, -1):
-            if data[i:i + n] in index:
-                out.append(index[data[i:i + n]])
-                i += n
-                break
-        else:
-            raise AssertionError(f"no token for byte {data[i]:#x}")
-    return out
 
 
 def document_states(compiled, text: str) -> list[xg.GrammarMatcher]:

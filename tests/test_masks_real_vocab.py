@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 
 import xg2_jax as xg
+from helpers import mask_row
+from xg2_jax._src.cli import greedy_tokenize
 
 # --------------------------------------------------------------------------------- grammars
 
@@ -97,37 +99,8 @@ def _compiled(path: str, padded: bool, grammar: str, lazy: bool) -> xg.CompiledG
     return compiler.compile_grammar(GRAMMARS[grammar], lazy=lazy)
 
 
-def greedy_tokenize(tok: xg.TokenizerInfo, data: bytes) -> list[int]:
-    """Greedy longest-match over the non-special tokens (lowest id wins among equal bytes)."""
-    index = _token_index(tok)
-    max_len = max(len(b) for b in index)
-    out, i = [], 0
-    while i < len(data):
-        for n in range(min(max_len, len(data) - i), 0, -1):
-            t = index.get(data[i:i + n])
-            if t is not None:
-                out.append(t)
-                i += n
-                break
-        else:
-            raise AssertionError(f"byte {data[i]:#x} has no token")
-    return out
-
-
-@functools.lru_cache(maxsize=None)
-def _token_index(tok: xg.TokenizerInfo) -> dict[bytes, int]:
-    special = set(tok.special_token_ids)
-    index: dict[bytes, int] = {}
-    for t, b in enumerate(tok.decoded_vocab):
-        if t not in special and b and b not in index:
-            index[b] = t
-    return index
-
-
 def mask_bools(m: xg.GrammarMatcher, vocab_size: int) -> np.ndarray:
-    bm = xg.allocate_token_bitmask(1, vocab_size)
-    m.fill_next_token_bitmask(bm)
-    return xg.bitmask_to_bool(bm[0], vocab_size)
+    return xg.bitmask_to_bool(mask_row(m, vocab_size), vocab_size)
 
 
 def accepted_by_matcher(m: xg.GrammarMatcher, vocab_size: int) -> np.ndarray:

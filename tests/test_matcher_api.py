@@ -3,7 +3,6 @@ bitmask argument checking and error types."""
 
 from __future__ import annotations
 
-import functools
 import json
 
 import numpy as np
@@ -12,43 +11,13 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import xg2_jax as xg
+from helpers import mask_row, tokenize
 
 # ------------------------------------------------------------------------------ helpers
 
 
-def mask_row(m: xg.GrammarMatcher, vocab_size: int) -> np.ndarray:
-    bm = xg.allocate_token_bitmask(1, vocab_size)
-    m.fill_next_token_bitmask(bm)
-    return bm[0].copy()
-
-
 def allowed(m: xg.GrammarMatcher, vocab_size: int) -> list[int]:
     return np.flatnonzero(xg.bitmask_to_bool(mask_row(m, vocab_size), vocab_size)).tolist()
-
-
-@functools.lru_cache(maxsize=None)
-def _index(tok: xg.TokenizerInfo) -> tuple[dict, int]:
-    special = set(tok.special_token_ids)
-    index: dict[bytes, int] = {}
-    for t, b in enumerate(tok.decoded_vocab):
-        if t not in special and b and b not in index:
-            index[b] = t
-    return index, max(len(b) for b in index)
-
-
-def tokenize(tok: xg.TokenizerInfo, text: str) -> list[int]:
-    """Greedy longest-match tokenization over non-special tokens."""
-    index, max_len = _index(tok)
-    data, out, i = text.encode(), [], 0
-    while i < len(data):
-        for n in range(min(max_len, len(data) - i), 0, -1):
-            if data[i:i + n] in index:
-                out.append(index[data[i:i + n]])
-                i += n
-                break
-        else:
-            raise AssertionError(f"no token for byte {data[i]:#x}")
-    return out
 
 
 # A small raw vocabulary for the API tests: id 0 "a", ..., stop "</s>" and a special "<s>".

@@ -36,17 +36,15 @@ def greedy_tokenize(tokenizer_info: TokenizerInfo, data: bytes) -> list[int]:
 
     Not a model's BPE; good enough to drive a matcher along a known text.
 
+    Raises:
+        XG2Error: a byte no token starts with.
+
     Example:
         >>> tok = TokenizerInfo(["a", "ab", "b"])
         >>> greedy_tokenize(tok, b"abb")
         [1, 2]
     """
-    special = set(tokenizer_info.special_token_ids)
-    by_bytes: dict[bytes, int] = {}
-    for i, b in enumerate(tokenizer_info.decoded_vocab):
-        if b and i not in special:
-            by_bytes.setdefault(b, i)
-    longest = max((len(b) for b in by_bytes), default=1)
+    by_bytes, longest = tokenizer_info.text_token_table()
     ids, pos = [], 0
     while pos < len(data):
         for size in range(min(longest, len(data) - pos), 0, -1):

@@ -152,6 +152,7 @@ class TokenizerInfo:
         except Exception as exc:  # the core's error for a bad vocabulary, whatever its class
             raise TokenizerError(str(exc)) from exc
         self._decoded_vocab: list[bytes] | None = None
+        self._text_token_table: tuple[dict[bytes, int], int] | None = None
 
     # ----------------------------------------------------------------------------- properties
     @property
@@ -191,6 +192,21 @@ class TokenizerInfo:
         if self._decoded_vocab is None:
             self._decoded_vocab = self._handle.decoded_vocab()
         return self._decoded_vocab
+
+    def text_token_table(self) -> tuple[dict[bytes, int], int]:
+        """``(bytes -> first token id, longest token)`` over the normal tokens, built once.
+
+        Used for greedy longest-match tokenization of known text (see
+        ``xg2_jax._src.cli.greedy_tokenize``).
+        """
+        if self._text_token_table is None:
+            special = set(self.special_token_ids)
+            by_bytes: dict[bytes, int] = {}
+            for i, b in enumerate(self.decoded_vocab):
+                if b and i not in special:
+                    by_bytes.setdefault(b, i)
+            self._text_token_table = (by_bytes, max((len(b) for b in by_bytes), default=1))
+        return self._text_token_table
 
     @property
     def fingerprint(self) -> int:

@@ -1,0 +1,21 @@
+"""Small helpers shared by several test modules (imported as ``helpers``; pytest puts tests/ on
+sys.path)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+import xg2_jax as xg
+from xg2_jax._src.cli import greedy_tokenize
+
+
+def mask_row(m: xg.GrammarMatcher, vocab_size: int) -> np.ndarray:
+    """The next-token bitmask of ``m`` as one int32 row (a copy)."""
+    bm = xg.allocate_token_bitmask(1, vocab_size)
+    m.fill_next_token_bitmask(bm)
+    return bm[0].copy()
+
+
+def tokenize(tok: xg.TokenizerInfo, text: str) -> list[int]:
+    """Greedy longest-match tokenization of ``text`` (UTF-8) over the non-special tokens."""
+    return greedy_tokenize(tok, text.encode())
