@@ -22,6 +22,7 @@ from xg2_jax._src.compiler import (
 )
 from xg2_jax._src.errors import (
     GrammarError,
+    StructuralTagError,
     GrammarSyntaxError,
     InvalidArgumentError,
     LimitExceededError,
@@ -89,6 +90,7 @@ __all__ = [
     "GrammarCompiler",
     "PrecomputeHandle",
     "GrammarError",
+    "StructuralTagError",
     "GrammarMatcher",
     "GrammarSyntaxError",
     "InvalidArgumentError",
