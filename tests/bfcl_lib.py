@@ -193,10 +193,15 @@ def _valid_calls(tools: dict[str, dict], calls: list) -> list:
 
 def closed_schema(schema: Any) -> Any:
     """``schema`` with ``additionalProperties: false`` on every object that lists properties
-    and does not say otherwise (what a constrained decoder enforces by default)."""
+    and does not say otherwise (what a constrained decoder enforces by default); an object
+    with ``required`` but no ``properties`` accepts nothing."""
     if not isinstance(schema, dict):
         return schema
     out = dict(schema)
+    if out.get("required") and "properties" not in out:
+        # required names with no properties: engines disagree on what that allows; make it
+        # unsatisfiable here so that such calls are left out
+        out["properties"] = {}
     if isinstance(out.get("properties"), dict):
         out["properties"] = {k: closed_schema(v) for k, v in out["properties"].items()}
         out.setdefault("additionalProperties", False)
