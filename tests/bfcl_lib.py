@@ -133,7 +133,8 @@ class ToolSet:
 def load_tool_set(size: int, data_dir: Path = BFCL_DIR, *, validate: bool = True) -> ToolSet:
     """The first ``size`` distinct functions of the corpus, with the answers that use them.
 
-    Entries are taken from the corpus files in turn (one entry of each file, then the next); an entry is taken whole (all its functions) or not at all,
+    Entries are taken from the corpus files in turn (one entry of each file, then the next);
+    an entry is taken whole (all its functions) or not at all,
     and a name already taken by another definition skips the entry.
 
     Args:

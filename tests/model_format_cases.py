@@ -219,6 +219,17 @@ def cases(model: str) -> list[Case]:
         add("two_calls_not_parallel", think + lead + two, False, parallel_tool_calls=False)
     else:
         add("second_call_rejected", think + calls1 + "<|start|>assistant" + calls1, False)
+    if harmony:
+        preamble = ("<|channel|>commentary<|message|>Checking the weather now.<|end|>"
+                    "<|start|>assistant")
+        add("preamble_then_call", think + preamble + calls1, True)
+        add("recipient_in_header", think + calls1.replace(
+            "<|channel|>commentary to=functions.get_weather <|constrain|>json",
+            " to=functions.get_weather<|channel|>commentary <|constrain|>json"), True)
+        add("final_after_call_rejected", think + calls1 + "<|start|>assistant"
+            + _final(model, "Done."), False)
+        add("marker_inside_analysis", _harmony_think("thinking <|channel|>final") + calls1,
+            False)
     if r.think:
         add("no_reasoning_when_off", _final(model, "Hi there.") if harmony else "Hi there.",
             True, reasoning=False)

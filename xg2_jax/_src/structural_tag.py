@@ -63,7 +63,8 @@ JSON_SCHEMA_STYLES = ("json", "qwen_xml", "minimax_xml", "deepseek_xml", "glm_xm
 # Small type checks (Python-side only; the native compiler checks the semantics)
 # --------------------------------------------------------------------------------------------
 def _fail(owner: str, name: str, expected: str, value: Any) -> None:
-    raise TypeError(f"{owner}.{name}: expected {expected}, got {type(value).__name__} {value!r:.80}")
+    raise TypeError(f"{owner}.{name}: expected {expected}, "
+                    f"got {type(value).__name__} {value!r:.80}")
 
 
 def _check_str(owner: str, name: str, value: Any) -> None:
