@@ -164,7 +164,7 @@ class Lowering {
         ExprId any_char = g_.AddCharClass({}, /*negated=*/true);
         return g_.AddRepeat(any_char, 0, spec.max_chars < 0 ? kUnbounded : spec.max_chars);
       }
-      return g_.AddTagDispatch(std::move(spec), {});
+      return DispatchRule(std::move(spec), {});
     }
     if (t == "sequence") {
       Fields fs(f, path, {"elements"});
