@@ -118,3 +118,31 @@ def test_concurrent_compiles_match_serial(gpt2_tokenizer, pool_limit):
         assert len(got) == len(exp)
         for a, b in zip(got, exp):
             assert np.array_equal(a, b)
+
+
+# Rules of one shape whose references point at different rules: a cached automaton keys its
+# rule edges by reference slot, so it must be relabelled per grammar.
+SLOT_GRAMMARS = [
+    'root ::= pair | "!" other\npair ::= "<" digits "|" letters ">"\ndigits ::= [0-9]+\n'
+    'letters ::= [a-z]+\nother ::= [A-Z]+ digits',
+    'root ::= pair | "!" other\npair ::= "<" letters "|" digits ">"\ndigits ::= [0-9]+\n'
+    'letters ::= [a-z]+\nother ::= [A-Z]+ letters',
+]
+SLOT_TEXTS = [b"<12|ab>", b"<ab|12>", b"!AB12", b"!ABab"]
+
+
+def test_cached_rule_automata_relabel_references(gpt2_tokenizer):
+    cold = []
+    for g in SLOT_GRAMMARS:
+        xg.clear_cross_grammar_cache()
+        cold.append(xg.GrammarCompiler(gpt2_tokenizer).compile_grammar(g))
+    xg.clear_cross_grammar_cache()
+    warm = [xg.GrammarCompiler(gpt2_tokenizer).compile_grammar(g) for g in SLOT_GRAMMARS]
+    assert xg.cross_grammar_cache_stats()["automaton_hits"] > 0
+    for c, w in zip(cold, warm):
+        for text in SLOT_TEXTS:
+            a, b = masks_along(c, text), masks_along(w, text)
+            assert len(a) == len(b) and all(np.array_equal(x, y) for x, y in zip(a, b)), text
+            mc, mw = xg.GrammarMatcher(c), xg.GrammarMatcher(w)
+            assert mc.accept_string(text.decode()) == mw.accept_string(text.decode())
+            assert mc.is_completed() == mw.is_completed()

@@ -3,6 +3,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
 
+#include "automata/rule_dfa_cache.h"
 #include "bindings.h"
 #include "compiler/cross_grammar_cache.h"
 #include "compiler/grammar_compiler.h"
@@ -65,12 +66,20 @@ void BindGrammar(nb::module_& m) {
     d["bytes"] = s.bytes;
     d["limit_bytes"] = s.limit_bytes;
     d["evictions"] = s.evictions;
+    RuleDfaCacheStats r = GetRuleDfaCacheStats();
+    d["automaton_hits"] = r.hits;
+    d["automaton_misses"] = r.misses;
+    d["automaton_entries"] = r.entries;
+    d["automaton_bytes"] = r.bytes;
     return d;
   });
   m.def(
       "set_cross_grammar_cache_limit", [](int64_t bytes) { CrossGrammarCache::Global().SetLimit(bytes); },
       nb::arg("limit_bytes"));
-  m.def("clear_cross_grammar_cache", []() { CrossGrammarCache::Global().Clear(); });
+  m.def("clear_cross_grammar_cache", []() {
+    CrossGrammarCache::Global().Clear();
+    ClearRuleDfaCache();
+  });
 
   nb::class_<PrecomputeTask>(m, "PrecomputeTask")
       .def(

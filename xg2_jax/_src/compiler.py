@@ -119,11 +119,13 @@ class CompiledGrammar:
 
 
 def cross_grammar_cache_stats() -> dict:
-    """Statistics of the process-wide pool of mask-cache cores shared by all compiled grammars.
+    """Statistics of the process-wide pools shared by all compiled grammars: mask-cache cores
+    and rule automata (the ``automaton_*`` keys; rules of the same shape are built once).
 
     Returns:
         A dict with ``hits``, ``misses``, ``entries``, ``bytes``, ``limit_bytes`` and
-        ``evictions``.
+        ``evictions`` of the mask pool, and ``automaton_hits``, ``automaton_misses``,
+        ``automaton_entries``, ``automaton_bytes`` of the automaton cache.
 
     Example:
         >>> sorted(cross_grammar_cache_stats())[:3]
@@ -138,7 +140,7 @@ def set_cross_grammar_cache_limit(limit_bytes: int) -> None:
 
 
 def clear_cross_grammar_cache() -> None:
-    """Empties the pool (compiled grammars keep the cores they already use)."""
+    """Empties both pools (compiled grammars keep what they already use)."""
     _core.clear_cross_grammar_cache()
 
 

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace xg2 {
@@ -31,6 +32,13 @@ struct TokenTrie {
   std::vector<int32_t> sorted_tokens;  // token ids in byte order (duplicates adjacent)
   // Inverse of sorted_tokens for normal tokens; -1 for special and padding ids.
   std::vector<int32_t> sorted_index;
+  // Derived once per vocabulary (every compiled grammar uses them): normal tokens as a bitset
+  // of ceil(vocab_size / 32) words, the longest token's length, and (bytes, trie index) of
+  // the tokens of at least kLongTokenBytes bytes, longest first.
+  static constexpr int32_t kLongTokenBytes = 16;
+  std::vector<uint32_t> normal_bitset;
+  int32_t max_token_bytes = 0;
+  std::vector<std::pair<int32_t, int32_t>> long_tokens;
   int32_t num_nodes() const { return static_cast<int32_t>(byte.size()); }
 };
 

@@ -5,6 +5,7 @@
 #include <functional>
 #include <unordered_set>
 
+#include "automata/rule_dfa_cache.h"
 #include "grammar/repeat_lowering.h"
 #include "grammar/rule_dedup.h"
 #include "grammar/rule_inliner.h"
@@ -70,7 +71,7 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
     if (g.rule(r).body == kNoExpr) {
       throw Error(ErrorKind::kGrammarSemantic, "rule '" + g.rule(r).name + "' has no body");
     }
-    dfas.push_back(BuildRuleDfa(g, g.rule(r).body, limits));
+    dfas.push_back(CachedRuleDfa(g, g.rule(r).body, limits));
   }
 
   // Productive rules: the start state reaches a final state through bytes and productive rules.

@@ -17,21 +17,13 @@ TokenMaskCache::TokenMaskCache(std::shared_ptr<const GrammarAutomaton> automaton
   entries_.reset(new std::atomic<TokenMaskEntry*>[num_states_]);
   for (int32_t i = 0; i < num_states_; ++i) entries_[i].store(nullptr);
   num_words_ = (tokenizer_->vocab_size() + 31) / 32;
-  normal_token_bitset_.assign(num_words_, 0);
-  for (int32_t t : tokenizer_->trie().sorted_tokens) normal_token_bitset_[t >> 5] |= 1u << (t & 31);
-  for (int32_t d : tokenizer_->trie().depth) max_token_bytes_ = std::max(max_token_bytes_, d);
+  max_token_bytes_ = tokenizer_->trie().max_token_bytes;
   rule_hashes_ = ComputeRuleHashes(*automaton_);
-  const auto& sorted = tokenizer_->trie().sorted_tokens;
-  for (int32_t k = 0; k < static_cast<int32_t>(sorted.size()); ++k) {
-    int32_t len = static_cast<int32_t>(tokenizer_->token_bytes(sorted[k]).size());
-    if (len >= 16) tokens_by_length_.emplace_back(len, k);
-  }
-  std::sort(tokens_by_length_.begin(), tokens_by_length_.end(),
-            [](const auto& a, const auto& b) { return a.first > b.first; });
 }
 
 TokenMaskCache::LoopChoice TokenMaskCache::LoopContext(int32_t loop_state) const {
-  constexpr int64_t kMinRecheckLen = 16;  // below this too many tokens would need the parser
+  // Below this too many tokens would need the parser (and only longer ones are listed).
+  constexpr int64_t kMinRecheckLen = TokenTrie::kLongTokenBytes;
   constexpr int64_t kNone = INT32_MAX;
   const auto& r = automaton_->RepeatOf(loop_state);
   const int64_t c = loop_state - r.base;
@@ -56,7 +48,7 @@ TokenMaskCache::LoopChoice TokenMaskCache::LoopContext(int32_t loop_state) const
 
 void TokenMaskCache::LongTokens(int32_t min_len, std::vector<int32_t>* out) const {
   out->clear();
-  for (const auto& [len, index] : tokens_by_length_) {
+  for (const auto& [len, index] : tokenizer_->trie().long_tokens) {
     if (len < min_len) break;
     out->push_back(index);
   }

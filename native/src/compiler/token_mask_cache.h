@@ -88,7 +88,7 @@ class TokenMaskCache {
   TokenMaskCacheStats Stats() const;
 
   // Tokens that are neither special nor padding, as a bitset of ceil(vocab_size / 32) words.
-  const std::vector<uint32_t>& normal_token_bitset() const { return normal_token_bitset_; }
+  const std::vector<uint32_t>& normal_token_bitset() const { return tokenizer_->trie().normal_bitset; }
   int32_t num_words() const { return num_words_; }
 
   // The vocabulary walk of one state (shared across grammars through the global pool).
@@ -109,10 +109,8 @@ class TokenMaskCache {
   std::unique_ptr<std::atomic<TokenMaskEntry*>[]> entries_;
   int32_t num_states_;
   int32_t num_words_;
-  std::vector<uint32_t> normal_token_bitset_;
   int32_t max_token_bytes_ = 0;
   RuleHashes rule_hashes_;
-  std::vector<std::pair<int32_t, int32_t>> tokens_by_length_;  // (bytes, trie index), longest first
   // Entries of states inside counted loops, keyed by (state, loop context).
   mutable std::mutex loop_mu_;
   std::unordered_map<uint64_t, std::unique_ptr<TokenMaskEntry>> loop_entries_;

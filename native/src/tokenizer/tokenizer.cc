@@ -329,6 +329,15 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded_vocab, Voca
   for (size_t i = 0; i < t.sorted_tokens.size(); ++i) {
     t.sorted_index[t.sorted_tokens[i]] = static_cast<int32_t>(i);
   }
+  t.normal_bitset.assign((static_cast<size_t>(vocab_size_) + 31) / 32, 0);
+  for (int32_t id : t.sorted_tokens) t.normal_bitset[id >> 5] |= 1u << (id & 31);
+  for (int32_t d : t.depth) t.max_token_bytes = std::max(t.max_token_bytes, d);
+  for (int32_t k = 0; k < static_cast<int32_t>(t.sorted_tokens.size()); ++k) {
+    int32_t len = static_cast<int32_t>(decoded_[t.sorted_tokens[k]].size());
+    if (len >= TokenTrie::kLongTokenBytes) t.long_tokens.emplace_back(len, k);
+  }
+  std::sort(t.long_tokens.begin(), t.long_tokens.end(),
+            [](const auto& a, const auto& b) { return a.first > b.first; });
 
   // --- fingerprint ------------------------------------------------------------------------------
   Fnv1a h;

@@ -1,0 +1,176 @@
+#include "automata/rule_dfa_cache.h"
+
+#include <algorithm>
+#include <list>
+#include <mutex>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "support/hash.h"
+
+namespace xg2 {
+namespace {
+
+constexpr size_t kMaxBytes = size_t{64} << 20;  // DFAs are small; this holds thousands
+
+struct KeyHash {
+  size_t operator()(const Hash128& h) const { return static_cast<size_t>(h.lo ^ (h.hi * 0x9E3779B97F4A7C15ull)); }
+};
+
+// The body's structure with rule references numbered by first appearance (depth first).
+class BodyKey {
+ public:
+  explicit BodyKey(const Grammar& g) : g_(g) {}
+  Hash128 Compute(ExprId body, const AutomatonLimits& limits) {
+    h_.Add(static_cast<uint64_t>(limits.max_unrolled_repeat));
+    h_.Add(static_cast<uint64_t>(limits.max_dfa_states));
+    h_.Add(static_cast<uint64_t>(limits.max_nfa_states));
+    Visit(body);
+    return h_.Finish();
+  }
+  const std::vector<RuleId>& slots() const { return slots_; }
+
+ private:
+  void Str(const std::string& s) {
+    h_.Add(s.size());
+    uint64_t word = 0;
+    size_t n = 0;
+    for (unsigned char c : s) {
+      word = (word << 8) | c;
+      if (++n % 8 == 0) h_.Add(word), word = 0;
+    }
+    h_.Add(word);
+  }
+  void Visit(ExprId id) {
+    const Expr& e = g_.expr(id);
+    h_.Add(static_cast<uint64_t>(e.kind) + 1);
+    switch (e.kind) {
+      case ExprKind::kEmpty: break;
+      case ExprKind::kBytes: Str(e.bytes); break;
+      case ExprKind::kCharClass:
+        h_.Add(e.negated ? 1 : 0);
+        h_.Add(e.ranges.size());
+        for (const auto& r : e.ranges) h_.Add((static_cast<uint64_t>(r.lo) << 32) | r.hi);
+        break;
+      case ExprKind::kRuleRef: {
+        auto it = std::find(slots_.begin(), slots_.end(), e.rule);
+        h_.Add(static_cast<uint64_t>(it - slots_.begin()));
+        if (it == slots_.end()) slots_.push_back(e.rule);
+        break;
+      }
+      case ExprKind::kRepeat:
+        h_.Add(static_cast<uint64_t>(e.min));
+        h_.Add(static_cast<uint64_t>(e.max));
+        break;
+      case ExprKind::kTagDispatch: {
+        const TagDispatchSpec& d = *e.dispatch;
+        for (const auto* list : {&d.triggers, &d.ends, &d.excludes}) {
+          h_.Add(list->size());
+          for (const auto& s : *list) Str(s);
+        }
+        h_.Add((d.loop ? 1u : 0u) | (d.plain_end ? 2u : 0u) | (d.at_least_one ? 4u : 0u));
+        h_.Add(static_cast<uint64_t>(d.max_chars));
+        break;
+      }
+      case ExprKind::kSequence:
+      case ExprKind::kChoice:
+        break;
+    }
+    h_.Add(e.children.size());
+    for (ExprId c : e.children) Visit(c);
+  }
+
+  const Grammar& g_;
+  Hasher h_;
+  std::vector<RuleId> slots_;
+};
+
+size_t DfaBytes(const RuleDfa& d) {
+  size_t n = sizeof(RuleDfa) + d.is_final.size() * (1 + 2 * sizeof(std::vector<int>));
+  for (const auto& v : d.byte_edges) n += v.size() * sizeof(DfaByteEdge);
+  for (const auto& v : d.rule_edges) n += v.size() * sizeof(DfaRuleEdge);
+  return n;
+}
+
+class Cache {
+ public:
+  bool Find(const Hash128& key, RuleDfa* out) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find(key);
+    if (it == map_.end()) {
+      ++stats_.misses;
+      return false;
+    }
+    ++stats_.hits;
+    lru_.splice(lru_.begin(), lru_, it->second);
+    *out = it->second->second;
+    return true;
+  }
+  void Insert(const Hash128& key, const RuleDfa& dfa) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (map_.count(key)) return;
+    lru_.emplace_front(key, dfa);
+    map_.emplace(key, lru_.begin());
+    bytes_ += DfaBytes(dfa);
+    while (bytes_ > kMaxBytes && !lru_.empty()) {
+      bytes_ -= DfaBytes(lru_.back().second);
+      map_.erase(lru_.back().first);
+      lru_.pop_back();
+    }
+  }
+  RuleDfaCacheStats Stats() {
+    std::lock_guard<std::mutex> lock(mu_);
+    RuleDfaCacheStats s = stats_;
+    s.entries = static_cast<int64_t>(map_.size());
+    s.bytes = static_cast<int64_t>(bytes_);
+    return s;
+  }
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    map_.clear();
+    lru_.clear();
+    bytes_ = 0;
+    stats_ = RuleDfaCacheStats();
+  }
+
+ private:
+  std::mutex mu_;
+  std::list<std::pair<Hash128, RuleDfa>> lru_;  // most recent first
+  std::unordered_map<Hash128, std::list<std::pair<Hash128, RuleDfa>>::iterator, KeyHash> map_;
+  size_t bytes_ = 0;
+  RuleDfaCacheStats stats_;
+};
+
+Cache& GlobalCache() {
+  static Cache* cache = new Cache();  // never destroyed: safe at exit from any thread
+  return *cache;
+}
+
+}  // namespace
+
+RuleDfa CachedRuleDfa(const Grammar& g, ExprId body, const AutomatonLimits& limits) {
+  BodyKey key_builder(g);
+  const Hash128 key = key_builder.Compute(body, limits);
+  const std::vector<RuleId>& slots = key_builder.slots();
+  RuleDfa dfa;
+  if (!GlobalCache().Find(key, &dfa)) {
+    dfa = BuildRuleDfa(g, body, limits);
+    RuleDfa keyed = dfa;  // rule edges by slot
+    for (auto& edges : keyed.rule_edges) {
+      for (auto& e : edges) e.rule = static_cast<RuleId>(std::find(slots.begin(), slots.end(), e.rule) - slots.begin());
+    }
+    GlobalCache().Insert(key, keyed);
+    return dfa;
+  }
+  for (auto& edges : dfa.rule_edges) {
+    for (auto& e : edges) e.rule = slots[e.rule];
+    std::sort(edges.begin(), edges.end(), [](const DfaRuleEdge& a, const DfaRuleEdge& b) { return a.rule < b.rule; });
+  }
+  return dfa;
+}
+
+RuleDfaCacheStats GetRuleDfaCacheStats() { return GlobalCache().Stats(); }
+void ClearRuleDfaCache() { GlobalCache().Clear(); }
+
+}  // namespace xg2
