@@ -133,12 +133,36 @@ def write_dicts() -> None:
         (d / f"{name}.dict").write_text("\n".join(lines) + "\n")
 
 
+_TAG = {"type": "tag", "begin": "<a>", "content": {"type": "any_text"}, "end": "</a>"}
+STRUCTURAL_TAGS = [
+    {"type": "const_string", "value": "ab"},
+    _TAG,
+    {"type": "tag", "begin": "<b>", "content": {"type": "json_schema", "json_schema": {
+        "type": "object", "properties": {"x": {"type": "integer"}}}}, "end": ["</b>", "."]},
+    {"type": "triggered_tags", "triggers": ["<a"], "tags": [_TAG], "excludes": ["zz"]},
+    {"type": "triggered_tags", "triggers": ["<a"], "tags": [_TAG], "at_least_one": True,
+     "stop_after_first": True},
+    {"type": "tags_with_separator", "tags": [_TAG], "separator": ","},
+    {"type": "sequence", "elements": [{"type": "regex", "pattern": "[0-9]+"},
+                                      {"type": "any_text", "excludes": ["x"], "max_chars": 4}]},
+    {"type": "or", "elements": [{"type": "grammar", "grammar": 'root ::= "q"+'},
+                                {"type": "repeat", "min": 1, "max": 3, "content": _TAG}]},
+    {"type": "dispatch", "rules": [["#", {"type": "const_string", "value": "!"}]], "loop": False},
+    {"type": "json_schema", "style": "qwen_xml", "json_schema": {
+        "type": "object", "properties": {"p": {"type": "string"}, "n": {"type": "number"}}}},
+    {"type": "tag", "begin": {"type": "token", "token": 0}, "content": {"type": "any_tokens"},
+     "end": "."},
+]
+
+
 def main() -> None:
     write_dicts()
     write("ebnf", [b"\x00\x01" + t.encode() for t in EBNF])
     write("regex", [b"\x02\x03" + t.encode() for t in REGEX])
     write("json_schema", [bytes([i * 37 % 128, 1, 2]) + json.dumps(s).encode()
                           for i, s in enumerate(SCHEMAS)])
+    write("structural_tag", [b"\x03\x04" + json.dumps({"type": "structural_tag", "format": f}).encode()
+                             for f in STRUCTURAL_TAGS])
     write("tokenizer_json", [b"\x01\x02" + json.dumps(t).encode() for t in TOKENIZER_JSON])
     write("tokenizer_list", tokenizer_list_seeds())
     write("deserialize", deserialize_seeds())

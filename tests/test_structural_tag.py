@@ -54,6 +54,8 @@ FORMAT_CASES = {
                ["zz", "zzz"], ["z", "zzzz"]),
     "tag": ({"type": "tag", "begin": "<a>", "content": {"type": "any_text"}, "end": "</a>"},
             ["<a></a>", "<a>x < / a > y</a>"], ["<a>x</a>y", "<a>x</a></a>", "<a>x"]),
+    "tag_excludes_inside_end": ({"type": "tag", "begin": "<t>", "content": {"type": "any_text", "excludes": ["<", "/t"]},
+                                 "end": "</t>"}, ["<t>a b</t>", "<t></t>", "<t>x/</t>"], ["<t>a<b</t>", "<t>x/t</t>"]),
     "tag_several_ends": ({"type": "tag", "begin": "<r>", "content": {"type": "any_text"},
                           "end": ["</r>", "<|end|>"]}, ["<r>t</r>", "<r>t<|end|>"], ["<r>t</x>"]),
     "tag_json": ({"type": "tag", "begin": "<f>", "content": {"type": "json_schema", "json_schema": WEATHER},
@@ -134,8 +136,6 @@ def test_builder_objects_and_json_text_are_accepted(compiler):
     ({"type": "or", "elements": [{"type": "banana"}]}, "format.elements[0].type", "unknown format type"),
     ({"type": "const_string", "value": "x", "valeu": 1}, "format.valeu", "unknown field"),
     ({"type": "tag", "begin": "<a>", "end": "</a>"}, "format.content", "missing"),
-    ({"type": "triggered_tags", "triggers": ["<a"], "excludes": ["<"], "tags": [
-        {"begin": "<a>", "content": {"type": "any_text"}, "end": "</a>"}]}, "format.excludes[0]", "occurs in trigger"),
     ({"type": "regex", "pattern": "(a"}, "format.pattern", ""),
     ({"type": "grammar", "grammar": "root ::= undefined_rule"}, "format.grammar", "undefined rule"),
     ({"type": "json_schema", "json_schema": {"type": "object", "properties": {"a": {"$ref": "#/nowhere"}}}},
@@ -179,27 +179,37 @@ def test_tag_dispatch_ebnf_syntax_errors_have_positions():
 
 def _reference_dispatch(s, *, triggers, conts, ends, excludes, loop, plain_end, at_least_one):
     """Whether ``s`` is in the language of a TagDispatch whose continuations are constants:
-    free text until a watched string ends; a trigger must be followed by its continuation."""
-    patterns = list(triggers) + list(ends) + list(excludes)
+    free text until the first trigger or end string; a trigger must be followed by its
+    continuation. No excluded string may occur in the text (an occurrence entirely inside the
+    trigger or end string that closes it is not text; one straddling both counts as text)."""
+
+    def clean(i, j, p_start):
+        # No exclude occurrence in s[i:j] except inside s[p_start:j].
+        for x in excludes:
+            k = s.find(x, i)
+            while k != -1 and k + len(x) <= j:
+                if k < p_start:
+                    return False
+                k = s.find(x, k + 1)
+        return True
 
     def text(i, phase):
         j = i
         while True:
             if j == len(s):
-                return plain_end and (not at_least_one or phase == 1)
+                return plain_end and (not at_least_one or phase == 1) and clean(i, j, j)
             j += 1
-            ended = {p for p in patterns if j - len(p) >= i and s[j - len(p):j] == p}
-            if not ended:
+            exits = [p for p in list(triggers) + list(ends) if j - len(p) >= i and s[j - len(p):j] == p]
+            if not exits:
                 continue
-            if not ended & (set(triggers) | set(ends)):  # a trigger or end ending here wins
-                return False
             ok = False
             for k, t in enumerate(triggers):
-                if t in ended and s.startswith(conts[k], j):
+                if t in exits and clean(i, j, j - len(t)) and s.startswith(conts[k], j):
                     after = j + len(conts[k])
                     ok = ok or (text(after, 1) if loop else after == len(s))
-            if any(e in ended for e in ends) and (not at_least_one or phase == 1 or not triggers):
-                ok = ok or j == len(s)
+            for e in ends:
+                if e in exits and clean(i, j, j - len(e)) and (not at_least_one or phase == 1 or not triggers):
+                    ok = ok or j == len(s)
             return ok
 
     return text(0, 0)
@@ -407,3 +417,73 @@ def test_normal_tokens_holding_byte_ff_are_never_accepted(gpt2_tokenizer):
     bits = np.unpackbits(row.view(np.uint8), bitorder="little")[:gpt2_tokenizer.vocab_size].astype(bool)
     for t in ff:
         assert not bits[t] and not m.fork().accept_token(t)
+
+
+# ------------------------------------------------------- random structural tags (property)
+
+_LEAVES = st.sampled_from([
+    {"type": "const_string", "value": "ab"},
+    {"type": "const_string", "value": "é<"},
+    {"type": "regex", "pattern": "[0-9]{1,3}"},
+    {"type": "any_text"},
+    {"type": "any_text", "excludes": ["<", "zz"]},
+    {"type": "any_text", "max_chars": 3},
+    {"type": "json_schema", "json_schema": {"type": "object", "properties": {"k": {"type": "boolean"}},
+                                            "required": ["k"]}},
+    {"type": "json_schema", "style": "qwen_xml", "json_schema": {"type": "object",
+                                                                 "properties": {"p": {"type": "string"}}}},
+    {"type": "grammar", "grammar": 'root ::= "g" [a-c]*'},
+])
+
+
+def _tag_of(content, i):
+    return {"type": "tag", "begin": f"<t{i}>", "content": content, "end": f"</t{i}>"}
+
+
+def _composite(children):
+    return st.one_of(
+        st.lists(children, min_size=1, max_size=3).map(lambda xs: {"type": "sequence", "elements": xs}),
+        st.lists(children, min_size=1, max_size=3).map(lambda xs: {"type": "or", "elements": xs}),
+        children.map(lambda x: {"type": "optional", "content": x}),
+        children.map(lambda x: {"type": "star", "content": x}),
+        children.map(lambda x: _tag_of(x, 1)),
+        st.tuples(st.lists(children, min_size=1, max_size=2), st.booleans(), st.booleans()).map(
+            lambda a: {"type": "triggered_tags", "triggers": ["<t"], "tags": [_tag_of(c, i) for i, c in enumerate(a[0])],
+                       "at_least_one": a[1], "stop_after_first": a[2], "excludes": ["!!"]}),
+        st.tuples(children, st.booleans()).map(
+            lambda a: {"type": "dispatch", "rules": [["@", a[0]]], "loop": a[1]}),
+        st.lists(children, min_size=1, max_size=2).map(
+            lambda xs: {"type": "tags_with_separator", "separator": ",", "tags": [_tag_of(c, i) for i, c in enumerate(xs)]}),
+    )
+
+
+FORMATS = st.recursive(_LEAVES, _composite, max_leaves=5)
+
+
+@settings(max_examples=60, deadline=None)
+@given(fmt=FORMATS, seed=st.integers(0, 2**16))
+def test_random_structural_tags_mask_and_accept_agree(gpt2_tokenizer, fmt, seed):
+    compiled = _random_compiler(gpt2_tokenizer).compile_structural_tag(_tag(fmt))
+    rng = random.Random(seed)
+    m = xg.GrammarMatcher(compiled)
+    vocab = gpt2_tokenizer.vocab_size
+    for _ in range(12):
+        row = mask_row(m, vocab)
+        bits = np.unpackbits(row.view(np.uint8), bitorder="little")[:vocab].astype(bool)
+        allowed = np.flatnonzero(bits)
+        assert len(allowed) > 0  # never a dead end: the structure can always be finished
+        for t in rng.sample(range(vocab), 40):
+            assert m.fork().accept_token(t) == bool(bits[t]), t
+        t = int(rng.choice(allowed))
+        if t in gpt2_tokenizer.stop_token_ids:
+            break
+        assert m.accept_token(t)
+
+
+_RANDOM_COMPILER: list = []
+
+
+def _random_compiler(tok):
+    if not _RANDOM_COMPILER:
+        _RANDOM_COMPILER.append(xg.GrammarCompiler(tok, max_threads=1))
+    return _RANDOM_COMPILER[0]

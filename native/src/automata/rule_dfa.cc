@@ -137,8 +137,12 @@ class NfaBuilder {
   }
 
   // The product of the Aho-Corasick automaton of all the node's strings, the UTF-8 decoder,
-  // a phase (before / after the first dispatch, for at_least_one) and a character count (for
-  // max_chars), explored from the start; trigger, end and exclude matches leave free text.
+  // a phase (before / after the first dispatch, for at_least_one), a character count (for
+  // max_chars) and a pending exclude, explored from the start. A trigger or end string in
+  // the text leaves free text; an excluded string kills, unless it lies inside a trigger or
+  // end string still being matched: then it is pending (its start, in bytes back from the
+  // current position) until that match completes (fine: it was part of the trigger or end,
+  // not of the text) or falls short of covering it (it was text after all).
   void BuildTagDispatch(const Expr& e, int32_t a, int32_t b) {
     const TagDispatchSpec& d = *e.dispatch;
     std::vector<std::string> patterns = d.triggers;
@@ -147,30 +151,40 @@ class NfaBuilder {
     patterns.insert(patterns.end(), d.ends.begin(), d.ends.end());
     patterns.insert(patterns.end(), d.excludes.begin(), d.excludes.end());
     AhoCorasick ac(patterns);
+    // Nodes on the path of a trigger or end string (prefixes of one).
+    std::vector<uint8_t> exit_prefix(ac.num_nodes(), 0);
+    for (int32_t p = 0; p < first_exclude; ++p) {
+      int32_t node = ac.root();
+      for (unsigned char c : patterns[p]) exit_prefix[node = ac.Next(node, c)] = 1;
+    }
     const bool two_phases = d.at_least_one && d.loop && num_triggers > 0;
     const int64_t max_chars = d.max_chars;
+    int64_t max_len = 0;
+    for (const auto& p : patterns) max_len = std::max<int64_t>(max_len, static_cast<int64_t>(p.size()));
     // Characters of free text, given the total count and the pattern prefix now matched:
     // only characters before the prefix are certainly text. Counting bytes of the prefix
     // as characters is exact for ASCII patterns and conservative (never rejects) otherwise.
-    auto max_depth_bytes = 0;
-    for (const auto& p : patterns) max_depth_bytes = std::max<int>(max_depth_bytes, static_cast<int>(p.size()));
-    const int64_t count_cap = max_chars < 0 ? 0 : max_chars + max_depth_bytes;
+    const int64_t count_cap = max_chars < 0 ? 0 : max_chars + max_len;
     const int64_t num_keys = int64_t{ac.num_nodes()} * kNumTextStates * (two_phases ? 2 : 1) * (count_cap + 1);
     if (max_chars >= 0 && num_keys > limits_.max_nfa_states) {
       throw Error(ErrorKind::kLimitExceeded, "free text with max_chars " + std::to_string(max_chars) +
                                                  " and " + std::to_string(patterns.size()) +
                                                  " watched strings exceeds the automaton limit");
     }
-    std::unordered_map<int64_t, int32_t> state_of;
-    std::vector<std::array<int64_t, 4>> pending;  // (phase, node, utf8, count) to expand
-    auto key = [&](int64_t phase, int64_t node, int64_t u, int64_t count) {
-      return ((phase * ac.num_nodes() + node) * kNumTextStates + u) * (count_cap + 1) + count;
+    struct Key {
+      int64_t phase, node, u, count, pending;
     };
-    auto state = [&](int64_t phase, int64_t node, int64_t u, int64_t count) {
-      auto [it, inserted] = state_of.emplace(key(phase, node, u, count), -1);
+    auto key_of = [&](const Key& k) {
+      return (((k.phase * ac.num_nodes() + k.node) * kNumTextStates + k.u) * (count_cap + 1) + k.count) *
+                 (max_len + 1) + k.pending;
+    };
+    std::unordered_map<int64_t, int32_t> state_of;
+    std::vector<Key> todo;
+    auto state = [&](const Key& k) {
+      auto [it, inserted] = state_of.emplace(key_of(k), -1);
       if (inserted) {
         it->second = NewState();
-        pending.push_back({phase, node, u, count});
+        todo.push_back(k);
       }
       return it->second;
     };
@@ -183,46 +197,52 @@ class NfaBuilder {
       if (it != dispatch_state.end()) return it->second;
       int32_t x = NewState();
       dispatch_state.emplace(k, x);
-      int32_t after = d.loop ? state(two_phases ? 1 : 0, ac.root(), kU8Boundary, 0) : b;
+      int32_t after = d.loop ? state({two_phases ? 1 : 0, ac.root(), kU8Boundary, 0, 0}) : b;
       Build(e.children[trigger], x, after);
       return x;
     };
-    Eps(a, state(0, ac.root(), kU8Boundary, 0));
-    for (size_t qi = 0; qi < pending.size(); ++qi) {
-      const auto [phase, node, u, count] = pending[qi];
-      const int32_t from = state_of.at(key(phase, node, u, count));
-      const bool may_end = d.plain_end && (!d.at_least_one || phase == 1);
-      if (u == kU8Boundary && may_end) Eps(from, b);
+    Eps(a, state({0, ac.root(), kU8Boundary, 0, 0}));
+    for (size_t qi = 0; qi < todo.size(); ++qi) {
+      const Key k = todo[qi];
+      const int32_t from = state_of.at(key_of(k));
+      const bool may_end = d.plain_end && (!d.at_least_one || k.phase == 1);
+      if (k.u == kU8Boundary && k.pending == 0 && may_end) Eps(from, b);
       std::vector<std::pair<uint8_t, int32_t>> edges;  // (byte, target), several per byte
       for (int c = 0; c < 256; ++c) {
-        int32_t node2 = ac.Next(static_cast<int32_t>(node), static_cast<uint8_t>(c));
+        int32_t node2 = ac.Next(static_cast<int32_t>(k.node), static_cast<uint8_t>(c));
         int u2;
-        if (u >= kVirt3 || (u == kU8Boundary && c == kVirtualTokenLead)) {
+        if (k.u >= kVirt3 || (k.u == kU8Boundary && c == kVirtualTokenLead)) {
           // Virtual bytes so far (this one included) must all lie on a watched string.
-          const int consumed = u == kU8Boundary ? 1 : static_cast<int>(u) - kVirt3 + 2;
+          const int consumed = k.u == kU8Boundary ? 1 : static_cast<int>(k.u) - kVirt3 + 2;
           if (ac.Depth(node2) < consumed) continue;
-          u2 = u == kU8Boundary ? kVirt3 : u == kVirt1 ? kU8Boundary : static_cast<int>(u) + 1;
+          u2 = k.u == kU8Boundary ? kVirt3 : k.u == kVirt1 ? kU8Boundary : static_cast<int>(k.u) + 1;
         } else {
-          u2 = Utf8Next(static_cast<int>(u), static_cast<uint8_t>(c));
+          u2 = Utf8Next(static_cast<int>(k.u), static_cast<uint8_t>(c));
           if (u2 < 0) continue;
         }
-        int64_t count2 = count + (u2 == kU8Boundary ? 1 : 0);
+        int64_t count2 = k.count + (u2 == kU8Boundary ? 1 : 0);
         if (max_chars >= 0 && (count2 > count_cap || count2 - ac.Depth(node2) > max_chars)) continue;
-        const auto& matches = ac.Matches(node2);
-        if (matches.empty()) {
-          edges.emplace_back(static_cast<uint8_t>(c), state(phase, node2, u2, max_chars < 0 ? 0 : count2));
+        int64_t pending2 = k.pending > 0 ? k.pending + 1 : 0;
+        bool exits = false;
+        for (int32_t m : ac.Matches(node2)) {
+          if (m >= first_exclude) pending2 = std::max<int64_t>(pending2, static_cast<int64_t>(patterns[m].size()));
+          else exits = true;
+        }
+        if (exits) {
+          for (int32_t m : ac.Matches(node2)) {
+            if (m >= first_exclude || pending2 > static_cast<int64_t>(patterns[m].size())) continue;
+            if (m < num_triggers) {
+              edges.emplace_back(static_cast<uint8_t>(c), dispatch(k.phase, m));
+            } else if (!d.at_least_one || k.phase == 1 || num_triggers == 0) {
+              edges.emplace_back(static_cast<uint8_t>(c), b);  // an end string
+            }
+          }
           continue;
         }
-        // A trigger or end string ending here wins over an excluded string ending here (the
-        // end of a tag may well be excluded from its text); otherwise an exclude kills.
-        if (matches.front() >= first_exclude) continue;
-        for (int32_t m : matches) {
-          if (m < num_triggers) {
-            edges.emplace_back(static_cast<uint8_t>(c), dispatch(phase, m));
-          } else if (m < first_exclude && (!d.at_least_one || phase == 1 || num_triggers == 0)) {
-            edges.emplace_back(static_cast<uint8_t>(c), b);  // an end string
-          }
-        }
+        // A pending exclude must still lie inside a prefix of a trigger or end string.
+        if (pending2 > 0 && (!exit_prefix[node2] || ac.Depth(node2) < pending2)) continue;
+        edges.emplace_back(static_cast<uint8_t>(c),
+                           state({k.phase, node2, u2, max_chars < 0 ? 0 : count2, pending2}));
       }
       std::sort(edges.begin(), edges.end(), [](const auto& x, const auto& y) {
         return x.second != y.second ? x.second < y.second : x.first < y.first;

@@ -354,19 +354,6 @@ class Lowering {
     return out;
   }
 
-  void CheckExcludes(const std::vector<std::string>& excludes, const std::vector<std::string>& triggers,
-                     const std::string& path) {
-    for (size_t i = 0; i < excludes.size(); ++i) {
-      for (const auto& t : triggers) {
-        // (As a suffix it is harmless: a trigger ending at a position wins over an exclude.)
-        size_t at = t.find(excludes[i]);
-        if (at != std::string::npos && at + excludes[i].size() != t.size()) {
-          Fail(Index(path + ".excludes", i), "'" + excludes[i] + "' occurs in trigger '" + t + "', so the trigger could never be written");
-        }
-      }
-    }
-  }
-
   ExprId LowerTriggeredTags(const JsonValue& f, const std::string& path, const std::vector<std::string>& ends,
                             bool* consumed_end) {
     Fields fs(f, path, {"triggers", "tags", "at_least_one", "stop_after_first", "excludes"});
@@ -374,7 +361,6 @@ class Lowering {
     if (triggers.empty()) Fail(fs.At("triggers"), "must list at least one trigger");
     TagDispatchSpec spec;
     spec.excludes = fs.Strings("excludes");
-    CheckExcludes(spec.excludes, triggers, path);
     return LowerTriggered(fs, std::move(triggers), std::move(spec), ends, consumed_end);
   }
 
@@ -458,7 +444,6 @@ class Lowering {
       if (!spec.loop && !ends.empty()) child = g_.AddSequence({child, EndChoice(ends)});
       children.push_back(child);
     }
-    CheckExcludes(spec.excludes, spec.triggers, path);
     SetEnds(&spec, ends, consumed_end);
     return DispatchRule(std::move(spec), std::move(children));
   }
