@@ -285,6 +285,18 @@ def test_constrained_generate_with_loaded_model(loaded):
         assert text.isdigit() and 2 <= len(text) <= 4
 
 
+def test_bfloat16_checkpoint_file(tmp_path):
+    """bf16 tensors (read through ml_dtypes) load into a float32 model exactly."""
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    cfg, _ = FAMILIES["qwen3-qk-norm"]
+    tensors = {k: v.astype(ml_dtypes.bfloat16)
+               for k, v in _hf_tensors(cfg, np.random.default_rng(5)).items()}
+    lm = models.load_pretrained(write_checkpoint(tmp_path, cfg, tensors, sharded=False))
+    logits, _ = lm.forward(TOKENS[:1], lm.init_cache(batch_size=1, max_length=8))
+    want = reference_logits(cfg, {k: v.astype(np.float32) for k, v in tensors.items()}, TOKENS[0])
+    np.testing.assert_allclose(np.asarray(logits[0]), want, atol=2e-4, rtol=2e-4)
+
+
 # ------------------------------------------------------------------------------------ errors
 @pytest.fixture()
 def small_llama(tmp_path):

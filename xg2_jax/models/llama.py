@@ -111,7 +111,8 @@ class LlamaForCausalLM(nnx.Module):
                              max_length=max_length, num_kv_heads=cfg.num_key_value_heads,
                              head_dim=cfg.head_dim, dtype=jnp.dtype(cfg.dtype))
 
-    def __call__(self, tokens: jax.Array, cache: KVCache, *, last_only: bool = False):
+    def hidden_states(self, tokens: jax.Array, cache: KVCache) -> tuple[jax.Array, KVCache]:
+        """The final-normed hidden states (B, T, D) of ``tokens`` and the new cache."""
         cfg = self.config
         tokens = jnp.asarray(tokens, jnp.int32)
         start = cache.length
@@ -123,16 +124,19 @@ class LlamaForCausalLM(nnx.Module):
             x, ck, cv = layer(x, positions, inv_freq, ck, cv, start)
             keys.append(ck)
             values.append(cv)
+        new_cache = KVCache(keys=tuple(keys), values=tuple(values),
+                            length=start + tokens.shape[1])
+        return self.norm(x), new_cache
+
+    def __call__(self, tokens: jax.Array, cache: KVCache, *, last_only: bool = False):
+        x, new_cache = self.hidden_states(tokens, cache)
         if last_only:
             x = x[:, -1]
-        x = self.norm(x)
         if self.lm_head is None:
             logits = jnp.einsum("...d,vd->...v", x, self.embed_tokens[...],
                                 preferred_element_type=jnp.float32)
         else:
             logits = self.lm_head(x).astype(jnp.float32)
-        new_cache = KVCache(keys=tuple(keys), values=tuple(values),
-                            length=start + tokens.shape[1])
         return logits, new_cache
 
 

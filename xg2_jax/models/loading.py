@@ -1,8 +1,9 @@
 """Loading Hugging Face-layout checkpoints from a local directory, and the decoding-loop step.
 
 A directory holds ``config.json``, the weights (``model.safetensors``, or shards
-``model-0000x-of-0000y.safetensors`` listed by ``model.safetensors.index.json``) and usually
-``tokenizer.json``. Nothing is downloaded: paths are local.
+``model-0000x-of-0000y.safetensors`` listed by ``model.safetensors.index.json``; or a numpy
+``model.npz`` with the same tensor names) and usually ``tokenizer.json``. Nothing is
+downloaded: paths are local.
 
 Example:
     >>> import xg2_jax as xg
@@ -34,7 +35,7 @@ from xg2_jax.models.config import Gpt2Config, LlamaConfig, ModelConfig, config_f
 from xg2_jax.models.gpt2 import Gpt2LMHeadModel, gpt2_tensor_plan
 from xg2_jax.models.layers import KVCache
 from xg2_jax.models.llama import LlamaForCausalLM, llama_tensor_plan
-from xg2_jax.models.safetensors_io import SafetensorsFile
+from xg2_jax.models.safetensors_io import NpzFile, SafetensorsFile
 
 __all__ = ["CausalLM", "load_config", "load_pretrained", "load_tokenizer_info", "make_step_fn",
            "from_module", "model_class"]
@@ -42,6 +43,7 @@ __all__ = ["CausalLM", "load_config", "load_pretrained", "load_tokenizer_info", 
 PathLike = Union[str, Path]
 INDEX_FILE = "model.safetensors.index.json"
 SINGLE_FILE = "model.safetensors"
+NPZ_FILE = "model.npz"  # the shipped tiny model's format (numpy, compressed)
 
 
 @functools.lru_cache(maxsize=32)
@@ -158,12 +160,14 @@ def _open_checkpoint(directory: Path) -> dict[str, SafetensorsFile]:
         return {name: files[fname] for name, fname in weight_map.items()}
     shards = [directory / SINGLE_FILE] if (directory / SINGLE_FILE).exists() else \
         sorted(directory.glob("*.safetensors"))
+    if not shards and (directory / NPZ_FILE).exists():
+        shards = [directory / NPZ_FILE]
     if not shards:
         raise ModelFileError(f"{directory}: no {SINGLE_FILE}, {INDEX_FILE} or *.safetensors "
                              "file")
     by_name = {}
     for shard in shards:
-        f = SafetensorsFile(shard)
+        f = NpzFile(shard) if shard.suffix == ".npz" else SafetensorsFile(shard)
         for name in f.keys():
             by_name[name] = f
     return by_name

@@ -25,7 +25,7 @@ import numpy as np
 
 from xg2_jax._src.errors import ModelError, ModelFileError
 
-__all__ = ["SafetensorsFile"]
+__all__ = ["NpzFile", "SafetensorsFile"]
 
 _DTYPES = {
     "F64": np.float64, "F32": np.float32, "F16": np.float16, "BF16": ml_dtypes.bfloat16,
@@ -91,3 +91,32 @@ class SafetensorsFile:
             self._map = np.memmap(self.path, dtype=np.uint8, mode="r")
         data = self._map[self._data_start + begin:self._data_start + end]
         return data.view(dtype).reshape(shape)  # little-endian hosts (x86, ARM)
+
+
+class NpzFile:
+    """A numpy ``.npz`` archive read like a :class:`SafetensorsFile` (same tensor names).
+
+    The shipped tiny model uses it: compressed, its all-zero rows (vocabulary entries never
+    trained) take almost no space.
+    """
+
+    def __init__(self, path):
+        self.path = Path(path)
+        try:
+            self._npz = np.load(self.path, allow_pickle=False)
+        except FileNotFoundError:
+            raise ModelFileError(f"{self.path}: no such file") from None
+        except (ValueError, OSError) as e:
+            raise ModelError(f"{self.path}: not a readable .npz archive: {e}") from None
+        self._cache: dict = {}
+
+    def keys(self) -> list[str]:
+        return list(self._npz.files)
+
+    def get(self, name: str) -> np.ndarray:
+        if name not in self._cache:
+            self._cache[name] = self._npz[name]
+        return self._cache[name]
+
+    def shape(self, name: str) -> tuple:
+        return tuple(self.get(name).shape)

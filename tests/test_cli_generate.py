@@ -1,0 +1,116 @@
+"""`xg2-jax generate` end to end with the tiny model shipped in the package: a JSON Schema (the
+output validates), a regex (the output matches fully), structural tags when available, and
+bad input (non-zero exit, a one-line message naming the problem)."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+
+import pytest
+
+pytest.importorskip("flax.nnx")
+import xg2_jax  # noqa: E402
+from xg2_jax._src.cli import main  # noqa: E402
+
+SCHEMA = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "maxLength": 30},
+        "age": {"type": "integer", "minimum": 0, "maximum": 120},
+        "city": {"type": "string", "maxLength": 30},
+        "tags": {"type": "array", "items": {"type": "string", "maxLength": 20}, "maxItems": 3},
+    },
+    "required": ["name", "age", "city", "tags"],
+    "additionalProperties": False,
+}
+needs_structural_tags = pytest.mark.skipif(
+    not hasattr(xg2_jax.Grammar, "from_structural_tag"),
+    reason="xg2_jax.Grammar.from_structural_tag is not in this build")
+
+
+def run_cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
+    # Import xg2_jax as this process does (installed, or the caller's PYTHONPATH), from a
+    # neutral cwd: the checkout's sources have no compiled extension in a CI install.
+    return subprocess.run([sys.executable, "-m", "xg2_jax", "generate", *args],
+                          capture_output=True, text=True, timeout=timeout,
+                          env=dict(os.environ), cwd=tempfile.gettempdir())
+
+
+def test_generate_json_schema_output_validates(tmp_path):
+    jsonschema = pytest.importorskip("jsonschema")
+    schema_file = tmp_path / "person.json"
+    schema_file.write_text(json.dumps(SCHEMA))
+    proc = run_cli("--json-schema", str(schema_file), "--prompt", "Describe a person as JSON.")
+    assert proc.returncode == 0, proc.stderr
+    jsonschema.validate(json.loads(proc.stdout), SCHEMA)
+    assert "tokens/s" in proc.stderr and "mask fill" in proc.stderr
+
+
+def test_generate_regex_output_matches_fully():
+    pattern = r"[A-Z][a-z]{2,9} [A-Z][a-z]{2,9}, [0-9]{2}"
+    proc = run_cli("--regex", pattern, "--prompt", "Name and age:", "--temperature", "0.8",
+                   "--seed", "3")
+    assert proc.returncode == 0, proc.stderr
+    assert re.fullmatch(pattern, proc.stdout.rstrip("\n")), proc.stdout
+
+
+def test_generate_reports_missing_model_directory(tmp_path):
+    proc = run_cli("--model", str(tmp_path / "nope"), "--regex", "[a-z]+")
+    assert proc.returncode != 0
+    assert "nope: not a model directory" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--json-schema", '{"type": "objec'], "not JSON (and no such file): line 1 column 10"),
+    (["--json-schema", '{"type": "array", "uniqueItems": true}'], "uniqueItems"),
+    (["--regex", "(a)\\1"], "backreference"),
+    (["--ebnf", 'root ::= "a\n'], "1:10"),
+    (["--ebnf-file", "/nonexistent/grammar.ebnf"], "No such file"),
+    (["--regex", "a", "--max-new-tokens", "0"], "--max-new-tokens"),
+    (["--regex", "a", "--greedy", "--temperature", "0.5"], "--temperature"),
+    (["--regex", "a", "--model-format", "qwen"], "--model-format goes with --tools"),
+])
+def test_generate_reports_bad_input(capsys, args, message):
+    assert main(["generate", *args]) != 0
+    err = capsys.readouterr().err
+    assert message in err and err.startswith("error: ") and err.count("\n") == 1
+
+
+def test_generate_needs_a_structure(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["generate", "--prompt", "hi"])
+    assert e.value.code != 0
+    assert "one of the arguments" in capsys.readouterr().err
+
+
+@needs_structural_tags
+def test_generate_structural_tag(tmp_path):
+    tag = {"type": "structural_tag", "format": {
+        "type": "tag", "begin": "<tool_call>\n",
+        "content": {"type": "json_schema", "json_schema": {
+            "type": "object", "properties": {"name": {"const": "get_weather"},
+                                             "arguments": {"type": "object", "properties": {
+                                                 "location": {"type": "string", "maxLength": 20}},
+                                                 "required": ["location"]}},
+            "required": ["name", "arguments"]}},
+        "end": "\n</tool_call>"}}
+    proc = run_cli("--structural-tag", json.dumps(tag), "--prompt", "Call get_weather.")
+    assert proc.returncode == 0, proc.stderr
+    body = proc.stdout.rstrip("\n")
+    assert body.startswith("<tool_call>\n") and body.endswith("\n</tool_call>")
+    call = json.loads(body[len("<tool_call>\n"):-len("\n</tool_call>")])
+    assert call["name"] == "get_weather" and isinstance(call["arguments"]["location"], str)
+
+
+@needs_structural_tags
+def test_generate_tools_needs_model_format(tmp_path, capsys):
+    tools = tmp_path / "tools.json"
+    tools.write_text(json.dumps([{"type": "function", "function": {"name": "f", "parameters": {}}}]))
+    assert main(["generate", "--tools", str(tools)]) != 0
+    assert "--model-format" in capsys.readouterr().err
