@@ -22,6 +22,7 @@ from xg2_jax._src.compiler import (
 )
 from xg2_jax._src.errors import (
     GrammarError,
+    StructuralTagError,
     GrammarSyntaxError,
     InvalidArgumentError,
     LimitExceededError,
@@ -35,6 +36,29 @@ from xg2_jax._src.errors import (
     XG2Error,
 )
 from xg2_jax._src.grammar import Grammar
+from xg2_jax._src.model_formats import get_model_structural_tag
+from xg2_jax._src.structural_tag import (
+    AnyTextFormat,
+    AnyTokensFormat,
+    ConstStringFormat,
+    DispatchFormat,
+    ExcludeTokenFormat,
+    GrammarFormat,
+    JSONSchemaFormat,
+    OptionalFormat,
+    OrFormat,
+    PlusFormat,
+    RegexFormat,
+    RepeatFormat,
+    SequenceFormat,
+    StarFormat,
+    StructuralTag,
+    TagFormat,
+    TagsWithSeparatorFormat,
+    TokenFormat,
+    TokenTriggeredTagsFormat,
+    TriggeredTagsFormat,
+)
 from xg2_jax._src.matcher import (
     GrammarMatcher,
     allocate_token_bitmask,
@@ -94,6 +118,7 @@ __all__ = [
     "GrammarCompiler",
     "PrecomputeHandle",
     "GrammarError",
+    "StructuralTagError",
     "GrammarMatcher",
     "GrammarSyntaxError",
     "InvalidArgumentError",
@@ -115,5 +140,27 @@ __all__ = [
     "bitmask_to_bool",
     "get_bitmask_shape",
     "traverse_draft_tree",
+    # structural tags (builders) and built-in model formats
+    "AnyTextFormat",
+    "AnyTokensFormat",
+    "ConstStringFormat",
+    "DispatchFormat",
+    "ExcludeTokenFormat",
+    "GrammarFormat",
+    "JSONSchemaFormat",
+    "OptionalFormat",
+    "OrFormat",
+    "PlusFormat",
+    "RegexFormat",
+    "RepeatFormat",
+    "SequenceFormat",
+    "StarFormat",
+    "StructuralTag",
+    "TagFormat",
+    "TagsWithSeparatorFormat",
+    "TokenFormat",
+    "TokenTriggeredTagsFormat",
+    "TriggeredTagsFormat",
+    "get_model_structural_tag",
     *sorted(_JAX_EXPORTS),
 ]

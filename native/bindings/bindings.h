@@ -15,5 +15,6 @@ void BindMatcher(nb::module_& m);
 void BindJsonSchema(nb::module_& m);
 void BindRegex(nb::module_& m);
 void BindBatch(nb::module_& m);
+void BindStructuralTag(nb::module_& m);
 
 }  // namespace xg2::bindings

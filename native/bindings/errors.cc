@@ -34,6 +34,7 @@ const char* ClassFor(ErrorKind kind) {
     case ErrorKind::kMatcherState: return "MatcherStateError";
     case ErrorKind::kInvalidArgument: return "InvalidArgumentError";
     case ErrorKind::kLimitExceeded: return "LimitExceededError";
+    case ErrorKind::kStructuralTag: return "StructuralTagError";
   }
   return "XG2Error";
 }

@@ -10,4 +10,5 @@ NB_MODULE(_core, m) {
   xg2::bindings::BindRegex(m);
   xg2::bindings::BindJsonSchema(m);
   xg2::bindings::BindBatch(m);
+  xg2::bindings::BindStructuralTag(m);
 }

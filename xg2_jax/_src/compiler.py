@@ -224,6 +224,14 @@ class GrammarCompiler:
             on_unsupported=on_unsupported)
         return self.compile_grammar(grammar, lazy=lazy)
 
+    def compile_structural_tag(self, structural_tag: Any, *, on_unsupported: str = "raise",
+                               lazy: bool = False) -> CompiledGrammar:
+        """Compiles a structural tag (see :meth:`Grammar.from_structural_tag`); token-level
+        formats resolve against this compiler's tokenizer."""
+        grammar = Grammar.from_structural_tag(structural_tag, tokenizer_info=self._tokenizer_info,
+                                              on_unsupported=on_unsupported)
+        return self.compile_grammar(grammar, lazy=lazy)
+
     def compile_builtin_json_grammar(self, *, lazy: bool = False) -> CompiledGrammar:
         """Compiles the builtin grammar of any JSON value."""
         return self.compile_grammar(Grammar.builtin_json_grammar(), lazy=lazy)

@@ -15,6 +15,7 @@ __all__ = [
     "InvalidArgumentError",
     "MatcherStateError",
     "LimitExceededError",
+    "StructuralTagError",
     "UnsupportedSchemaError",
     "UnsupportedSchemaWarning",
     "ModelError",
@@ -59,6 +60,11 @@ class MatcherStateError(XG2Error, RuntimeError):
 
 class LimitExceededError(XG2Error, ValueError):
     """A configured limit (automaton size, nesting depth, ...) was exceeded."""
+
+
+class StructuralTagError(GrammarError):
+    """An invalid structural tag; the message starts with the path of the offending field
+    (e.g. ``format.elements[1].tags[3].begin``) and gives the reason."""
 
 
 class UnsupportedSchemaError(GrammarError):

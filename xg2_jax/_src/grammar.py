@@ -181,6 +181,47 @@ class Grammar:
             _warnings.warn(w, UnsupportedSchemaWarning, stacklevel=3)
         return cls(handle), list(warns)
 
+    @classmethod
+    def from_structural_tag(cls, structural_tag: Any, *, tokenizer_info: Any = None,
+                            on_unsupported: str = "raise") -> "Grammar":
+        """Converts a structural tag (xgrammar's JSON DSL) to a grammar.
+
+        Free text watched for triggers, end strings and excluded strings (``any_text``,
+        ``triggered_tags``, ``dispatch``) becomes a TagDispatch node: an Aho-Corasick
+        automaton inside the rule's byte automaton. Unbounded text inside a ``tag`` stops at
+        the tag's first end string.
+
+        Args:
+            structural_tag: ``{"type": "structural_tag", "format": {...}}`` (or a bare
+                format) as a dict or JSON text, or an object with ``to_dict()`` (the builder
+                classes).
+            tokenizer_info: resolves the token-level formats (``token``, ``exclude_token``,
+                ``any_tokens``, ``token_triggered_tags``); not needed otherwise.
+            on_unsupported: for ``json_schema`` contents, as in :meth:`from_json_schema`.
+
+        Returns:
+            The grammar.
+
+        Raises:
+            StructuralTagError: invalid structure; the message starts with the path of the
+                field (e.g. ``format.elements[1].tags[3].begin``) and says why.
+            GrammarSyntaxError: malformed JSON text.
+
+        Example:
+            >>> g = Grammar.from_structural_tag({"type": "structural_tag", "format": {
+            ...     "type": "triggered_tags", "triggers": ["<tool>"],
+            ...     "tags": [{"begin": "<tool>", "content": {"type": "json_schema",
+            ...               "json_schema": {"type": "object"}}, "end": "</tool>"}]}})
+        """
+        if on_unsupported not in ("raise", "warn"):
+            raise ValueError('on_unsupported must be "raise" or "warn"')
+        text = _structural_tag_to_text(structural_tag)
+        native_tok = getattr(tokenizer_info, "_handle", None) if tokenizer_info is not None else None
+        handle, warns = _core.grammar_from_structural_tag(text, native_tok, on_unsupported == "warn")
+        for w in warns:
+            _warnings.warn(w, UnsupportedSchemaWarning, stacklevel=2)
+        return cls(handle)
+
     def to_ebnf(self) -> str:
         """Returns the grammar as EBNF text (root rule first)."""
         return self._handle.to_ebnf()
@@ -190,3 +231,13 @@ class Grammar:
 
     def __repr__(self) -> str:
         return f"Grammar(num_rules={self._handle.num_rules})"
+
+
+def _structural_tag_to_text(tag: Any) -> str:
+    if isinstance(tag, str):
+        return tag
+    if hasattr(tag, "to_dict"):
+        tag = tag.to_dict()
+    if isinstance(tag, dict):
+        return _json.dumps(tag, ensure_ascii=False)
+    raise TypeError(f"structural tag must be a dict, JSON text or a StructuralTag; got {type(tag).__name__}")

@@ -13,6 +13,7 @@ enum class ErrorKind {
   kMatcherState,     // misuse of a matcher (accept after termination, rollback too far)
   kInvalidArgument,  // bad buffer shape, index out of range, ...
   kLimitExceeded,    // a configured size or depth limit was hit
+  kStructuralTag,    // invalid structural tag (message starts with the path, e.g. format.tags[2].begin)
 };
 
 class Error : public std::runtime_error {

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -26,6 +27,30 @@ enum class ExprKind : uint8_t {
   kChoice,     // one of the children
   kRuleRef,    // a reference to another rule
   kRepeat,     // child repeated min..max times (max == kUnbounded: no upper bound)
+  kTagDispatch,  // free text watched by an Aho-Corasick automaton; see TagDispatchSpec
+};
+
+// The fixed part of a TagDispatch node (its children are the per-trigger continuations).
+//
+// The node matches free UTF-8 text. When a trigger string appears in the text (found by an
+// Aho-Corasick automaton over all trigger, end and exclude strings), child i must follow;
+// after it the node returns to free text (loop) or ends. An end string in the text ends the
+// node right after it; an exclude string may not appear in free text at all. With plain_end
+// the node may also end anywhere in free text (on a character boundary); with at_least_one,
+// only after a first dispatch. max_chars (-1: none) bounds the characters of free text
+// (trigger and end strings not counted).
+struct TagDispatchSpec {
+  std::vector<std::string> triggers;  // one per child
+  std::vector<std::string> ends;
+  std::vector<std::string> excludes;
+  bool loop = true;
+  bool plain_end = true;
+  bool at_least_one = false;
+  int64_t max_chars = -1;
+  bool operator==(const TagDispatchSpec& o) const {
+    return triggers == o.triggers && ends == o.ends && excludes == o.excludes && loop == o.loop &&
+           plain_end == o.plain_end && at_least_one == o.at_least_one && max_chars == o.max_chars;
+  }
 };
 
 struct CodepointRange {
@@ -42,7 +67,8 @@ struct Expr {
   int64_t max = 0;                     // kRepeat
   std::string bytes;                   // kBytes
   std::vector<CodepointRange> ranges;  // kCharClass, sorted and merged
-  std::vector<ExprId> children;        // kSequence, kChoice, kRepeat (one child)
+  std::vector<ExprId> children;        // kSequence, kChoice, kRepeat (one child), kTagDispatch
+  std::shared_ptr<const TagDispatchSpec> dispatch;  // kTagDispatch
 };
 
 struct Rule {
@@ -63,6 +89,9 @@ class Grammar {
   ExprId AddChoice(std::vector<ExprId> children);
   ExprId AddRuleRef(RuleId rule);
   ExprId AddRepeat(ExprId child, int64_t min, int64_t max);
+  // children[i] follows spec.triggers[i]. Throws Error(kInvalidArgument) for an empty or
+  // malformed string, or a child count that differs from the trigger count.
+  ExprId AddTagDispatch(TagDispatchSpec spec, std::vector<ExprId> children);
 
   // Declares a rule with no body yet (so bodies can reference rules defined later). The
   // stored name is made a valid EBNF identifier (other characters become '_') and unique
@@ -94,6 +123,10 @@ class Grammar {
 // for references to undefined rules, Error(kGrammarSemantic) for a missing root rule, and
 // Error(kLimitExceeded) for nesting deeper than 1000 levels.
 Grammar ParseEbnf(const std::string& text, const std::string& root_rule_name = "root");
+
+// Copies every rule of `src` into `dst` (names prefixed with `prefix`, made unique) and
+// returns the id of src's root rule there.
+RuleId ImportGrammar(Grammar* dst, const Grammar& src, const std::string& prefix);
 
 // The builtin JSON grammar (any JSON value; RFC 8259 strings and numbers).
 const std::string& BuiltinJsonGrammarEbnf();

@@ -2,9 +2,11 @@
 #include "automata/rule_dfa.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <unordered_map>
 
+#include "automata/aho_corasick.h"
 #include "support/utf8.h"
 #include "xg2/errors.h"
 
@@ -92,12 +94,133 @@ class NfaBuilder {
       case ExprKind::kRepeat:
         BuildRepeat(e, a, b);
         break;
+      case ExprKind::kTagDispatch:
+        BuildTagDispatch(e, a, b);
+        break;
     }
   }
 
   std::vector<NfaState>& states() { return states_; }
 
  private:
+  // UTF-8 decoder states: a complete character read, or the continuation bytes still due
+  // (with the narrowed second-byte ranges after E0, ED, F0 and F4).
+  enum Utf8State : uint8_t { kU8Boundary, kU8Need1, kU8Need2, kU8Need3, kU8E0, kU8ED, kU8F0, kU8F4 };
+  static int Utf8Next(int u, uint8_t c) {
+    auto cont = [&](uint8_t lo, uint8_t hi, int next) { return c >= lo && c <= hi ? next : -1; };
+    switch (u) {
+      case kU8Boundary:
+        if (c < 0x80) return kU8Boundary;
+        if (c >= 0xC2 && c <= 0xDF) return kU8Need1;
+        if (c == 0xE0) return kU8E0;
+        if (c == 0xED) return kU8ED;
+        if (c >= 0xE1 && c <= 0xEF) return kU8Need2;
+        if (c == 0xF0) return kU8F0;
+        if (c >= 0xF1 && c <= 0xF3) return kU8Need3;
+        if (c == 0xF4) return kU8F4;
+        return -1;
+      case kU8Need1: return cont(0x80, 0xBF, kU8Boundary);
+      case kU8Need2: return cont(0x80, 0xBF, kU8Need1);
+      case kU8Need3: return cont(0x80, 0xBF, kU8Need2);
+      case kU8E0: return cont(0xA0, 0xBF, kU8Need1);
+      case kU8ED: return cont(0x80, 0x9F, kU8Need1);
+      case kU8F0: return cont(0x90, 0xBF, kU8Need2);
+      case kU8F4: return cont(0x80, 0x8F, kU8Need2);
+    }
+    return -1;
+  }
+
+  // The product of the Aho-Corasick automaton of all the node's strings, the UTF-8 decoder,
+  // a phase (before / after the first dispatch, for at_least_one) and a character count (for
+  // max_chars), explored from the start; trigger, end and exclude matches leave free text.
+  void BuildTagDispatch(const Expr& e, int32_t a, int32_t b) {
+    const TagDispatchSpec& d = *e.dispatch;
+    std::vector<std::string> patterns = d.triggers;
+    const int32_t num_triggers = static_cast<int32_t>(d.triggers.size());
+    const int32_t first_exclude = num_triggers + static_cast<int32_t>(d.ends.size());
+    patterns.insert(patterns.end(), d.ends.begin(), d.ends.end());
+    patterns.insert(patterns.end(), d.excludes.begin(), d.excludes.end());
+    AhoCorasick ac(patterns);
+    const bool two_phases = d.at_least_one && d.loop && num_triggers > 0;
+    const int64_t max_chars = d.max_chars;
+    // Characters of free text, given the total count and the pattern prefix now matched:
+    // only characters before the prefix are certainly text. Counting bytes of the prefix
+    // as characters is exact for ASCII patterns and conservative (never rejects) otherwise.
+    auto max_depth_bytes = 0;
+    for (const auto& p : patterns) max_depth_bytes = std::max<int>(max_depth_bytes, static_cast<int>(p.size()));
+    const int64_t count_cap = max_chars < 0 ? 0 : max_chars + max_depth_bytes;
+    const int64_t num_keys = int64_t{ac.num_nodes()} * 8 * (two_phases ? 2 : 1) * (count_cap + 1);
+    if (max_chars >= 0 && num_keys > limits_.max_nfa_states) {
+      throw Error(ErrorKind::kLimitExceeded, "free text with max_chars " + std::to_string(max_chars) +
+                                                 " and " + std::to_string(patterns.size()) +
+                                                 " watched strings exceeds the automaton limit");
+    }
+    std::unordered_map<int64_t, int32_t> state_of;
+    std::vector<std::array<int64_t, 4>> pending;  // (phase, node, utf8, count) to expand
+    auto key = [&](int64_t phase, int64_t node, int64_t u, int64_t count) {
+      return ((phase * ac.num_nodes() + node) * 8 + u) * (count_cap + 1) + count;
+    };
+    auto state = [&](int64_t phase, int64_t node, int64_t u, int64_t count) {
+      auto [it, inserted] = state_of.emplace(key(phase, node, u, count), -1);
+      if (inserted) {
+        it->second = NewState();
+        pending.push_back({phase, node, u, count});
+      }
+      return it->second;
+    };
+    // After trigger i (per phase it was reached in): the continuation, then free text again
+    // (in the second phase) or the end of the node.
+    std::unordered_map<int64_t, int32_t> dispatch_state;
+    auto dispatch = [&](int64_t phase, int32_t trigger) {
+      int64_t k = phase * num_triggers + trigger;
+      auto it = dispatch_state.find(k);
+      if (it != dispatch_state.end()) return it->second;
+      int32_t x = NewState();
+      dispatch_state.emplace(k, x);
+      int32_t after = d.loop ? state(two_phases ? 1 : 0, ac.root(), kU8Boundary, 0) : b;
+      Build(e.children[trigger], x, after);
+      return x;
+    };
+    Eps(a, state(0, ac.root(), kU8Boundary, 0));
+    for (size_t qi = 0; qi < pending.size(); ++qi) {
+      const auto [phase, node, u, count] = pending[qi];
+      const int32_t from = state_of.at(key(phase, node, u, count));
+      const bool may_end = d.plain_end && (!d.at_least_one || phase == 1);
+      if (u == kU8Boundary && may_end) Eps(from, b);
+      std::vector<std::pair<uint8_t, int32_t>> edges;  // (byte, target), several per byte
+      for (int c = 0; c < 256; ++c) {
+        int u2 = Utf8Next(static_cast<int>(u), static_cast<uint8_t>(c));
+        if (u2 < 0) continue;
+        int32_t node2 = ac.Next(static_cast<int32_t>(node), static_cast<uint8_t>(c));
+        int64_t count2 = count + (u2 == kU8Boundary ? 1 : 0);
+        if (max_chars >= 0 && (count2 > count_cap || count2 - ac.Depth(node2) > max_chars)) continue;
+        const auto& matches = ac.Matches(node2);
+        if (matches.empty()) {
+          edges.emplace_back(static_cast<uint8_t>(c), state(phase, node2, u2, max_chars < 0 ? 0 : count2));
+          continue;
+        }
+        if (matches.back() >= first_exclude) continue;  // an excluded string appeared
+        for (int32_t m : matches) {
+          if (m < num_triggers) {
+            edges.emplace_back(static_cast<uint8_t>(c), dispatch(phase, m));
+          } else if (!d.at_least_one || phase == 1 || num_triggers == 0) {
+            edges.emplace_back(static_cast<uint8_t>(c), b);  // an end string
+          }
+        }
+      }
+      std::sort(edges.begin(), edges.end(), [](const auto& x, const auto& y) {
+        return x.second != y.second ? x.second < y.second : x.first < y.first;
+      });
+      edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+      for (size_t i = 0; i < edges.size();) {
+        size_t j = i + 1;
+        while (j < edges.size() && edges[j].second == edges[i].second && edges[j].first == edges[j - 1].first + 1) ++j;
+        states_[from].bytes.push_back({edges[i].first, edges[j - 1].first, edges[i].second});
+        i = j;
+      }
+    }
+  }
+
   void BuildCharClass(const Expr& e, int32_t a, int32_t b) {
     std::vector<CodepointRange> ranges;
     if (e.negated) {

@@ -1,6 +1,8 @@
 #include "compiler/token_mask_cache.h"
 
 #include <algorithm>
+#include <array>
+#include <unordered_map>
 #include <climits>
 #include <thread>
 
@@ -181,67 +183,150 @@ TokenMaskEntry TokenMaskCache::BuildEntry(int32_t state, int32_t loop_state) {
   return FinishEntry(std::move(core), automaton_, *tokenizer_, rule);
 }
 
-MaskCore TokenMaskCache::ComputeCore(const std::shared_ptr<const GrammarAutomaton>& automaton,
-                                     const TokenizerInfo& tokenizer, int32_t state, int32_t loop_state) {
-  const TokenTrie& trie = tokenizer.trie();
+namespace {
+
+// The byte-transition tables of the states reachable from a state by byte edges, when none
+// of them has a rule edge: then the Earley row along any path is that one item, and the walk
+// is a plain DFA walk.
+struct LexicalTables {
+  std::vector<std::array<int32_t, 256>> next;  // local state -> byte -> local state or -1
+  std::vector<uint8_t> is_final;
+};
+
+bool BuildLexicalTables(const GrammarAutomaton& a, int32_t state, LexicalTables* out) {
+  constexpr size_t kMaxStates = 4096;
+  std::unordered_map<int32_t, int32_t> local;
+  std::vector<int32_t> order{state};
+  local.emplace(state, 0);
+  for (size_t qi = 0; qi < order.size(); ++qi) {
+    int32_t s = order[qi];
+    if (a.is_virtual(s) || a.rule_edge_begin[s + 1] > a.rule_edge_begin[s]) return false;
+    for (int32_t k = a.byte_edge_begin[s]; k < a.byte_edge_begin[s + 1]; ++k) {
+      int32_t t = a.byte_edges[k].target;
+      if (local.emplace(t, static_cast<int32_t>(order.size())).second) {
+        order.push_back(t);
+        if (order.size() > kMaxStates) return false;
+      }
+    }
+  }
+  out->next.assign(order.size(), {});
+  out->is_final.assign(order.size(), 0);
+  for (size_t i = 0; i < order.size(); ++i) {
+    int32_t s = order[i];
+    out->next[i].fill(-1);
+    out->is_final[i] = a.state_final[s];
+    for (int32_t k = a.byte_edge_begin[s]; k < a.byte_edge_begin[s + 1]; ++k) {
+      const DfaByteEdge& e = a.byte_edges[k];
+      for (int c = e.lo; c <= e.hi; ++c) out->next[i][c] = local.at(e.target);
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+namespace {
+
+// The vocabulary walk shared by both kinds of states. step(d, byte) advances the recogniser
+// from its state after the first d - 1 bytes of the current path and returns whether it is
+// still alive and whether the state's rule may complete here: {alive, can_end}.
+template <class Step>
+void WalkTrie(const TokenTrie& trie, Step&& step, std::vector<int32_t>* accepted, MaskCore* core) {
   const int32_t num_nodes = trie.num_nodes();
-  // Inside a counted loop the top item is the loop (so iterations chain with exact or star
-  // counting and the loop's completion is what may end); elsewhere it is the state itself.
-  EarleyParser inner = loop_state >= 0 ? EarleyParser::InLoop(automaton, state, loop_state)
-                                       : EarleyParser(automaton, state);
-  const int32_t rows0 = inner.num_rows();  // rows before the first byte
-  std::vector<int32_t> accepted;  // token ids
-  MaskCore core;
-  core.dead_offset_begin.push_back(0);
-  // Per depth along the current path (inner alive at every ancestor): the rule may complete
-  // after this many bytes. end_offsets lists those depths >= 1 in order.
+  core->dead_offset_begin.push_back(0);
+  // Per depth along the current path (alive at every ancestor): the rule may complete after
+  // this many bytes. end_offsets lists those depths >= 1 in order.
   std::vector<int32_t> end_offsets;
   int32_t i = 1;
   while (i < num_nodes) {
     const int32_t d = trie.depth[i];
     while (!end_offsets.empty() && end_offsets.back() >= d) end_offsets.pop_back();
-    inner.TruncateRows(rows0 + d - 1);
-    if (inner.Advance(trie.byte[i])) {
-      if (inner.CanEnd()) end_offsets.push_back(d);
+    const auto [alive, can_end] = step(d, trie.byte[i]);
+    if (alive) {
+      if (can_end) end_offsets.push_back(d);
       for (int32_t k = trie.token_begin[i]; k < trie.token_begin[i + 1]; ++k) {
-        accepted.push_back(trie.sorted_tokens[k]);
+        accepted->push_back(trie.sorted_tokens[k]);
       }
       ++i;
       continue;
     }
-    // Inner dies here: the subtree's tokens can only pass through a completion of the rule
-    // at an offset on the alive path. (A completion before the token, k = 0, needs nothing:
-    // the matcher's row already holds the callers' continuations, whose entries cover it.)
+    // Dead here: the subtree's tokens can only pass through a completion of the rule at an
+    // offset on the alive path. (A completion before the token, k = 0, needs nothing: the
+    // matcher's row already holds the callers' continuations, whose entries cover it.)
     if (!end_offsets.empty() && trie.token_begin[i] < trie.token_begin[trie.subtree_end[i]]) {
-      core.dead_nodes.push_back(i);
-      core.dead_offsets.insert(core.dead_offsets.end(), end_offsets.begin(), end_offsets.end());
-      core.dead_offset_begin.push_back(static_cast<int32_t>(core.dead_offsets.size()));
+      core->dead_nodes.push_back(i);
+      core->dead_offsets.insert(core->dead_offsets.end(), end_offsets.begin(), end_offsets.end());
+      core->dead_offset_begin.push_back(static_cast<int32_t>(core->dead_offsets.size()));
     }
     i = trie.subtree_end[i];
   }
-  std::sort(accepted.begin(), accepted.end());
+}
+
+}  // namespace
+
+MaskCore TokenMaskCache::ComputeCore(const std::shared_ptr<const GrammarAutomaton>& automaton,
+                                     const TokenizerInfo& tokenizer, int32_t state, int32_t loop_state) {
+  std::vector<int32_t> accepted;  // token ids
+  MaskCore core;
+  LexicalTables lexical;
+  if (loop_state < 0 && BuildLexicalTables(*automaton, state, &lexical)) {
+    // A plain DFA walk: the Earley row along any path would be this one item.
+    std::vector<int32_t> path_state(1, 0);  // per depth
+    WalkTrie(tokenizer.trie(), [&](int32_t d, uint8_t byte) -> std::pair<bool, bool> {
+      const int32_t next = lexical.next[path_state[d - 1]][byte];
+      if (next < 0) return {false, false};
+      if (static_cast<int32_t>(path_state.size()) <= d) path_state.resize(d + 1);
+      path_state[d] = next;
+      return {true, lexical.is_final[next] != 0};
+    }, &accepted, &core);
+    return FinishCore(std::move(accepted), std::move(core), tokenizer);
+  }
+  // Inside a counted loop the top item is the loop (so iterations chain with exact or star
+  // counting and the loop's completion is what may end); elsewhere it is the state itself.
+  EarleyParser inner = loop_state >= 0 ? EarleyParser::InLoop(automaton, state, loop_state)
+                                       : EarleyParser(automaton, state);
+  const int32_t rows0 = inner.num_rows();  // rows before the first byte
+  WalkTrie(tokenizer.trie(), [&](int32_t d, uint8_t byte) -> std::pair<bool, bool> {
+    inner.TruncateRows(rows0 + d - 1);
+    if (!inner.Advance(byte)) return {false, false};
+    return {true, inner.CanEnd()};
+  }, &accepted, &core);
+  return FinishCore(std::move(accepted), std::move(core), tokenizer);
+}
+
+MaskCore TokenMaskCache::FinishCore(std::vector<int32_t> accepted, MaskCore core, const TokenizerInfo& tokenizer) {
+  const TokenTrie& trie = tokenizer.trie();
   int32_t vocab_size = tokenizer.vocab_size();
   int32_t num_normal = static_cast<int32_t>(trie.sorted_tokens.size());
   int32_t num_accepted = static_cast<int32_t>(accepted.size());
   int32_t num_not_accepted = num_normal - num_accepted;
   core.num_accepted = num_accepted;
   // Smallest storage: a list costs 32 bits per id, the bitset one bit per vocabulary entry.
+  // Ids come in trie order; a bitset pass sorts them in O(V / 32 + n) (a comparison sort of
+  // a vocabulary-sized list dominated broad states' cost).
   int64_t bitset_words = (vocab_size + 31) / 32;
+  std::vector<uint32_t> mark(bitset_words, 0);
+  for (int32_t t : accepted) mark[t >> 5] |= 1u << (t & 31);
+  auto collect = [&](auto word_of) {
+    for (int64_t w = 0; w < bitset_words; ++w) {
+      for (uint32_t bits = word_of(w); bits; bits &= bits - 1) {
+        core.ids.push_back(static_cast<int32_t>(w * 32 + __builtin_ctz(bits)));
+      }
+    }
+  };
   if (num_accepted <= bitset_words && num_accepted <= num_not_accepted) {
     core.storage = MaskCore::Storage::kAcceptedIds;
-    core.ids = std::move(accepted);
+    core.ids.reserve(num_accepted);
+    collect([&](int64_t w) { return mark[w]; });
   } else if (num_not_accepted <= bitset_words) {
     core.storage = MaskCore::Storage::kNotAcceptedIds;
-    std::vector<uint32_t> mark(bitset_words, 0);
-    for (int32_t t : accepted) mark[t >> 5] |= 1u << (t & 31);
-    for (int32_t t : trie.sorted_tokens) {
-      if (!(mark[t >> 5] >> (t & 31) & 1)) core.ids.push_back(t);
-    }
-    std::sort(core.ids.begin(), core.ids.end());
+    std::vector<uint32_t> normal(bitset_words, 0);
+    for (int32_t t : trie.sorted_tokens) normal[t >> 5] |= 1u << (t & 31);
+    core.ids.reserve(num_not_accepted);
+    collect([&](int64_t w) { return normal[w] & ~mark[w]; });
   } else {
     core.storage = MaskCore::Storage::kAcceptedBitset;
-    core.bitset.assign(bitset_words, 0);
-    for (int32_t t : accepted) core.bitset[t >> 5] |= 1u << (t & 31);
+    core.bitset = std::move(mark);
   }
   core.ids.shrink_to_fit();
   core.dead_offsets.shrink_to_fit();

@@ -94,6 +94,8 @@ class TokenMaskCache {
   // The vocabulary walk of one state (shared across grammars through the global pool).
   static MaskCore ComputeCore(const std::shared_ptr<const GrammarAutomaton>& automaton,
                               const TokenizerInfo& tokenizer, int32_t state, int32_t loop_state);
+  // Stores accepted token ids (in trie order) in the smallest form.
+  static MaskCore FinishCore(std::vector<int32_t> accepted, MaskCore core, const TokenizerInfo& tokenizer);
   // This grammar's entry from a core: the suffixes FOLLOW(rule) may take.
   static TokenMaskEntry FinishEntry(std::shared_ptr<const MaskCore> core,
                                     const std::shared_ptr<const GrammarAutomaton>& automaton,

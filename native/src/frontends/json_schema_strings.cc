@@ -5,6 +5,7 @@
 #include <unordered_map>
 
 #include "frontends/json_schema_internal.h"
+#include "xg2/errors.h"
 #include "support/utf8.h"
 
 namespace xg2::jsonschema {
@@ -441,6 +442,8 @@ struct RegexMapper {
         return e.kind == ExprKind::kSequence ? g->AddSequence(kids) : g->AddChoice(kids);
       }
       case ExprKind::kRepeat: return g->AddRepeat(Map(e.children[0]), e.min, e.max);
+      case ExprKind::kTagDispatch:  // regexes never produce one
+        throw Error(ErrorKind::kGrammarSemantic, "a TagDispatch cannot appear inside a JSON string");
       case ExprKind::kRuleRef: {
         auto it = rules.find(e.rule);
         if (it != rules.end()) return g->AddRuleRef(it->second);

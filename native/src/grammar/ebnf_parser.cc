@@ -87,6 +87,9 @@ class EbnfParser {
   ExprId ParseGroup();
   ExprId ParseLookahead();
   ExprId ParseRuleRef();
+  ExprId ParseTagDispatch();
+  std::string ParseStringBytes();
+  bool ParseKeywordBool();
   void ParseBraces(int64_t* min, int64_t* max);
   int64_t ParseBound();
   void ReportBadRuleEnd() const;
@@ -261,7 +264,7 @@ ExprId EbnfParser::ParseSequence() {
   for (;;) {
     SkipSpace();
     char c = Peek();
-    if (AtEnd() || c == '|' || c == ')') break;
+    if (AtEnd() || c == '|' || c == ')' || c == ',') break;
     if (LookaheadStartsAt(pos_) || RuleStartsAt(pos_)) break;
     items.push_back(ParsePostfixed());
   }
@@ -343,7 +346,11 @@ ExprId EbnfParser::ParseAtom() {
     ++pos_;
     return scratch_.AddCharClass({}, /*negated=*/true);  // any code point
   }
-  if (IsNameStart(c)) return ParseRuleRef();
+  if (IsNameStart(c)) {
+    static const std::string kDispatch = "TagDispatch(";
+    if (text_.compare(pos_, kDispatch.size(), kDispatch) == 0) return ParseTagDispatch();
+    return ParseRuleRef();
+  }
   Fail("unexpected " + DescribeCharAt(pos_), pos_);
 }
 
@@ -390,7 +397,104 @@ ExprId EbnfParser::ParseRuleRef() {
 // ---------------------------------------------------------------------------------------
 // Literals
 
+// TagDispatch(("trigger", continuation), ..., ends=("..."), excludes=("..."), loop=true,
+// plain_end=true, at_least_one=false, max_chars=-1); the keyword arguments are optional.
+ExprId EbnfParser::ParseTagDispatch() {
+  size_t open = pos_;
+  pos_ += std::string("TagDispatch(").size();
+  EnterNesting(open);
+  TagDispatchSpec spec;
+  std::vector<ExprId> children;
+  auto string_list = [&](std::vector<std::string>* out) {
+    SkipSpace();
+    if (Peek() != '(') Fail("expected '(' starting a list of strings", pos_);
+    ++pos_;
+    for (;;) {
+      SkipSpace();
+      if (Peek() == ')') break;
+      if (Peek() != '"' && Peek() != '\'') Fail("expected a string", pos_);
+      size_t at = pos_;
+      std::string bytes = ParseStringBytes();
+      if (bytes.empty()) Fail("TagDispatch strings must not be empty", at);
+      out->push_back(std::move(bytes));
+      SkipSpace();
+      if (Peek() == ',') ++pos_;
+      else if (Peek() != ')') Fail("expected ',' or ')'", pos_);
+    }
+    ++pos_;
+  };
+  for (;;) {
+    SkipSpace();
+    if (Peek() == ')') break;
+    if (Peek() == '(') {
+      size_t at = ++pos_;
+      SkipSpace();
+      if (Peek() != '"' && Peek() != '\'') Fail("expected the trigger string", pos_);
+      std::string trigger = ParseStringBytes();
+      if (trigger.empty()) Fail("a TagDispatch trigger must not be empty", at);
+      SkipSpace();
+      if (Peek() != ',') Fail("expected ',' after the trigger", pos_);
+      ++pos_;
+      ExprId child = ParseChoice();
+      SkipSpace();
+      if (Peek() != ')') Fail("expected ')' closing the (trigger, continuation) pair", pos_);
+      ++pos_;
+      spec.triggers.push_back(std::move(trigger));
+      children.push_back(child);
+    } else if (IsNameStart(Peek())) {
+      size_t at = pos_;
+      pos_ = NameEnd(pos_);
+      std::string key = text_.substr(at, pos_ - at);
+      SkipSpace();
+      if (Peek() != '=') Fail("expected '=' after '" + key + "'", pos_);
+      ++pos_;
+      if (key == "ends") string_list(&spec.ends);
+      else if (key == "excludes") string_list(&spec.excludes);
+      else if (key == "loop") spec.loop = ParseKeywordBool();
+      else if (key == "plain_end") spec.plain_end = ParseKeywordBool();
+      else if (key == "at_least_one") spec.at_least_one = ParseKeywordBool();
+      else if (key == "max_chars") {
+        SkipSpace();
+        bool negative = Peek() == '-';
+        if (negative) ++pos_;
+        int64_t v = ParseBound();
+        spec.max_chars = negative ? (v == 1 ? -1 : -2) : v;
+        if (spec.max_chars < -1) Fail("max_chars must be -1 or a count", at);
+      } else {
+        Fail("unknown TagDispatch argument '" + key + "'", at);
+      }
+    } else {
+      Fail("expected a (trigger, continuation) pair or a keyword argument", pos_);
+    }
+    SkipSpace();
+    if (Peek() == ',') ++pos_;
+    else if (Peek() != ')') Fail("expected ',' or ')' in TagDispatch", pos_);
+  }
+  ++pos_;
+  --depth_;
+  return scratch_.AddTagDispatch(std::move(spec), std::move(children));
+}
+
+bool EbnfParser::ParseKeywordBool() {
+  SkipSpace();
+  if (text_.compare(pos_, 4, "true") == 0) {
+    pos_ += 4;
+    return true;
+  }
+  if (text_.compare(pos_, 5, "false") == 0) {
+    pos_ += 5;
+    return false;
+  }
+  Fail("expected true or false", pos_);
+}
+
 ExprId EbnfParser::ParseString() {
+  std::string bytes = ParseStringBytes();
+  if (bytes.empty()) return scratch_.AddEmpty();
+  return scratch_.AddBytes(std::move(bytes));
+}
+
+std::string EbnfParser::ParseStringBytes() {
   size_t open = pos_;
   char quote = text_[pos_++];
   std::string bytes;
@@ -412,8 +516,7 @@ ExprId EbnfParser::ParseString() {
       pos_ += length;
     }
   }
-  if (bytes.empty()) return scratch_.AddEmpty();
-  return scratch_.AddBytes(std::move(bytes));
+  return bytes;
 }
 
 ExprId EbnfParser::ParseCharClass() {
@@ -542,6 +645,7 @@ Grammar EbnfParser::BuildResult(const std::string& root_rule_name) const {
       case ExprKind::kChoice: result.AddChoice(e.children); break;
       case ExprKind::kRuleRef: result.AddRuleRef(renumbered[e.rule]); break;
       case ExprKind::kRepeat: result.AddRepeat(e.children[0], e.min, e.max); break;
+      case ExprKind::kTagDispatch: result.AddTagDispatch(*e.dispatch, e.children); break;
     }
   }
   for (RuleId r : definition_order_) {

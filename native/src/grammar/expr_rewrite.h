@@ -8,12 +8,13 @@
 
 namespace xg2 {
 
-// A new node like `e` (a sequence, choice or repeat) over `children`; e's own id otherwise.
+// A new node like `e` (a sequence, choice, repeat or tag dispatch) over `children`; e's own id otherwise.
 inline ExprId RebuildWithChildren(Grammar* g, ExprId id, const Expr& e, const std::vector<ExprId>& children) {
   switch (e.kind) {
     case ExprKind::kSequence: return g->AddSequence(children);
     case ExprKind::kChoice: return g->AddChoice(children);
     case ExprKind::kRepeat: return g->AddRepeat(children[0], e.min, e.max);
+    case ExprKind::kTagDispatch: return g->AddTagDispatch(*e.dispatch, children);
     default: return id;
   }
 }

@@ -133,6 +133,27 @@ ExprId Grammar::AddRepeat(ExprId child, int64_t min, int64_t max) {
   return num_exprs() - 1;
 }
 
+ExprId Grammar::AddTagDispatch(TagDispatchSpec spec, std::vector<ExprId> children) {
+  if (children.size() != spec.triggers.size()) {
+    throw Error(ErrorKind::kInvalidArgument, "TagDispatch needs one continuation per trigger");
+  }
+  for (ExprId c : children) {
+    if (c < 0 || c >= num_exprs()) throw Error(ErrorKind::kInvalidArgument, "TagDispatch child id out of range");
+  }
+  for (const auto* list : {&spec.triggers, &spec.ends, &spec.excludes}) {
+    for (const std::string& s : *list) {
+      if (s.empty()) throw Error(ErrorKind::kInvalidArgument, "TagDispatch strings must not be empty");
+    }
+  }
+  if (spec.max_chars < -1) throw Error(ErrorKind::kInvalidArgument, "TagDispatch max_chars must be >= 0");
+  Expr e;
+  e.kind = ExprKind::kTagDispatch;
+  e.children = std::move(children);
+  e.dispatch = std::make_shared<const TagDispatchSpec>(std::move(spec));
+  exprs_.push_back(std::move(e));
+  return num_exprs() - 1;
+}
+
 RuleId Grammar::DeclareRule(const std::string& name) {
   std::string unique = SanitizeRuleName(name);
   if (rule_index_.count(unique)) {
@@ -172,6 +193,36 @@ void Grammar::SetRuleLookahead(RuleId rule, ExprId lookahead) {
 RuleId Grammar::FindRule(const std::string& name) const {
   auto it = rule_index_.find(name);
   return it == rule_index_.end() ? -1 : it->second;
+}
+
+RuleId ImportGrammar(Grammar* dst, const Grammar& src, const std::string& prefix) {
+  std::vector<RuleId> rules(src.num_rules());
+  for (RuleId r = 0; r < src.num_rules(); ++r) rules[r] = dst->DeclareRule(prefix + src.rule(r).name);
+  const ExprId base = dst->num_exprs();
+  auto shifted = [&](const std::vector<ExprId>& ids) {
+    std::vector<ExprId> out(ids);
+    for (ExprId& id : out) id += base;
+    return out;
+  };
+  // Copying in arena order keeps children before parents, so ids shift by a constant.
+  for (ExprId id = 0; id < src.num_exprs(); ++id) {
+    const Expr& e = src.expr(id);
+    switch (e.kind) {
+      case ExprKind::kEmpty: dst->AddEmpty(); break;
+      case ExprKind::kBytes: dst->AddBytes(e.bytes); break;
+      case ExprKind::kCharClass: dst->AddCharClass(e.ranges, e.negated); break;
+      case ExprKind::kSequence: dst->AddSequence(shifted(e.children)); break;
+      case ExprKind::kChoice: dst->AddChoice(shifted(e.children)); break;
+      case ExprKind::kRuleRef: dst->AddRuleRef(rules[e.rule]); break;
+      case ExprKind::kRepeat: dst->AddRepeat(e.children[0] + base, e.min, e.max); break;
+      case ExprKind::kTagDispatch: dst->AddTagDispatch(*e.dispatch, shifted(e.children)); break;
+    }
+  }
+  for (RuleId r = 0; r < src.num_rules(); ++r) {
+    if (src.rule(r).body != kNoExpr) dst->SetRuleBody(rules[r], src.rule(r).body + base);
+    if (src.rule(r).lookahead != kNoExpr) dst->SetRuleLookahead(rules[r], src.rule(r).lookahead + base);
+  }
+  return rules[src.root()];
 }
 
 }  // namespace xg2

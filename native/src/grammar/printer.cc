@@ -226,7 +226,38 @@ class EbnfPrinter {
         AppendOperand(e.children[0], Precedence::kAtom, out);
         AppendRepeatSuffix(e.min, e.max, out);
         return;
+      case ExprKind::kTagDispatch:
+        AppendTagDispatch(e, out);
+        return;
     }
+  }
+
+  // TagDispatch(("trigger", continuation), ..., ends=(...), excludes=(...), loop=true, ...)
+  void AppendTagDispatch(const Expr& e, std::string* out) const {
+    const TagDispatchSpec& d = *e.dispatch;
+    *out += "TagDispatch(";
+    for (size_t i = 0; i < d.triggers.size(); ++i) {
+      out->push_back('(');
+      AppendQuoted(d.triggers[i], out);
+      *out += ", ";
+      AppendExpr(e.children[i], out);
+      *out += "), ";
+    }
+    auto list = [&](const char* key, const std::vector<std::string>& items) {
+      *out += key;
+      *out += "=(";
+      for (size_t i = 0; i < items.size(); ++i) {
+        if (i > 0) *out += ", ";
+        AppendQuoted(items[i], out);
+      }
+      *out += "), ";
+    };
+    list("ends", d.ends);
+    list("excludes", d.excludes);
+    *out += std::string("loop=") + (d.loop ? "true" : "false");
+    *out += std::string(", plain_end=") + (d.plain_end ? "true" : "false");
+    *out += std::string(", at_least_one=") + (d.at_least_one ? "true" : "false");
+    *out += ", max_chars=" + std::to_string(d.max_chars) + ")";
   }
 
   void AppendList(const Expr& e, const char* separator, Precedence needed, const char* if_empty,

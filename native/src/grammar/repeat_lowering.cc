@@ -45,6 +45,9 @@ class Nullability {
         break;
       case ExprKind::kRuleRef: n = rule_[e.rule] != 0; break;
       case ExprKind::kRepeat: n = e.min == 0 || Expr(e.children[0]); break;
+      case ExprKind::kTagDispatch:  // empty free text may end it (conservative otherwise)
+        n = e.dispatch->plain_end && !e.dispatch->at_least_one;
+        break;
     }
     memo_[id] = n;
     return n;

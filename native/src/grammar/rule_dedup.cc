@@ -45,6 +45,19 @@ Grammar DeduplicateRules(const Grammar& source) {
           h.Add(static_cast<uint64_t>(e.min));
           h.Add(static_cast<uint64_t>(e.max));
           break;
+        case ExprKind::kTagDispatch: {
+          const TagDispatchSpec& d = *e.dispatch;
+          for (const auto* list : {&d.triggers, &d.ends, &d.excludes}) {
+            h.Add(list->size());
+            for (const std::string& str : *list) {
+              h.Add(str.size());
+              for (unsigned char c : str) h.Add(c);
+            }
+          }
+          h.Add((d.loop ? 1u : 0u) | (d.plain_end ? 2u : 0u) | (d.at_least_one ? 4u : 0u));
+          h.Add(static_cast<uint64_t>(d.max_chars));
+          break;
+        }
         default: break;
       }
       h.Add(e.children.size());

@@ -77,6 +77,8 @@ Grammar InlineSmallRules(const Grammar& source, int max_inline_size) {
             kids.push_back(nc);
             size += sz;
           }
+          // A dispatch's automaton is large (text states x pattern prefixes): keep it in its rule.
+          if (x.kind == ExprKind::kTagDispatch) size += int64_t{1} << 30;
           if (x.kind == ExprKind::kRepeat) {
             int64_t copies = x.max == kUnbounded ? std::max<int64_t>(x.min, 1) : x.max;
             size = 1 + (size - 1) * std::max<int64_t>(copies, 1);

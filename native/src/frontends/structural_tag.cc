@@ -1,0 +1,458 @@
+#include "frontends/structural_tag.h"
+
+#include <algorithm>
+#include <functional>
+#include <set>
+#include <utility>
+
+#include "frontends/json_schema.h"
+#include "frontends/regex.h"
+#include "frontends/structural_tag_xml.h"
+#include "xg2/errors.h"
+
+namespace xg2 {
+namespace {
+
+[[noreturn]] void Fail(const std::string& path, const std::string& reason) {
+  throw Error(ErrorKind::kStructuralTag, path + ": " + reason);
+}
+
+// Reads the fields of one format object, rejecting unknown ones (typos would otherwise
+// silently select a default).
+class Fields {
+ public:
+  Fields(const JsonValue& obj, std::string path, std::set<std::string> allowed)
+      : obj_(obj), path_(std::move(path)) {
+    allowed.insert("type");
+    for (const auto& [key, value] : obj.members()) {
+      if (!allowed.count(key)) Fail(path_ + "." + key, "unknown field for this format type");
+    }
+  }
+  const std::string& path() const { return path_; }
+  std::string At(const std::string& key) const { return path_ + "." + key; }
+  const JsonValue* Get(const std::string& key) const { return obj_.Find(key); }
+  const JsonValue& Require(const std::string& key) const {
+    const JsonValue* v = obj_.Find(key);
+    if (!v) Fail(At(key), "required field is missing");
+    return *v;
+  }
+  std::string String(const std::string& key, bool allow_empty = true) const {
+    const JsonValue& v = Require(key);
+    if (!v.is_string()) Fail(At(key), "must be a string");
+    if (!allow_empty && v.as_string().empty()) Fail(At(key), "must not be empty");
+    return v.as_string();
+  }
+  bool Bool(const std::string& key, bool fallback) const {
+    const JsonValue* v = obj_.Find(key);
+    if (!v || v->is_null()) return fallback;
+    if (!v->is_bool()) Fail(At(key), "must be true or false");
+    return v->as_bool();
+  }
+  int64_t Int(const std::string& key, int64_t fallback, int64_t lo, int64_t hi) const {
+    const JsonValue* v = obj_.Find(key);
+    if (!v || v->is_null()) return fallback;
+    if (!v->is_number() || !v->is_integer()) Fail(At(key), "must be an integer");
+    double d = v->as_number();
+    if (d < static_cast<double>(lo) || d > static_cast<double>(hi)) {
+      Fail(At(key), "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
+    }
+    return static_cast<int64_t>(d);
+  }
+  // A list of non-empty strings (absent: empty list).
+  std::vector<std::string> Strings(const std::string& key) const {
+    std::vector<std::string> out;
+    const JsonValue* v = obj_.Find(key);
+    if (!v || v->is_null()) return out;
+    if (!v->is_array()) Fail(At(key), "must be a list of strings");
+    for (size_t i = 0; i < v->items().size(); ++i) {
+      const JsonValue& s = v->items()[i];
+      std::string p = At(key) + "[" + std::to_string(i) + "]";
+      if (!s.is_string()) Fail(p, "must be a string");
+      if (s.as_string().empty()) Fail(p, "an empty string cannot be matched in text; remove it");
+      out.push_back(s.as_string());
+    }
+    return out;
+  }
+  const std::vector<JsonValue>& List(const std::string& key, bool allow_empty) const {
+    const JsonValue& v = Require(key);
+    if (!v.is_array()) Fail(At(key), "must be a list");
+    if (!allow_empty && v.items().empty()) Fail(At(key), "must not be empty");
+    return v.items();
+  }
+
+ private:
+  const JsonValue& obj_;
+  std::string path_;
+};
+
+std::string Index(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
+
+class Lowering {
+ public:
+  explicit Lowering(const StructuralTagOptions& options) : options_(options) {}
+
+  StructuralTagResult Run(const JsonValue& tag) {
+    if (!tag.is_object()) Fail("(root)", "a structural tag must be a JSON object");
+    const JsonValue* type = tag.Find("type");
+    const JsonValue* format = &tag;
+    std::string path = "format";
+    if (type && type->is_string() && type->as_string() == "structural_tag") {
+      Fields f(tag, "(root)", {"format"});
+      format = &f.Require("format");
+    }
+    RuleId root = g_.DeclareRule("root");
+    bool consumed = false;
+    ExprId body = Lower(*format, path, {}, &consumed);
+    g_.SetRuleBody(root, body);
+    g_.set_root(root);
+    return {std::move(g_), std::move(warnings_)};
+  }
+
+ private:
+  // Lowers one format. `ends` are the end strings of the innermost enclosing tag when this
+  // format is the last thing before them: unbounded text inside stops at (and consumes) the
+  // first end string, and *consumed_end says so.
+  ExprId Lower(const JsonValue& f, const std::string& path, const std::vector<std::string>& ends,
+               bool* consumed_end) {
+    *consumed_end = false;
+    if (!f.is_object()) Fail(path, "a format must be a JSON object");
+    const JsonValue* type = f.Find("type");
+    if (!type) Fail(path + ".type", "required field is missing");
+    if (!type->is_string()) Fail(path + ".type", "must be a string");
+    const std::string& t = type->as_string();
+    if (t == "const_string") {
+      Fields fs(f, path, {"value"});
+      return Literal(fs.String("value"));
+    }
+    if (t == "json_schema") return LowerJsonSchema(f, path);
+    if (t == "grammar") return LowerGrammar(f, path);
+    if (t == "regex") {
+      Fields fs(f, path, {"pattern"});
+      std::string pattern = fs.String("pattern");
+      try {
+        return RegexToExpr(&g_, pattern);
+      } catch (const Error& e) {
+        Fail(fs.At("pattern"), e.what());
+      }
+    }
+    if (t == "any_text") {
+      Fields fs(f, path, {"excludes", "max_chars", "max_tokens"});
+      if (const JsonValue* mt = fs.Get("max_tokens"); mt && !mt->is_null()) {
+        Fail(fs.At("max_tokens"), "a token budget cannot be enforced by a byte-level grammar; use max_chars");
+      }
+      TagDispatchSpec spec;
+      spec.excludes = fs.Strings("excludes");
+      spec.max_chars = fs.Int("max_chars", -1, 0, int64_t{1} << 31);
+      SetEnds(&spec, ends, consumed_end);
+      if (spec.excludes.empty() && spec.ends.empty()) {
+        ExprId any_char = g_.AddCharClass({}, /*negated=*/true);
+        return g_.AddRepeat(any_char, 0, spec.max_chars < 0 ? kUnbounded : spec.max_chars);
+      }
+      return g_.AddTagDispatch(std::move(spec), {});
+    }
+    if (t == "sequence") {
+      Fields fs(f, path, {"elements"});
+      const auto& items = fs.List("elements", /*allow_empty=*/false);
+      std::vector<ExprId> parts;
+      for (size_t i = 0; i < items.size(); ++i) {
+        bool last = i + 1 == items.size();
+        parts.push_back(Lower(items[i], Index(fs.At("elements"), i), last ? ends : kNoEnds, last ? consumed_end : &ignored_));
+      }
+      return g_.AddSequence(std::move(parts));
+    }
+    if (t == "or") {
+      Fields fs(f, path, {"elements"});
+      const auto& items = fs.List("elements", /*allow_empty=*/false);
+      std::vector<ExprId> alts;
+      std::vector<bool> consumed;
+      for (size_t i = 0; i < items.size(); ++i) {
+        bool c = false;
+        alts.push_back(Lower(items[i], Index(fs.At("elements"), i), ends, &c));
+        consumed.push_back(c);
+      }
+      bool any = std::find(consumed.begin(), consumed.end(), true) != consumed.end();
+      if (any) {  // every alternative then ends with an end string
+        for (size_t i = 0; i < alts.size(); ++i) {
+          if (!consumed[i]) alts[i] = g_.AddSequence({alts[i], EndChoice(ends)});
+        }
+      }
+      *consumed_end = any;
+      return g_.AddChoice(std::move(alts));
+    }
+    if (t == "optional" || t == "star" || t == "plus" || t == "repeat") {
+      Fields fs(f, path, t == "repeat" ? std::set<std::string>{"content", "min", "max"} : std::set<std::string>{"content"});
+      int64_t lo = 0, hi = kUnbounded;
+      if (t == "optional") hi = 1;
+      if (t == "plus") lo = 1;
+      if (t == "repeat") {
+        lo = fs.Int("min", 0, 0, int64_t{1} << 31);
+        if (!fs.Get("min")) Fail(fs.At("min"), "required field is missing");
+        if (!fs.Get("max")) Fail(fs.At("max"), "required field is missing");
+        hi = fs.Int("max", -1, -1, int64_t{1} << 31);
+        if (hi == -1) hi = kUnbounded;
+        if (hi != kUnbounded && hi < lo) Fail(fs.At("max"), "must be >= min (or -1 for no bound)");
+      }
+      ExprId content = Lower(fs.Require("content"), fs.At("content"), kNoEnds, &ignored_);
+      return g_.AddRepeat(content, lo, hi);
+    }
+    if (t == "tag") return LowerTag(f, path);
+    if (t == "triggered_tags") return LowerTriggeredTags(f, path, ends, consumed_end);
+    if (t == "tags_with_separator") return LowerTagsWithSeparator(f, path);
+    if (t == "dispatch") return LowerDispatch(f, path, ends, consumed_end);
+    if (t == "token" || t == "exclude_token" || t == "any_tokens" || t == "token_triggered_tags" ||
+        t == "token_dispatch") {
+      return LowerTokenFormat(f, path, t);
+    }
+    Fail(path + ".type", "unknown format type '" + t + "'");
+  }
+
+  ExprId Literal(const std::string& s) { return s.empty() ? g_.AddEmpty() : g_.AddBytes(s); }
+
+  ExprId EndChoice(const std::vector<std::string>& ends) {
+    std::vector<ExprId> alts;
+    for (const auto& e : ends) alts.push_back(Literal(e));
+    return alts.size() == 1 ? alts[0] : g_.AddChoice(std::move(alts));
+  }
+
+  // Free text of a dispatch inside a tag stops at the tag's end strings.
+  void SetEnds(TagDispatchSpec* spec, const std::vector<std::string>& ends, bool* consumed_end) {
+    if (ends.empty()) return;
+    spec->ends = ends;
+    spec->plain_end = false;
+    *consumed_end = true;
+  }
+
+  ExprId LowerJsonSchema(const JsonValue& f, const std::string& path) {
+    Fields fs(f, path, {"json_schema", "style", "any_order", "max_whitespace_cnt", "excludes"});
+    const JsonValue& schema = fs.Require("json_schema");
+    if (!schema.is_object() && !schema.is_bool()) Fail(fs.At("json_schema"), "must be a JSON Schema object or boolean");
+    std::string style = "json";
+    if (fs.Get("style")) style = fs.String("style");
+    if (!fs.Strings("excludes").empty()) {
+      Fail(fs.At("excludes"), "excluded substrings inside JSON values are not supported");
+    }
+    JsonSchemaOptions o;
+    o.any_order = fs.Bool("any_order", false);
+    o.max_whitespace_cnt = static_cast<int>(fs.Int("max_whitespace_cnt", -1, -1, 1 << 20));
+    o.on_unsupported_warn = options_.on_unsupported_warn;
+    if (style == "json") return ImportSchema(schema, o, fs.At("json_schema"));
+    XmlStyle xml;
+    if (!ParseXmlStyle(style, &xml)) {
+      Fail(fs.At("style"), "unknown style '" + style + "' (json, qwen_xml, minimax_xml, deepseek_xml, glm_xml)");
+    }
+    XmlParameterLowering lowering(&g_, xml, o, fs.At("json_schema"), &warnings_);
+    return lowering.Lower(schema);
+  }
+
+  ExprId ImportSchema(const JsonValue& schema, const JsonSchemaOptions& o, const std::string& path) {
+    JsonSchemaResult r;
+    try {
+      r = JsonSchemaToGrammar(schema, o);
+    } catch (const Error& e) {
+      Fail(path, e.what());
+    }
+    for (auto& w : r.warnings) warnings_.push_back(path + ": " + w);
+    return g_.AddRuleRef(ImportGrammar(&g_, r.grammar, "schema" + std::to_string(++imports_) + "_"));
+  }
+
+  ExprId LowerGrammar(const JsonValue& f, const std::string& path) {
+    Fields fs(f, path, {"grammar", "syntax"});
+    if (fs.Get("syntax") && fs.String("syntax") != "ebnf") Fail(fs.At("syntax"), "only the \"ebnf\" syntax is supported");
+    std::string text = fs.String("grammar");
+    Grammar sub;
+    try {
+      sub = ParseEbnf(text);
+    } catch (const Error& e) {
+      Fail(fs.At("grammar"), e.what());
+    }
+    return g_.AddRuleRef(ImportGrammar(&g_, sub, "grammar" + std::to_string(++imports_) + "_"));
+  }
+
+  // A tag's strings and content: begin, content (stopped by the ends if unbounded), end.
+  struct TagParts {
+    std::string begin;
+    std::vector<std::string> ends;  // "" allowed: no end text
+    const JsonValue* content;
+    std::string path;
+  };
+
+  TagParts ReadTag(const JsonValue& f, const std::string& path) {
+    if (!f.is_object()) Fail(path, "a tag must be a JSON object");
+    const JsonValue* type = f.Find("type");
+    if (type && !(type->is_string() && type->as_string() == "tag")) Fail(path + ".type", "must be \"tag\"");
+    Fields fs(f, path, {"begin", "content", "end"});
+    TagParts t;
+    t.path = path;
+    const JsonValue& begin = fs.Require("begin");
+    if (begin.is_object()) Fail(fs.At("begin"), "a token begin needs token_triggered_tags (or a tokenizer-aware format)");
+    t.begin = fs.String("begin");
+    t.content = &fs.Require("content");
+    const JsonValue& end = fs.Require("end");
+    if (end.is_string()) {
+      t.ends.push_back(end.as_string());
+    } else if (end.is_array()) {
+      if (end.items().empty()) Fail(fs.At("end"), "must list at least one end string");
+      for (size_t i = 0; i < end.items().size(); ++i) {
+        if (!end.items()[i].is_string()) Fail(Index(fs.At("end"), i), "must be a string");
+        t.ends.push_back(end.items()[i].as_string());
+      }
+    } else {
+      Fail(fs.At("end"), "must be a string or a list of strings");
+    }
+    return t;
+  }
+
+  // content + end (the begin is the caller's: a trigger may have consumed part of it).
+  ExprId TagBody(const TagParts& t) {
+    bool has_empty_end = std::find(t.ends.begin(), t.ends.end(), "") != t.ends.end();
+    bool consumed = false;
+    ExprId content = Lower(*t.content, t.path + ".content", has_empty_end ? kNoEnds : t.ends, &consumed);
+    if (consumed) return content;
+    return g_.AddSequence({content, EndChoice(t.ends)});
+  }
+
+  ExprId LowerTag(const JsonValue& f, const std::string& path) {
+    TagParts t = ReadTag(f, path);
+    return g_.AddSequence({Literal(t.begin), TagBody(t)});
+  }
+
+  // Tags grouped by the trigger that starts their begin; the continuation after a trigger
+  // is a rule choosing among its tags.
+  std::vector<ExprId> TriggerContinuations(const std::vector<std::string>& triggers, const std::vector<TagParts>& tags,
+                                           const std::string& path, bool append_ends,
+                                           const std::vector<std::string>& ends) {
+    std::vector<std::vector<ExprId>> alts(triggers.size());
+    for (size_t i = 0; i < tags.size(); ++i) {
+      int match = -1;
+      for (size_t j = 0; j < triggers.size(); ++j) {
+        if (tags[i].begin.compare(0, triggers[j].size(), triggers[j]) == 0) {
+          if (match >= 0) {
+            Fail(tags[i].path + ".begin", "matches two triggers ('" + triggers[match] + "' and '" + triggers[j] +
+                                              "'); each tag must start with exactly one trigger");
+          }
+          match = static_cast<int>(j);
+        }
+      }
+      if (match < 0) Fail(tags[i].path + ".begin", "'" + tags[i].begin + "' does not start with any trigger");
+      ExprId body = g_.AddSequence({Literal(tags[i].begin.substr(triggers[match].size())), TagBody(tags[i])});
+      if (append_ends) body = g_.AddSequence({body, EndChoice(ends)});
+      alts[match].push_back(body);
+    }
+    std::vector<ExprId> out;
+    for (size_t j = 0; j < triggers.size(); ++j) {
+      if (alts[j].empty()) Fail(Index(path + ".triggers", j), "trigger '" + triggers[j] + "' is not a prefix of any tag's begin");
+      RuleId r = g_.DeclareRule("tags_after_trigger_" + std::to_string(++continuations_));
+      g_.SetRuleBody(r, alts[j].size() == 1 ? alts[j][0] : g_.AddChoice(alts[j]));
+      out.push_back(g_.AddRuleRef(r));
+    }
+    return out;
+  }
+
+  void CheckExcludes(const std::vector<std::string>& excludes, const std::vector<std::string>& triggers,
+                     const std::string& path) {
+    for (size_t i = 0; i < excludes.size(); ++i) {
+      for (const auto& t : triggers) {
+        if (t.find(excludes[i]) != std::string::npos) {
+          Fail(Index(path + ".excludes", i), "'" + excludes[i] + "' occurs in trigger '" + t + "', so the trigger could never be written");
+        }
+      }
+    }
+  }
+
+  ExprId LowerTriggeredTags(const JsonValue& f, const std::string& path, const std::vector<std::string>& ends,
+                            bool* consumed_end) {
+    Fields fs(f, path, {"triggers", "tags", "at_least_one", "stop_after_first", "excludes"});
+    TagDispatchSpec spec;
+    spec.triggers = fs.Strings("triggers");
+    if (spec.triggers.empty()) Fail(fs.At("triggers"), "must list at least one trigger");
+    const auto& tag_items = fs.List("tags", /*allow_empty=*/false);
+    std::vector<TagParts> tags;
+    for (size_t i = 0; i < tag_items.size(); ++i) tags.push_back(ReadTag(tag_items[i], Index(fs.At("tags"), i)));
+    spec.at_least_one = fs.Bool("at_least_one", false);
+    spec.loop = !fs.Bool("stop_after_first", false);
+    spec.excludes = fs.Strings("excludes");
+    CheckExcludes(spec.excludes, spec.triggers, path);
+    SetEnds(&spec, ends, consumed_end);
+    std::vector<ExprId> children = TriggerContinuations(spec.triggers, tags, path, !spec.loop && !ends.empty(), ends);
+    return DispatchRule(std::move(spec), std::move(children));
+  }
+
+  ExprId LowerDispatch(const JsonValue& f, const std::string& path, const std::vector<std::string>& ends,
+                       bool* consumed_end) {
+    Fields fs(f, path, {"rules", "loop", "excludes"});
+    TagDispatchSpec spec;
+    spec.loop = fs.Bool("loop", true);
+    spec.excludes = fs.Strings("excludes");
+    const auto& rules = fs.List("rules", /*allow_empty=*/false);
+    std::vector<ExprId> children;
+    for (size_t i = 0; i < rules.size(); ++i) {
+      std::string p = Index(fs.At("rules"), i);
+      if (!rules[i].is_array() || rules[i].items().size() != 2 || !rules[i].items()[0].is_string()) {
+        Fail(p, "must be a [pattern, format] pair");
+      }
+      const std::string& pattern = rules[i].items()[0].as_string();
+      if (pattern.empty()) Fail(p + "[0]", "an empty pattern cannot be matched in text");
+      spec.triggers.push_back(pattern);
+      ExprId child = Lower(rules[i].items()[1], p + "[1]", kNoEnds, &ignored_);
+      if (!spec.loop && !ends.empty()) child = g_.AddSequence({child, EndChoice(ends)});
+      children.push_back(child);
+    }
+    CheckExcludes(spec.excludes, spec.triggers, path);
+    SetEnds(&spec, ends, consumed_end);
+    return DispatchRule(std::move(spec), std::move(children));
+  }
+
+  // Each dispatch gets a rule of its own, so its automaton (text states x pattern prefixes)
+  // stays one unit in the mask cache.
+  ExprId DispatchRule(TagDispatchSpec spec, std::vector<ExprId> children) {
+    RuleId r = g_.DeclareRule("dispatch_" + std::to_string(++dispatches_));
+    g_.SetRuleBody(r, g_.AddTagDispatch(std::move(spec), std::move(children)));
+    return g_.AddRuleRef(r);
+  }
+
+  ExprId LowerTagsWithSeparator(const JsonValue& f, const std::string& path) {
+    Fields fs(f, path, {"tags", "separator", "at_least_one", "stop_after_first"});
+    const auto& tag_items = fs.List("tags", /*allow_empty=*/false);
+    std::vector<ExprId> alts;
+    for (size_t i = 0; i < tag_items.size(); ++i) {
+      TagParts t = ReadTag(tag_items[i], Index(fs.At("tags"), i));
+      alts.push_back(g_.AddSequence({Literal(t.begin), TagBody(t)}));
+    }
+    RuleId one = g_.DeclareRule("tag_choice_" + std::to_string(++continuations_));
+    g_.SetRuleBody(one, alts.size() == 1 ? alts[0] : g_.AddChoice(alts));
+    ExprId tag = g_.AddRuleRef(one);
+    bool at_least_one = fs.Bool("at_least_one", false);
+    if (fs.Bool("stop_after_first", false)) return at_least_one ? tag : g_.AddRepeat(tag, 0, 1);
+    ExprId more = g_.AddRepeat(g_.AddSequence({Literal(fs.String("separator")), g_.AddRuleRef(one)}), 0, kUnbounded);
+    ExprId list = g_.AddSequence({tag, more});
+    return at_least_one ? list : g_.AddRepeat(list, 0, 1);
+  }
+
+  ExprId LowerTokenFormat(const JsonValue& f, const std::string& path, const std::string& type);
+
+  const StructuralTagOptions& options_;
+  Grammar g_;
+  std::vector<std::string> warnings_;
+  bool ignored_ = false;
+  int imports_ = 0;
+  int continuations_ = 0;
+  int dispatches_ = 0;
+  const std::vector<std::string> kNoEnds;
+};
+
+ExprId Lowering::LowerTokenFormat(const JsonValue& f, const std::string& path, const std::string& type) {
+  (void)f;
+  Fail(path + ".type", "token-level format '" + type + "' is not supported by this build");
+}
+
+}  // namespace
+
+StructuralTagResult StructuralTagToGrammar(const JsonValue& tag, const StructuralTagOptions& options) {
+  return Lowering(options).Run(tag);
+}
+
+StructuralTagResult StructuralTagToGrammar(const std::string& tag_json, const StructuralTagOptions& options) {
+  return StructuralTagToGrammar(ParseJson(tag_json), options);
+}
+
+}  // namespace xg2

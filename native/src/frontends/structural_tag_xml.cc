@@ -1,0 +1,176 @@
+#include "frontends/structural_tag_xml.h"
+
+#include <set>
+
+#include "xg2/errors.h"
+
+namespace xg2 {
+namespace {
+
+[[noreturn]] void Fail(const std::string& path, const std::string& reason) {
+  throw Error(ErrorKind::kStructuralTag, path + ": " + reason);
+}
+
+// Keywords that only annotate a string schema (they do not constrain the value).
+bool IsPlainString(const JsonValue& s) {
+  static const std::set<std::string> kAnnotations = {"type", "title", "description", "default", "examples",
+                                                     "$comment", "deprecated", "readOnly", "writeOnly"};
+  const JsonValue* type = s.Find("type");
+  if (!type || !type->is_string() || type->as_string() != "string") return false;
+  for (const auto& [k, v] : s.members()) {
+    if (!kAnnotations.count(k)) return false;
+  }
+  return true;
+}
+
+// A string schema whose values are a fixed list (enum / const of strings only).
+bool StringChoices(const JsonValue& s, std::vector<std::string>* out) {
+  const JsonValue* type = s.Find("type");
+  if (type && !(type->is_string() && type->as_string() == "string")) return false;
+  const JsonValue* e = s.Find("enum");
+  const JsonValue* c = s.Find("const");
+  if (c) {
+    if (!c->is_string()) return false;
+    out->push_back(c->as_string());
+    return true;
+  }
+  if (!e || !e->is_array() || e->items().empty()) return false;
+  for (const auto& v : e->items()) {
+    if (!v.is_string()) return false;
+    out->push_back(v.as_string());
+  }
+  return true;
+}
+
+}  // namespace
+
+bool ParseXmlStyle(const std::string& name, XmlStyle* style) {
+  if (name == "qwen_xml") *style = XmlStyle::kQwen;
+  else if (name == "minimax_xml") *style = XmlStyle::kMiniMax;
+  else if (name == "deepseek_xml") *style = XmlStyle::kDeepSeek;
+  else if (name == "glm_xml") *style = XmlStyle::kGlm;
+  else return false;
+  return true;
+}
+
+ExprId XmlParameterLowering::Whitespace() {
+  return g_->AddRepeat(g_->AddCharClass({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'}, {'\r', '\r'}}, false), 0, kUnbounded);
+}
+
+ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
+  if (schema.is_bool()) {
+    if (!schema.as_bool()) Fail(path_, "the schema 'false' accepts no arguments");
+    return g_->AddEmpty();
+  }
+  const JsonValue* type = schema.Find("type");
+  const JsonValue* props = schema.Find("properties");
+  if ((type && !(type->is_string() && type->as_string() == "object")) || (props && !props->is_object())) {
+    Fail(path_, "XML argument styles need an object schema with 'properties'");
+  }
+  static const std::set<std::string> kHandled = {"type", "properties", "required", "additionalProperties", "title",
+                                                 "description", "$defs", "definitions", "$schema", "$id",
+                                                 "$comment", "strict"};
+  for (const auto& [k, v] : schema.members()) {
+    if (!kHandled.count(k)) Fail(path_ + "/" + k, "keyword '" + k + "' is not supported for XML argument styles");
+  }
+  std::vector<ExprId> parts{Whitespace()};
+  if (props) {
+    std::set<std::string> declared;
+    for (const auto& [name, prop] : props->members()) declared.insert(name);
+    if (const JsonValue* req = schema.Find("required"); req && req->is_array()) {
+      for (const auto& r : req->items()) {
+        if (r.is_string() && !declared.count(r.as_string())) {
+          Fail(path_ + "/required", "required property '" + r.as_string() + "' is not declared in 'properties'");
+        }
+      }
+    }
+    std::set<std::string> must;
+    if (const JsonValue* req = schema.Find("required"); req && req->is_array()) {
+      for (const auto& r : req->items()) {
+        if (r.is_string()) must.insert(r.as_string());
+      }
+    }
+    for (const auto& [name, prop] : props->members()) {
+      bool is_string = false;
+      ExprId p = g_->AddSequence({Parameter(name, prop, schema, &is_string), Whitespace()});
+      parts.push_back(must.count(name) ? p : g_->AddRepeat(p, 0, 1));
+    }
+  }
+  return g_->AddSequence(std::move(parts));
+}
+
+ExprId XmlParameterLowering::JsonValueOf(const JsonValue& prop, const JsonValue& root, const std::string& path) {
+  // The property's schema with the root's definitions, so its $refs still resolve.
+  std::vector<std::pair<std::string, JsonValue>> members;
+  if (prop.is_object()) members = prop.members();
+  else if (prop.is_bool() && !prop.as_bool()) members.emplace_back("not", JsonValue::Object({}));
+  for (const char* defs : {"$defs", "definitions"}) {
+    if (const JsonValue* d = root.Find(defs); d && (!prop.is_object() || !prop.Find(defs))) members.emplace_back(defs, *d);
+  }
+  JsonSchemaResult r;
+  try {
+    r = JsonSchemaToGrammar(JsonValue::Object(std::move(members)), options_);
+  } catch (const Error& e) {
+    Fail(path, e.what());
+  }
+  for (auto& w : r.warnings) warnings_->push_back(path + ": " + w);
+  return g_->AddRuleRef(ImportGrammar(g_, r.grammar, "arg" + std::to_string(++imports_) + "_"));
+}
+
+ExprId XmlParameterLowering::Parameter(const std::string& name, const JsonValue& prop, const JsonValue& root,
+                                       bool* is_string) {
+  const std::string path = path_ + "/properties/" + JsonPointerEscape(name);
+  std::vector<std::string> choices;
+  const bool plain = prop.is_object() && IsPlainString(prop);
+  const bool fixed = prop.is_object() && StringChoices(prop, &choices);
+  *is_string = plain || fixed;
+  std::string begin, end;
+  switch (style_) {
+    case XmlStyle::kQwen:
+      begin = "<parameter=" + name + ">";
+      end = "</parameter>";
+      break;
+    case XmlStyle::kMiniMax:
+      begin = "<parameter name=\"" + name + "\">";
+      end = "</parameter>";
+      break;
+    case XmlStyle::kDeepSeek:
+      begin = "<\xEF\xBD\x9C" "DSML\xEF\xBD\x9C" "parameter name=\"" + name + "\" string=\"" +
+              (*is_string ? "true" : "false") + "\">";
+      end = "</\xEF\xBD\x9C" "DSML\xEF\xBD\x9C" "parameter>";
+      break;
+    case XmlStyle::kGlm:
+      begin = "<arg_key>" + name + "</arg_key>";
+      end = "</arg_value>";
+      break;
+  }
+  std::vector<ExprId> seq{g_->AddBytes(begin)};
+  if (style_ == XmlStyle::kGlm) {
+    seq.push_back(Whitespace());
+    seq.push_back(g_->AddBytes("<arg_value>"));
+  }
+  if (plain) {  // raw text up to the first end string
+    TagDispatchSpec text;
+    text.ends = {end};
+    text.plain_end = false;
+    seq.push_back(g_->AddTagDispatch(std::move(text), {}));
+    return g_->AddSequence(std::move(seq));
+  }
+  if (fixed) {
+    std::vector<ExprId> alts;
+    for (const auto& c : choices) alts.push_back(c.empty() ? g_->AddEmpty() : g_->AddBytes(c));
+    // Qwen's template puts the value on its own line.
+    ExprId nl = g_->AddRepeat(g_->AddBytes("\n"), 0, 1);
+    seq.push_back(nl);
+    seq.push_back(g_->AddChoice(std::move(alts)));
+    seq.push_back(g_->AddRepeat(g_->AddBytes("\n"), 0, 1));
+  } else {
+    seq.push_back(Whitespace());
+    seq.push_back(JsonValueOf(prop, root, path));
+    seq.push_back(Whitespace());
+  }
+  seq.push_back(g_->AddBytes(end));
+  return g_->AddSequence(std::move(seq));
+}
+
+}  // namespace xg2

@@ -1,0 +1,44 @@
+// The XML argument styles of structural-tag json_schema formats: a tool's top-level object
+// properties written as XML-like parameters (Qwen3-Coder, MiniMax, DeepSeek DSML, GLM), each
+// value raw text for string properties and JSON otherwise.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "frontends/json_schema.h"
+#include "support/json.h"
+#include "xg2/grammar.h"
+
+namespace xg2 {
+
+enum class XmlStyle { kQwen, kMiniMax, kDeepSeek, kGlm };
+
+// "qwen_xml", "minimax_xml", "deepseek_xml", "glm_xml"; false for anything else.
+bool ParseXmlStyle(const std::string& name, XmlStyle* style);
+
+class XmlParameterLowering {
+ public:
+  // path: the structural-tag path of the json_schema field (for errors).
+  XmlParameterLowering(Grammar* g, XmlStyle style, JsonSchemaOptions options, std::string path,
+                       std::vector<std::string>* warnings)
+      : g_(g), style_(style), options_(std::move(options)), path_(std::move(path)), warnings_(warnings) {}
+
+  // The parameters of an object schema, in declaration order (optional ones may be left
+  // out), separated by optional whitespace.
+  ExprId Lower(const JsonValue& schema);
+
+ private:
+  ExprId Parameter(const std::string& name, const JsonValue& prop, const JsonValue& root, bool* is_string);
+  ExprId JsonValueOf(const JsonValue& prop, const JsonValue& root, const std::string& path);
+  ExprId Whitespace();
+
+  Grammar* g_;
+  XmlStyle style_;
+  JsonSchemaOptions options_;
+  std::string path_;
+  std::vector<std::string>* warnings_;
+  int imports_ = 0;
+};
+
+}  // namespace xg2

@@ -1,0 +1,319 @@
+"""Structural tags: every format type of the DSL, TagDispatch semantics against a pure-Python
+reference, validation errors with paths, and mask/accept agreement on real vocabularies."""
+
+from __future__ import annotations
+
+import json
+import random
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import xg2_jax as xg
+from helpers import mask_row, tokenize
+
+
+def _tag(fmt: dict) -> dict:
+    return {"type": "structural_tag", "format": fmt}
+
+
+@pytest.fixture(scope="module")
+def compiler(llama3_tokenizer):
+    return xg.GrammarCompiler(llama3_tokenizer)
+
+
+def _complete(compiled: xg.CompiledGrammar, text: str) -> bool:
+    m = xg.GrammarMatcher(compiled)
+    return m.accept_string(text) and m.is_completed()
+
+
+WEATHER = {"type": "object", "properties": {"city": {"type": "string"}, "days": {"type": "integer"}},
+           "required": ["city"]}
+
+# (format, accepted complete outputs, rejected outputs)
+FORMAT_CASES = {
+    "const_string": ({"type": "const_string", "value": "Hello, é!"}, ["Hello, é!"], ["Hello", "Hello, é!!"]),
+    "json_schema": ({"type": "json_schema", "json_schema": WEATHER},
+                    ['{"city": "Paris"}', '{"city": "Oslo", "days": 3}'], ['{"days": 3}', '{"city": 1}']),
+    "grammar": ({"type": "grammar", "grammar": 'root ::= "a" [0-9]+'}, ["a1", "a42"], ["a", "b1"]),
+    "regex": ({"type": "regex", "pattern": r"\d{3}-[a-z]+"}, ["123-abc"], ["12-abc", "123-"]),
+    "any_text": ({"type": "any_text"}, ["", "anything at all ✓\n"], []),
+    "any_text_excludes": ({"type": "any_text", "excludes": ["<stop>", "bad"]}, ["fine <sto text"],
+                          ["a <stop> b", "so bad", "<stop>"]),
+    "any_text_max_chars": ({"type": "any_text", "max_chars": 3}, ["", "abc", "éé"], ["abcd"]),
+    "sequence": ({"type": "sequence", "elements": [{"type": "const_string", "value": "A:"},
+                                                   {"type": "regex", "pattern": "[0-9]+"}]}, ["A:12"], ["A:", "12"]),
+    "or": ({"type": "or", "elements": [{"type": "const_string", "value": "yes"},
+                                       {"type": "const_string", "value": "no"}]}, ["yes", "no"], ["maybe"]),
+    "optional": ({"type": "optional", "content": {"type": "const_string", "value": "x"}}, ["", "x"], ["xx"]),
+    "star": ({"type": "star", "content": {"type": "const_string", "value": "ab"}}, ["", "ab", "ababab"], ["aba"]),
+    "plus": ({"type": "plus", "content": {"type": "const_string", "value": "ab"}}, ["ab", "abab"], [""]),
+    "repeat": ({"type": "repeat", "min": 2, "max": 3, "content": {"type": "const_string", "value": "z"}},
+               ["zz", "zzz"], ["z", "zzzz"]),
+    "tag": ({"type": "tag", "begin": "<a>", "content": {"type": "any_text"}, "end": "</a>"},
+            ["<a></a>", "<a>x < / a > y</a>"], ["<a>x</a>y", "<a>x</a></a>", "<a>x"]),
+    "tag_several_ends": ({"type": "tag", "begin": "<r>", "content": {"type": "any_text"},
+                          "end": ["</r>", "<|end|>"]}, ["<r>t</r>", "<r>t<|end|>"], ["<r>t</x>"]),
+    "tag_json": ({"type": "tag", "begin": "<f>", "content": {"type": "json_schema", "json_schema": WEATHER},
+                  "end": "</f>"}, ['<f>{"city": "Rome"}</f>'], ['<f>{"city": "Rome"}', "<f>{}</f>"]),
+    "triggered_tags": ({"type": "triggered_tags", "triggers": ["<fn="], "tags": [
+        {"begin": "<fn=w>", "content": {"type": "json_schema", "json_schema": WEATHER}, "end": "</fn>"},
+        {"begin": "<fn=now>", "content": {"type": "const_string", "value": "{}"}, "end": "</fn>"}]},
+        ["", "just text", 'a <fn=w>{"city": "X"}</fn> b <fn=now>{}</fn>', "<fn=now>{}</fn><fn=now>{}</fn>"],
+        ["<fn=x>{}</fn>", 'a <fn=w>{"town": "X"}</fn>', "<fn=now>{}"]),
+    "triggered_tags_at_least_one": ({"type": "triggered_tags", "triggers": ["<t>"], "at_least_one": True, "tags": [
+        {"begin": "<t>", "content": {"type": "const_string", "value": "1"}, "end": "</t>"}]},
+        ["<t>1</t>", "x<t>1</t>y"], ["", "text only"]),
+    "triggered_tags_stop_after_first": ({"type": "triggered_tags", "triggers": ["<t>"], "stop_after_first": True,
+                                         "tags": [{"begin": "<t>", "content": {"type": "const_string", "value": "1"},
+                                                   "end": "</t>"}]},
+                                        ["", "x<t>1</t>"], ["x<t>1</t>y", "<t>1</t><t>1</t>"]),
+    "triggered_tags_excludes": ({"type": "triggered_tags", "triggers": ["<t>"], "excludes": ["<|eot|>"],
+                                 "tags": [{"begin": "<t>", "content": {"type": "any_text"}, "end": "</t>"}]},
+                                ["a<t>in <|eot|> tag</t>b"], ["a<|eot|>b"]),
+    "tags_with_separator": ({"type": "tags_with_separator", "separator": ",", "tags": [
+        {"begin": "<a>", "content": {"type": "const_string", "value": "1"}, "end": "</a>"}]},
+        ["", "<a>1</a>", "<a>1</a>,<a>1</a>"], ["<a>1</a>,", "x<a>1</a>"]),
+    "tags_with_separator_at_least_one": ({"type": "tags_with_separator", "separator": "\n", "at_least_one": True,
+                                          "tags": [{"begin": "<a>", "content": {"type": "const_string", "value": "1"},
+                                                    "end": "</a>"}]}, ["<a>1</a>\n<a>1</a>"], [""]),
+    "dispatch": ({"type": "dispatch", "rules": [["CALL ", {"type": "regex", "pattern": "[a-z]+\\(\\)"}]],
+                  "excludes": ["!!"]}, ["", "text CALL run() more", "CALL a()CALL b()"],
+                 ["CALL 1", "wow!!"]),
+    "dispatch_no_loop": ({"type": "dispatch", "loop": False, "rules": [["CALL ", {"type": "const_string",
+                                                                                 "value": "x"}]]},
+                         ["text CALL x"], ["text CALL x more"]),
+    "qwen_xml": ({"type": "json_schema", "style": "qwen_xml", "json_schema": WEATHER},
+                 ["<parameter=city>\nParis\n</parameter>\n", "<parameter=city>\nA\n</parameter>\n<parameter=days>\n2\n</parameter>\n"],
+                 ["<parameter=days>\n2\n</parameter>\n", "<parameter=city>\nA\n</parameter>\n<parameter=days>\nx\n</parameter>\n"]),
+    "minimax_xml": ({"type": "json_schema", "style": "minimax_xml", "json_schema": WEATHER},
+                    ['<parameter name="city">Paris</parameter>'], ['<parameter name="town">Paris</parameter>']),
+    "deepseek_xml": ({"type": "json_schema", "style": "deepseek_xml", "json_schema": WEATHER},
+                     ['<｜DSML｜parameter name="city" string="true">Paris</｜DSML｜parameter>\n'
+                      '<｜DSML｜parameter name="days" string="false">4</｜DSML｜parameter>'],
+                     ['<｜DSML｜parameter name="city" string="false">Paris</｜DSML｜parameter>']),
+    "glm_xml": ({"type": "json_schema", "style": "glm_xml", "json_schema": WEATHER},
+                ["<arg_key>city</arg_key>\n<arg_value>Paris</arg_value>\n"], ["<arg_key>city</arg_key>"]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORMAT_CASES))
+def test_format_accepts_and_rejects(compiler, name):
+    fmt, good, bad = FORMAT_CASES[name]
+    compiled = compiler.compile_structural_tag(_tag(fmt))
+    for text in good:
+        assert _complete(compiled, text), (name, text)
+    for text in bad:
+        assert not _complete(compiled, text), (name, text)
+
+
+def test_builder_objects_and_json_text_are_accepted(compiler):
+    fmt = FORMAT_CASES["triggered_tags"][0]
+
+    class Builder:
+        def to_dict(self):
+            return _tag(fmt)
+
+    a = xg.Grammar.from_structural_tag(Builder())
+    b = xg.Grammar.from_structural_tag(json.dumps(_tag(fmt)))
+    c = xg.Grammar.from_structural_tag(fmt)  # a bare format is accepted too
+    assert str(a) == str(b) == str(c)
+
+
+@pytest.mark.parametrize("fmt, path, reason", [
+    ({"type": "triggered_tags", "triggers": ["<a", "<z"], "tags": [
+        {"begin": "<a>", "content": {"type": "any_text"}, "end": "</a>"}]},
+     "format.triggers[1]", "not a prefix of any tag's begin"),
+    ({"type": "sequence", "elements": [{"type": "const_string", "value": "x"}, {"type": "triggered_tags",
+     "triggers": ["<a"], "tags": [{"begin": "<a>", "content": {"type": "any_text"}, "end": "</a>"},
+                                  {"begin": "<b>", "content": {"type": "any_text"}, "end": "</b>"}]}]},
+     "format.elements[1].tags[1].begin", "does not start with any trigger"),
+    ({"type": "any_text", "excludes": ["ok", ""]}, "format.excludes[1]", "empty string"),
+    ({"type": "or", "elements": [{"type": "banana"}]}, "format.elements[0].type", "unknown format type"),
+    ({"type": "const_string", "value": "x", "valeu": 1}, "format.valeu", "unknown field"),
+    ({"type": "tag", "begin": "<a>", "end": "</a>"}, "format.content", "missing"),
+    ({"type": "triggered_tags", "triggers": ["<a"], "excludes": ["<"], "tags": [
+        {"begin": "<a>", "content": {"type": "any_text"}, "end": "</a>"}]}, "format.excludes[0]", "occurs in trigger"),
+    ({"type": "regex", "pattern": "(a"}, "format.pattern", ""),
+    ({"type": "grammar", "grammar": "root ::= undefined_rule"}, "format.grammar", "undefined rule"),
+    ({"type": "json_schema", "json_schema": {"type": "object", "properties": {"a": {"$ref": "#/nowhere"}}}},
+     "format.json_schema", ""),
+    ({"type": "repeat", "min": 3, "max": 2, "content": {"type": "const_string", "value": "a"}}, "format.max", ">= min"),
+    ({"type": "any_text", "max_tokens": 5}, "format.max_tokens", "max_chars"),
+])
+def test_invalid_structural_tags_name_the_path(fmt, path, reason):
+    with pytest.raises(xg.StructuralTagError) as info:
+        xg.Grammar.from_structural_tag(_tag(fmt))
+    message = str(info.value)
+    assert message.startswith(path + ":"), message
+    assert reason in message
+
+
+def test_malformed_json_text_reports_line_and_column():
+    with pytest.raises(xg.GrammarSyntaxError, match=r"^1:\d+"):
+        xg.Grammar.from_structural_tag('{"type": "structural_tag", "format": {')
+
+
+def test_tag_dispatch_ebnf_round_trip_and_serialization(compiler):
+    g = xg.Grammar.from_structural_tag(_tag(FORMAT_CASES["triggered_tags"][0]))
+    text = str(g)
+    assert "TagDispatch((" in text
+    assert str(xg.Grammar.from_ebnf(text)) == text
+    compiled = compiler.compile_grammar(g)
+    restored = compiler.deserialize(compiled.serialize())
+    assert _complete(restored, 'x <fn=now>{}</fn>')
+    assert not _complete(restored, 'x <fn=nope>{}</fn>')
+
+
+def test_tag_dispatch_ebnf_syntax_errors_have_positions():
+    with pytest.raises(xg.GrammarSyntaxError, match=r"1:\d+: unknown TagDispatch argument 'lop'"):
+        xg.Grammar.from_ebnf('root ::= TagDispatch(("a", "b"), lop=true)')
+    with pytest.raises(xg.GrammarSyntaxError, match="must not be empty"):
+        xg.Grammar.from_ebnf('root ::= TagDispatch(("", "b"))')
+
+
+# ----------------------------------------------------------------- TagDispatch vs a reference
+
+
+def _reference_dispatch(s, *, triggers, conts, ends, excludes, loop, plain_end, at_least_one):
+    """Whether ``s`` is in the language of a TagDispatch whose continuations are constants:
+    free text until a watched string ends; a trigger must be followed by its continuation."""
+    patterns = list(triggers) + list(ends) + list(excludes)
+
+    def text(i, phase):
+        j = i
+        while True:
+            if j == len(s):
+                return plain_end and (not at_least_one or phase == 1)
+            j += 1
+            ended = {p for p in patterns if j - len(p) >= i and s[j - len(p):j] == p}
+            if not ended:
+                continue
+            if ended & set(excludes):
+                return False
+            ok = False
+            for k, t in enumerate(triggers):
+                if t in ended and s.startswith(conts[k], j):
+                    after = j + len(conts[k])
+                    ok = ok or (text(after, 1) if loop else after == len(s))
+            if any(e in ended for e in ends) and (not at_least_one or phase == 1 or not triggers):
+                ok = ok or j == len(s)
+            return ok
+
+    return text(0, 0)
+
+
+DISPATCH_SPECS = [
+    dict(triggers=["<a"], conts=["1>"], ends=[], excludes=["bb"], loop=True, plain_end=True, at_least_one=False),
+    dict(triggers=["<a", "a<"], conts=["1>", "2"], ends=["</b>"], excludes=[], loop=True, plain_end=False,
+         at_least_one=False),
+    dict(triggers=["<a"], conts=["1>"], ends=[], excludes=["é<"], loop=True, plain_end=True, at_least_one=True),
+    dict(triggers=["ab", "b"], conts=["!", "?"], ends=[], excludes=[], loop=False, plain_end=True,
+         at_least_one=False),
+    dict(triggers=[], conts=[], ends=["</b>", "b>"], excludes=["aa"], loop=True, plain_end=False,
+         at_least_one=False),
+]
+
+
+# Single characters plus the watched strings whole, so valid strings are common.
+PIECES = ["<", "a", "b", ">", "/", "1", "2", "!", "?", "é", " ", "<a", "1>", "</b>", "a<", "bb", "ab"]
+
+
+def _dispatch_ebnf(spec) -> str:
+    pairs = "".join(f"({json.dumps(t)}, {json.dumps(c)}), " for t, c in zip(spec["triggers"], spec["conts"]))
+    lst = lambda xs: "(" + ", ".join(json.dumps(x, ensure_ascii=False) for x in xs) + ")"
+    b = lambda v: "true" if v else "false"
+    return (f"root ::= TagDispatch({pairs}ends={lst(spec['ends'])}, excludes={lst(spec['excludes'])}, "
+            f"loop={b(spec['loop'])}, plain_end={b(spec['plain_end'])}, at_least_one={b(spec['at_least_one'])})")
+
+
+@pytest.mark.parametrize("spec_index", range(len(DISPATCH_SPECS)))
+@settings(max_examples=150, deadline=None)
+@given(pieces=st.lists(st.sampled_from(PIECES), max_size=10))
+def test_tag_dispatch_matches_reference(gpt2_tokenizer, spec_index, pieces):
+    spec = DISPATCH_SPECS[spec_index]
+    compiled = _compiled_dispatch(gpt2_tokenizer, spec_index)
+    s = "".join(pieces)
+    expected = _reference_dispatch(s, **spec)
+    assert _complete(compiled, s) == expected, (s, spec)
+
+
+_DISPATCH_CACHE: dict = {}
+
+
+def _compiled_dispatch(tok, index):
+    if index not in _DISPATCH_CACHE:
+        grammar = xg.Grammar.from_ebnf(_dispatch_ebnf(DISPATCH_SPECS[index]))
+        _DISPATCH_CACHE[index] = xg.GrammarCompiler(tok).compile_grammar(grammar)
+    return _DISPATCH_CACHE[index]
+
+
+# ---------------------------------------------------------- masks on real vocabularies
+
+
+QWEN_TOOLS = {
+    "type": "sequence", "elements": [
+        {"type": "tag", "begin": "<think>", "content": {"type": "any_text"}, "end": "</think>"},
+        {"type": "triggered_tags", "triggers": ["<tool_call>"], "excludes": ["<|im_end|>"], "tags": [
+            {"begin": '<tool_call>\n{"name": "get_weather", "arguments": ',
+             "content": {"type": "json_schema", "json_schema": WEATHER}, "end": "}\n</tool_call>"},
+            {"begin": '<tool_call>\n{"name": "add", "arguments": ',
+             "content": {"type": "json_schema", "json_schema": {
+                 "type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+                 "required": ["a", "b"]}}, "end": "}\n</tool_call>"}]}]}
+
+QWEN_OUTPUT = ('<think>The user wants the weather in Paris, then a sum.</think>\n\nSure — checking.\n'
+               '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris", "days": 2}}\n</tool_call>\n'
+               '<tool_call>\n{"name": "add", "arguments": {"a": 2, "b": 40}}\n</tool_call>')
+
+
+def _check_masks_along(compiled, tok, token_ids, rng, samples=150):
+    m = xg.GrammarMatcher(compiled)
+    vocab = tok.vocab_size
+    for step, token in enumerate(token_ids + [None]):
+        row = mask_row(m, vocab)
+        bits = np.unpackbits(row.view(np.uint8), bitorder="little")[:vocab].astype(bool)
+        allowed = np.flatnonzero(bits)
+        forbidden = np.flatnonzero(~bits)
+        picks = list(rng.sample(list(allowed), min(samples, len(allowed))))
+        picks += list(rng.sample(list(forbidden), min(samples, len(forbidden))))
+        for t in picks:
+            f = m.fork()
+            assert f.accept_token(int(t)) == bool(bits[t]), (step, int(t), tok.decoded_vocab[int(t)] if hasattr(tok, "decoded_vocab") else t)
+        if token is None:
+            break
+        assert bits[token], (step, token)
+        assert m.accept_token(token)
+    assert m.is_completed()
+
+
+def test_masks_agree_with_accept_on_qwen3(vocab_path):
+    tok = xg.TokenizerInfo.from_vocab_file(vocab_path("qwen3"))
+    compiled = xg.GrammarCompiler(tok).compile_structural_tag(_tag(QWEN_TOOLS))
+    _check_masks_along(compiled, tok, tokenize(tok, QWEN_OUTPUT), random.Random(0))
+
+
+def test_masks_agree_with_accept_on_llama3(compiler, llama3_tokenizer):
+    compiled = compiler.compile_structural_tag(_tag(QWEN_TOOLS))
+    _check_masks_along(compiled, llama3_tokenizer, tokenize(llama3_tokenizer, QWEN_OUTPUT), random.Random(1))
+
+
+@pytest.mark.parametrize("name", ["triggered_tags", "tag", "dispatch", "qwen_xml", "deepseek_xml",
+                                  "any_text_excludes", "any_text_max_chars"])
+def test_lazy_and_cached_masks_equal_eager(llama3_tokenizer, name):
+    fmt, good, _ = FORMAT_CASES[name]
+    text = max(good, key=len)
+    xg.clear_cross_grammar_cache()
+    eager = xg.GrammarCompiler(llama3_tokenizer).compile_structural_tag(_tag(fmt))
+    lazy = xg.GrammarCompiler(llama3_tokenizer).compile_structural_tag(_tag(fmt), lazy=True)
+    cached = xg.GrammarCompiler(llama3_tokenizer).compile_structural_tag(_tag(fmt))  # pool hits
+    ms = [xg.GrammarMatcher(c) for c in (eager, lazy, cached)]
+    for token in tokenize(llama3_tokenizer, text) + [None]:
+        rows = [mask_row(m, llama3_tokenizer.vocab_size) for m in ms]
+        assert np.array_equal(rows[0], rows[1]) and np.array_equal(rows[0], rows[2])
+        if token is None:
+            break
+        for m in ms:
+            assert m.accept_token(token)

@@ -1,0 +1,213 @@
+"""Structural tag builders and get_model_structural_tag: pure Python (no native compile)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import xg2_jax as xg
+from model_format_cases import RENDERERS, TOOLS
+from xg2_jax._src.model_formats import supported_models
+
+# The DSL's field names per format type (xgrammar's names); every emitted dict must use these.
+DSL_FIELDS = {
+    "const_string": {"value"},
+    "json_schema": {"json_schema", "style"},
+    "grammar": {"grammar"},
+    "regex": {"pattern"},
+    "any_text": {"excludes", "max_chars"},
+    "sequence": {"elements"},
+    "or": {"elements"},
+    "optional": {"content"},
+    "star": {"content"},
+    "plus": {"content"},
+    "repeat": {"content", "min", "max"},
+    "tag": {"begin", "content", "end"},
+    "triggered_tags": {"triggers", "tags", "at_least_one", "stop_after_first", "excludes"},
+    "tags_with_separator": {"tags", "separator", "at_least_one", "stop_after_first"},
+    "dispatch": {"rules", "loop", "excludes"},
+    "token": {"token"},
+    "exclude_token": {"exclude_tokens"},
+    "any_tokens": {"exclude_tokens"},
+    "token_triggered_tags": {"trigger_tokens", "tags", "exclude_tokens", "at_least_one",
+                             "stop_after_first"},
+}
+
+
+def walk(fmt: dict):
+    """Yields every format dict of a format tree."""
+    yield fmt
+    for key in ("content", "begin", "end"):
+        if isinstance(fmt.get(key), dict):
+            yield from walk(fmt[key])
+    for key in ("elements", "tags"):
+        for child in fmt.get(key, []):
+            yield from walk(child)
+    for _, child in fmt.get("rules", []):
+        yield from walk(child)
+
+
+def every_format() -> xg.StructuralTag:
+    return xg.StructuralTag(format=xg.SequenceFormat(elements=[
+        xg.OptionalFormat(content=xg.TagFormat(begin="<think>", content=xg.AnyTextFormat(
+            excludes=["<think>"], max_chars=100), end=["</think>", "</thinking>"])),
+        xg.OrFormat(elements=[xg.ConstStringFormat(value="a"), xg.RegexFormat(pattern="b+"),
+                              xg.GrammarFormat(grammar='root ::= "c"')]),
+        xg.StarFormat(content=xg.ConstStringFormat(value=" ")),
+        xg.PlusFormat(content=xg.JSONSchemaFormat(json_schema={"type": "integer"})),
+        xg.RepeatFormat(content=xg.JSONSchemaFormat(json_schema=True, style="qwen_xml"), min=0,
+                        max=-1),
+        xg.TriggeredTagsFormat(triggers=["<f"], tags=[xg.TagFormat(
+            begin="<f>", content=xg.AnyTextFormat(), end="</f>")], at_least_one=True,
+            stop_after_first=True, excludes=["x"]),
+        xg.TagsWithSeparatorFormat(tags=[xg.TagFormat(begin="<g>", content=xg.AnyTextFormat(),
+                                                      end="</g>")], separator=","),
+        xg.DispatchFormat(rules=[("<calc>", xg.RegexFormat(pattern="[0-9]+</calc>"))],
+                          loop=False, excludes=["<bad>"]),
+        xg.TokenFormat(token=5),
+        xg.ExcludeTokenFormat(exclude_tokens=[1, "</s>"]),
+        xg.AnyTokensFormat(exclude_tokens=["</s>"]),
+        xg.TokenTriggeredTagsFormat(trigger_tokens=["[TOOL_CALLS]"], tags=[xg.TagFormat(
+            begin=xg.TokenFormat(token="[TOOL_CALLS]"), content=xg.AnyTextFormat(),
+            end=xg.TokenFormat(token="</s>"))], exclude_tokens=[0]),
+    ]))
+
+
+def test_every_format_round_trips_and_uses_dsl_field_names():
+    tag = every_format()
+    data = json.loads(tag.to_json())
+    assert data["type"] == "structural_tag"
+    seen = set()
+    for fmt in walk(data["format"]):
+        seen.add(fmt["type"])
+        assert set(fmt) - {"type"} <= DSL_FIELDS[fmt["type"]], fmt
+    assert seen == set(DSL_FIELDS)
+    assert xg.StructuralTag.from_dict(data).to_dict() == data
+    assert xg.StructuralTag.from_dict(tag.to_json()) == tag
+
+
+def test_builders_are_frozen_and_keyword_only():
+    fmt = xg.ConstStringFormat(value="a")
+    with pytest.raises(Exception):
+        fmt.value = "b"
+    with pytest.raises(TypeError):
+        xg.ConstStringFormat("a")
+
+
+@pytest.mark.parametrize("build", [
+    lambda: xg.ConstStringFormat(value=1),
+    lambda: xg.AnyTextFormat(excludes="<think>"),           # a str, not a list
+    lambda: xg.AnyTextFormat(max_chars=True),
+    lambda: xg.RepeatFormat(content=xg.ConstStringFormat(value="a"), min="1", max=2),
+    lambda: xg.TagFormat(begin=1, content=xg.AnyTextFormat(), end="x"),
+    lambda: xg.TagFormat(begin="a", content="text", end="x"),
+    lambda: xg.TagFormat(begin="a", content=xg.AnyTextFormat(), end=["x", 2]),
+    lambda: xg.TriggeredTagsFormat(triggers=["a"], tags=[xg.ConstStringFormat(value="a")]),
+    lambda: xg.TriggeredTagsFormat(triggers=["a"], tags=[], at_least_one=1),
+    lambda: xg.DispatchFormat(rules=[("a",)]),
+    lambda: xg.TokenFormat(token=1.5),
+    lambda: xg.AnyTokensFormat(exclude_tokens=[None]),
+    lambda: xg.SequenceFormat(elements="ab"),
+    lambda: xg.StructuralTag(format="x"),
+])
+def test_python_type_errors(build):
+    with pytest.raises(TypeError):
+        build()
+
+
+def test_unknown_style_and_type():
+    with pytest.raises(ValueError, match="style"):
+        xg.JSONSchemaFormat(json_schema={}, style="yaml")
+    with pytest.raises(ValueError, match="nope"):
+        xg.StructuralTag.from_dict({"type": "structural_tag", "format": {"type": "nope"}})
+    with pytest.raises(ValueError):
+        xg.StructuralTag.from_dict({"format": {"type": "any_text"}})
+
+
+# ----------------------------------------------------------------------------------------------
+# get_model_structural_tag
+# ----------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("model", supported_models())
+@pytest.mark.parametrize("tool_choice", ["auto", "required", "none",
+                                         {"type": "function", "function": {"name": "search"}}])
+@pytest.mark.parametrize("reasoning", [True, "optional", False])
+def test_every_model_builds_dsl_json(model, tool_choice, reasoning):
+    tag = xg.get_model_structural_tag(model, TOOLS, tool_choice=tool_choice,
+                                      reasoning=reasoning, parallel_tool_calls=False)
+    data = json.loads(json.dumps(tag))
+    assert data == tag and tag["type"] == "structural_tag"
+    for fmt in walk(tag["format"]):
+        assert set(fmt) - {"type"} <= DSL_FIELDS[fmt["type"]], fmt
+    text = json.dumps(tag, ensure_ascii=False)
+    if tool_choice == "none":
+        assert '"name": "get_weather"' not in text and "=get_weather" not in text
+    elif isinstance(tool_choice, dict):
+        assert "get_weather" not in text and "search" in text
+
+
+def test_every_model_has_cases():
+    assert {name.split("@")[0].replace(".", "_") for name in RENDERERS} == set(supported_models())
+
+
+@pytest.mark.parametrize("alias, canonical", [
+    ("Llama-3.1", "llama3"), ("llama3.2", "llama3"), ("Qwen3.5", "qwen3_coder"),
+    ("qwen3-coder", "qwen3_coder"), ("gpt-oss", "harmony"), ("DeepSeek-V3.1", "deepseek_v3_1"),
+    ("GLM-4.7", "glm4"), ("MiniMax-M2", "minimax"), ("kimi-k2", "kimi_k2"),
+])
+def test_aliases(alias, canonical):
+    assert xg.get_model_structural_tag(alias, TOOLS) == \
+        xg.get_model_structural_tag(canonical, TOOLS)
+
+
+def test_qwen3_shape():
+    tag = xg.get_model_structural_tag("qwen3", [TOOLS[0]], reasoning=False,
+                                      parallel_tool_calls=False)
+    assert tag["format"] == {
+        "type": "triggered_tags", "triggers": ["<tool_call>"],
+        "tags": [{"type": "tag",
+                  "begin": '<tool_call>\n{"name": "get_weather", "arguments": ',
+                  "content": {"type": "json_schema",
+                              "json_schema": TOOLS[0]["function"]["parameters"],
+                              "style": "json"},
+                  "end": "}\n</tool_call>"}],
+        "at_least_one": False, "stop_after_first": True,
+        "excludes": ["<think>", "</think>", "</tool_call>"]}
+
+
+def test_reasoning_block():
+    required = xg.get_model_structural_tag("qwen3", TOOLS)["format"]["elements"][0]
+    assert required["type"] == "tag" and required["begin"] == "<think>"
+    optional = xg.get_model_structural_tag("qwen3", TOOLS, reasoning="optional")
+    assert optional["format"]["elements"][0]["type"] == "optional"
+    prefilled = xg.get_model_structural_tag("deepseek_v3.2", TOOLS)["format"]["elements"][0]
+    assert prefilled["begin"] == "" and prefilled["end"] == "</think>"
+    own = xg.get_model_structural_tag("deepseek_v3.2", TOOLS, reasoning_prefilled=False)
+    assert own["format"]["elements"][0]["begin"] == "<think>"
+    # no reasoning for llama3 / mistral whatever the argument says
+    assert xg.get_model_structural_tag("llama3", TOOLS, reasoning=True) == \
+        xg.get_model_structural_tag("llama3", TOOLS, reasoning=False)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"model": "gpt-17"}, "gpt-17"),
+    ({"tool_choice": {"type": "function", "function": {"name": "fly"}}}, "fly"),
+    ({"tool_choice": "always"}, "always"),
+    ({"tool_choice": {"type": "function"}}, "tool_choice"),
+    ({"tools": [TOOLS[0], TOOLS[0]]}, "duplicate"),
+    ({"tools": [{"type": "code_interpreter"}]}, "name"),
+    ({"tools": [{"type": "retrieval", "function": {"name": "x"}}]}, "retrieval"),
+    ({"tools": [], "tool_choice": "required"}, "at least one tool"),
+    ({"reasoning": "maybe"}, "maybe"),
+    ({"tools": {"name": "x"}}, "list"),
+])
+def test_value_errors(kwargs, match):
+    args = {"model": "qwen3", "tools": TOOLS, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        xg.get_model_structural_tag(**args)
+
+
+def test_tools_without_parameters_and_flat_form():
+    tag = xg.get_model_structural_tag("llama3", [{"name": "ping"}])
+    assert tag["format"]["tags"][0]["content"]["json_schema"] == {"type": "object",
+                                                                  "properties": {}}

@@ -1,0 +1,152 @@
+"""Built-in structural tags whose structure is not "free text + triggered calls": OpenAI
+gpt-oss Harmony (a stream of channel messages) and Mistral (the ``[TOOL_CALLS]`` special
+token followed by a JSON list). Used by :func:`xg2_jax.get_model_structural_tag`.
+
+Example:
+    >>> from xg2_jax._src.model_formats import FunctionTool
+    >>> fmt = mistral_format([FunctionTool("f", {"type": "object"})], "auto", "none", True)
+    >>> fmt.type
+    'token_triggered_tags'
+"""
+
+from __future__ import annotations
+
+from xg2_jax._src.structural_tag import (
+    AnyTextFormat,
+    AnyTokensFormat,
+    ConstStringFormat,
+    JSONSchemaFormat,
+    OrFormat,
+    RegexFormat,
+    SequenceFormat,
+    StarFormat,
+    TagFormat,
+    TagsWithSeparatorFormat,
+    TokenFormat,
+    TokenTriggeredTagsFormat,
+)
+
+__all__ = ["harmony_format", "mistral_format"]
+
+# ---------------------------------------------------------------------------------------------
+# gpt-oss Harmony. Source: OpenAI, "OpenAI Harmony Response Format"
+# (https://cookbook.openai.com/articles/openai-harmony) and github.com/openai/harmony docs.
+# The prompt ends with "<|start|>assistant"; the model then writes messages
+#   <|channel|>analysis<|message|>...<|end|>            chain of thought
+#   <|channel|>commentary<|message|>...<|end|>          preamble shown to the user
+#   <|channel|>commentary to=functions.NAME <|constrain|>json<|message|>{..}<|call|>
+#   <|channel|>final<|message|>...<|return|>
+# separated by "<|start|>assistant". The recipient may also be written in the role header:
+#   " to=functions.NAME<|channel|>commentary <|constrain|>json<|message|>". A tool call
+# (<|call|>) or the final answer (<|return|>) ends the turn, so a turn holds at most one call.
+# ---------------------------------------------------------------------------------------------
+HARMONY_SEPARATOR = "<|start|>assistant"
+HARMONY_MARKERS = ["<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|call|>",
+                   "<|return|>", "<|constrain|>"]
+
+
+def _harmony_text(end_markers: list[str]) -> AnyTextFormat:
+    return AnyTextFormat(excludes=[m for m in HARMONY_MARKERS if m not in end_markers])
+
+
+def _harmony_message(channel: str, end) -> TagFormat:
+    ends = end if isinstance(end, list) else [end]
+    return TagFormat(begin=f"<|channel|>{channel}<|message|>", content=_harmony_text(ends),
+                     end=end)
+
+
+def _harmony_calls(tool) -> list[TagFormat]:
+    args = JSONSchemaFormat(json_schema=tool.parameters)
+    return [
+        TagFormat(begin=f"<|channel|>commentary to=functions.{tool.name} <|constrain|>json"
+                        "<|message|>", content=args, end="<|call|>"),
+        TagFormat(begin=f" to=functions.{tool.name}<|channel|>commentary <|constrain|>json"
+                        "<|message|>", content=args, end="<|call|>"),
+    ]
+
+
+def harmony_format(tools: list, mode: str, reasoning: str, parallel_tool_calls: bool):
+    """The gpt-oss Harmony format for one assistant turn.
+
+    Args:
+        tools: the callable :class:`FunctionTool` list (empty for ``mode="none"``).
+        mode: ``"auto"`` (ends with a final answer or a call), ``"required"`` (ends with a
+            call), ``"none"`` (ends with a final answer).
+        reasoning: ``"required"`` (the turn starts with an analysis message), ``"optional"``
+            or ``"none"`` (no analysis messages).
+        parallel_tool_calls: no effect: a Harmony turn ends at its first ``<|call|>``.
+
+    Returns:
+        The format object.
+    """
+    del parallel_tool_calls
+    analysis = _harmony_message("analysis", "<|end|>")
+    final = _harmony_message("final", ["<|return|>", "<|end|>"])
+    calls = [tag for tool in tools for tag in _harmony_calls(tool)] if mode != "none" else []
+    interim = []                       # messages that may come before the last one
+    if reasoning != "none":
+        interim.append(analysis)
+    if calls:
+        interim.append(_harmony_message("commentary", "<|end|>"))
+    last = calls if mode == "required" else [final, *calls]
+    elements = []
+    if reasoning == "required":
+        elements.append(SequenceFormat(elements=[analysis,
+                                                 ConstStringFormat(value=HARMONY_SEPARATOR)]))
+    if interim:
+        one = interim[0] if len(interim) == 1 else OrFormat(elements=interim)
+        elements.append(StarFormat(content=SequenceFormat(elements=[
+            one, ConstStringFormat(value=HARMONY_SEPARATOR)])))
+    elements.append(last[0] if len(last) == 1 else OrFormat(elements=last))
+    return elements[0] if len(elements) == 1 else SequenceFormat(elements=elements)
+
+
+# ---------------------------------------------------------------------------------------------
+# Mistral (tokenizer v3 and v7: Mistral-Nemo with Tekken, Mistral-7B-v0.3 / Mixtral with the
+# v3 SentencePiece model). Source: mistral-common 1.12, tokens/tokenizers/instruct.py,
+# InstructTokenizerV2/V3._encode_tool_calls_in_assistant_message: the special token
+# [TOOL_CALLS], then json.dumps([{"name": NAME, "arguments": {...}, "id": ID}, ...]) where "id"
+# (9 alphanumerics) is present from v3 on when the call has one, then </s>. SentencePiece
+# encodes that text with its dummy-prefix space, so " [" is accepted as well as "[".
+# Tokenizer v11+ ([TOOL_CALLS]NAME[ARGS]{...}) is not covered.
+# ---------------------------------------------------------------------------------------------
+MISTRAL_TOOL_CALLS = "[TOOL_CALLS]"
+MISTRAL_CALL_ID = r'(, "id": "[a-zA-Z0-9]{9}")?'
+
+
+def _mistral_call(tool) -> TagFormat:
+    return TagFormat(
+        begin=f'{{"name": "{tool.name}", "arguments": ',
+        content=SequenceFormat(elements=[JSONSchemaFormat(json_schema=tool.parameters),
+                                         RegexFormat(pattern=MISTRAL_CALL_ID)]),
+        end="}")
+
+
+def mistral_format(tools: list, mode: str, reasoning: str, parallel_tool_calls: bool):
+    """The Mistral ``[TOOL_CALLS][{...}, ...]`` format for one assistant turn.
+
+    The free text is any tokens but ``[TOOL_CALLS]``; the special token starts the one list of
+    calls of the turn. Token strings are resolved with the compiler's tokenizer, so the
+    vocabulary must have ``[TOOL_CALLS]`` (Tekken and the v3 SentencePiece model do).
+
+    Args:
+        tools: the callable tools (empty for ``mode="none"``).
+        mode: ``"auto"``, ``"required"`` or ``"none"``.
+        reasoning: ignored (these models do not reason in tags).
+        parallel_tool_calls: ``False``: the list holds exactly one call.
+
+    Returns:
+        The format object.
+    """
+    del reasoning
+    if mode == "none" or not tools:
+        return AnyTokensFormat(exclude_tokens=[MISTRAL_TOOL_CALLS])
+    call_list = SequenceFormat(elements=[
+        RegexFormat(pattern=r" ?\["),
+        TagsWithSeparatorFormat(tags=[_mistral_call(t) for t in tools], separator=", ",
+                                at_least_one=True, stop_after_first=not parallel_tool_calls),
+    ])
+    section = TagFormat(begin=TokenFormat(token=MISTRAL_TOOL_CALLS), content=call_list, end="]")
+    return TokenTriggeredTagsFormat(trigger_tokens=[MISTRAL_TOOL_CALLS], tags=[section],
+                                    at_least_one=mode == "required", stop_after_first=True)
+
