@@ -74,7 +74,9 @@ def test_generate_reports_missing_model_directory(tmp_path):
     (["--ebnf-file", "/nonexistent/grammar.ebnf"], "No such file"),
     (["--regex", "a", "--max-new-tokens", "0"], "--max-new-tokens"),
     (["--regex", "a", "--greedy", "--temperature", "0.5"], "--temperature"),
-    (["--regex", "a", "--model-format", "qwen"], "--model-format goes with --tools"),
+    (["--regex", "a", "--model-format", "qwen3"], "--tools and --model-format go together"),
+    (["--structural-tag", '{"type": "structural_tag", "format": {"type": "nope"}}'], "format"),
+    (["--tools", "[]", "--model-format", "no-such-format"], "no-such-format"),
 ])
 def test_generate_reports_bad_input(capsys, args, message):
     assert main(["generate", *args]) != 0
@@ -113,4 +115,22 @@ def test_generate_tools_needs_model_format(tmp_path, capsys):
     tools = tmp_path / "tools.json"
     tools.write_text(json.dumps([{"type": "function", "function": {"name": "f", "parameters": {}}}]))
     assert main(["generate", "--tools", str(tools)]) != 0
-    assert "--model-format" in capsys.readouterr().err
+    assert "--tools and --model-format go together" in capsys.readouterr().err
+
+
+@needs_structural_tags
+def test_generate_tool_call_in_model_format(tmp_path):
+    """qwen3's format with a required call and no reasoning block: every <tool_call> holds
+    JSON that names the tool, with arguments that follow its schema."""
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"location": {"type": "string", "maxLength": 20}},
+        "required": ["location"], "additionalProperties": False}}}]
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps(tools))
+    proc = run_cli("--tools", str(path), "--model-format", "qwen3", "--tool-choice", "required",
+                   "--reasoning", "off", "--prompt", "What is the weather in Paris?")
+    assert proc.returncode == 0, proc.stderr
+    calls = re.findall(r"<tool_call>\n(.*?)\n</tool_call>", proc.stdout, re.S)
+    assert calls, proc.stdout
+    for call in map(json.loads, calls):
+        assert call["name"] == "get_weather" and isinstance(call["arguments"]["location"], str)

@@ -46,7 +46,13 @@ def add_generate_parser(sub) -> None:
     source.add_argument("--tools", help="JSON file with a list of tools (OpenAI format); "
                                         "needs --model-format")
     source.add_argument("--builtin-json", action="store_true", help="any JSON value")
-    gen.add_argument("--model-format", help="tool-calling format for --tools (e.g. qwen, llama)")
+    gen.add_argument("--model-format", help="tool-calling format for --tools (e.g. qwen3, "
+                                            "llama3; see xg2_jax.get_model_structural_tag)")
+    gen.add_argument("--tool-choice", default="auto", choices=("auto", "required", "none"),
+                     help="with --tools: calls optional, at least one, or none (default auto)")
+    gen.add_argument("--reasoning", default="required", choices=("required", "optional", "off"),
+                     help="with --tools, for models that think: the turn starts with a "
+                          "reasoning block, may, or may not (default required)")
     gen.add_argument("--loose", action="store_true",
                      help="JSON Schema: strict_mode=False (allow undeclared properties)")
     gen.add_argument("--root-rule", default="root", help="EBNF root rule (default: root)")
@@ -74,18 +80,11 @@ def _json_arg(text: str, option: str) -> Any:
                        f"{e.msg}") from None
 
 
-def _structural_tag_api(what: str):
-    import xg2_jax
+def build_grammar(args: argparse.Namespace, tokenizer_info=None) -> Grammar:
+    """The grammar named by the structure options of ``generate``.
 
-    if not hasattr(xg2_jax.Grammar, "from_structural_tag"):
-        raise XG2Error(f"{what}: structural tags are not available in this build of xg2-jax")
-    return xg2_jax
-
-
-def build_grammar(args: argparse.Namespace) -> Grammar:
-    """The grammar named by the structure options of ``generate``."""
-    if args.model_format and args.tools is None:
-        raise XG2Error("--model-format goes with --tools")
+    ``tokenizer_info`` resolves the token-level parts of structural tags.
+    """
     if args.builtin_json:
         return Grammar.builtin_json_grammar()
     if args.regex is not None:
@@ -94,14 +93,19 @@ def build_grammar(args: argparse.Namespace) -> Grammar:
         return Grammar.from_json_schema(_json_arg(args.json_schema, "--json-schema"),
                                         strict_mode=not args.loose)
     if args.structural_tag is not None:
-        xg = _structural_tag_api("--structural-tag")
-        return xg.Grammar.from_structural_tag(_json_arg(args.structural_tag, "--structural-tag"))
+        return Grammar.from_structural_tag(_json_arg(args.structural_tag, "--structural-tag"),
+                                           tokenizer_info=tokenizer_info)
     if args.tools is not None:
-        if not args.model_format:
-            raise XG2Error("--tools needs --model-format (the model's tool-calling format)")
-        xg = _structural_tag_api("--tools")
+        from xg2_jax._src.model_formats import get_model_structural_tag
+
         tools = _json_arg(args.tools, "--tools")
-        return xg.Grammar.from_structural_tag(xg.get_model_structural_tag(args.model_format, tools))
+        try:
+            reasoning = {"required": True, "optional": "optional", "off": False}[args.reasoning]
+            tag = get_model_structural_tag(args.model_format, tools, args.tool_choice,
+                                           reasoning)
+        except ValueError as e:  # unknown format or malformed tools
+            raise XG2Error(f"--tools/--model-format: {e}") from None
+        return Grammar.from_structural_tag(tag, tokenizer_info=tokenizer_info)
     text = Path(args.ebnf_file).read_text(encoding="utf-8") if args.ebnf_file else args.ebnf
     return Grammar.from_ebnf(text, root_rule_name=args.root_rule)
 
@@ -115,8 +119,8 @@ class _Model:
         from xg2_jax._src.tokenizer import TokenizerInfo
 
         self.path = Path(args.model) if args.model else models.default_model_path()
-        self.lm = models.load_pretrained(self.path, dtype=args.dtype)
-        cfg = self.lm.config
+        self.config = cfg = models.load_config(self.path, dtype=args.dtype)
+        self.lm = None  # load_weights()
         self.encoder = None
         self.is_default = args.model is None
         if self.is_default:  # the shipped model: GPT-2 vocabulary, greedy tokenization
@@ -138,6 +142,11 @@ class _Model:
         bos = hf.get("bos_token_id")
         self.bos = bos if isinstance(bos, int) else (stops[0] if stops else 0)
         self.stop_token_ids = stops
+
+    def load_weights(self, dtype) -> None:
+        from xg2_jax import models
+
+        self.lm = models.load_pretrained(self.path, dtype=dtype)
 
     def encode(self, prompt: str) -> list[int]:
         if self.encoder is not None:
@@ -187,7 +196,10 @@ def run_generate(args: argparse.Namespace) -> int:
         raise XG2Error("--max-new-tokens must be at least 1")
     if args.temperature is not None and (args.greedy or args.temperature <= 0):
         raise XG2Error("--temperature must be > 0 and does not go with --greedy")
-    grammar = build_grammar(args)  # bad structures fail before the model loads
+    if (args.model_format is None) != (args.tools is None):
+        raise XG2Error("--tools and --model-format go together")
+    if args.tools is None and args.structural_tag is None:
+        grammar = build_grammar(args)  # bad structures fail before anything loads
 
     import jax
     import numpy as np
@@ -198,10 +210,13 @@ def run_generate(args: argparse.Namespace) -> int:
 
     t0 = time.perf_counter()
     model = _Model(args)
+    if args.tools is not None or args.structural_tag is not None:
+        grammar = build_grammar(args, model.tokenizer)  # before the weights load
+    model.load_weights(args.dtype)
     t_load = time.perf_counter() - t0
     prompt = np.array([model.encode(args.prompt)], dtype=np.int32)
     max_length = prompt.shape[1] + args.max_new_tokens
-    limit = model.lm.config.max_position_embeddings
+    limit = model.config.max_position_embeddings
     if max_length > limit:
         raise XG2Error(f"prompt ({prompt.shape[1]} tokens) + --max-new-tokens "
                        f"({args.max_new_tokens}) exceeds the model's {limit} positions")
