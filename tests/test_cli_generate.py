@@ -134,3 +134,45 @@ def test_generate_tool_call_in_model_format(tmp_path):
     assert calls, proc.stdout
     for call in map(json.loads, calls):
         assert call["name"] == "get_weather" and isinstance(call["arguments"]["location"], str)
+
+
+def _byte_level_tokenizer_json(eos: str) -> dict:
+    """A byte-level BPE tokenizer.json with one token per byte (GPT-2's byte-to-char map)."""
+    printable = [*range(33, 127), *range(161, 173), *range(174, 256)]
+    chars, extra = {}, 0
+    for b in range(256):
+        if b in printable:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(256 + extra)
+            extra += 1
+    vocab = {chars[b]: b for b in range(256)}
+    return {"version": "1.0", "added_tokens": [{"id": 256, "content": eos, "special": True,
+                                                "single_word": False, "lstrip": False,
+                                                "rstrip": False, "normalized": False}],
+            "normalizer": None, "post_processor": None,
+            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False,
+                              "trim_offsets": True, "use_regex": True},
+            "decoder": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                        "use_regex": True},
+            "model": {"type": "BPE", "dropout": None, "unk_token": None,
+                      "continuing_subword_prefix": None, "end_of_word_suffix": None,
+                      "fuse_unk": False, "byte_fallback": False, "vocab": vocab, "merges": []}}
+
+
+@pytest.mark.parametrize("family", ["qwen2-qkv-bias-tied", "gpt2"])
+def test_generate_with_local_hf_checkpoint(tmp_path, family):
+    """--model DIR: a random checkpoint with its tokenizer.json; the regex holds."""
+    np = pytest.importorskip("numpy")
+    pytest.importorskip("safetensors")
+    from test_models import FAMILIES, _hf_tensors, write_checkpoint
+
+    cfg, sharded = FAMILIES[family]
+    cfg = {**cfg, "vocab_size": 257, "eos_token_id": 256}
+    path = write_checkpoint(tmp_path / family, cfg, _hf_tensors(cfg, np.random.default_rng(0)),
+                            sharded=sharded)
+    (path / "tokenizer.json").write_text(json.dumps(_byte_level_tokenizer_json("<|end|>")))
+    proc = run_cli("--model", str(path), "--regex", "[ab]{3}-[0-9]", "--prompt", "go: ",
+                   "--max-new-tokens", "10")
+    assert proc.returncode == 0, proc.stderr
+    assert re.fullmatch("[ab]{3}-[0-9]", proc.stdout.rstrip("\n")), proc.stdout

@@ -60,7 +60,7 @@ def _hf_tensors(cfg: dict, rng: np.random.Generator) -> dict[str, np.ndarray]:
     out = {}
     if cfg["model_type"] == "gpt2":
         d, f = cfg["n_embd"], 4 * cfg["n_embd"]
-        out["transformer.wte.weight"] = w(VOCAB, d)
+        out["transformer.wte.weight"] = w(cfg["vocab_size"], d)
         out["transformer.wpe.weight"] = w(cfg["n_positions"], d)
         for i in range(cfg["n_layer"]):
             p = f"transformer.h.{i}"
@@ -76,7 +76,7 @@ def _hf_tensors(cfg: dict, rng: np.random.Generator) -> dict[str, np.ndarray]:
     h, kv = cfg["num_attention_heads"], cfg.get("num_key_value_heads", cfg["num_attention_heads"])
     hd = cfg.get("head_dim", d // h)
     qkv_bias = cfg["model_type"] == "qwen2" or cfg.get("attention_bias", False)
-    out["model.embed_tokens.weight"] = w(VOCAB, d)
+    out["model.embed_tokens.weight"] = w(cfg["vocab_size"], d)
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}"
         out[f"{p}.input_layernorm.weight"] = ones_ish(d)
@@ -96,7 +96,7 @@ def _hf_tensors(cfg: dict, rng: np.random.Generator) -> dict[str, np.ndarray]:
         out[f"{p}.mlp.down_proj.weight"] = w(d, f)
     out["model.norm.weight"] = ones_ish(d)
     if not cfg.get("tie_word_embeddings", False):
-        out["lm_head.weight"] = w(VOCAB, d)
+        out["lm_head.weight"] = w(cfg["vocab_size"], d)
     return out
 
 
