@@ -65,7 +65,7 @@ FORMAT_CASES = {
         ["<fn=x>{}</fn>", 'a <fn=w>{"town": "X"}</fn>', "<fn=now>{}"]),
     "triggered_tags_at_least_one": ({"type": "triggered_tags", "triggers": ["<t>"], "at_least_one": True, "tags": [
         {"begin": "<t>", "content": {"type": "const_string", "value": "1"}, "end": "</t>"}]},
-        ["<t>1</t>", "x<t>1</t>y"], ["", "text only"]),
+        ["<t>1</t>", "<t>1</t>y<t>1</t>z"], ["", "text only", "x<t>1</t>"]),
     "triggered_tags_stop_after_first": ({"type": "triggered_tags", "triggers": ["<t>"], "stop_after_first": True,
                                          "tags": [{"begin": "<t>", "content": {"type": "const_string", "value": "1"},
                                                    "end": "</t>"}]},
@@ -191,7 +191,7 @@ def _reference_dispatch(s, *, triggers, conts, ends, excludes, loop, plain_end, 
             ended = {p for p in patterns if j - len(p) >= i and s[j - len(p):j] == p}
             if not ended:
                 continue
-            if ended & set(excludes):
+            if not ended & (set(triggers) | set(ends)):  # a trigger or end ending here wins
                 return False
             ok = False
             for k, t in enumerate(triggers):
@@ -210,6 +210,8 @@ DISPATCH_SPECS = [
     dict(triggers=["<a", "a<"], conts=["1>", "2"], ends=["</b>"], excludes=[], loop=True, plain_end=False,
          at_least_one=False),
     dict(triggers=["<a"], conts=["1>"], ends=[], excludes=["é<"], loop=True, plain_end=True, at_least_one=True),
+    dict(triggers=["<a"], conts=["1>"], ends=["</b>"], excludes=["</b>", "a", "<a"], loop=True, plain_end=False,
+         at_least_one=False),
     dict(triggers=["ab", "b"], conts=["!", "?"], ends=[], excludes=[], loop=False, plain_end=True,
          at_least_one=False),
     dict(triggers=[], conts=[], ends=["</b>", "b>"], excludes=["aa"], loop=True, plain_end=False,
@@ -317,3 +319,91 @@ def test_lazy_and_cached_masks_equal_eager(llama3_tokenizer, name):
             break
         for m in ms:
             assert m.accept_token(token)
+
+
+# ------------------------------------------------------------------- token-level formats
+
+
+HEADER = {"type": "tag", "begin": {"type": "token", "token": "<|start_header_id|>"},
+          "content": {"type": "regex", "pattern": "[a-z]+"}, "end": {"type": "token", "token": 128007}}
+
+
+def test_token_format_matches_only_the_special_token(compiler, llama3_tokenizer):
+    compiled = compiler.compile_structural_tag(_tag(HEADER))
+    text_spelling = tokenize(llama3_tokenizer, "<|start_header_id|>")
+    assert len(text_spelling) > 1
+    m = xg.GrammarMatcher(compiled)
+    row = mask_row(m, llama3_tokenizer.vocab_size)
+    allowed = np.flatnonzero(np.unpackbits(row.view(np.uint8), bitorder="little")[:llama3_tokenizer.vocab_size])
+    assert allowed.tolist() == [128006]
+    assert not m.fork().accept_token(text_spelling[0])
+    assert m.accept_token(128006)
+    for t in tokenize(llama3_tokenizer, "user"):
+        assert m.accept_token(t)
+    assert not m.fork().accept_token(128008)
+    assert m.accept_token(128007)
+    assert m.is_completed()
+    # The virtual string never leaks into jump-forward text or EBNF round trips.
+    assert xg.GrammarMatcher(compiled).find_jump_forward_string() == ""
+    text = str(compiled.grammar)
+    assert "\\<128006>" in text and str(xg.Grammar.from_ebnf(text)) == text
+
+
+def test_any_tokens_allows_specials_except_excluded_and_stops(compiler, llama3_tokenizer):
+    fmt = {"type": "tag", "begin": "<a>", "content": {"type": "any_tokens", "exclude_tokens": ["<|start_header_id|>"]},
+           "end": "</a>"}
+    compiled = compiler.compile_structural_tag(_tag(fmt))
+    m = xg.GrammarMatcher(compiled)
+    assert m.accept_string("<a>")
+    row = mask_row(m, llama3_tokenizer.vocab_size)
+    bits = np.unpackbits(row.view(np.uint8), bitorder="little")[:llama3_tokenizer.vocab_size].astype(bool)
+    assert bits[128007] and bits[128000] and not bits[128006]
+    assert not bits[128009] and not bits[128001]  # stop tokens end generation, not text
+    for t in [128007] + tokenize(llama3_tokenizer, "text ") + [128000]:
+        assert m.accept_token(t)
+    assert m.accept_string("</a>") and m.is_completed()
+
+
+def test_token_triggered_tags(vocab_path):
+    tok = xg.TokenizerInfo.from_vocab_file(vocab_path("tekken_240911"))
+    fmt = {"type": "token_triggered_tags", "trigger_tokens": ["[TOOL_CALLS]"], "tags": [
+        {"begin": {"type": "token", "token": "[TOOL_CALLS]"}, "content": {"type": "json_schema", "json_schema": WEATHER},
+         "end": "\n"}]}
+    compiled = xg.GrammarCompiler(tok).compile_structural_tag(_tag(fmt))
+    m = xg.GrammarMatcher(compiled)
+    for t in tokenize(tok, "Let me check. ") + [9] + tokenize(tok, '{"city": "Lyon"}\nok'):
+        assert m.accept_token(t), t
+    assert m.is_completed()
+    m2 = xg.GrammarMatcher(compiled)
+    assert m2.accept_string("[TOOL_CALLS]")  # the text spelling is only text, no call starts
+    assert m2.accept_string('{"city"') and m2.is_completed()
+
+
+@pytest.mark.parametrize("fmt, path, reason", [
+    ({"type": "token", "token": "<|no such token|>"}, "format.token", "unknown token string"),
+    ({"type": "token", "token": 10**7}, "format.token", "outside the vocabulary"),
+    ({"type": "token", "token": "<|eot_id|>"}, "format.token", "stop token"),
+    ({"type": "exclude_token", "exclude_tokens": [1]}, "format.type", "tokenization"),
+    ({"type": "any_tokens", "max_tokens": 3}, "format.max_tokens", "token budget"),
+])
+def test_invalid_token_formats(llama3_tokenizer, fmt, path, reason):
+    with pytest.raises(xg.StructuralTagError) as info:
+        xg.Grammar.from_structural_tag(_tag(fmt), tokenizer_info=llama3_tokenizer)
+    assert str(info.value).startswith(path + ":") and reason in str(info.value)
+
+
+def test_token_format_without_tokenizer_says_so():
+    with pytest.raises(xg.StructuralTagError, match="need the tokenizer"):
+        xg.Grammar.from_structural_tag(_tag({"type": "token", "token": 5}))
+
+
+def test_normal_tokens_holding_byte_ff_are_never_accepted(gpt2_tokenizer):
+    ff = [i for i in range(gpt2_tokenizer.vocab_size) if b"\xff" in gpt2_tokenizer.token_bytes(i)]
+    assert ff  # the byte token for 0xFF at least
+    compiled = xg.GrammarCompiler(gpt2_tokenizer).compile_structural_tag(
+        _tag({"type": "any_tokens"}))
+    m = xg.GrammarMatcher(compiled)
+    row = mask_row(m, gpt2_tokenizer.vocab_size)
+    bits = np.unpackbits(row.view(np.uint8), bitorder="little")[:gpt2_tokenizer.vocab_size].astype(bool)
+    for t in ff:
+        assert not bits[t] and not m.fork().accept_token(t)

@@ -34,6 +34,13 @@ struct TokenTrie {
   int32_t num_nodes() const { return static_cast<int32_t>(byte.size()); }
 };
 
+// Special tokens appear in grammars (the token-level structural-tag formats) as 4-byte
+// "virtual" strings: 0xFF, then the id in 3 bytes, big-endian. 0xFF never occurs in UTF-8
+// text, and normal tokens containing it are left out of the trie (no grammar text can
+// contain them), so only the special token itself can match such a string.
+constexpr uint8_t kVirtualTokenLead = 0xFF;
+std::string VirtualTokenBytes(int32_t token_id);
+
 class TokenizerInfo {
  public:
   // encoded_vocab[i] is token i as written in the tokenizer. An empty string marks a special
@@ -54,6 +61,13 @@ class TokenizerInfo {
   bool is_special(int32_t id) const { return is_special_[id] != 0; }
   bool is_stop(int32_t id) const { return id >= 0 && id < vocab_size_ && is_stop_[id] != 0; }
   const TokenTrie& trie() const { return trie_; }
+  // A normal token the trie holds (so text grammars can accept it).
+  bool is_text_token(int32_t id) const {
+    return id >= 0 && id < num_tokens() && trie_.sorted_index[id] >= 0;
+  }
+  // The id of the token written `text`: a special token with that text first, else a
+  // normal token with those bytes; -1 if none.
+  int32_t FindToken(const std::string& text) const;
   // A stable fingerprint of the decoded vocabulary (for cache keys and serialization).
   uint64_t fingerprint() const { return fingerprint_; }
 

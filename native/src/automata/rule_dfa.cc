@@ -9,6 +9,7 @@
 #include "automata/aho_corasick.h"
 #include "support/utf8.h"
 #include "xg2/errors.h"
+#include "xg2/tokenizer.h"
 
 namespace xg2 {
 namespace {
@@ -105,7 +106,12 @@ class NfaBuilder {
  private:
   // UTF-8 decoder states: a complete character read, or the continuation bytes still due
   // (with the narrowed second-byte ranges after E0, ED, F0 and F4).
-  enum Utf8State : uint8_t { kU8Boundary, kU8Need1, kU8Need2, kU8Need3, kU8E0, kU8ED, kU8F0, kU8F4 };
+  // kVirt3..kVirt1: inside a special token's virtual string (see VirtualTokenBytes), with 3..1
+  // id bytes still due; allowed only along a watched string.
+  enum Utf8State : uint8_t {
+    kU8Boundary, kU8Need1, kU8Need2, kU8Need3, kU8E0, kU8ED, kU8F0, kU8F4, kVirt3, kVirt2, kVirt1
+  };
+  static constexpr int kNumTextStates = 16;
   static int Utf8Next(int u, uint8_t c) {
     auto cont = [&](uint8_t lo, uint8_t hi, int next) { return c >= lo && c <= hi ? next : -1; };
     switch (u) {
@@ -149,7 +155,7 @@ class NfaBuilder {
     auto max_depth_bytes = 0;
     for (const auto& p : patterns) max_depth_bytes = std::max<int>(max_depth_bytes, static_cast<int>(p.size()));
     const int64_t count_cap = max_chars < 0 ? 0 : max_chars + max_depth_bytes;
-    const int64_t num_keys = int64_t{ac.num_nodes()} * 8 * (two_phases ? 2 : 1) * (count_cap + 1);
+    const int64_t num_keys = int64_t{ac.num_nodes()} * kNumTextStates * (two_phases ? 2 : 1) * (count_cap + 1);
     if (max_chars >= 0 && num_keys > limits_.max_nfa_states) {
       throw Error(ErrorKind::kLimitExceeded, "free text with max_chars " + std::to_string(max_chars) +
                                                  " and " + std::to_string(patterns.size()) +
@@ -158,7 +164,7 @@ class NfaBuilder {
     std::unordered_map<int64_t, int32_t> state_of;
     std::vector<std::array<int64_t, 4>> pending;  // (phase, node, utf8, count) to expand
     auto key = [&](int64_t phase, int64_t node, int64_t u, int64_t count) {
-      return ((phase * ac.num_nodes() + node) * 8 + u) * (count_cap + 1) + count;
+      return ((phase * ac.num_nodes() + node) * kNumTextStates + u) * (count_cap + 1) + count;
     };
     auto state = [&](int64_t phase, int64_t node, int64_t u, int64_t count) {
       auto [it, inserted] = state_of.emplace(key(phase, node, u, count), -1);
@@ -189,9 +195,17 @@ class NfaBuilder {
       if (u == kU8Boundary && may_end) Eps(from, b);
       std::vector<std::pair<uint8_t, int32_t>> edges;  // (byte, target), several per byte
       for (int c = 0; c < 256; ++c) {
-        int u2 = Utf8Next(static_cast<int>(u), static_cast<uint8_t>(c));
-        if (u2 < 0) continue;
         int32_t node2 = ac.Next(static_cast<int32_t>(node), static_cast<uint8_t>(c));
+        int u2;
+        if (u >= kVirt3 || (u == kU8Boundary && c == kVirtualTokenLead)) {
+          // Virtual bytes so far (this one included) must all lie on a watched string.
+          const int consumed = u == kU8Boundary ? 1 : static_cast<int>(u) - kVirt3 + 2;
+          if (ac.Depth(node2) < consumed) continue;
+          u2 = u == kU8Boundary ? kVirt3 : u == kVirt1 ? kU8Boundary : static_cast<int>(u) + 1;
+        } else {
+          u2 = Utf8Next(static_cast<int>(u), static_cast<uint8_t>(c));
+          if (u2 < 0) continue;
+        }
         int64_t count2 = count + (u2 == kU8Boundary ? 1 : 0);
         if (max_chars >= 0 && (count2 > count_cap || count2 - ac.Depth(node2) > max_chars)) continue;
         const auto& matches = ac.Matches(node2);
@@ -199,11 +213,13 @@ class NfaBuilder {
           edges.emplace_back(static_cast<uint8_t>(c), state(phase, node2, u2, max_chars < 0 ? 0 : count2));
           continue;
         }
-        if (matches.back() >= first_exclude) continue;  // an excluded string appeared
+        // A trigger or end string ending here wins over an excluded string ending here (the
+        // end of a tag may well be excluded from its text); otherwise an exclude kills.
+        if (matches.front() >= first_exclude) continue;
         for (int32_t m : matches) {
           if (m < num_triggers) {
             edges.emplace_back(static_cast<uint8_t>(c), dispatch(phase, m));
-          } else if (!d.at_least_one || phase == 1 || num_triggers == 0) {
+          } else if (m < first_exclude && (!d.at_least_one || phase == 1 || num_triggers == 0)) {
             edges.emplace_back(static_cast<uint8_t>(c), b);  // an end string
           }
         }

@@ -185,47 +185,48 @@ TokenMaskEntry TokenMaskCache::BuildEntry(int32_t state, int32_t loop_state) {
 
 namespace {
 
-// The byte-transition tables of the states reachable from a state by byte edges, when none
-// of them has a rule edge: then the Earley row along any path is that one item, and the walk
-// is a plain DFA walk.
-struct LexicalTables {
-  std::vector<std::array<int32_t, 256>> next;  // local state -> byte -> local state or -1
-  std::vector<uint8_t> is_final;
-};
-
-bool BuildLexicalTables(const GrammarAutomaton& a, int32_t state, LexicalTables* out) {
-  constexpr size_t kMaxStates = 4096;
-  std::unordered_map<int32_t, int32_t> local;
-  std::vector<int32_t> order{state};
-  local.emplace(state, 0);
-  for (size_t qi = 0; qi < order.size(); ++qi) {
-    int32_t s = order[qi];
-    if (a.is_virtual(s) || a.rule_edge_begin[s + 1] > a.rule_edge_begin[s]) return false;
-    for (int32_t k = a.byte_edge_begin[s]; k < a.byte_edge_begin[s + 1]; ++k) {
-      int32_t t = a.byte_edges[k].target;
-      if (local.emplace(t, static_cast<int32_t>(order.size())).second) {
-        order.push_back(t);
-        if (order.size() > kMaxStates) return false;
+// A rule DFA with 256-entry transition rows built only for the states a walk
+// reaches (few: a walk that leaves the broad states dies within a few bytes).
+class LazyDfa {
+ public:
+  explicit LazyDfa(const GrammarAutomaton& a) : a_(a) {}
+  int32_t Local(int32_t global) {
+    auto [it, inserted] = local_.emplace(global, static_cast<int32_t>(global_.size()));
+    if (inserted) {
+      std::array<int32_t, 256> row;
+      row.fill(-1);
+      for (int32_t k = a_.byte_edge_begin[global]; k < a_.byte_edge_begin[global + 1]; ++k) {
+        for (int c = a_.byte_edges[k].lo; c <= a_.byte_edges[k].hi; ++c) row[c] = kUnresolved;
       }
+      next_.push_back(row);
+      global_.push_back(global);
+      final_.push_back(a_.state_final[global]);
     }
+    return it->second;
   }
-  out->next.assign(order.size(), {});
-  out->is_final.assign(order.size(), 0);
-  for (size_t i = 0; i < order.size(); ++i) {
-    int32_t s = order[i];
-    out->next[i].fill(-1);
-    out->is_final[i] = a.state_final[s];
-    for (int32_t k = a.byte_edge_begin[s]; k < a.byte_edge_begin[s + 1]; ++k) {
-      const DfaByteEdge& e = a.byte_edges[k];
-      for (int c = e.lo; c <= e.hi; ++c) out->next[i][c] = local.at(e.target);
+  int32_t Step(int32_t local, uint8_t byte) {
+    int32_t t = next_[local][byte];
+    if (t != kUnresolved) return t;
+    const int32_t g = global_[local];
+    int32_t target = -1;
+    for (int32_t k = a_.byte_edge_begin[g]; k < a_.byte_edge_begin[g + 1]; ++k) {
+      if (byte >= a_.byte_edges[k].lo && byte <= a_.byte_edges[k].hi) target = a_.byte_edges[k].target;
     }
+    t = Local(target);
+    next_[local][byte] = t;
+    return t;
   }
-  return true;
-}
+  bool IsFinal(int32_t local) const { return final_[local] != 0; }
+  int32_t Global(int32_t local) const { return global_[local]; }
 
-}  // namespace
-
-namespace {
+ private:
+  static constexpr int32_t kUnresolved = -2;
+  const GrammarAutomaton& a_;
+  std::unordered_map<int32_t, int32_t> local_;
+  std::vector<std::array<int32_t, 256>> next_;
+  std::vector<int32_t> global_;
+  std::vector<uint8_t> final_;
+};
 
 // The vocabulary walk shared by both kinds of states. step(d, byte) advances the recogniser
 // from its state after the first d - 1 bytes of the current path and returns whether it is
@@ -268,27 +269,41 @@ MaskCore TokenMaskCache::ComputeCore(const std::shared_ptr<const GrammarAutomato
                                      const TokenizerInfo& tokenizer, int32_t state, int32_t loop_state) {
   std::vector<int32_t> accepted;  // token ids
   MaskCore core;
-  LexicalTables lexical;
-  if (loop_state < 0 && BuildLexicalTables(*automaton, state, &lexical)) {
-    // A plain DFA walk: the Earley row along any path would be this one item.
-    std::vector<int32_t> path_state(1, 0);  // per depth
-    WalkTrie(tokenizer.trie(), [&](int32_t d, uint8_t byte) -> std::pair<bool, bool> {
-      const int32_t next = lexical.next[path_state[d - 1]][byte];
-      if (next < 0) return {false, false};
-      if (static_cast<int32_t>(path_state.size()) <= d) path_state.resize(d + 1);
-      path_state[d] = next;
-      return {true, lexical.is_final[next] != 0};
-    }, &accepted, &core);
-    return FinishCore(std::move(accepted), std::move(core), tokenizer);
-  }
   // Inside a counted loop the top item is the loop (so iterations chain with exact or star
   // counting and the loop's completion is what may end); elsewhere it is the state itself.
   EarleyParser inner = loop_state >= 0 ? EarleyParser::InLoop(automaton, state, loop_state)
                                        : EarleyParser(automaton, state);
   const int32_t rows0 = inner.num_rows();  // rows before the first byte
+  const GrammarAutomaton& a = *automaton;
+  auto has_rule_edges = [&](int32_t s) { return a.rule_edge_begin[s + 1] > a.rule_edge_begin[s]; };
+  // While the path stays in states without rule edges the Earley row is the one top item, so
+  // a DFA step replaces the parser (most of a broad state's walk). At a state with rule
+  // edges the parser takes over for that subtree, replaying the path's bytes once.
+  constexpr int32_t kParser = -1;
+  LazyDfa dfa(a);
+  std::vector<int32_t> path_state(1, loop_state < 0 && !has_rule_edges(state) ? dfa.Local(state) : kParser);
+  std::vector<uint8_t> path_bytes(1, 0);
   WalkTrie(tokenizer.trie(), [&](int32_t d, uint8_t byte) -> std::pair<bool, bool> {
-    inner.TruncateRows(rows0 + d - 1);
+    if (static_cast<int32_t>(path_state.size()) <= d) {
+      path_state.resize(d + 1);
+      path_bytes.resize(d + 1);
+    }
+    path_bytes[d] = byte;
+    const int32_t from = path_state[d - 1];
+    if (from != kParser) {
+      const int32_t next = dfa.Step(from, byte);
+      if (next < 0) return {false, false};
+      if (!has_rule_edges(dfa.Global(next))) {
+        path_state[d] = next;
+        return {true, dfa.IsFinal(next)};
+      }
+      inner.TruncateRows(rows0);
+      for (int32_t k = 1; k < d; ++k) inner.Advance(path_bytes[k]);  // alive: the DFA says so
+    } else {
+      inner.TruncateRows(rows0 + d - 1);
+    }
     if (!inner.Advance(byte)) return {false, false};
+    path_state[d] = kParser;
     return {true, inner.CanEnd()};
   }, &accepted, &core);
   return FinishCore(std::move(accepted), std::move(core), tokenizer);

@@ -85,6 +85,22 @@ class Fields {
   std::string path_;
 };
 
+// Text for messages: special tokens (virtual strings) shown as <token N>.
+std::string Show(const std::string& bytes) {
+  std::string out;
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    if (static_cast<uint8_t>(bytes[i]) == kVirtualTokenLead && i + 4 <= bytes.size()) {
+      int id = (static_cast<uint8_t>(bytes[i + 1]) << 16) | (static_cast<uint8_t>(bytes[i + 2]) << 8) |
+               static_cast<uint8_t>(bytes[i + 3]);
+      out += "<token " + std::to_string(id) + ">";
+      i += 3;
+    } else {
+      out.push_back(bytes[i]);
+    }
+  }
+  return out;
+}
+
 std::string Index(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
 class Lowering {
@@ -148,7 +164,7 @@ class Lowering {
         ExprId any_char = g_.AddCharClass({}, /*negated=*/true);
         return g_.AddRepeat(any_char, 0, spec.max_chars < 0 ? kUnbounded : spec.max_chars);
       }
-      return g_.AddTagDispatch(std::move(spec), {});
+      return DispatchRule(std::move(spec), {});
     }
     if (t == "sequence") {
       Fields fs(f, path, {"elements"});
@@ -201,7 +217,7 @@ class Lowering {
     if (t == "dispatch") return LowerDispatch(f, path, ends, consumed_end);
     if (t == "token" || t == "exclude_token" || t == "any_tokens" || t == "token_triggered_tags" ||
         t == "token_dispatch") {
-      return LowerTokenFormat(f, path, t);
+      return LowerTokenFormat(f, path, t, ends, consumed_end);
     }
     Fail(path + ".type", "unknown format type '" + t + "'");
   }
@@ -284,12 +300,13 @@ class Lowering {
     TagParts t;
     t.path = path;
     const JsonValue& begin = fs.Require("begin");
-    if (begin.is_object()) Fail(fs.At("begin"), "a token begin needs token_triggered_tags (or a tokenizer-aware format)");
-    t.begin = fs.String("begin");
+    t.begin = begin.is_object() ? TokenBytes(begin, fs.At("begin")) : fs.String("begin");
     t.content = &fs.Require("content");
     const JsonValue& end = fs.Require("end");
     if (end.is_string()) {
       t.ends.push_back(end.as_string());
+    } else if (end.is_object()) {
+      t.ends.push_back(TokenBytes(end, fs.At("end")));
     } else if (end.is_array()) {
       if (end.items().empty()) Fail(fs.At("end"), "must list at least one end string");
       for (size_t i = 0; i < end.items().size(); ++i) {
@@ -321,26 +338,15 @@ class Lowering {
   std::vector<ExprId> TriggerContinuations(const std::vector<std::string>& triggers, const std::vector<TagParts>& tags,
                                            const std::string& path, bool append_ends,
                                            const std::vector<std::string>& ends) {
+    std::vector<int> match = TriggerIndices(triggers, tags, path);
     std::vector<std::vector<ExprId>> alts(triggers.size());
     for (size_t i = 0; i < tags.size(); ++i) {
-      int match = -1;
-      for (size_t j = 0; j < triggers.size(); ++j) {
-        if (tags[i].begin.compare(0, triggers[j].size(), triggers[j]) == 0) {
-          if (match >= 0) {
-            Fail(tags[i].path + ".begin", "matches two triggers ('" + triggers[match] + "' and '" + triggers[j] +
-                                              "'); each tag must start with exactly one trigger");
-          }
-          match = static_cast<int>(j);
-        }
-      }
-      if (match < 0) Fail(tags[i].path + ".begin", "'" + tags[i].begin + "' does not start with any trigger");
-      ExprId body = g_.AddSequence({Literal(tags[i].begin.substr(triggers[match].size())), TagBody(tags[i])});
+      ExprId body = g_.AddSequence({Literal(tags[i].begin.substr(triggers[match[i]].size())), TagBody(tags[i])});
       if (append_ends) body = g_.AddSequence({body, EndChoice(ends)});
-      alts[match].push_back(body);
+      alts[match[i]].push_back(body);
     }
     std::vector<ExprId> out;
     for (size_t j = 0; j < triggers.size(); ++j) {
-      if (alts[j].empty()) Fail(Index(path + ".triggers", j), "trigger '" + triggers[j] + "' is not a prefix of any tag's begin");
       RuleId r = g_.DeclareRule("tags_after_trigger_" + std::to_string(++continuations_));
       g_.SetRuleBody(r, alts[j].size() == 1 ? alts[j][0] : g_.AddChoice(alts[j]));
       out.push_back(g_.AddRuleRef(r));
@@ -352,7 +358,9 @@ class Lowering {
                      const std::string& path) {
     for (size_t i = 0; i < excludes.size(); ++i) {
       for (const auto& t : triggers) {
-        if (t.find(excludes[i]) != std::string::npos) {
+        // (As a suffix it is harmless: a trigger ending at a position wins over an exclude.)
+        size_t at = t.find(excludes[i]);
+        if (at != std::string::npos && at + excludes[i].size() != t.size()) {
           Fail(Index(path + ".excludes", i), "'" + excludes[i] + "' occurs in trigger '" + t + "', so the trigger could never be written");
         }
       }
@@ -362,19 +370,72 @@ class Lowering {
   ExprId LowerTriggeredTags(const JsonValue& f, const std::string& path, const std::vector<std::string>& ends,
                             bool* consumed_end) {
     Fields fs(f, path, {"triggers", "tags", "at_least_one", "stop_after_first", "excludes"});
+    std::vector<std::string> triggers = fs.Strings("triggers");
+    if (triggers.empty()) Fail(fs.At("triggers"), "must list at least one trigger");
     TagDispatchSpec spec;
-    spec.triggers = fs.Strings("triggers");
-    if (spec.triggers.empty()) Fail(fs.At("triggers"), "must list at least one trigger");
+    spec.excludes = fs.Strings("excludes");
+    CheckExcludes(spec.excludes, triggers, path);
+    return LowerTriggered(fs, std::move(triggers), std::move(spec), ends, consumed_end);
+  }
+
+  // Free text dispatching on triggers to their tags. With at_least_one (as in xgrammar) the
+  // output starts with a tag; with stop_after_first it ends after one tag.
+  ExprId LowerTriggered(const Fields& fs, std::vector<std::string> triggers, TagDispatchSpec spec,
+                        const std::vector<std::string>& ends, bool* consumed_end) {
     const auto& tag_items = fs.List("tags", /*allow_empty=*/false);
     std::vector<TagParts> tags;
     for (size_t i = 0; i < tag_items.size(); ++i) tags.push_back(ReadTag(tag_items[i], Index(fs.At("tags"), i)));
-    spec.at_least_one = fs.Bool("at_least_one", false);
+    const bool at_least_one = fs.Bool("at_least_one", false);
     spec.loop = !fs.Bool("stop_after_first", false);
-    spec.excludes = fs.Strings("excludes");
-    CheckExcludes(spec.excludes, spec.triggers, path);
+    spec.triggers = triggers;
+    if (at_least_one) {
+      // The first tag, whole; then (unless one is all) the usual dispatch.
+      std::vector<ExprId> first;
+      for (const TagParts& t : tags) first.push_back(g_.AddSequence({Literal(t.begin), TagBody(t)}));
+      CheckTriggers(triggers, tags, fs.path());
+      RuleId r = g_.DeclareRule("first_tag_" + std::to_string(++continuations_));
+      g_.SetRuleBody(r, first.size() == 1 ? first[0] : g_.AddChoice(first));
+      if (!spec.loop) return g_.AddRuleRef(r);
+      bool consumed = false;
+      SetEnds(&spec, ends, &consumed);
+      std::vector<ExprId> children = TriggerContinuations(triggers, tags, fs.path(), false, ends);
+      *consumed_end = consumed;
+      return g_.AddSequence({g_.AddRuleRef(r), DispatchRule(std::move(spec), std::move(children))});
+    }
     SetEnds(&spec, ends, consumed_end);
-    std::vector<ExprId> children = TriggerContinuations(spec.triggers, tags, path, !spec.loop && !ends.empty(), ends);
+    std::vector<ExprId> children = TriggerContinuations(triggers, tags, fs.path(), !spec.loop && !ends.empty(), ends);
     return DispatchRule(std::move(spec), std::move(children));
+  }
+
+  // Every tag starts with exactly one trigger, and every trigger starts some tag.
+  void CheckTriggers(const std::vector<std::string>& triggers, const std::vector<TagParts>& tags,
+                     const std::string& path) {
+    (void)TriggerIndices(triggers, tags, path);
+  }
+
+  std::vector<int> TriggerIndices(const std::vector<std::string>& triggers, const std::vector<TagParts>& tags,
+                                  const std::string& path) {
+    std::vector<int> out;
+    std::vector<bool> used(triggers.size(), false);
+    for (const TagParts& t : tags) {
+      int match = -1;
+      for (size_t j = 0; j < triggers.size(); ++j) {
+        if (t.begin.compare(0, triggers[j].size(), triggers[j]) == 0) {
+          if (match >= 0) {
+            Fail(t.path + ".begin", "matches two triggers ('" + Show(triggers[match]) + "' and '" + Show(triggers[j]) +
+                                        "'); each tag must start with exactly one trigger");
+          }
+          match = static_cast<int>(j);
+        }
+      }
+      if (match < 0) Fail(t.path + ".begin", "'" + Show(t.begin) + "' does not start with any trigger");
+      used[match] = true;
+      out.push_back(match);
+    }
+    for (size_t j = 0; j < triggers.size(); ++j) {
+      if (!used[j]) Fail(Index(path + ".triggers", j), "trigger '" + Show(triggers[j]) + "' is not a prefix of any tag's begin");
+    }
+    return out;
   }
 
   ExprId LowerDispatch(const JsonValue& f, const std::string& path, const std::vector<std::string>& ends,
@@ -428,7 +489,12 @@ class Lowering {
     return at_least_one ? list : g_.AddRepeat(list, 0, 1);
   }
 
-  ExprId LowerTokenFormat(const JsonValue& f, const std::string& path, const std::string& type);
+  ExprId LowerTokenFormat(const JsonValue& f, const std::string& path, const std::string& type,
+                          const std::vector<std::string>& ends, bool* consumed_end);
+  int32_t ResolveToken(const JsonValue& v, const std::string& path);
+  std::string TokenText(int32_t id, const std::string& path);
+  std::string TokenBytes(const JsonValue& f, const std::string& path);
+  void ExcludeTokens(const Fields& fs, std::vector<std::string>* excludes);
 
   const StructuralTagOptions& options_;
   Grammar g_;
@@ -440,9 +506,112 @@ class Lowering {
   const std::vector<std::string> kNoEnds;
 };
 
-ExprId Lowering::LowerTokenFormat(const JsonValue& f, const std::string& path, const std::string& type) {
-  (void)f;
-  Fail(path + ".type", "token-level format '" + type + "' is not supported by this build");
+// Token-level formats. A special token is the 4-byte virtual string of VirtualTokenBytes (so
+// the byte-level engine matches exactly that token); a normal token is its text.
+int32_t Lowering::ResolveToken(const JsonValue& v, const std::string& path) {
+  const TokenizerInfo* tok = options_.tokenizer;
+  if (!tok) Fail(path, "token-level formats need the tokenizer: use GrammarCompiler.compile_structural_tag or pass tokenizer_info");
+  if (v.is_number() && v.is_integer()) {
+    double d = v.as_number();
+    if (d < 0 || d >= tok->num_tokens()) Fail(path, "token id " + v.number_literal() + " is outside the vocabulary");
+    return static_cast<int32_t>(d);
+  }
+  if (!v.is_string()) Fail(path, "a token is an id or a token string");
+  int32_t id = tok->FindToken(v.as_string());
+  if (id < 0) Fail(path, "unknown token string '" + v.as_string() + "'");
+  return id;
+}
+
+std::string Lowering::TokenText(int32_t id, const std::string& path) {
+  const TokenizerInfo& tok = *options_.tokenizer;
+  if (tok.is_special(id)) {
+    if (tok.is_stop(id)) Fail(path, "token " + std::to_string(id) + " is a stop token; it ends generation and cannot appear inside a structure");
+    return VirtualTokenBytes(id);
+  }
+  if (!tok.is_text_token(id)) Fail(path, "token " + std::to_string(id) + " is not valid text");
+  return tok.token_bytes(id);
+}
+
+std::string Lowering::TokenBytes(const JsonValue& f, const std::string& path) {
+  Fields fs(f, path, {"token"});
+  const JsonValue* type = f.Find("type");
+  if (!type || !type->is_string() || type->as_string() != "token") Fail(path + ".type", "must be \"token\"");
+  return TokenText(ResolveToken(fs.Require("token"), fs.At("token")), fs.At("token"));
+}
+
+// Excluded tokens: special ones are already barred from free text (only watched strings may
+// contain one); a normal one is excluded as text (stricter than the token: never wider).
+void Lowering::ExcludeTokens(const Fields& fs, std::vector<std::string>* excludes) {
+  const JsonValue* list = fs.Get("exclude_tokens");
+  if (!list || list->is_null()) return;
+  if (!list->is_array()) Fail(fs.At("exclude_tokens"), "must be a list of token ids or strings");
+  for (size_t i = 0; i < list->items().size(); ++i) {
+    std::string p = Index(fs.At("exclude_tokens"), i);
+    int32_t id = ResolveToken(list->items()[i], p);
+    if (!options_.tokenizer->is_special(id)) excludes->push_back(TokenText(id, p));
+  }
+}
+
+ExprId Lowering::LowerTokenFormat(const JsonValue& f, const std::string& path, const std::string& type,
+                                  const std::vector<std::string>& ends, bool* consumed_end) {
+  if (type == "token") return g_.AddBytes(TokenBytes(f, path));
+  if (type == "exclude_token") {
+    Fail(path + ".type", "'exclude_token' (exactly one token except some) depends on tokenization, which a "
+                         "byte-level grammar cannot see; use any_tokens or token_triggered_tags");
+  }
+  if (type == "any_tokens") {
+    Fields fs(f, path, {"exclude_tokens", "max_tokens"});
+    if (const JsonValue* mt = fs.Get("max_tokens"); mt && !mt->is_null()) {
+      Fail(fs.At("max_tokens"), "a token budget cannot be enforced by a byte-level grammar");
+    }
+    if (!options_.tokenizer) Fail(path, "token-level formats need the tokenizer: use GrammarCompiler.compile_structural_tag or pass tokenizer_info");
+    TagDispatchSpec spec;
+    ExcludeTokens(fs, &spec.excludes);
+    std::set<int32_t> barred;
+    if (const JsonValue* list = fs.Get("exclude_tokens"); list && list->is_array()) {
+      for (size_t i = 0; i < list->items().size(); ++i) barred.insert(ResolveToken(list->items()[i], Index(fs.At("exclude_tokens"), i)));
+    }
+    // Special tokens allowed in the text: watched strings with an empty continuation.
+    std::vector<ExprId> children;
+    const TokenizerInfo& tok = *options_.tokenizer;
+    for (int32_t id : tok.special_token_ids()) {
+      if (barred.count(id) || tok.is_stop(id) || id >= tok.num_tokens()) continue;
+      spec.triggers.push_back(VirtualTokenBytes(id));
+      children.push_back(g_.AddEmpty());
+    }
+    SetEnds(&spec, ends, consumed_end);
+    return DispatchRule(std::move(spec), std::move(children));
+  }
+  if (type == "token_triggered_tags") {
+    Fields fs(f, path, {"trigger_tokens", "tags", "exclude_tokens", "at_least_one", "stop_after_first"});
+    const JsonValue& triggers = fs.Require("trigger_tokens");
+    if (!triggers.is_array() || triggers.items().empty()) Fail(fs.At("trigger_tokens"), "must list at least one token");
+    std::vector<std::string> trigger_bytes;
+    for (size_t i = 0; i < triggers.items().size(); ++i) {
+      std::string p = Index(fs.At("trigger_tokens"), i);
+      trigger_bytes.push_back(TokenText(ResolveToken(triggers.items()[i], p), p));
+    }
+    TagDispatchSpec spec;
+    ExcludeTokens(fs, &spec.excludes);
+    return LowerTriggered(fs, std::move(trigger_bytes), std::move(spec), ends, consumed_end);
+  }
+  // token_dispatch
+  Fields fs(f, path, {"rules", "loop", "exclude_tokens"});
+  TagDispatchSpec spec;
+  spec.loop = fs.Bool("loop", true);
+  ExcludeTokens(fs, &spec.excludes);
+  const auto& rules = fs.List("rules", /*allow_empty=*/false);
+  std::vector<ExprId> children;
+  for (size_t i = 0; i < rules.size(); ++i) {
+    std::string p = Index(fs.At("rules"), i);
+    if (!rules[i].is_array() || rules[i].items().size() != 2) Fail(p, "must be a [token, format] pair");
+    spec.triggers.push_back(TokenText(ResolveToken(rules[i].items()[0], p + "[0]"), p + "[0]"));
+    ExprId child = Lower(rules[i].items()[1], p + "[1]", kNoEnds, &ignored_);
+    if (!spec.loop && !ends.empty()) child = g_.AddSequence({child, EndChoice(ends)});
+    children.push_back(child);
+  }
+  SetEnds(&spec, ends, consumed_end);
+  return DispatchRule(std::move(spec), std::move(children));
 }
 
 }  // namespace

@@ -153,7 +153,11 @@ ExprId XmlParameterLowering::Parameter(const std::string& name, const JsonValue&
     TagDispatchSpec text;
     text.ends = {end};
     text.plain_end = false;
-    seq.push_back(g_->AddTagDispatch(std::move(text), {}));
+    // A rule of its own: identical ones (every string parameter) merge into one, whose masks
+    // are then built once.
+    RuleId r = g_->DeclareRule("raw_text_value");
+    g_->SetRuleBody(r, g_->AddTagDispatch(std::move(text), {}));
+    seq.push_back(g_->AddRuleRef(r));
     return g_->AddSequence(std::move(seq));
   }
   if (fixed) {

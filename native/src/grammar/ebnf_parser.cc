@@ -19,6 +19,7 @@
 #include "support/utf8.h"
 #include "xg2/errors.h"
 #include "xg2/grammar.h"
+#include "xg2/tokenizer.h"
 
 namespace xg2 {
 
@@ -505,7 +506,14 @@ std::string EbnfParser::ParseStringBytes() {
       ++pos_;
       break;
     }
-    if (c == '\\') {
+    if (c == '\\' && Peek(1) == '<') {  // \<id>: a special token (see VirtualTokenBytes)
+      size_t escape_start = pos_;
+      pos_ += 2;
+      int64_t id = ParseBound();
+      if (Peek() != '>' || id >= (int64_t{1} << 24)) Fail("a token escape is \\<id> with id below 2^24", escape_start);
+      ++pos_;
+      bytes += VirtualTokenBytes(static_cast<int32_t>(id));
+    } else if (c == '\\') {
       size_t escape_start = pos_;
       uint32_t cp = ParseEscape();
       if (IsSurrogate(cp)) Fail("a surrogate code point cannot appear in a string", escape_start);

@@ -6,6 +6,7 @@
 
 #include "support/utf8.h"
 #include "xg2/grammar.h"
+#include "xg2/tokenizer.h"
 
 namespace xg2 {
 
@@ -94,6 +95,14 @@ void AppendQuoted(const std::string& bytes, std::string* out) {
   out->push_back('"');
   for (size_t i = 0; i < bytes.size();) {
     uint32_t cp = 0;
+    if (static_cast<uint8_t>(bytes[i]) == kVirtualTokenLead && i + 4 <= bytes.size()) {
+      // A special token (see VirtualTokenBytes): \<id>.
+      int32_t id = (static_cast<uint8_t>(bytes[i + 1]) << 16) | (static_cast<uint8_t>(bytes[i + 2]) << 8) |
+                   static_cast<uint8_t>(bytes[i + 3]);
+      *out += "\\<" + std::to_string(id) + ">";
+      i += 4;
+      continue;
+    }
     int length = DecodeUtf8(bytes, i, &cp);
     if (length == 0) {
       // A byte outside valid UTF-8 has no exact spelling in the dialect (\xHH names code

@@ -48,8 +48,14 @@ bool GrammarMatcher::AcceptToken(int32_t token_id) {
     terminated_ = true;
     return true;
   }
-  if (token_id >= tok.num_tokens() || tok.is_special(token_id)) return false;
-  const std::string& bytes = tok.token_bytes(token_id);
+  if (token_id >= tok.num_tokens()) return false;
+  std::string virtual_bytes;
+  if (tok.is_special(token_id)) {
+    virtual_bytes = VirtualTokenBytes(token_id);  // only token-level grammar nodes accept it
+  } else if (!tok.is_text_token(token_id)) {
+    return false;
+  }
+  const std::string& bytes = tok.is_special(token_id) ? virtual_bytes : tok.token_bytes(token_id);
   int32_t rows = parser_.num_rows();
   if (!parser_.AdvanceBytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())) {
     return false;
@@ -224,6 +230,7 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
   if (parser_.CanEnd()) {
     for (int32_t id : stop_token_ids_) set_bit(id);
   }
+  AddSpecialTokens(words);
   // Needs masking unless every id of the vocabulary is allowed.
   int32_t vocab_size = tok.vocab_size();
   for (int32_t w = 0; w < vocab_size / 32; ++w) {
@@ -313,6 +320,22 @@ void GrammarMatcher::WalkTokens(const std::vector<int32_t>& sorted_indices, uint
   parser_.TruncateRows(rows0);
 }
 
+void GrammarMatcher::AddSpecialTokens(uint32_t* words) {
+  uint64_t next[4];
+  parser_.NextBytes(next);
+  if (!((next[kVirtualTokenLead >> 6] >> (kVirtualTokenLead & 63)) & 1)) return;  // the usual case
+  const TokenizerInfo& tok = *compiled_->tokenizer();
+  const int32_t rows = parser_.num_rows();
+  for (int32_t id : tok.special_token_ids()) {
+    if (IsStopToken(id)) continue;
+    const std::string v = VirtualTokenBytes(id);
+    if (parser_.AdvanceBytes(reinterpret_cast<const uint8_t*>(v.data()), v.size())) {
+      words[id >> 5] |= 1u << (id & 31);
+    }
+    parser_.TruncateRows(rows);
+  }
+}
+
 std::string GrammarMatcher::FindJumpForwardString() {
   std::string out;
   if (terminated_) return out;
@@ -326,7 +349,8 @@ std::string GrammarMatcher::FindJumpForwardString() {
       count += __builtin_popcountll(next[w]);
       if (next[w] && byte < 0) byte = w * 64 + __builtin_ctzll(next[w]);
     }
-    if (count != 1 || !parser_.Advance(static_cast<uint8_t>(byte))) break;
+    // A virtual special-token string is never text to jump over.
+    if (count != 1 || byte == kVirtualTokenLead || !parser_.Advance(static_cast<uint8_t>(byte))) break;
     out.push_back(static_cast<char>(byte));
   }
   parser_.TruncateRows(rows0);

@@ -60,6 +60,8 @@ class GrammarMatcher {
                     int32_t max_token_len);
   void ApplyEntry(const TokenMaskEntry& e, uint32_t* words);
   void WalkTokens(const std::vector<int32_t>& sorted_indices, uint32_t* words);
+  // Sets the bits of the special tokens a token-level grammar node accepts now.
+  void AddSpecialTokens(uint32_t* words);
   struct Pending {
     RuleId rule;
     int32_t origin;

@@ -261,6 +261,7 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded_vocab, Voca
   for (int32_t id = 0; id < num_tokens; ++id) {
     if (is_special_[id]) continue;
     const std::string& s = decoded_[id];
+    if (s.find(static_cast<char>(kVirtualTokenLead)) != std::string::npos) continue;  // see VirtualTokenBytes
     uint64_t prefix = 0;
     const size_t n = std::min<size_t>(s.size(), 8);
     for (size_t k = 0; k < 8; ++k) {
@@ -344,6 +345,22 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded_vocab, Voca
     if (is_stop_[id]) h.U64(static_cast<uint64_t>(id));
   }
   fingerprint_ = h.Finish();
+}
+
+std::string VirtualTokenBytes(int32_t token_id) {
+  std::string out(1, static_cast<char>(kVirtualTokenLead));
+  for (int shift = 16; shift >= 0; shift -= 8) out.push_back(static_cast<char>((token_id >> shift) & 0xFF));
+  return out;
+}
+
+int32_t TokenizerInfo::FindToken(const std::string& text) const {
+  int32_t normal = -1;
+  for (int32_t id = 0; id < num_tokens(); ++id) {
+    if (decoded_[id] != text) continue;
+    if (is_special_[id]) return id;
+    if (normal < 0) normal = id;
+  }
+  return normal;
 }
 
 }  // namespace xg2
