@@ -1,5 +1,9 @@
 """The ``xg2-jax`` command line.
 
+``xg2-jax generate`` (the main job, in :mod:`xg2_jax._src.cli_generate`) generates text
+constrained by a JSON Schema, grammar, regex or structural tag with a model (by default the
+tiny model shipped in the package).
+
 ``xg2-jax check`` compiles a grammar (EBNF, JSON Schema or regex) against a vocabulary (the GPT-2 vocabulary shipped in
 the package by default) and reports compile time, grammar size and, along a sample string,
 the number of allowed tokens and the mask time at every step.
@@ -17,6 +21,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from xg2_jax._src.cli_generate import add_generate_parser
 from xg2_jax._src.compiler import GrammarCompiler
 from xg2_jax._src.errors import GrammarSyntaxError, XG2Error
 from xg2_jax._src.grammar import Grammar
@@ -150,6 +155,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--sample", help="text to drive the matcher along, token by token")
     check.add_argument("--lazy", action="store_true", help="build token masks on first use")
     check.set_defaults(func=run_check)
+    add_generate_parser(sub)
     return parser
 
 
@@ -159,7 +165,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return args.func(args)
     except GrammarSyntaxError as e:
-        where = args.ebnf_file or "<grammar>"
+        where = getattr(args, "ebnf_file", None) or "<grammar>"
         print(f"error: {where}:{e}", file=sys.stderr)
         return 2
     except (XG2Error, OSError) as e:

@@ -18,6 +18,11 @@ __all__ = [
     "StructuralTagError",
     "UnsupportedSchemaError",
     "UnsupportedSchemaWarning",
+    "ModelError",
+    "ModelFileError",
+    "MissingTensorError",
+    "TensorShapeError",
+    "UnsupportedModelError",
 ]
 
 
@@ -68,3 +73,28 @@ class UnsupportedSchemaError(GrammarError):
 
 class UnsupportedSchemaWarning(UserWarning):
     """Emitted (with on_unsupported="warn") for each JSON Schema keyword that was not enforced."""
+
+
+class ModelError(XG2Error):
+    """A model checkpoint could not be loaded (base class of the model loading errors)."""
+
+
+class ModelFileError(ModelError, FileNotFoundError):
+    """A checkpoint file (config.json, safetensors shard, tokenizer) is missing or unreadable;
+    the message names the file."""
+
+
+class MissingTensorError(ModelError, ValueError):
+    """Tensors the model needs are absent from the checkpoint; ``names`` lists them."""
+
+    def __init__(self, message: str, names: tuple = ()):
+        super().__init__(message)
+        self.names = tuple(names)
+
+
+class TensorShapeError(ModelError, ValueError):
+    """A checkpoint tensor has the wrong shape; the message names it, expected and got."""
+
+
+class UnsupportedModelError(ModelError, ValueError):
+    """The config asks for an architecture or option the models do not implement."""
