@@ -549,3 +549,56 @@ def test_deserialize_forged_limits():
     """, timeout=120, memory_gib=1.5)
     assert res["outcome"] == "raised", res
     assert "XG2Error" in res["mro"], res
+
+
+# --------------------------------------------------------------------------- configurable limits
+def test_compile_time_limit_names_the_limit():
+    """A request-sized schema that would pin a core for long is cut off by time_limit_s."""
+    res = run_isolated("""
+        tok = xg.TokenizerInfo(["a", "b", '"', "v", "0", "1", "2", "</s>"], stop_token_ids=[7])
+        grammar = xg.Grammar.from_json_schema({"enum": [f"value-{i}-{i * 7919 % 100003}" for i in range(200000)]})
+        def call():
+            return xg.GrammarCompiler(tok, time_limit_s=0.5).compile_grammar(grammar)
+    """, timeout=120)
+    assert res["outcome"] == "raised" and res["type"] == "LimitExceededError", res
+    assert "time_limit_s" in res["msg"], res
+    # checked between passes and inside automaton construction: one linear pass may overrun
+    assert res["seconds"] < 6 * SLOWDOWN, res
+
+
+def test_compile_time_limit_leaves_the_compiler_usable(tok):
+    compiler = xg.GrammarCompiler(tok, time_limit_s=30)
+    compiled = compiler.compile_grammar('root ::= "ab"+')
+    assert xg.GrammarMatcher(compiled).accept_string("abab")
+
+
+def test_automaton_size_limits_are_configurable(tok):
+    small = xg.GrammarCompiler(tok, max_nfa_states=50)
+    with pytest.raises(xg.LimitExceededError, match="max_nfa_states"):
+        small.compile_grammar('root ::= "' + "ab" * 100 + '"')
+    assert small.compile_grammar('root ::= "ab"') is not None  # still usable
+    with pytest.raises(ValueError):
+        xg.GrammarCompiler(tok, max_dfa_states=0)
+    with pytest.raises(ValueError):
+        xg.GrammarCompiler(tok, time_limit_s=-1)
+
+
+def test_nesting_depth_is_configurable_and_named():
+    before = xg.set_limits()["max_nesting_depth"]
+    try:
+        assert xg.set_limits(max_nesting_depth=20)["max_nesting_depth"] == 20
+        deep = "root ::= " + "(" * 30 + '"a"' + ")" * 30
+        with pytest.raises(xg.LimitExceededError, match="max_nesting_depth=20"):
+            xg.Grammar.from_ebnf(deep)
+        with pytest.raises(xg.LimitExceededError, match="max_nesting_depth=20"):
+            xg.Grammar.from_regex("(" * 30 + "a" + ")" * 30)
+        with pytest.raises(xg.LimitExceededError, match="max_nesting_depth=20"):
+            xg.Grammar.from_json_schema("[" * 30 + "]" * 30)
+        with pytest.raises(xg.LimitExceededError, match="max_nesting_depth=20"):
+            xg.Grammar.from_structural_tag('{"type": "structural_tag", "format": ' + "[" * 30 + "]" * 30 + "}")
+        xg.set_limits(max_nesting_depth=2000)
+        xg.Grammar.from_ebnf("root ::= " + "(" * 1500 + '"a"' + ")" * 1500)
+        with pytest.raises(xg.InvalidArgumentError):
+            xg.set_limits(max_nesting_depth=0)
+    finally:
+        xg.set_limits(max_nesting_depth=before)

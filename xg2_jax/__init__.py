@@ -19,6 +19,7 @@ from xg2_jax._src.compiler import (
     clear_cross_grammar_cache,
     cross_grammar_cache_stats,
     set_cross_grammar_cache_limit,
+    set_limits,
 )
 from xg2_jax._src.errors import (
     GrammarError,
@@ -137,6 +138,7 @@ __all__ = [
     "clear_cross_grammar_cache",
     "cross_grammar_cache_stats",
     "set_cross_grammar_cache_limit",
+    "set_limits",
     "bitmask_to_bool",
     "get_bitmask_shape",
     "traverse_draft_tree",

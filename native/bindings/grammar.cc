@@ -8,6 +8,8 @@
 #include "compiler/cross_grammar_cache.h"
 #include "compiler/grammar_compiler.h"
 #include "xg2/grammar.h"
+#include "xg2/errors.h"
+#include "xg2/limits.h"
 
 namespace xg2::bindings {
 
@@ -56,6 +58,10 @@ void BindGrammar(nb::module_& m) {
             c.mask_cache().PrecomputeAll(num_threads);
           },
           nb::arg("num_threads") = 1);
+
+  m.def(
+      "set_max_nesting_depth", [](int depth) { SetMaxNestingDepth(depth); }, nb::arg("depth"));
+  m.def("max_nesting_depth", []() { return MaxNestingDepth(); });
 
   m.def("cross_grammar_cache_stats", []() {
     CrossGrammarCacheStats s = CrossGrammarCache::Global().Stats();
@@ -110,14 +116,23 @@ void BindGrammar(nb::module_& m) {
           nb::arg("tokenizer_info"), nb::arg("max_threads") = 0, nb::arg("cache_enabled") = true)
       .def(
           "compile",
-          [](GrammarCompiler& c, const Grammar& g, bool precompute, int64_t max_unrolled_repeat) {
+          [](GrammarCompiler& c, const Grammar& g, bool precompute, int64_t max_unrolled_repeat,
+             double time_limit_s, int64_t max_nfa_states, int64_t max_dfa_states) {
+            if (max_nfa_states < 1 || max_dfa_states < 1) {
+              throw Error(ErrorKind::kInvalidArgument, "max_nfa_states and max_dfa_states must be >= 1");
+            }
             CompileOptions options;
             options.precompute_masks = precompute;
             options.limits.max_unrolled_repeat = max_unrolled_repeat;
+            options.limits.max_nfa_states = max_nfa_states;
+            options.limits.max_dfa_states = max_dfa_states;
+            options.time_limit_s = time_limit_s;
             nb::gil_scoped_release release;
             return c.Compile(g, options);
           },
-          nb::arg("grammar"), nb::arg("precompute") = true, nb::arg("max_unrolled_repeat") = 32)
+          nb::arg("grammar"), nb::arg("precompute") = true, nb::arg("max_unrolled_repeat") = 32,
+          nb::arg("time_limit_s") = 0.0, nb::arg("max_nfa_states") = 4'000'000,
+          nb::arg("max_dfa_states") = 1'000'000)
       .def("clear_cache", &GrammarCompiler::ClearCache)
       .def_prop_ro("cache_size", &GrammarCompiler::cache_size)
       .def_prop_ro("max_threads", &GrammarCompiler::num_threads);

@@ -139,6 +139,26 @@ def set_cross_grammar_cache_limit(limit_bytes: int) -> None:
     _core.set_cross_grammar_cache_limit(int(limit_bytes))
 
 
+def set_limits(*, max_nesting_depth: Optional[int] = None) -> dict:
+    """Sets process-wide front-end limits and returns the current ones.
+
+    Args:
+        max_nesting_depth: deepest nesting of EBNF expressions, regex groups and JSON
+            documents (schemas, structural tags); deeper input raises
+            :class:`LimitExceededError` naming this limit. Default 1000.
+
+    Returns:
+        ``{"max_nesting_depth": ...}`` after the change.
+
+    Example:
+        >>> set_limits()["max_nesting_depth"] >= 1
+        True
+    """
+    if max_nesting_depth is not None:
+        _core.set_max_nesting_depth(int(max_nesting_depth))
+    return {"max_nesting_depth": _core.max_nesting_depth()}
+
+
 def clear_cross_grammar_cache() -> None:
     """Empties both pools (compiled grammars keep what they already use)."""
     _core.clear_cross_grammar_cache()
@@ -174,6 +194,12 @@ class GrammarCompiler:
         tokenizer_info: the vocabulary.
         max_threads: threads used to build mask caches (0: all cores).
         cache_enabled: keep compiled grammars and return them for an identical grammar.
+        time_limit_s: an eager compile (automata and masks) that takes longer raises
+            :class:`LimitExceededError` naming this limit (None: no limit). A lazy compile
+            only bounds the automata; cancel a background build with its handle.
+        max_nfa_states, max_dfa_states: size limits of one rule's automaton (the compile
+            memory bound); a grammar over them raises :class:`LimitExceededError` naming the
+            limit. Front-end nesting depth is set process-wide with :func:`set_limits`.
 
     Example:
         >>> tok = TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2])
@@ -184,8 +210,15 @@ class GrammarCompiler:
     """
 
     def __init__(self, tokenizer_info: TokenizerInfo, *, max_threads: int = 0,
-                 cache_enabled: bool = True):
+                 cache_enabled: bool = True, time_limit_s: Optional[float] = None,
+                 max_nfa_states: int = 4_000_000, max_dfa_states: int = 1_000_000):
+        if time_limit_s is not None and not time_limit_s > 0:
+            raise ValueError("time_limit_s must be None or > 0")
+        if max_nfa_states < 1 or max_dfa_states < 1:
+            raise ValueError("max_nfa_states and max_dfa_states must be >= 1")
         self._tokenizer_info = tokenizer_info
+        self._limits = dict(time_limit_s=float(time_limit_s or 0.0), max_nfa_states=int(max_nfa_states),
+                            max_dfa_states=int(max_dfa_states))
         self._handle = _core.GrammarCompiler(tokenizer_info._handle, max_threads, cache_enabled)
 
     @property
@@ -209,7 +242,7 @@ class GrammarCompiler:
         """
         if isinstance(grammar, str):
             grammar = Grammar.from_ebnf(grammar, root_rule_name=root_rule_name)
-        handle = self._handle.compile(grammar._handle, not lazy, max_unrolled_repeat)
+        handle = self._handle.compile(grammar._handle, not lazy, max_unrolled_repeat, **self._limits)
         return CompiledGrammar(handle, self._tokenizer_info)
 
     def compile_json_schema(self, schema: Any, *, any_whitespace: bool = True,

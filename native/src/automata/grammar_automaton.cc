@@ -52,6 +52,7 @@ std::shared_ptr<const GrammarAutomaton> BuildGrammarAutomaton(const Grammar& sou
   } catch (const Error& e) {
     // Unrolled repetitions can blow up the subset construction; counted loops cannot.
     if (e.kind() != ErrorKind::kLimitExceeded || limits.max_unrolled_repeat <= 1) throw;
+    limits.CheckDeadline();  // out of time is final
     AutomatonLimits counted = limits;
     counted.max_unrolled_repeat = 1;
     return BuildOnce(source, counted);
@@ -61,7 +62,10 @@ std::shared_ptr<const GrammarAutomaton> BuildGrammarAutomaton(const Grammar& sou
 namespace {
 
 std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const AutomatonLimits& limits) {
-  Grammar g = InlineSmallRules(DeduplicateRules(source));
+  Grammar deduplicated = DeduplicateRules(source);
+  limits.CheckDeadline();
+  Grammar g = InlineSmallRules(deduplicated);
+  limits.CheckDeadline();
   // After inlining, so that repeat rules are never inlined back into their callers.
   const std::vector<LoweredRepeat> lowered = LowerLargeRepeats(&g, limits.max_unrolled_repeat);
   int32_t num_rules = g.num_rules();
@@ -72,6 +76,7 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
       throw Error(ErrorKind::kGrammarSemantic, "rule '" + g.rule(r).name + "' has no body");
     }
     dfas.push_back(CachedRuleDfa(g, g.rule(r).body, limits));
+    limits.CheckDeadline();
   }
 
   // Productive rules: the start state reaches a final state through bytes and productive rules.

@@ -36,8 +36,10 @@ class NfaBuilder {
     if (static_cast<int64_t>(states_.size()) >= limits_.max_nfa_states) {
       throw Error(ErrorKind::kLimitExceeded,
                   "rule automaton exceeds " + std::to_string(limits_.max_nfa_states) +
-                      " NFA states (a repetition bound or literal is too large)");
+                      " NFA states (a repetition bound or literal is too large; limit max_nfa_states, a "
+                      "GrammarCompiler option)");
     }
+    if ((states_.size() & 4095) == 0) limits_.CheckDeadline();
     states_.emplace_back();
     return static_cast<int32_t>(states_.size() - 1);
   }
@@ -407,8 +409,10 @@ class SubsetConstruction {
                                           std::max<int64_t>(65536, 64 * static_cast<int64_t>(nfa_.size())));
     if (static_cast<int64_t>(sets_.size()) >= cap) {
       throw Error(ErrorKind::kLimitExceeded,
-                  "rule automaton exceeds " + std::to_string(cap) + " DFA states");
+                  "rule automaton exceeds " + std::to_string(cap) +
+                      " DFA states (limit max_dfa_states, a GrammarCompiler option, or 64x the NFA)");
     }
+    if ((sets_.size() & 1023) == 0) limits_.CheckDeadline();
     int32_t id = static_cast<int32_t>(sets_.size());
     bool final = std::binary_search(set.begin(), set.end(), nfa_final_);
     ids_.emplace(set, id);
@@ -507,6 +511,13 @@ RuleDfa Minimize(const RuleDfa& dfa) {
 }
 
 }  // namespace
+
+void AutomatonLimits::CheckDeadline() const {
+  if (deadline != std::chrono::steady_clock::time_point::max() && std::chrono::steady_clock::now() > deadline) {
+    throw Error(ErrorKind::kLimitExceeded, "compile exceeded its time limit of " + std::to_string(time_limit_s) +
+                                               " s (limit time_limit_s, a GrammarCompiler option)");
+  }
+}
 
 RuleDfa BuildRuleDfa(const Grammar& g, ExprId body, const AutomatonLimits& limits) {
   NfaBuilder builder(g, limits);

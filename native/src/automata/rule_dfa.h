@@ -2,6 +2,7 @@
 // references to other rules; the Earley parser runs over these.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <vector>
 
@@ -33,6 +34,11 @@ struct AutomatonLimits {
   int64_t max_nfa_states = 4'000'000;
   int64_t max_dfa_states = 1'000'000;
   int64_t max_unrolled_repeat = 32;  // larger repetition bounds become counted loops
+  // Compile time limit (time_point::max(): none); time_limit_s is its size, for messages.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  double time_limit_s = 0;
+  // Throws Error(kLimitExceeded) naming the limit once the deadline has passed.
+  void CheckDeadline() const;
 };
 
 // Builds the minimal DFA of expression `body` of grammar g. Repeat nodes are expanded.

@@ -55,20 +55,28 @@ GrammarCompiler::GrammarCompiler(std::shared_ptr<const TokenizerInfo> tokenizer,
 
 std::shared_ptr<CompiledGrammar> GrammarCompiler::Compile(const Grammar& grammar,
                                                           const CompileOptions& options) {
+  AutomatonLimits limits = options.limits;
+  if (options.time_limit_s > 0) {
+    limits.time_limit_s = options.time_limit_s;
+    limits.deadline = std::chrono::steady_clock::now() +
+                      std::chrono::microseconds(static_cast<int64_t>(options.time_limit_s * 1e6));
+  }
   std::string key;
   if (cache_enabled_) {
     key = grammar.ToEbnf();
     key.push_back(options.precompute_masks ? 'E' : 'L');
-    key += std::to_string(options.limits.max_unrolled_repeat);
+    key += std::to_string(options.limits.max_unrolled_repeat) + "/" + std::to_string(options.limits.max_nfa_states) +
+           "/" + std::to_string(options.limits.max_dfa_states);
     std::lock_guard<std::mutex> lock(mu_);
     auto it = cache_.find(key);
     if (it != cache_.end()) return it->second;
   }
-  auto automaton = BuildGrammarAutomaton(grammar, options.limits);
+  limits.CheckDeadline();
+  auto automaton = BuildGrammarAutomaton(grammar, limits);
   auto compiled = std::make_shared<CompiledGrammar>(grammar, automaton, tokenizer_);
   if (options.precompute_masks) {
     int threads = options.num_threads > 0 ? options.num_threads : num_threads_;
-    compiled->mask_cache().PrecomputeAll(threads);
+    if (!compiled->mask_cache().PrecomputeAll(threads, limits.deadline)) limits.CheckDeadline();
   }
   if (cache_enabled_) {
     std::lock_guard<std::mutex> lock(mu_);

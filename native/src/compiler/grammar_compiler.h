@@ -21,6 +21,7 @@ struct CompileOptions {
   bool precompute_masks = true;  // false: masks are built on first use (lazy)
   int num_threads = 0;           // 0: hardware concurrency
   AutomatonLimits limits;
+  double time_limit_s = 0;  // > 0: automaton and mask building must finish within it
 };
 
 class CompiledGrammar {

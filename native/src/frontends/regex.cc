@@ -26,6 +26,7 @@
 
 #include "support/utf8.h"
 #include "xg2/errors.h"
+#include "xg2/limits.h"
 
 namespace xg2 {
 
@@ -33,7 +34,6 @@ namespace {
 
 constexpr uint32_t kMaxCodepoint = 0x10FFFF;
 constexpr uint32_t kEnd = 0xFFFFFFFFu;  // Peek() past the end of the pattern
-constexpr int kMaxNestingDepth = 1000;
 constexpr int64_t kSaturatedBound = int64_t{1} << 40;  // quantifier digits saturate here
 
 using Ranges = std::vector<CodepointRange>;
@@ -366,9 +366,9 @@ class RegexParser {
         Fail("invalid or unsupported group syntax '(?'", at);
       }
     }
-    if (++depth_ > kMaxNestingDepth) {
+    if (++depth_ > MaxNestingDepth()) {
       throw Error(ErrorKind::kLimitExceeded, "regex groups nested deeper than " +
-                                                 std::to_string(kMaxNestingDepth) + " levels");
+                                                 std::to_string(MaxNestingDepth()) + " levels" + NestingLimitNote());
     }
     ExprId body = ParseDisjunction();
     --depth_;

@@ -19,13 +19,13 @@
 #include "support/utf8.h"
 #include "xg2/errors.h"
 #include "xg2/grammar.h"
+#include "xg2/limits.h"
 #include "xg2/tokenizer.h"
 
 namespace xg2 {
 
 namespace {
 
-constexpr int kMaxNesting = 1000;                 // parentheses plus stacked postfix operators
 constexpr int64_t kMaxRepeatBound = 1000000000;  // larger bounds are almost surely mistakes
 constexpr uint32_t kMaxCodepoint = 0x10FFFF;
 constexpr size_t kNone = static_cast<size_t>(-1);
@@ -182,12 +182,14 @@ bool EbnfParser::LookaheadStartsAt(size_t offset) const {
 }
 
 void EbnfParser::EnterNesting(size_t offset) {
-  if (++depth_ > kMaxNesting) {
+  // Parentheses plus stacked postfix operators.
+  if (++depth_ > MaxNestingDepth()) {
     std::pair<int, int> lc = LineColumn(offset);
     throw Error(ErrorKind::kLimitExceeded, std::to_string(lc.first) + ":" +
                                                std::to_string(lc.second) +
                                                ": expressions nested deeper than " +
-                                               std::to_string(kMaxNesting) + " levels");
+                                               std::to_string(MaxNestingDepth()) + " levels" +
+                                               NestingLimitNote());
   }
 }
 

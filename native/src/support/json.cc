@@ -6,6 +6,7 @@
 
 #include "support/utf8.h"
 #include "xg2/errors.h"
+#include "xg2/limits.h"
 
 namespace xg2 {
 
@@ -195,9 +196,10 @@ class Parser {
   }
 
   JsonValue ParseValue(int depth) {
-    if (depth > options_.max_depth) {
-      throw Error(ErrorKind::kLimitExceeded,
-                  "JSON nesting deeper than " + std::to_string(options_.max_depth) + " levels");
+    const int max_depth = options_.max_depth < 0 ? MaxNestingDepth() : options_.max_depth;
+    if (depth > max_depth) {
+      throw Error(ErrorKind::kLimitExceeded, "JSON nesting deeper than " + std::to_string(max_depth) + " levels" +
+                                                 (options_.max_depth < 0 ? NestingLimitNote() : std::string()));
     }
     if (pos_ >= s_.size()) Fail("unexpected end of input");
     char c = s_[pos_];

@@ -55,7 +55,7 @@ class JsonValue {
 };
 
 struct JsonParseOptions {
-  int max_depth = 1000;  // deeper nesting raises Error(kLimitExceeded)
+  int max_depth = -1;  // deeper nesting raises Error(kLimitExceeded); -1: MaxNestingDepth()
 };
 
 // Parses one JSON document (RFC 8259; rejects trailing garbage, invalid UTF-8, lone
