@@ -80,7 +80,11 @@ void BindGrammar(nb::module_& m) {
     return d;
   });
   m.def(
-      "set_cross_grammar_cache_limit", [](int64_t bytes) { CrossGrammarCache::Global().SetLimit(bytes); },
+      "set_cross_grammar_cache_limit",
+      [](int64_t bytes) {
+        CrossGrammarCache::Global().SetLimit(bytes);
+        SetRuleDfaCacheLimit(bytes / 8);  // the automata take an eighth of the budget
+      },
       nb::arg("limit_bytes"));
   m.def("clear_cross_grammar_cache", []() {
     CrossGrammarCache::Global().Clear();

@@ -12,7 +12,6 @@
 namespace xg2 {
 namespace {
 
-constexpr size_t kMaxBytes = size_t{64} << 20;  // DFAs are small; this holds thousands
 
 struct KeyHash {
   size_t operator()(const Hash128& h) const { return static_cast<size_t>(h.lo ^ (h.hi * 0x9E3779B97F4A7C15ull)); }
@@ -109,11 +108,19 @@ class Cache {
   }
   void Insert(const Hash128& key, const RuleDfa& dfa) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (map_.count(key)) return;
+    if (map_.count(key) || limit_ == 0) return;
     lru_.emplace_front(key, dfa);
     map_.emplace(key, lru_.begin());
     bytes_ += DfaBytes(dfa);
-    while (bytes_ > kMaxBytes && !lru_.empty()) {
+    Evict();
+  }
+  void SetLimit(size_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    limit_ = bytes;
+    Evict();
+  }
+  void Evict() {
+    while (bytes_ > limit_ && !lru_.empty()) {
       bytes_ -= DfaBytes(lru_.back().second);
       map_.erase(lru_.back().first);
       lru_.pop_back();
@@ -139,6 +146,7 @@ class Cache {
   std::list<std::pair<Hash128, RuleDfa>> lru_;  // most recent first
   std::unordered_map<Hash128, std::list<std::pair<Hash128, RuleDfa>>::iterator, KeyHash> map_;
   size_t bytes_ = 0;
+  size_t limit_ = size_t{64} << 20;  // automata are small: this holds thousands
   RuleDfaCacheStats stats_;
 };
 
@@ -172,5 +180,6 @@ RuleDfa CachedRuleDfa(const Grammar& g, ExprId body, const AutomatonLimits& limi
 
 RuleDfaCacheStats GetRuleDfaCacheStats() { return GlobalCache().Stats(); }
 void ClearRuleDfaCache() { GlobalCache().Clear(); }
+void SetRuleDfaCacheLimit(int64_t bytes) { GlobalCache().SetLimit(static_cast<size_t>(std::max<int64_t>(bytes, 0))); }
 
 }  // namespace xg2

@@ -22,5 +22,7 @@ struct RuleDfaCacheStats {
 };
 RuleDfaCacheStats GetRuleDfaCacheStats();
 void ClearRuleDfaCache();
+// Byte budget (least recently used automata are dropped beyond it); 0 disables the cache.
+void SetRuleDfaCacheLimit(int64_t bytes);
 
 }  // namespace xg2
