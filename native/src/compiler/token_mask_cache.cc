@@ -1,6 +1,7 @@
 #include "compiler/token_mask_cache.h"
 
 #include <algorithm>
+#include <mutex>
 #include <array>
 #include <unordered_map>
 #include <climits>
@@ -10,6 +11,43 @@
 
 namespace xg2 {
 
+// What a walk over (part of) the token trie found: accepted tokens as runs of trie-order
+// indices (into trie.sorted_tokens), and the dead subtrees after which the rule may have
+// completed inside a token, with those completion offsets.
+struct TrieWalkResult {
+  std::vector<std::pair<int32_t, int32_t>> runs;  // [begin, end)
+  std::vector<int32_t> dead_nodes;
+  std::vector<int32_t> dead_offset_begin{0};  // size dead_nodes + 1
+  std::vector<int32_t> dead_offsets;
+  void Accept(int32_t begin, int32_t end) {
+    if (begin == end) return;
+    if (!runs.empty() && runs.back().second == begin) runs.back().second = end;
+    else runs.emplace_back(begin, end);
+  }
+  void Append(const TrieWalkResult& o) {
+    for (const auto& [b, e] : o.runs) Accept(b, e);
+    for (size_t n = 0; n < o.dead_nodes.size(); ++n) {
+      dead_nodes.push_back(o.dead_nodes[n]);
+      dead_offsets.insert(dead_offsets.end(), o.dead_offsets.begin() + o.dead_offset_begin[n],
+                          o.dead_offsets.begin() + o.dead_offset_begin[n + 1]);
+      dead_offset_begin.push_back(static_cast<int32_t>(dead_offsets.size()));
+    }
+  }
+  size_t MemoryBytes() const {
+    return sizeof(*this) + 8 * runs.size() + 4 * (dead_nodes.size() + dead_offset_begin.size() + dead_offsets.size());
+  }
+};
+
+// Walks of one depth-1 trie subtree from one automaton state, shared by the states of a
+// grammar: text-like states (free text, JSON string bodies) mostly reach the same state
+// after their first byte, and from there their subtrees' results are identical.
+struct SubtreeMemo {
+  std::mutex mu;
+  std::unordered_map<uint64_t, std::shared_ptr<const TrieWalkResult>> walks;  // (state, node)
+  size_t bytes = 0;
+  static constexpr size_t kMaxBytes = size_t{64} << 20;
+};
+
 TokenMaskCache::TokenMaskCache(std::shared_ptr<const GrammarAutomaton> automaton,
                                std::shared_ptr<const TokenizerInfo> tokenizer)
     : automaton_(std::move(automaton)), tokenizer_(std::move(tokenizer)) {
@@ -18,6 +56,7 @@ TokenMaskCache::TokenMaskCache(std::shared_ptr<const GrammarAutomaton> automaton
   for (int32_t i = 0; i < num_states_; ++i) entries_[i].store(nullptr);
   num_words_ = (tokenizer_->vocab_size() + 31) / 32;
   max_token_bytes_ = tokenizer_->trie().max_token_bytes;
+  memo_ = std::make_unique<SubtreeMemo>();
   rule_hashes_ = ComputeRuleHashes(*automaton_);
 }
 
@@ -169,7 +208,7 @@ TokenMaskEntry TokenMaskCache::BuildEntry(int32_t state, int32_t loop_state) {
   std::shared_ptr<const MaskCore> core = pool.Find(tokenizer, key);
   if (!core) {
     core = pool.Insert(tokenizer, key,
-                       std::make_shared<const MaskCore>(ComputeCore(automaton_, *tokenizer_, state, loop_state)));
+                       std::make_shared<const MaskCore>(ComputeCore(automaton_, *tokenizer_, state, loop_state, memo_.get())));
   }
   const RuleId rule = loop_state >= 0 ? automaton_->RepeatOf(loop_state).rule : automaton_->RuleOf(state);
   return FinishEntry(std::move(core), automaton_, *tokenizer_, rule);
@@ -220,26 +259,23 @@ class LazyDfa {
   std::vector<uint8_t> final_;
 };
 
-// The vocabulary walk shared by both kinds of states. step(d, byte) advances the recogniser
-// from its state after the first d - 1 bytes of the current path and returns whether it is
-// still alive and whether the state's rule may complete here: {alive, can_end}.
+// The vocabulary walk shared by both kinds of states, over trie nodes [begin, end) (a whole
+// subtree, or the whole trie from node 1). step(d, byte) advances the recogniser from its
+// state after the first d - 1 bytes of the current path and returns whether it is still
+// alive and whether the state's rule may complete here: {alive, can_end}.
 template <class Step>
-void WalkTrie(const TokenTrie& trie, Step&& step, std::vector<int32_t>* accepted, MaskCore* core) {
-  const int32_t num_nodes = trie.num_nodes();
-  core->dead_offset_begin.push_back(0);
+void WalkTrie(const TokenTrie& trie, int32_t begin, int32_t end, Step&& step, TrieWalkResult* out) {
   // Per depth along the current path (alive at every ancestor): the rule may complete after
   // this many bytes. end_offsets lists those depths >= 1 in order.
   std::vector<int32_t> end_offsets;
-  int32_t i = 1;
-  while (i < num_nodes) {
+  int32_t i = begin;
+  while (i < end) {
     const int32_t d = trie.depth[i];
     while (!end_offsets.empty() && end_offsets.back() >= d) end_offsets.pop_back();
     const auto [alive, can_end] = step(d, trie.byte[i]);
     if (alive) {
       if (can_end) end_offsets.push_back(d);
-      for (int32_t k = trie.token_begin[i]; k < trie.token_begin[i + 1]; ++k) {
-        accepted->push_back(trie.sorted_tokens[k]);
-      }
+      out->Accept(trie.token_begin[i], trie.token_begin[i + 1]);
       ++i;
       continue;
     }
@@ -247,9 +283,9 @@ void WalkTrie(const TokenTrie& trie, Step&& step, std::vector<int32_t>* accepted
     // offset on the alive path. (A completion before the token, k = 0, needs nothing: the
     // matcher's row already holds the callers' continuations, whose entries cover it.)
     if (!end_offsets.empty() && trie.token_begin[i] < trie.token_begin[trie.subtree_end[i]]) {
-      core->dead_nodes.push_back(i);
-      core->dead_offsets.insert(core->dead_offsets.end(), end_offsets.begin(), end_offsets.end());
-      core->dead_offset_begin.push_back(static_cast<int32_t>(core->dead_offsets.size()));
+      out->dead_nodes.push_back(i);
+      out->dead_offsets.insert(out->dead_offsets.end(), end_offsets.begin(), end_offsets.end());
+      out->dead_offset_begin.push_back(static_cast<int32_t>(out->dead_offsets.size()));
     }
     i = trie.subtree_end[i];
   }
@@ -258,9 +294,10 @@ void WalkTrie(const TokenTrie& trie, Step&& step, std::vector<int32_t>* accepted
 }  // namespace
 
 MaskCore TokenMaskCache::ComputeCore(const std::shared_ptr<const GrammarAutomaton>& automaton,
-                                     const TokenizerInfo& tokenizer, int32_t state, int32_t loop_state) {
-  std::vector<int32_t> accepted;  // token ids
-  MaskCore core;
+                                     const TokenizerInfo& tokenizer, int32_t state, int32_t loop_state,
+                                     SubtreeMemo* memo) {
+  const TokenTrie& trie = tokenizer.trie();
+  TrieWalkResult out;
   // Inside a counted loop the top item is the loop (so iterations chain with exact or star
   // counting and the loop's completion is what may end); elsewhere it is the state itself.
   EarleyParser inner = loop_state >= 0 ? EarleyParser::InLoop(automaton, state, loop_state)
@@ -273,9 +310,10 @@ MaskCore TokenMaskCache::ComputeCore(const std::shared_ptr<const GrammarAutomato
   // edges the parser takes over for that subtree, replaying the path's bytes once.
   constexpr int32_t kParser = -1;
   LazyDfa dfa(a);
-  std::vector<int32_t> path_state(1, loop_state < 0 && !has_rule_edges(state) ? dfa.Local(state) : kParser);
+  const bool dfa_start = loop_state < 0 && !has_rule_edges(state);
+  std::vector<int32_t> path_state(1, dfa_start ? dfa.Local(state) : kParser);
   std::vector<uint8_t> path_bytes(1, 0);
-  WalkTrie(tokenizer.trie(), [&](int32_t d, uint8_t byte) -> std::pair<bool, bool> {
+  auto step = [&](int32_t d, uint8_t byte) -> std::pair<bool, bool> {
     if (static_cast<int32_t>(path_state.size()) <= d) {
       path_state.resize(d + 1);
       path_bytes.resize(d + 1);
@@ -297,23 +335,65 @@ MaskCore TokenMaskCache::ComputeCore(const std::shared_ptr<const GrammarAutomato
     if (!inner.Advance(byte)) return {false, false};
     path_state[d] = kParser;
     return {true, inner.CanEnd()};
-  }, &accepted, &core);
-  return FinishCore(std::move(accepted), std::move(core), tokenizer);
+  };
+  if (!dfa_start || memo == nullptr) {
+    WalkTrie(trie, 1, trie.num_nodes(), step, &out);
+    return FinishCore(out, tokenizer);
+  }
+  // Subtree by subtree below the root, through the memo where the first byte leads to a
+  // state without rule edges.
+  for (int32_t c = 1; c < trie.num_nodes(); c = trie.subtree_end[c]) {
+    const int32_t first = dfa.Step(path_state[0], trie.byte[c]);
+    if (first < 0) continue;  // dead at depth 1: nothing accepted, no completion inside
+    const int32_t target = dfa.Global(first);
+    if (has_rule_edges(target)) {
+      WalkTrie(trie, c, trie.subtree_end[c], step, &out);
+      continue;
+    }
+    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(target)) << 32) | static_cast<uint32_t>(c);
+    std::shared_ptr<const TrieWalkResult> walk;
+    {
+      std::lock_guard<std::mutex> lock(memo->mu);
+      auto it = memo->walks.find(key);
+      if (it != memo->walks.end()) walk = it->second;
+    }
+    if (!walk) {
+      auto fresh = std::make_shared<TrieWalkResult>();
+      WalkTrie(trie, c, trie.subtree_end[c], step, fresh.get());
+      walk = fresh;
+      std::lock_guard<std::mutex> lock(memo->mu);
+      if (memo->bytes < SubtreeMemo::kMaxBytes && memo->walks.emplace(key, walk).second) {
+        memo->bytes += walk->MemoryBytes() + 64;
+      }
+    }
+    out.Append(*walk);
+  }
+  return FinishCore(out, tokenizer);
 }
 
-MaskCore TokenMaskCache::FinishCore(std::vector<int32_t> accepted, MaskCore core, const TokenizerInfo& tokenizer) {
+MaskCore TokenMaskCache::FinishCore(const TrieWalkResult& walk, const TokenizerInfo& tokenizer) {
   const TokenTrie& trie = tokenizer.trie();
+  MaskCore core;
+  core.dead_nodes = walk.dead_nodes;
+  core.dead_offset_begin = walk.dead_offset_begin;
+  core.dead_offsets = walk.dead_offsets;
   int32_t vocab_size = tokenizer.vocab_size();
   int32_t num_normal = static_cast<int32_t>(trie.sorted_tokens.size());
-  int32_t num_accepted = static_cast<int32_t>(accepted.size());
+  int32_t num_accepted = 0;
+  for (const auto& [b, e] : walk.runs) num_accepted += e - b;
   int32_t num_not_accepted = num_normal - num_accepted;
   core.num_accepted = num_accepted;
   // Smallest storage: a list costs 32 bits per id, the bitset one bit per vocabulary entry.
-  // Ids come in trie order; a bitset pass sorts them in O(V / 32 + n) (a comparison sort of
-  // a vocabulary-sized list dominated broad states' cost).
+  // Runs are in trie order; a bitset pass sorts the ids in O(V / 32 + n) (a comparison sort
+  // of a vocabulary-sized list dominated broad states' cost).
   int64_t bitset_words = (vocab_size + 31) / 32;
   std::vector<uint32_t> mark(bitset_words, 0);
-  for (int32_t t : accepted) mark[t >> 5] |= 1u << (t & 31);
+  for (const auto& [b, e] : walk.runs) {
+    for (int32_t k = b; k < e; ++k) {
+      const int32_t t = trie.sorted_tokens[k];
+      mark[t >> 5] |= 1u << (t & 31);
+    }
+  }
   auto collect = [&](auto word_of) {
     for (int64_t w = 0; w < bitset_words; ++w) {
       for (uint32_t bits = word_of(w); bits; bits &= bits - 1) {
@@ -327,10 +407,8 @@ MaskCore TokenMaskCache::FinishCore(std::vector<int32_t> accepted, MaskCore core
     collect([&](int64_t w) { return mark[w]; });
   } else if (num_not_accepted <= bitset_words) {
     core.storage = MaskCore::Storage::kNotAcceptedIds;
-    std::vector<uint32_t> normal(bitset_words, 0);
-    for (int32_t t : trie.sorted_tokens) normal[t >> 5] |= 1u << (t & 31);
     core.ids.reserve(num_not_accepted);
-    collect([&](int64_t w) { return normal[w] & ~mark[w]; });
+    collect([&](int64_t w) { return trie.normal_bitset[w] & ~mark[w]; });
   } else {
     core.storage = MaskCore::Storage::kAcceptedBitset;
     core.bitset = std::move(mark);

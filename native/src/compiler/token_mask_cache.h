@@ -33,6 +33,9 @@
 
 namespace xg2 {
 
+struct SubtreeMemo;
+struct TrieWalkResult;
+
 // A state's entry in one compiled grammar: the shared core (accepted tokens; see
 // cross_grammar_cache.h) and the suffixes, pruned by this grammar's FOLLOW set of the rule,
 // after which the rule may complete inside a token.
@@ -92,10 +95,12 @@ class TokenMaskCache {
   int32_t num_words() const { return num_words_; }
 
   // The vocabulary walk of one state (shared across grammars through the global pool).
+  // memo (optional) shares subtree walks between the states of one grammar.
   static MaskCore ComputeCore(const std::shared_ptr<const GrammarAutomaton>& automaton,
-                              const TokenizerInfo& tokenizer, int32_t state, int32_t loop_state);
-  // Stores accepted token ids (in trie order) in the smallest form.
-  static MaskCore FinishCore(std::vector<int32_t> accepted, MaskCore core, const TokenizerInfo& tokenizer);
+                              const TokenizerInfo& tokenizer, int32_t state, int32_t loop_state,
+                              SubtreeMemo* memo = nullptr);
+  // The walk's accepted tokens in the smallest form, with its dead subtrees.
+  static MaskCore FinishCore(const TrieWalkResult& walk, const TokenizerInfo& tokenizer);
   // This grammar's entry from a core: the suffixes FOLLOW(rule) may take.
   static TokenMaskEntry FinishEntry(std::shared_ptr<const MaskCore> core,
                                     const std::shared_ptr<const GrammarAutomaton>& automaton,
@@ -111,6 +116,7 @@ class TokenMaskCache {
   int32_t num_words_;
   int32_t max_token_bytes_ = 0;
   RuleHashes rule_hashes_;
+  std::unique_ptr<SubtreeMemo> memo_;
   // Entries of states inside counted loops, keyed by (state, loop context).
   mutable std::mutex loop_mu_;
   std::unordered_map<uint64_t, std::unique_ptr<TokenMaskEntry>> loop_entries_;
