@@ -163,10 +163,11 @@ for t in tokens:
     masks.append(bitmask.copy())
     allowed_per_step.append(np.flatnonzero(xg.bitmask_to_bool(bitmask[0], tok.vocab_size)))
     assert matcher.accept_token(t)
-print("allowed tokens per step:", [len(a) for a in allowed_per_step])
+counts = [len(a) for a in allowed_per_step]
+print("allowed tokens per step:", counts)
 
-k = min((i for i in range(n) if len(allowed_per_step[i]) > 1),
-        key=lambda i: len(allowed_per_step[i]))  # a step with a real but narrow choice
+# The first narrow choice right after free text (the end of the first string value).
+k = next((i for i in range(1, n) if 1 < counts[i] <= 20 and counts[i - 1] > 1000), 1)
 allowed = allowed_per_step[k]
 print(f"after {decode(tokens[:k])!r}: {len(allowed)} of {tok.vocab_size} tokens allowed:")
 print([tok.token_bytes(int(t)).decode(errors="replace") for t in allowed[:20]])
