@@ -37,7 +37,6 @@ if "google.colab" in sys.modules:
 import time
 from importlib import resources
 
-import jax
 import jax.numpy as jnp
 import numpy as np
 

@@ -154,7 +154,6 @@ assert first_rejection(output) is None
 # (at least one call). Its prompt is an instruction line, tokenized the way it was trained.
 
 # %%
-import jax
 import jsonschema
 
 from xg2_jax import models
