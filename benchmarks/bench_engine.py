@@ -92,7 +92,7 @@ class Vocab:
     def tokenize(self, data: bytes) -> list[int]:
         """Greedy longest match over the decoded bytes of the non-special tokens (memoized)."""
         from xg2_jax import XG2Error
-        from xg2_jax._src.cli import greedy_tokenize
+        from xg2_jax import greedy_tokenize
 
         hit = self.memo.get(data)
         if hit is None:

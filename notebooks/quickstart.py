@@ -56,14 +56,7 @@ print(lm.config.model_type, lm.config.num_hidden_layers, "layers; vocab", tok.vo
 
 def encode(text: str) -> list[int]:
     """bos + greedy longest-match tokens (how the tiny model was trained: 'instruction\\n')."""
-    table, longest = tok.text_token_table()
-    data, ids, pos = (text + "\n").encode(), [BOS], 0
-    while pos < len(data):
-        size = next(n for n in range(min(longest, len(data) - pos), 0, -1)
-                    if data[pos:pos + n] in table)
-        ids.append(table[data[pos:pos + size]])
-        pos += size
-    return ids
+    return [BOS] + xg.greedy_tokenize(tok, text + "\n")
 
 
 def decode(ids) -> str:

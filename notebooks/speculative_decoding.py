@@ -47,18 +47,11 @@ lm = models.load_pretrained(models.default_model_path())
 with resources.as_file(resources.files("xg2_jax") / "data" / "gpt2.json.gz") as vocab_path:
     tok = xg.TokenizerInfo.from_vocab_file(vocab_path, vocab_size=lm.config.vocab_size)
 STOP = tok.stop_token_ids[0]  # <|endoftext|>, also the model's bos
-table, longest = tok.text_token_table()
 
 
 def prompt_tokens(instruction: str) -> list[int]:
     """bos, then the instruction line split by greedy longest match (as the model was trained)."""
-    data, ids, pos = (instruction + "\n").encode(), [STOP], 0
-    while pos < len(data):
-        size = max(n for n in range(1, min(longest, len(data) - pos) + 1)
-                   if data[pos:pos + n] in table)
-        ids.append(table[data[pos:pos + size]])
-        pos += size
-    return ids
+    return [STOP] + xg.greedy_tokenize(tok, instruction + "\n")
 
 
 def text_of(ids) -> str:

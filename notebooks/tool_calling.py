@@ -80,18 +80,9 @@ print(f"compiled in {1e3 * (time.perf_counter() - t0):.0f} ms")
 # the mask of allowed tokens: nearly everything inside free text, a handful inside a call.
 
 # %%
-table, longest = tok.text_token_table()
-
-
 def tokenize(text: str) -> list[int]:
     """Greedy longest match over the vocabulary."""
-    data, ids, pos = text.encode(), [], 0
-    while pos < len(data):
-        size = next(n for n in range(min(longest, len(data) - pos), 0, -1)
-                    if data[pos:pos + n] in table)
-        ids.append(table[data[pos:pos + size]])
-        pos += size
-    return ids
+    return xg.greedy_tokenize(tok, text)
 
 
 output = (

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 import xg2_jax as xg
-from xg2_jax._src.cli import greedy_tokenize
+from xg2_jax import greedy_tokenize
 
 
 def mask_row(m: xg.GrammarMatcher, vocab_size: int) -> np.ndarray:

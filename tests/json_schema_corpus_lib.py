@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterable, Optional
 
 import xg2_jax as xg
-from xg2_jax._src.cli import greedy_tokenize
+from xg2_jax import greedy_tokenize
 from xg2_jax._src.errors import UnsupportedSchemaError, XG2Error
 from xg2_jax._src.grammar import Grammar
 

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import xg2_jax as xg
-from xg2_jax._src.cli import greedy_tokenize
+from xg2_jax import greedy_tokenize
 
 STRING = r'string ::= "\"" ([^"\\\x00-\x1f] | "\\" ["\\/bfnrt])* "\""'
 # The string rule is referenced from more than three sites, so it stays a rule of its own

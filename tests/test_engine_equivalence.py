@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import xg2_jax as xg
-from xg2_jax._src.cli import greedy_tokenize
+from xg2_jax import greedy_tokenize
 
 # Category -> maskbench file names (fixed, so the sample is the same on every run).
 SAMPLE = {

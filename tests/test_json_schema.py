@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 import xg2_jax as xg
-from xg2_jax._src.cli import greedy_tokenize
+from xg2_jax import greedy_tokenize
 from xg2_jax._src.errors import UnsupportedSchemaError, UnsupportedSchemaWarning
 from xg2_jax._src.grammar import Grammar
 

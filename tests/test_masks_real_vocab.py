@@ -16,7 +16,7 @@ import pytest
 
 import xg2_jax as xg
 from helpers import mask_row
-from xg2_jax._src.cli import greedy_tokenize
+from xg2_jax import greedy_tokenize
 
 # --------------------------------------------------------------------------------- grammars
 

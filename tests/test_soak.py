@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import xg2_jax as xg
-from xg2_jax._src.cli import greedy_tokenize
+from xg2_jax import greedy_tokenize
 
 WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "iota", "kappa"]
 

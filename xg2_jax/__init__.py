@@ -66,7 +66,7 @@ from xg2_jax._src.matcher import (
     bitmask_to_bool,
     get_bitmask_shape,
 )
-from xg2_jax._src.tokenizer import TokenizerInfo, VocabType
+from xg2_jax._src.tokenizer import TokenizerInfo, VocabType, greedy_tokenize
 
 __version__ = "0.1.0"
 
@@ -132,6 +132,7 @@ __all__ = [
     "TokenizerError",
     "UnsupportedModelError",
     "TokenizerInfo",
+    "greedy_tokenize",
     "VocabType",
     "XG2Error",
     "allocate_token_bitmask",

@@ -26,7 +26,7 @@ from xg2_jax._src.compiler import GrammarCompiler
 from xg2_jax._src.errors import GrammarSyntaxError, XG2Error
 from xg2_jax._src.grammar import Grammar
 from xg2_jax._src.matcher import GrammarMatcher, allocate_token_bitmask
-from xg2_jax._src.tokenizer import TokenizerInfo
+from xg2_jax._src.tokenizer import TokenizerInfo, greedy_tokenize
 
 DEFAULT_VOCAB = "gpt2.json.gz"
 
@@ -34,33 +34,6 @@ DEFAULT_VOCAB = "gpt2.json.gz"
 def default_vocab_path() -> Path:
     """Path of the vocabulary shipped in the package (GPT-2, byte-level BPE)."""
     return Path(str(resources.files("xg2_jax") / "data" / DEFAULT_VOCAB))
-
-
-def greedy_tokenize(tokenizer_info: TokenizerInfo, data: bytes) -> list[int]:
-    """Splits ``data`` into token ids by greedy longest match over the decoded vocabulary.
-
-    Not a model's BPE; good enough to drive a matcher along a known text.
-
-    Raises:
-        XG2Error: a byte no token starts with.
-
-    Example:
-        >>> tok = TokenizerInfo(["a", "ab", "b"])
-        >>> greedy_tokenize(tok, b"abb")
-        [1, 2]
-    """
-    by_bytes, longest = tokenizer_info.text_token_table()
-    ids, pos = [], 0
-    while pos < len(data):
-        for size in range(min(longest, len(data) - pos), 0, -1):
-            tid = by_bytes.get(data[pos:pos + size])
-            if tid is not None:
-                ids.append(tid)
-                pos += size
-                break
-        else:
-            raise XG2Error(f"byte {data[pos]:#04x} at offset {pos} has no token in the vocabulary")
-    return ids
 
 
 def _load_grammar(args: argparse.Namespace) -> Grammar:

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence, Union
 
 from xg2_jax import _core
-from xg2_jax._src.errors import TokenizerError
+from xg2_jax._src.errors import TokenizerError, XG2Error
 
 __all__ = ["TokenizerInfo", "VocabType"]
 
@@ -197,7 +197,7 @@ class TokenizerInfo:
         """``(bytes -> first token id, longest token)`` over the normal tokens, built once.
 
         Used for greedy longest-match tokenization of known text (see
-        ``xg2_jax._src.cli.greedy_tokenize``).
+        :func:`greedy_tokenize`).
         """
         if self._text_token_table is None:
             special = set(self.special_token_ids)
@@ -538,3 +538,40 @@ def _detect_vocab_type(data: dict, model: dict) -> tuple[VocabType, bool]:
     if byte_fallback or replaces_mark or types & {"ByteFallback", "Metaspace"}:
         return VocabType.BYTE_FALLBACK, prefix
     return VocabType.RAW, prefix
+
+
+def greedy_tokenize(tokenizer_info: "TokenizerInfo", data: Union[bytes, str]) -> list[int]:
+    """Splits ``data`` into token ids by greedy longest match over the decoded vocabulary.
+
+    Not a model's BPE; good enough to drive a matcher along a known text (and how the
+    shipped tiny model's training data was tokenized).
+
+    Args:
+        tokenizer_info: the vocabulary.
+        data: the text (``str`` is encoded as UTF-8).
+
+    Returns:
+        The token ids.
+
+    Raises:
+        XG2Error: a byte no token starts with.
+
+    Example:
+        >>> tok = TokenizerInfo(["a", "ab", "b"])
+        >>> greedy_tokenize(tok, b"abb")
+        [1, 2]
+    """
+    if isinstance(data, str):
+        data = data.encode()
+    by_bytes, longest = tokenizer_info.text_token_table()
+    ids, pos = [], 0
+    while pos < len(data):
+        for size in range(min(longest, len(data) - pos), 0, -1):
+            tid = by_bytes.get(data[pos:pos + size])
+            if tid is not None:
+                ids.append(tid)
+                pos += size
+                break
+        else:
+            raise XG2Error(f"byte {data[pos]:#04x} at offset {pos} has no token in the vocabulary")
+    return ids
