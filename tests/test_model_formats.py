@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 import xg2_jax as xg
@@ -140,3 +141,30 @@ def test_accept_string_matches_tokens(model, vocabs):
         xg.get_model_structural_tag(model, TOOLS, **case.kwargs)))
     assert matcher.accept_string(case.text)
     assert matcher.is_completed()
+
+
+_TWO_CALLS = {m: next((c for c in ALL_CASES if c.model == m and c.ok and c.name == "two_calls"),
+                      next(c for c in ALL_CASES if c.model == m and c.ok)) for m in RENDERERS}
+
+
+@pytest.mark.parametrize("model", sorted(_TWO_CALLS))
+def test_lazy_and_pool_masks_equal_eager_for_builtin_formats(model, vocabs):
+    """Every built-in format, along a turn with tool calls: masks of an eager compile, a lazy
+    one (entries built on first use) and one served from the warm cross-grammar pool and
+    automaton cache are identical."""
+    case = _TWO_CALLS[model]
+    vocab = vocabs(RENDERERS[model].vocab)
+    tag = xg.get_model_structural_tag(case.model_name, TOOLS, **case.kwargs)
+    xg.clear_cross_grammar_cache()
+    eager = xg.GrammarCompiler(vocab.tokenizer).compile_structural_tag(tag)
+    lazy = xg.GrammarCompiler(vocab.tokenizer).compile_structural_tag(tag, lazy=True)
+    pooled = xg.GrammarCompiler(vocab.tokenizer).compile_structural_tag(tag)
+    matchers = [xg.GrammarMatcher(c) for c in (eager, lazy, pooled)]
+    size = vocab.tokenizer.vocab_size
+    for tid in vocab.ids(case.text + RENDERERS[model].eos) + [None]:
+        rows = [mask_row(m, size) for m in matchers]
+        assert all(np.array_equal(rows[0], r) for r in rows[1:])
+        if tid is None or matchers[0].is_terminated():
+            break
+        for m in matchers:
+            assert m.accept_token(tid)
