@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "grammar/expr_hash.h"
 #include "support/hash.h"
 
 namespace xg2 {
@@ -31,50 +32,13 @@ class BodyKey {
   const std::vector<RuleId>& slots() const { return slots_; }
 
  private:
-  void Str(const std::string& s) {
-    h_.Add(s.size());
-    uint64_t word = 0;
-    size_t n = 0;
-    for (unsigned char c : s) {
-      word = (word << 8) | c;
-      if (++n % 8 == 0) h_.Add(word), word = 0;
-    }
-    h_.Add(word);
-  }
   void Visit(ExprId id) {
     const Expr& e = g_.expr(id);
-    h_.Add(static_cast<uint64_t>(e.kind) + 1);
-    switch (e.kind) {
-      case ExprKind::kEmpty: break;
-      case ExprKind::kBytes: Str(e.bytes); break;
-      case ExprKind::kCharClass:
-        h_.Add(e.negated ? 1 : 0);
-        h_.Add(e.ranges.size());
-        for (const auto& r : e.ranges) h_.Add((static_cast<uint64_t>(r.lo) << 32) | r.hi);
-        break;
-      case ExprKind::kRuleRef: {
-        auto it = std::find(slots_.begin(), slots_.end(), e.rule);
-        h_.Add(static_cast<uint64_t>(it - slots_.begin()));
-        if (it == slots_.end()) slots_.push_back(e.rule);
-        break;
-      }
-      case ExprKind::kRepeat:
-        h_.Add(static_cast<uint64_t>(e.min));
-        h_.Add(static_cast<uint64_t>(e.max));
-        break;
-      case ExprKind::kTagDispatch: {
-        const TagDispatchSpec& d = *e.dispatch;
-        for (const auto* list : {&d.triggers, &d.ends, &d.excludes}) {
-          h_.Add(list->size());
-          for (const auto& s : *list) Str(s);
-        }
-        h_.Add((d.loop ? 1u : 0u) | (d.plain_end ? 2u : 0u) | (d.at_least_one ? 4u : 0u));
-        h_.Add(static_cast<uint64_t>(d.max_chars));
-        break;
-      }
-      case ExprKind::kSequence:
-      case ExprKind::kChoice:
-        break;
+    HashExprFields(e, &h_);
+    if (e.kind == ExprKind::kRuleRef) {
+      auto it = std::find(slots_.begin(), slots_.end(), e.rule);
+      h_.Add(static_cast<uint64_t>(it - slots_.begin()));
+      if (it == slots_.end()) slots_.push_back(e.rule);
     }
     h_.Add(e.children.size());
     for (ExprId c : e.children) Visit(c);

@@ -1,5 +1,6 @@
 #include "grammar/rule_dedup.h"
 
+#include "grammar/expr_hash.h"
 #include "grammar/expr_rewrite.h"
 
 #include <functional>
@@ -23,48 +24,20 @@ Grammar DeduplicateRules(const Grammar& source) {
   for (RuleId r = 0; r < n; ++r) rep[r] = r;
   // Refine until stable: a body's hash names its callees by their current representatives.
   for (int round = 0; round < 64; ++round) {
-    std::unordered_map<ExprId, Hash128> memo;
+    // Per expression: its hash this round (computed once; ids index the arena).
+    std::vector<Hash128> memo(source.num_exprs());
+    std::vector<uint8_t> done(source.num_exprs(), 0);
     std::function<Hash128(ExprId)> hash = [&](ExprId id) -> Hash128 {
-      auto it = memo.find(id);
-      if (it != memo.end()) return it->second;
+      if (done[id]) return memo[id];
       const Expr& e = source.expr(id);
       Hasher h;
-      h.Add(static_cast<uint64_t>(e.kind));
-      switch (e.kind) {
-        case ExprKind::kEmpty: break;
-        case ExprKind::kBytes:
-          h.Add(e.bytes.size());
-          for (unsigned char c : e.bytes) h.Add(c);
-          break;
-        case ExprKind::kCharClass:
-          h.Add(e.negated);
-          for (const auto& r : e.ranges) h.Add((static_cast<uint64_t>(r.lo) << 32) | r.hi);
-          break;
-        case ExprKind::kRuleRef: h.Add(static_cast<uint64_t>(rep[e.rule])); break;
-        case ExprKind::kRepeat:
-          h.Add(static_cast<uint64_t>(e.min));
-          h.Add(static_cast<uint64_t>(e.max));
-          break;
-        case ExprKind::kTagDispatch: {
-          const TagDispatchSpec& d = *e.dispatch;
-          for (const auto* list : {&d.triggers, &d.ends, &d.excludes}) {
-            h.Add(list->size());
-            for (const std::string& str : *list) {
-              h.Add(str.size());
-              for (unsigned char c : str) h.Add(c);
-            }
-          }
-          h.Add((d.loop ? 1u : 0u) | (d.plain_end ? 2u : 0u) | (d.at_least_one ? 4u : 0u));
-          h.Add(static_cast<uint64_t>(d.max_chars));
-          break;
-        }
-        default: break;
-      }
+      HashExprFields(e, &h);
+      if (e.kind == ExprKind::kRuleRef) h.Add(static_cast<uint64_t>(rep[e.rule]));
       h.Add(e.children.size());
       for (ExprId c : e.children) h.Add(hash(c));
-      Hash128 out = h.Finish();
-      memo.emplace(id, out);
-      return out;
+      memo[id] = h.Finish();
+      done[id] = 1;
+      return memo[id];
     };
     std::unordered_map<Hash128, RuleId, HashKey> first;
     std::vector<RuleId> next(n);

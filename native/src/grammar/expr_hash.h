@@ -1,0 +1,56 @@
+// The hash of one expression node's own fields (kind, bytes, ranges, bounds, dispatch spec),
+// shared by the passes that hash grammar structure; callers add rule references and children
+// their own way.
+#pragma once
+
+#include <string>
+
+#include "support/hash.h"
+#include "xg2/grammar.h"
+
+namespace xg2 {
+
+inline void HashBytes(const std::string& s, Hasher* h) {
+  h->Add(s.size());
+  uint64_t word = 0;
+  size_t n = 0;
+  for (unsigned char c : s) {
+    word = (word << 8) | c;
+    if (++n % 8 == 0) h->Add(word), word = 0;
+  }
+  h->Add(word);
+}
+
+// Everything but rule references (kRuleRef adds nothing here) and children.
+inline void HashExprFields(const Expr& e, Hasher* h) {
+  h->Add(static_cast<uint64_t>(e.kind) + 1);
+  switch (e.kind) {
+    case ExprKind::kBytes: HashBytes(e.bytes, h); break;
+    case ExprKind::kCharClass:
+      h->Add(e.negated ? 1 : 0);
+      h->Add(e.ranges.size());
+      for (const auto& r : e.ranges) h->Add((static_cast<uint64_t>(r.lo) << 32) | r.hi);
+      break;
+    case ExprKind::kRepeat:
+      h->Add(static_cast<uint64_t>(e.min));
+      h->Add(static_cast<uint64_t>(e.max));
+      break;
+    case ExprKind::kTagDispatch: {
+      const TagDispatchSpec& d = *e.dispatch;
+      for (const auto* list : {&d.triggers, &d.ends, &d.excludes}) {
+        h->Add(list->size());
+        for (const auto& s : *list) HashBytes(s, h);
+      }
+      h->Add((d.loop ? 1u : 0u) | (d.plain_end ? 2u : 0u) | (d.at_least_one ? 4u : 0u));
+      h->Add(static_cast<uint64_t>(d.max_chars));
+      break;
+    }
+    case ExprKind::kEmpty:
+    case ExprKind::kSequence:
+    case ExprKind::kChoice:
+    case ExprKind::kRuleRef:
+      break;
+  }
+}
+
+}  // namespace xg2
