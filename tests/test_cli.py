@@ -1,4 +1,4 @@
-"""The `xg2-jax check` command: compiles EBNF, JSON Schema or regex against the shipped
+"""The `xg2-jax check` command: compiles EBNF, JSON Schema, regex or a structural tag against the shipped
 vocabulary and traces the masks along a sample; bad input exits non-zero with the location."""
 
 from __future__ import annotations
@@ -14,6 +14,9 @@ from xg2_jax._src.cli import main
     (["--regex", r"[a-z]+@[a-z]+\.com"], "me@example.com"),
     (["--json-schema", '{"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}'],
      '{"id": 7}'),
+    (["--structural-tag", '{"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<f"], '
+      '"tags": [{"begin": "<f>", "content": {"type": "json_schema", "json_schema": {"type": "integer"}}, '
+      '"end": "</f>"}]}}'], "text <f>42</f> more"),
 ])
 def test_check_runs_along_sample(capsys, args, sample):
     assert main(["check", *args, "--sample", sample]) == 0
@@ -33,6 +36,9 @@ def test_check_reads_grammar_file(tmp_path, capsys):
     (["--json-schema", '{"type": "array", "uniqueItems": true}'], "uniqueItems"),
     (["--regex", "(a)\\1"], "backreference"),
     (["--ebnf-file", "/nonexistent/grammar.ebnf"], "No such file"),
+    (["--structural-tag", '{"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<a"], '
+      '"tags": [{"begin": "<b>", "content": {"type": "any_text"}, "end": "</b>"}]}}'], "format.tags[0].begin"),
+    (["--tools", "[]"], "--tools and --model-format go together"),
 ])
 def test_check_reports_bad_input(capsys, args, message):
     assert main(["check", *args]) != 0

@@ -21,7 +21,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from xg2_jax._src.cli_generate import add_generate_parser
+from xg2_jax._src.cli_generate import add_generate_parser, add_structure_options, build_grammar
 from xg2_jax._src.compiler import GrammarCompiler
 from xg2_jax._src.errors import GrammarSyntaxError, XG2Error
 from xg2_jax._src.grammar import Grammar
@@ -36,29 +36,6 @@ def default_vocab_path() -> Path:
     return Path(str(resources.files("xg2_jax") / "data" / DEFAULT_VOCAB))
 
 
-def _load_grammar(args: argparse.Namespace) -> Grammar:
-    if args.builtin_json:
-        return Grammar.builtin_json_grammar()
-    if args.regex is not None:
-        return Grammar.from_regex(args.regex)
-    if args.json_schema is not None:
-        text = args.json_schema
-        path = Path(text)
-        if not text.lstrip().startswith(("{", "[", "true", "false")) and path.exists():
-            text = path.read_text(encoding="utf-8")
-        try:
-            schema = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise XG2Error(f"--json-schema: not JSON (and no such file): line {e.lineno} "
-                           f"column {e.colno}: {e.msg}") from None
-        return Grammar.from_json_schema(schema, strict_mode=not args.loose)
-    if args.ebnf_file:
-        text = Path(args.ebnf_file).read_text(encoding="utf-8")
-    else:
-        text = args.ebnf
-    return Grammar.from_ebnf(text, root_rule_name=args.root_rule)
-
-
 def run_check(args: argparse.Namespace) -> int:
     vocab_path = Path(args.vocab) if args.vocab else default_vocab_path()
     t0 = time.perf_counter()
@@ -66,7 +43,9 @@ def run_check(args: argparse.Namespace) -> int:
     t_vocab = time.perf_counter() - t0
     print(f"vocabulary: {vocab_path.name} ({tok.vocab_size} tokens, {tok.vocab_type.name}), "
           f"loaded in {t_vocab * 1e3:.1f} ms")
-    grammar = _load_grammar(args)
+    if (args.model_format is None) != (args.tools is None):
+        raise XG2Error("--tools and --model-format go together")
+    grammar = build_grammar(args, tok)
     compiler = GrammarCompiler(tok, cache_enabled=False)
     t0 = time.perf_counter()
     compiled = compiler.compile_grammar(grammar, lazy=args.lazy)
@@ -114,16 +93,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="xg2-jax", description="xg2-jax: constrained decoding for JAX")
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="compile a grammar and trace masks along a sample string")
-    source = check.add_mutually_exclusive_group(required=True)
-    source.add_argument("--ebnf", help="grammar text (GBNF / XGrammar EBNF)")
-    source.add_argument("--ebnf-file", help="file with the grammar text")
-    source.add_argument("--builtin-json", action="store_true", help="the builtin JSON grammar")
-    source.add_argument("--json-schema", help="a JSON Schema: inline JSON or a file")
-    source.add_argument("--regex", help="a regular expression (ECMAScript subset)")
-    check.add_argument("--loose", action="store_true",
-                       help="JSON Schema: follow additionalProperties/items as written "
-                            "(strict_mode=False) instead of forbidding undeclared ones")
-    check.add_argument("--root-rule", default="root", help="root rule name (default: root)")
+    add_structure_options(check)
     check.add_argument("--vocab", help="vocabulary file (.json/.json.gz; default: shipped GPT-2)")
     check.add_argument("--sample", help="text to drive the matcher along, token by token")
     check.add_argument("--lazy", action="store_true", help="build token masks on first use")

@@ -28,6 +28,29 @@ DEFAULT_MAX_NEW_TOKENS = 512
 PROGRESS_EVERY_S = 2.0
 
 
+def add_structure_options(parser: argparse.ArgumentParser) -> None:
+    """The structure options shared by ``check`` and ``generate`` (read by build_grammar)."""
+    source = parser.add_mutually_exclusive_group(required=True)
+    source.add_argument("--json-schema", help="a JSON Schema: inline JSON or a file")
+    source.add_argument("--ebnf", help="grammar text (GBNF / XGrammar EBNF)")
+    source.add_argument("--ebnf-file", help="file with the grammar text")
+    source.add_argument("--regex", help="a regular expression (ECMAScript subset)")
+    source.add_argument("--structural-tag", help="a structural tag: inline JSON or a file")
+    source.add_argument("--tools", help="JSON file with a list of tools (OpenAI format); "
+                                        "needs --model-format")
+    source.add_argument("--builtin-json", action="store_true", help="any JSON value")
+    parser.add_argument("--model-format", help="tool-calling format for --tools (e.g. qwen3, "
+                                               "llama3; see xg2_jax.get_model_structural_tag)")
+    parser.add_argument("--tool-choice", default="auto", choices=("auto", "required", "none"),
+                        help="with --tools: calls optional, at least one, or none (default auto)")
+    parser.add_argument("--reasoning", default="required", choices=("required", "optional", "off"),
+                        help="with --tools, for models that think: the turn starts with a "
+                             "reasoning block, may, or may not (default required)")
+    parser.add_argument("--loose", action="store_true",
+                        help="JSON Schema: strict_mode=False (allow undeclared properties)")
+    parser.add_argument("--root-rule", default="root", help="EBNF root rule (default: root)")
+
+
 def add_generate_parser(sub) -> None:
     gen = sub.add_parser("generate", help="generate text constrained by a structure with a model "
                                           "(default: the tiny model shipped in the package)")
@@ -37,25 +60,7 @@ def add_generate_parser(sub) -> None:
     gen.add_argument("--dtype", choices=("float32", "bfloat16", "float16"), default=None,
                      help="parameter dtype (default float32)")
     gen.add_argument("--prompt", default="", help="prompt text (fed as is, no chat template)")
-    source = gen.add_mutually_exclusive_group(required=True)
-    source.add_argument("--json-schema", help="a JSON Schema: inline JSON or a file")
-    source.add_argument("--ebnf", help="grammar text (GBNF / XGrammar EBNF)")
-    source.add_argument("--ebnf-file", help="file with the grammar text")
-    source.add_argument("--regex", help="a regular expression (ECMAScript subset)")
-    source.add_argument("--structural-tag", help="a structural tag: inline JSON or a file")
-    source.add_argument("--tools", help="JSON file with a list of tools (OpenAI format); "
-                                        "needs --model-format")
-    source.add_argument("--builtin-json", action="store_true", help="any JSON value")
-    gen.add_argument("--model-format", help="tool-calling format for --tools (e.g. qwen3, "
-                                            "llama3; see xg2_jax.get_model_structural_tag)")
-    gen.add_argument("--tool-choice", default="auto", choices=("auto", "required", "none"),
-                     help="with --tools: calls optional, at least one, or none (default auto)")
-    gen.add_argument("--reasoning", default="required", choices=("required", "optional", "off"),
-                     help="with --tools, for models that think: the turn starts with a "
-                          "reasoning block, may, or may not (default required)")
-    gen.add_argument("--loose", action="store_true",
-                     help="JSON Schema: strict_mode=False (allow undeclared properties)")
-    gen.add_argument("--root-rule", default="root", help="EBNF root rule (default: root)")
+    add_structure_options(gen)
     gen.add_argument("--max-new-tokens", type=int, default=DEFAULT_MAX_NEW_TOKENS,
                      help=f"token budget (default {DEFAULT_MAX_NEW_TOKENS})")
     gen.add_argument("--greedy", action="store_true", help="take the most likely token "
@@ -81,7 +86,7 @@ def _json_arg(text: str, option: str) -> Any:
 
 
 def build_grammar(args: argparse.Namespace, tokenizer_info=None) -> Grammar:
-    """The grammar named by the structure options of ``generate``.
+    """The grammar named by the structure options (see add_structure_options).
 
     ``tokenizer_info`` resolves the token-level parts of structural tags.
     """
