@@ -402,3 +402,14 @@ def test_one_of_overlapping_is_reported(compiler, schema, ptr, anyof_valid):
 ])
 def test_not_required(compiler, schema, valid, invalid):
     check(compiler, schema, valid, invalid, strict_mode=False)
+
+
+@pytest.mark.parametrize("schema,valid,invalid", [
+    # length bounds the pattern implies: the pattern alone is exact
+    ({"type": "string", "pattern": "^[0-9]{3}-[a-z]{2}$", "minLength": 6, "maxLength": 6}, ["123-ab"], ["12-ab", "1234-ab"]),
+    ({"type": "string", "pattern": "^(ab|cde)$", "maxLength": 3}, ["ab", "cde"], ["abc"]),
+    # no match of the pattern has an allowed length
+    ({"type": "object", "properties": {"s": {"type": "string", "pattern": "^a{5}$", "maxLength": 3}}}, [{}], [{"s": "aaaaa"}]),
+])
+def test_pattern_with_implied_length_bounds(compiler, schema, valid, invalid):
+    check(compiler, schema, valid, invalid, strict_mode=False)

@@ -811,12 +811,33 @@ class Converter {
     return RegexToJsonContent(&g_, g_.AddRepeat(cls, nlo, nhi));
   }
 
+  // 1: every match of the pattern has a length within [min_len, max_len]; -1: none has; 0:
+  // some may (or unknown).
+  int PatternWithinLength(const Ref& pat, int64_t min_len, int64_t max_len) {
+    int64_t lo, hi;
+    try {
+      RegexOptions ro;
+      ro.search_semantics = true;
+      if (!CodepointLengthRange(g_, RegexToExpr(&g_, pat.v->as_string(), ro), &lo, &hi)) return 0;
+    } catch (const Error&) {
+      return 0;
+    }
+    if ((max_len >= 0 && lo > max_len) || (hi >= 0 && hi < min_len)) return -1;
+    return (lo >= min_len && (max_len < 0 || (hi >= 0 && hi <= max_len))) ? 1 : 0;
+  }
+
   ExprId StringExpr(const Merged& m) {
     bool bounded = m.min_len > 0 || m.max_len >= 0;
     std::vector<ExprId> contents;
     if (bounded && m.patterns.size() == 1 && m.formats.empty()) {
       ExprId e = BoundedClassPattern(m.patterns[0], m.min_len, m.max_len);
       if (e != kNoExpr) return g_.AddSequence({Lit(&g_, "\""), e, Lit(&g_, "\"")});
+      // Bounds the pattern implies anyway (or that no match meets) need no intersection.
+      switch (PatternWithinLength(m.patterns[0], m.min_len, m.max_len)) {
+        case 1: bounded = false; break;
+        case -1: return Never();
+        default: break;
+      }
     }
     for (const auto& p : m.patterns) {
       if (contents.size() >= 1 || bounded) {

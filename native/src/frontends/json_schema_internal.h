@@ -39,6 +39,9 @@ ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, Exp
 // Content (no quotes) of a string in the given format; throws UnsupportedKeyword for
 // unknown formats.
 ExprId FormatContentExpr(Grammar* g, const std::string& format);
+// The range of code-point lengths of the strings an expression (a regex over decoded text)
+// matches; *hi = -1 when unbounded. False when it cannot tell (rule references).
+bool CodepointLengthRange(const Grammar& g, ExprId e, int64_t* lo, int64_t* hi);
 // Copies a regex expression (over decoded text) into one over JSON-encoded string content.
 ExprId RegexToJsonContent(Grammar* g, ExprId regex_expr);
 
