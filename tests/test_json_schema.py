@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from pathlib import Path
 
@@ -278,7 +279,7 @@ def test_required_names_keep_their_listed_order(compiler):
     # Undeclared required properties are emitted in the order listed, not sorted.
     check(compiler, {"required": ["toString", "constructor"]},
           [{"toString": 1, "constructor": 2}], [{"constructor": 2}], strict_mode=False)
-    check(compiler, {"type": "object", "oneOf": [{"required": ["foo", "bar"]}, {"required": ["foo", "baz"]}]},
+    check(compiler, {"type": "object", "anyOf": [{"required": ["foo", "bar"]}, {"required": ["foo", "baz"]}]},
           [{"foo": 1, "bar": 2}, {"foo": 1, "baz": 3}], [{"foo": 1}], strict_mode=False)
 
 
@@ -349,3 +350,66 @@ def test_uri_template_braces_balance(compiler):
     schema = {"type": "string", "format": "uri-template"}
     check(compiler, schema, ["http://example.com/{id}", "http://x/{+path,q*}{?a:3}", "plain"],
           ["http://example.com/resource/{", "http://x/}", "{}"])
+
+
+# oneOf is exact when its alternatives are provably exclusive: (schema, valid, invalid).
+ONE_OF_EXCLUSIVE = [
+    ({"oneOf": [{"type": "string"}, {"type": "integer"}, {"type": "null"}]}, ["a", 1, None], [True, 1.5]),
+    ({"oneOf": [{"const": "a"}, {"enum": ["b", 1]}]}, ["a", "b", 1], ["c", 2]),
+    ({"oneOf": [{"type": "integer", "maximum": 0}, {"type": "integer", "exclusiveMinimum": 0}]}, [0, 5, -3], [1.5]),
+    ({"oneOf": [{"type": "string", "maxLength": 2}, {"type": "string", "minLength": 3}]}, ["ab", "abc"], [1]),
+    ({"oneOf": [{"type": "object", "properties": {"kind": {"const": "a"}, "x": {"type": "integer"}}, "required": ["kind", "x"]},
+                {"type": "object", "properties": {"kind": {"const": "b"}, "y": {"type": "string"}}, "required": ["kind"]}]},
+     [{"kind": "a", "x": 1}, {"kind": "b", "y": "s"}], [{"kind": "c"}, {"kind": "a"}]),
+    # a property required by one alternative and forbidden by the other
+    ({"oneOf": [{"type": "object", "properties": {"a": {}}, "required": ["a"], "additionalProperties": False},
+                {"type": "object", "properties": {"b": {}}, "required": ["b"], "additionalProperties": False}]},
+     [{"a": 1}, {"b": 2}], [{"a": 1, "b": 2}, {}]),
+    # exactly one of several required properties
+    ({"type": "object", "properties": {"a": {}, "b": {}, "c": {}}, "oneOf": [{"required": ["a"]}, {"required": ["b"]}]},
+     [{"a": 1}, {"b": 1, "c": 2}], [{"a": 1, "b": 2}, {"c": 1}, {}]),
+    ({"oneOf": [{"required": ["a"]}, {"required": ["a", "b"]}]}, [{"a": 1}], [{"a": 1, "b": 2}, {}, 1]),
+]
+
+
+@pytest.mark.parametrize("schema,valid,invalid", ONE_OF_EXCLUSIVE)
+def test_one_of_exclusive_is_exact(compiler, schema, valid, invalid):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check(compiler, schema, valid, invalid, strict_mode=False)
+
+
+ONE_OF_OVERLAPPING = [
+    ({"oneOf": [{"type": "number"}, {"type": "integer"}]}, "(root)", [1.5, 2]),
+    ({"properties": {"v": {"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 3}]}}}, "/properties/v", ["abcd", "ab"]),
+    ({"oneOf": [{"properties": {"a": {}}}, {"type": "null"}]}, "(root)", [{"a": 1}, None]),
+]
+
+
+@pytest.mark.parametrize("schema,ptr,anyof_valid", ONE_OF_OVERLAPPING)
+def test_one_of_overlapping_is_reported(compiler, schema, ptr, anyof_valid):
+    with pytest.raises(UnsupportedSchemaError, match=f"unsupported keyword 'oneOf' at {re.escape(ptr)}:"):
+        Grammar.from_json_schema(schema, strict_mode=False)
+    with pytest.warns(UnsupportedSchemaWarning, match=f"'oneOf' at {re.escape(ptr)}"):
+        g = Grammar.from_json_schema(schema, strict_mode=False, on_unsupported="warn")
+    for v in anyof_valid:  # compiled as anyOf
+        assert accepts_text(compiler, g, json.dumps(v if ptr == "(root)" else {"v": v}))
+
+
+@pytest.mark.parametrize("schema,valid,invalid", [
+    ({"type": "object", "not": {"required": ["b"]}}, [{"a": 1}, {}], [{"b": 1}, {"a": 1, "b": 2}]),
+    ({"properties": {"b": {}}, "not": {"required": ["b"]}}, [{"a": 1}, 3], [{"b": 1}]),
+])
+def test_not_required(compiler, schema, valid, invalid):
+    check(compiler, schema, valid, invalid, strict_mode=False)
+
+
+@pytest.mark.parametrize("schema,valid,invalid", [
+    # length bounds the pattern implies: the pattern alone is exact
+    ({"type": "string", "pattern": "^[0-9]{3}-[a-z]{2}$", "minLength": 6, "maxLength": 6}, ["123-ab"], ["12-ab", "1234-ab"]),
+    ({"type": "string", "pattern": "^(ab|cde)$", "maxLength": 3}, ["ab", "cde"], ["abc"]),
+    # no match of the pattern has an allowed length
+    ({"type": "object", "properties": {"s": {"type": "string", "pattern": "^a{5}$", "maxLength": 3}}}, [{}], [{"s": "aaaaa"}]),
+])
+def test_pattern_with_implied_length_bounds(compiler, schema, valid, invalid):
+    check(compiler, schema, valid, invalid, strict_mode=False)

@@ -21,53 +21,6 @@ namespace {
 
 using namespace jsonschema;
 
-struct Ref {
-  const JsonValue* v;
-  std::string ptr;
-};
-
-enum TypeBit : uint8_t { kNull = 1, kBool = 2, kInt = 4, kNum = 8, kStr = 16, kArr = 32, kObj = 64, kAllTypes = 127 };
-
-struct Merged {
-  bool is_false = false;
-  uint8_t types = kAllTypes;
-  bool has_enum = false;
-  std::vector<JsonValue> enum_values;
-  // strings
-  int64_t min_len = 0, max_len = -1;
-  std::vector<Ref> patterns;  // v: the pattern string value
-  std::vector<Ref> formats;
-  // numbers
-  NumBound lo, hi;
-  std::vector<Ref> multiple_of;
-  // arrays
-  bool has_prefix = false;
-  std::vector<std::vector<Ref>> prefix;
-  bool items_set = false;
-  std::vector<Ref> items;  // conjunction; may contain `false`
-  // The part of `items` from schemas without a sibling prefix: it constrains the prefix
-  // positions too (a prefix merged in from another allOf branch is not its sibling).
-  std::vector<Ref> items_all;
-  int64_t min_items = 0, max_items = -1;
-  std::vector<Ref> contains;
-  // objects
-  std::vector<std::pair<std::string, std::vector<Ref>>> props;
-  std::vector<std::string> required;  // in the order listed (undeclared ones are emitted so)
-  bool Requires(const std::string& name) const { return std::find(required.begin(), required.end(), name) != required.end(); }
-  bool additional_set = false;
-  std::vector<Ref> additional;
-  // The schema object holding each `additional` entry: additionalProperties applies to every
-  // property except its siblings in properties/patternProperties.
-  std::vector<const JsonValue*> additional_parent;
-  std::vector<std::pair<Ref, std::vector<Ref>>> pattern_props;  // (pattern value, schema)
-  std::vector<Ref> property_names;
-  int64_t min_props = 0, max_props = -1;
-  std::string min_props_ptr, max_props_ptr;
-  // combinators
-  std::vector<std::vector<Ref>> any_of;
-  bool constrained = false;  // any keyword besides combinators seen
-};
-
 bool IsAnnotation(const std::string& k) {
   static const std::set<std::string> kAnn = {
       "title", "description", "examples", "example", "default", "$comment", "$schema", "$id", "id", "deprecated",
@@ -329,6 +282,8 @@ class Converter {
           std::vector<Ref> alts;
           for (size_t i = 0; i < v.items().size(); ++i) alts.push_back(Ref{&v.items()[i], kp + "/" + std::to_string(i)});
           m->any_of.push_back(alts);
+          m->any_of_at.push_back(P);
+          m->any_of_exclusive.push_back(k == "oneOf");
         }
         continue;
       }
@@ -492,15 +447,31 @@ class Converter {
       return;
     }
     if (!s.is_object()) Invalid(r.ptr, "a schema must be an object or a boolean");
-    bool only_type = true, only_enum = true, empty = true;
+    bool only_type = true, only_enum = true, empty = true, only_required = true;
     for (const auto& kv : s.members()) {
       if (IsAnnotation(kv.first)) continue;
       empty = false;
+      if (kv.first != "required") only_required = false;
       if (kv.first != "type") only_type = false;
       if (kv.first != "enum" && kv.first != "const") only_enum = false;
     }
     if (empty) {
       m->is_false = true;
+      return;
+    }
+    if (only_required) {
+      // Not having all of the names: expressible as one absent property (objects only).
+      const JsonValue& req = *s.Find("required");
+      if (!req.is_array()) Invalid(r.ptr + "/required", "'required' must be an array");
+      if (req.items().empty()) {
+        m->is_false = true;
+        return;
+      }
+      if (req.items().size() == 1 && req.items()[0].is_string()) {
+        m->absent.push_back({req.items()[0].as_string(), "not", at});
+        return;
+      }
+      Unsupported("not", at, "excluding objects that have all of several properties");
       return;
     }
     if (only_type) {
@@ -614,9 +585,17 @@ class Converter {
       }
       Merged base = m;
       std::vector<Ref> group = base.any_of.front();
+      bool exclusive = base.any_of_exclusive.front();
+      std::string at = base.any_of_at.front();
       base.any_of.erase(base.any_of.begin());
+      base.any_of_at.erase(base.any_of_at.begin());
+      base.any_of_exclusive.erase(base.any_of_exclusive.begin());
+      std::vector<Merged> rewritten;
+      if (exclusive) rewritten = CheckOneOf(base, group, at);
       std::vector<ExprId> alts;
-      if (!base.constrained && base.any_of.empty()) {
+      if (!rewritten.empty()) {
+        for (const auto& c : rewritten) alts.push_back(Lower(c, depth, expansion + 1));
+      } else if (!base.constrained && base.any_of.empty()) {
         for (const auto& a : group) alts.push_back(g_.AddRuleRef(ConjRule({a}, depth)));
       } else {
         for (const auto& a : group) {
@@ -648,6 +627,76 @@ class Converter {
     if (types & kObj) alts.push_back(ObjectExpr(m, depth));
     if (alts.empty()) return Never();
     return alts.size() == 1 ? alts[0] : g_.AddChoice(alts);
+  }
+
+  // oneOf lowers as anyOf, which is exact only when no value matches two alternatives (each
+  // merged with the rest of its schema); otherwise the widening is reported.
+  // Returns the alternatives to lower in place of the group when it had to rewrite them (see
+  // RequiredOnlyOneOf), else an empty vector.
+  std::vector<Merged> CheckOneOf(const Merged& base, const std::vector<Ref>& group, const std::string& at) {
+    std::vector<Merged> alts;
+    for (const auto& a : group) {
+      Merged c = base;
+      MergeInto(&c, a, 0);
+      alts.push_back(std::move(c));
+    }
+    MergeFn merge = [this](const std::vector<Ref>& parts) {
+      Merged c;
+      for (const auto& p : parts) MergeInto(&c, p, 0);
+      return c;
+    };
+    for (size_t i = 0; i < alts.size(); ++i) {
+      for (size_t j = i + 1; j < alts.size(); ++j) {
+        if (!ProvablyDisjoint(alts[i], alts[j], merge)) {
+          std::vector<Merged> rewritten = RequiredOnlyOneOf(base, group);
+          if (!rewritten.empty()) return rewritten;
+          Unsupported("oneOf", at, "alternatives " + std::to_string(i) + " and " + std::to_string(j) +
+                                       " are not provably exclusive (lowered as anyOf)");
+          return {};
+        }
+      }
+    }
+    return {};
+  }
+
+  // oneOf whose alternatives only list required properties ("exactly one of these sets"):
+  // alternative i holds when its names are present and, for every other alternative j, one of
+  // j's names is absent, which is expressible when j has one name that i lacks (i is dropped
+  // when it has all of j's). Values that are not objects match every alternative and so none
+  // exactly once. Empty when the group has another shape.
+  std::vector<Merged> RequiredOnlyOneOf(const Merged& base, const std::vector<Ref>& group) {
+    std::vector<std::vector<std::string>> names;
+    for (const auto& a : group) {
+      if (!a.v->is_object()) return {};
+      std::vector<std::string> req;
+      for (const auto& kv : a.v->members()) {
+        if (IsAnnotation(kv.first)) continue;
+        if (kv.first != "required" || !kv.second.is_array()) return {};
+        for (const auto& it : kv.second.items()) {
+          if (!it.is_string()) return {};
+          req.push_back(it.as_string());
+        }
+      }
+      names.push_back(req);
+    }
+    std::vector<Merged> out;
+    for (size_t i = 0; i < group.size(); ++i) {
+      Merged c = base;
+      MergeInto(&c, group[i], 0);
+      c.types &= kObj;
+      for (size_t j = 0; j < group.size() && !c.is_false; ++j) {
+        if (j == i) continue;
+        std::vector<std::string> missing;
+        for (const auto& n : names[j]) {
+          if (std::find(names[i].begin(), names[i].end(), n) == names[i].end()) missing.push_back(n);
+        }
+        if (missing.empty()) c.is_false = true;
+        else if (missing.size() == 1) c.absent.push_back({missing[0], "oneOf", group[j].ptr});
+        else return {};
+      }
+      out.push_back(std::move(c));
+    }
+    return out;
   }
 
   ExprId EnumExpr(const Merged& m, int depth) {
@@ -762,12 +811,33 @@ class Converter {
     return RegexToJsonContent(&g_, g_.AddRepeat(cls, nlo, nhi));
   }
 
+  // 1: every match of the pattern has a length within [min_len, max_len]; -1: none has; 0:
+  // some may (or unknown).
+  int PatternWithinLength(const Ref& pat, int64_t min_len, int64_t max_len) {
+    int64_t lo, hi;
+    try {
+      RegexOptions ro;
+      ro.search_semantics = true;
+      if (!CodepointLengthRange(g_, RegexToExpr(&g_, pat.v->as_string(), ro), &lo, &hi)) return 0;
+    } catch (const Error&) {
+      return 0;
+    }
+    if ((max_len >= 0 && lo > max_len) || (hi >= 0 && hi < min_len)) return -1;
+    return (lo >= min_len && (max_len < 0 || (hi >= 0 && hi <= max_len))) ? 1 : 0;
+  }
+
   ExprId StringExpr(const Merged& m) {
     bool bounded = m.min_len > 0 || m.max_len >= 0;
     std::vector<ExprId> contents;
     if (bounded && m.patterns.size() == 1 && m.formats.empty()) {
       ExprId e = BoundedClassPattern(m.patterns[0], m.min_len, m.max_len);
       if (e != kNoExpr) return g_.AddSequence({Lit(&g_, "\""), e, Lit(&g_, "\"")});
+      // Bounds the pattern implies anyway (or that no match meets) need no intersection.
+      switch (PatternWithinLength(m.patterns[0], m.min_len, m.max_len)) {
+        case 1: bounded = false; break;
+        case -1: return Never();
+        default: break;
+      }
     }
     for (const auto& p : m.patterns) {
       if (contents.size() >= 1 || bounded) {
@@ -902,7 +972,14 @@ class Converter {
     };
     std::vector<Prop> props;
     std::vector<std::string> declared;
+    for (const auto& a : m.absent) {
+      if (m.Requires(a.name)) return Never();
+      // A pattern or propertyNames could still admit the name as an extra key.
+      if (!m.pattern_props.empty() || !m.property_names.empty()) Unsupported(a.keyword, a.ptr, "together with patternProperties or propertyNames");
+      declared.push_back(a.name);  // excluded from the extra keys
+    }
     for (const auto& pr : m.props) {
+      if (m.Forbids(pr.first)) continue;
       declared.push_back(pr.first);
       std::vector<Ref> conj = pr.second;
       for (size_t j = 0; j < m.additional.size(); ++j) {

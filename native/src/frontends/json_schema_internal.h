@@ -1,11 +1,14 @@
 // Helpers shared by the JSON Schema front end's files (strings/formats and numbers).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "support/json.h"
 #include "xg2/grammar.h"
 
 namespace xg2::jsonschema {
@@ -36,6 +39,9 @@ ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, Exp
 // Content (no quotes) of a string in the given format; throws UnsupportedKeyword for
 // unknown formats.
 ExprId FormatContentExpr(Grammar* g, const std::string& format);
+// The range of code-point lengths of the strings an expression (a regex over decoded text)
+// matches; *hi = -1 when unbounded. False when it cannot tell (rule references).
+bool CodepointLengthRange(const Grammar& g, ExprId e, int64_t* lo, int64_t* hi);
 // Copies a regex expression (over decoded text) into one over JSON-encoded string content.
 ExprId RegexToJsonContent(Grammar* g, ExprId regex_expr);
 
@@ -55,5 +61,78 @@ ExprId IntegerExpr(Grammar* g, const NumBound& lo, const NumBound& hi);
 ExprId NumberExpr(Grammar* g, const NumBound& lo, const NumBound& hi);
 // Integers that are multiples of `k` (k > 0) within the bounds.
 ExprId IntegerMultipleOfExpr(Grammar* g, int64_t k, const NumBound& lo, const NumBound& hi);
+
+// --- constraint sets (json_schema.cc) ---
+struct Ref {
+  const JsonValue* v;
+  std::string ptr;
+};
+
+enum TypeBit : uint8_t { kNull = 1, kBool = 2, kInt = 4, kNum = 8, kStr = 16, kArr = 32, kObj = 64, kAllTypes = 127 };
+
+struct Merged {
+  bool is_false = false;
+  uint8_t types = kAllTypes;
+  bool has_enum = false;
+  std::vector<JsonValue> enum_values;
+  // strings
+  int64_t min_len = 0, max_len = -1;
+  std::vector<Ref> patterns;  // v: the pattern string value
+  std::vector<Ref> formats;
+  // numbers
+  NumBound lo, hi;
+  std::vector<Ref> multiple_of;
+  // arrays
+  bool has_prefix = false;
+  std::vector<std::vector<Ref>> prefix;
+  bool items_set = false;
+  std::vector<Ref> items;  // conjunction; may contain `false`
+  // The part of `items` from schemas without a sibling prefix: it constrains the prefix
+  // positions too (a prefix merged in from another allOf branch is not its sibling).
+  std::vector<Ref> items_all;
+  int64_t min_items = 0, max_items = -1;
+  std::vector<Ref> contains;
+  // objects
+  std::vector<std::pair<std::string, std::vector<Ref>>> props;
+  std::vector<std::string> required;  // in the order listed (undeclared ones are emitted so)
+  bool Requires(const std::string& name) const { return std::find(required.begin(), required.end(), name) != required.end(); }
+  bool additional_set = false;
+  std::vector<Ref> additional;
+  // The schema object holding each `additional` entry: additionalProperties applies to every
+  // property except its siblings in properties/patternProperties.
+  std::vector<const JsonValue*> additional_parent;
+  std::vector<std::pair<Ref, std::vector<Ref>>> pattern_props;  // (pattern value, schema)
+  std::vector<Ref> property_names;
+  // Property names an object must not have (from `not {required: [name]}` and exact oneOf
+  // over required-only alternatives): (name, keyword, JSON pointer of the keyword's schema).
+  struct Absent {
+    std::string name, keyword, ptr;
+  };
+  std::vector<Absent> absent;
+  bool Forbids(const std::string& name) const {
+    return std::any_of(absent.begin(), absent.end(), [&](const Absent& a) { return a.name == name; });
+  }
+  int64_t min_props = 0, max_props = -1;
+  std::string min_props_ptr, max_props_ptr;
+  // combinators
+  std::vector<std::vector<Ref>> any_of;
+  // Parallel to any_of: the pointer of the schema holding the keyword, and whether it was
+  // oneOf (exactly one alternative must match) rather than anyOf.
+  std::vector<std::string> any_of_at;
+  std::vector<bool> any_of_exclusive;
+  bool constrained = false;  // any keyword besides combinators seen
+};
+
+// --- oneOf (json_schema_exclusive.cc) ---
+// Merges a conjunction of subschemas (the converter's MergeInto), used to look into property
+// schemas.
+using MergeFn = std::function<Merged(const std::vector<Ref>&)>;
+// The type bits a value of m can have (an enum narrows them to its values' types).
+uint8_t EffectiveTypes(const Merged& m);
+// True when no JSON value satisfies both constraint sets, judged on what they keep (a Merged is
+// a superset of its schema: combinators and unenforced keywords only narrow it further), so
+// true is a proof; false means "not proven". depth bounds the look into property values.
+bool ProvablyDisjoint(const Merged& a, const Merged& b, const MergeFn& merge, int depth = 0);
+
 
 }  // namespace xg2::jsonschema

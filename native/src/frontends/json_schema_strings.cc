@@ -465,4 +465,51 @@ ExprId RegexToJsonContent(Grammar* g, ExprId regex_expr) {
   return m.Map(regex_expr);
 }
 
+bool CodepointLengthRange(const Grammar& g, ExprId e, int64_t* lo, int64_t* hi) {
+  constexpr int64_t kCap = int64_t(1) << 40;  // beyond any real bound; avoids overflow
+  auto add = [&](int64_t a, int64_t b) { return (a < 0 || b < 0) ? -1 : std::min(kCap, a + b); };
+  const Expr& x = g.expr(e);
+  switch (x.kind) {
+    case ExprKind::kEmpty: *lo = *hi = 0; return true;
+    case ExprKind::kCharClass: *lo = *hi = 1; return true;
+    case ExprKind::kBytes: {
+      int64_t n = 0;
+      for (unsigned char c : x.bytes) n += (c & 0xC0) != 0x80;
+      *lo = *hi = n;
+      return true;
+    }
+    case ExprKind::kSequence: {
+      *lo = *hi = 0;
+      for (ExprId c : x.children) {
+        int64_t a, b;
+        if (!CodepointLengthRange(g, c, &a, &b)) return false;
+        *lo = add(*lo, a);
+        *hi = add(*hi, b);
+      }
+      return true;
+    }
+    case ExprKind::kChoice: {
+      if (x.children.empty()) return false;
+      *lo = kCap;
+      *hi = 0;
+      for (ExprId c : x.children) {
+        int64_t a, b;
+        if (!CodepointLengthRange(g, c, &a, &b)) return false;
+        *lo = std::min(*lo, a);
+        *hi = (*hi < 0 || b < 0) ? -1 : std::max(*hi, b);
+      }
+      return true;
+    }
+    case ExprKind::kRepeat: {
+      int64_t a, b;
+      if (!CodepointLengthRange(g, x.children[0], &a, &b)) return false;
+      *lo = std::min(kCap, a * std::min(x.min, kCap / std::max<int64_t>(a, 1)));
+      if (b == 0) *hi = 0;
+      else *hi = (b < 0 || x.max == kUnbounded) ? -1 : std::min(kCap, b * std::min(x.max, kCap / std::max<int64_t>(b, 1)));
+      return true;
+    }
+    default: return false;
+  }
+}
+
 }  // namespace xg2::jsonschema
