@@ -460,3 +460,53 @@ def test_find_jump_forward_string_inside_character(small_tok):
     m.rollback(1)
     assert m.accept_token(sid(b"\xa9"))
     assert m.find_jump_forward_string() == "llo"
+
+
+def test_concurrent_use_of_one_matcher_raises_and_leaves_it_usable(llama3_tokenizer):
+    """Two threads on one matcher: each call either runs alone or raises MatcherStateError
+    ("in use by another thread"); never a crash or a corrupted state."""
+    import threading
+
+    compiled = xg.GrammarCompiler(llama3_tokenizer).compile_builtin_json_grammar()
+    m = xg.GrammarMatcher(compiled)
+    ids = tokenize(llama3_tokenizer, '{"a": [1, 2, 3], "b": "text"}')
+    errors, busy = [], []
+
+    def filler():
+        bm = xg.allocate_token_bitmask(1, llama3_tokenizer.vocab_size)
+        for _ in range(3000):
+            try:
+                m.fill_next_token_bitmask(bm)
+            except xg.MatcherStateError as e:
+                busy.append(str(e))
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+
+    def retry(call):
+        while True:
+            try:
+                return call()
+            except xg.MatcherStateError as e:
+                busy.append(str(e))
+            except Exception as e:  # noqa: BLE001
+                errors.append(e)
+                return None
+
+    def walker():
+        for _ in range(60):
+            for t in ids:
+                if retry(lambda: m.accept_token(t)):
+                    retry(lambda: m.rollback(1))
+
+    threads = [threading.Thread(target=filler), threading.Thread(target=walker)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    assert all("in use by another thread" in b for b in busy)
+    # Usable afterwards, in a consistent state.
+    m.reset()
+    for t in ids:
+        assert m.accept_token(t)
+    assert m.is_completed()

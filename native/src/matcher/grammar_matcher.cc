@@ -31,6 +31,7 @@ bool GrammarMatcher::IsStopToken(int32_t id) const {
 }
 
 bool GrammarMatcher::AcceptToken(int32_t token_id) {
+  UseGuard guard(in_use_, "accept_token");
   const TokenizerInfo& tok = *compiled_->tokenizer();
   if (token_id < 0 || token_id >= tok.vocab_size()) {
     throw Error(ErrorKind::kInvalidArgument, "token id " + std::to_string(token_id) +
@@ -66,6 +67,7 @@ bool GrammarMatcher::AcceptToken(int32_t token_id) {
 }
 
 bool GrammarMatcher::AcceptString(const std::string& bytes) {
+  UseGuard guard(in_use_, "accept_string");
   if (terminated_) {
     throw Error(ErrorKind::kMatcherState,
                 "accept_string after the matcher terminated; call reset() or rollback() first");
@@ -80,12 +82,14 @@ bool GrammarMatcher::AcceptString(const std::string& bytes) {
 }
 
 void GrammarMatcher::Reset() {
+  UseGuard guard(in_use_, "reset");
   parser_.TruncateRows(1);
   history_.clear();
   terminated_ = false;
 }
 
 void GrammarMatcher::Rollback(int32_t n) {
+  UseGuard guard(in_use_, "rollback");
   if (n < 0) throw Error(ErrorKind::kInvalidArgument, "rollback count must be >= 0");
   if (n > static_cast<int32_t>(history_.size())) {
     throw Error(ErrorKind::kMatcherState, "cannot roll back " + std::to_string(n) +
@@ -99,11 +103,21 @@ void GrammarMatcher::Rollback(int32_t n) {
   history_.resize(history_.size() - n);
 }
 
+GrammarMatcher::UseGuard::UseGuard(const InUse& flag, const char* call) : flag_(flag) {
+  if (flag_.busy.exchange(true, std::memory_order_acquire)) {
+    throw Error(ErrorKind::kMatcherState, std::string(call) +
+                                              ": the matcher is in use by another thread (a matcher is not "
+                                              "thread-safe: fork() one per thread)");
+  }
+}
+
 std::unique_ptr<GrammarMatcher> GrammarMatcher::Fork() const {
+  UseGuard guard(in_use_, "fork");
   return std::unique_ptr<GrammarMatcher>(new GrammarMatcher(*this));
 }
 
 bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words) {
+  UseGuard guard(in_use_, "fill_next_token_bitmask");
   const TokenizerInfo& tok = *compiled_->tokenizer();
   TokenMaskCache& cache = compiled_->mask_cache();
   const int32_t vocab_words = cache.num_words();
@@ -337,6 +351,7 @@ void GrammarMatcher::AddSpecialTokens(uint32_t* words) {
 }
 
 std::string GrammarMatcher::FindJumpForwardString() {
+  UseGuard guard(in_use_, "find_jump_forward_string");
   std::string out;
   if (terminated_) return out;
   const int32_t rows0 = parser_.num_rows();

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <atomic>
 #include <memory>
 #include <string>
 #include <vector>
@@ -49,6 +50,25 @@ class GrammarMatcher {
   int64_t last_row_size() const { return parser_.last_row_end() - parser_.last_row_begin(); }
 
  private:
+  // Set while a call runs: a second thread using the same matcher gets Error(kMatcherState)
+  // instead of a data race. Copies (fork) start free.
+  struct InUse {
+    mutable std::atomic<bool> busy{false};
+    InUse() = default;
+    InUse(const InUse&) {}
+    InUse& operator=(const InUse&) { return *this; }
+  };
+  class UseGuard {
+   public:
+    UseGuard(const InUse& flag, const char* call);
+    ~UseGuard() { flag_.busy.store(false, std::memory_order_release); }
+    UseGuard(const UseGuard&) = delete;
+    UseGuard& operator=(const UseGuard&) = delete;
+
+   private:
+    const InUse& flag_;
+  };
+  InUse in_use_;
   struct Step {
     int32_t rows_before;
     bool terminated_before;
