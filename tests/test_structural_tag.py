@@ -487,3 +487,10 @@ def _random_compiler(tok):
     if not _RANDOM_COMPILER:
         _RANDOM_COMPILER.append(xg.GrammarCompiler(tok, max_threads=1))
     return _RANDOM_COMPILER[0]
+
+
+def test_masks_agree_with_accept_on_gemma(vocab_path):
+    """A SentencePiece byte-fallback vocabulary of 262k tokens (Gemma): tool calls in free text."""
+    tok = xg.TokenizerInfo.from_vocab_file(vocab_path("gemma4"))
+    compiled = xg.GrammarCompiler(tok).compile_structural_tag(_tag(QWEN_TOOLS))
+    _check_masks_along(compiled, tok, tokenize(tok, QWEN_OUTPUT), random.Random(2), samples=60)
