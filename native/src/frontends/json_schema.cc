@@ -15,6 +15,7 @@
 #include "frontends/json_schema_internal.h"
 #include "frontends/regex.h"
 #include "xg2/errors.h"
+#include "xg2/limits.h"
 
 namespace xg2 {
 namespace {
@@ -543,8 +544,9 @@ class Converter {
     auto it = rules_.find(key);
     if (it != rules_.end()) return it->second;
     // Rules are lowered depth-first, so a long chain of distinct $refs nests this call; bound
-    // it (the native stack is finite) as the JSON parser bounds document nesting.
-    constexpr int kMaxRuleNesting = 500;
+    // it (the native stack is finite) as the JSON parser bounds document nesting. Each level
+    // is a few deep frames (about 4x a JSON level; more under sanitizers), hence the quarter.
+    const int kMaxRuleNesting = std::max(1, MaxNestingDepth() / 4);
     struct NestingGuard {
       int* n;
       explicit NestingGuard(int* c) : n(c) { ++*n; }
@@ -554,7 +556,8 @@ class Converter {
       throw Error(ErrorKind::kLimitExceeded,
                   "schema nests more than " + std::to_string(kMaxRuleNesting) +
                       " subschemas deep (through $ref) at " +
-                      (parts.empty() || parts.back().ptr.empty() ? std::string("(root)") : parts.back().ptr));
+                      (parts.empty() || parts.back().ptr.empty() ? std::string("(root)") : parts.back().ptr) +
+                      " (a quarter of max_nesting_depth, see xg2_jax.set_limits)");
     }
     RuleId r = NewRule(RuleName(parts));
     rules_[key] = r;
