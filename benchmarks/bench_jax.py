@@ -28,6 +28,7 @@ import numpy as np
 
 import xg2_jax as xg
 from xg2_jax._src import tiny_model as tm
+from xg2_jax._src.decode import token_step
 
 DEFAULT_VOCAB = Path(__file__).resolve().parents[2] / "shared" / "data" / "vocab" / "gpt2.json.gz"
 # A long JSON string: nearly every token is allowed at each step (the busiest masks), and the
@@ -43,13 +44,18 @@ def _sample(logits, key):
 
 
 def unconstrained_loop(params, cache, prompts, steps, key):
-    """Model step + sampling, the token read back to the host every step."""
-    step = jax.jit(tm.step)
-    logits, cache = step(params, cache, prompts)
+    """Model step + sampling, the token read back to the host every step.
+
+    The same two jitted calls per step as the constrained loop (the model step on (B,)
+    tokens via :func:`xg2_jax._src.decode.token_step`, no eager ``tokens[:, None]``), so the
+    difference is the constrained work alone.
+    """
+    logits, cache = jax.jit(tm.step)(params, cache, prompts)
+    step = token_step(tm.step)
     out = []
     for _ in range(steps):
         tokens, key = _sample(logits, key)
-        logits, cache = step(params, cache, tokens[:, None])
+        logits, cache = step(params, cache, tokens)
         out.append(np.asarray(tokens))
     jax.block_until_ready(logits)
     return steps

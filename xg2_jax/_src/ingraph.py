@@ -223,18 +223,22 @@ def ingraph_generate(step_fn: Callable, params: Any, cache: Any, prompt_tokens,
     Raises:
         RuntimeError: the host callback failed (``status`` not OK).
 
+    Returns:
+        A :class:`~xg2_jax.GenerateResult`.
+
     Example:
         >>> import xg2_jax as xg
         >>> from xg2_jax._src import tiny_model as tm
         >>> tok = xg.TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2])
-        >>> g = xg.GrammarCompiler(tok).compile_grammar('root ::= "ab"')
+        >>> g = xg.GrammarCompiler(tok).compile_grammar('root ::= "a"+ "b"')
         >>> cfg = tm.TinyConfig(vocab_size=3, hidden=8)
-        >>> out = ingraph_generate(
-        ...     tm.step, tm.init_params(jax.random.key(0), cfg), tm.init_cache(cfg, 1),
-        ...     np.zeros((1, 1), np.int32), [xg.GrammarMatcher(g)], max_new_tokens=5,
-        ...     sampling=SamplingConfig(greedy=True))
-        >>> out.tokens[0, :out.lengths[0]].tolist()
-        [0, 1, 2]
+        >>> model = (tm.step, tm.init_params(jax.random.key(0), cfg), tm.init_cache(cfg, 2),
+        ...          np.zeros((2, 1), np.int32))
+        >>> kw = dict(max_new_tokens=6, sampling=SamplingConfig(temperature=0.5))
+        >>> a = ingraph_generate(*model, [xg.GrammarMatcher(g) for _ in range(2)], **kw)
+        >>> b = xg.constrained_generate(*model, [xg.GrammarMatcher(g) for _ in range(2)], **kw)
+        >>> bool((a.tokens == b.tokens).all()), int(a.lengths.max()) > 1  # as the host loop
+        (True, True)
     """
     pre = _prepare(step_fn, params, cache, prompt_tokens, matchers,
                    max_new_tokens=max_new_tokens, key=key)
