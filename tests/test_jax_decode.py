@@ -315,3 +315,17 @@ def test_speculative_batched_advance_cuts_bad_paths():
     assert errors.tolist() == [False, True, True, False, False]
     assert finished.tolist() == [True, True, True, False, False]
     assert [m.num_accepted_tokens for m in matchers[:4]] == [3, 1, 3, 0]
+
+
+def test_accept_draft_tree_per_row_temperature():
+    rows, vocab = 8, 6
+    logits = jax.random.normal(jax.random.key(0), (rows, 3, vocab))
+    masks = jnp.full((rows, 3, 1), 0b111111, jnp.int32)
+    tree = jnp.tile(jnp.array([[0, 1, 2]], jnp.int32), (rows, 1))
+    kw = dict(greedy=False)
+    scalar = xg.accept_draft_tree(logits, masks, tree, jnp.array([-1, 0, 1]),
+                                  jax.random.key(1), temperature=0.7, **kw)
+    per_row = xg.accept_draft_tree(logits, masks, tree, jnp.array([-1, 0, 1]),
+                                   jax.random.key(1), temperature=jnp.full((rows,), 0.7), **kw)
+    for a, b in zip(scalar, per_row):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

@@ -381,7 +381,10 @@ def constrained_generate(step_fn: Callable, params: Any, cache: Any, prompt_toke
             terminates).
         batch_matcher: reuse a :class:`~xg2_jax.BatchGrammarMatcher`.
         mask_sharding: a ``jax.sharding.Sharding`` for the (B, W) masks (e.g. from
-            :func:`~xg2_jax.mask_sharding`); default: the default device.
+            :func:`~xg2_jax.mask_sharding`), transferred with an explicit ``device_put``;
+            default: the default device, the host buffer being handed to the jitted call
+            (an implicit transfer: under ``jax.transfer_guard("disallow")`` pass a
+            sharding).
 
     Returns:
         A :class:`GenerateResult` (host numpy arrays).

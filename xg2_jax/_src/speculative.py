@@ -122,7 +122,8 @@ def accept_draft_tree(verify_logits: jax.Array, tree_masks: jax.Array, draft_tok
         parents: int32 (N,) or (B, N).
         key: PRNG key (unused when greedy).
         greedy: static.
-        temperature: target temperature (sampling only).
+        temperature: target temperature, scalar or per row (B,) (sampling only; a runtime
+            value: changing it does not recompile).
         draft_probs: float (B, N, V): the draft distribution node ``i``'s token was drawn
             from; default: a deterministic drafter (one-hot on the draft token).
         active: optional bool (B,): inactive rows accept nothing.
@@ -152,6 +153,8 @@ def accept_draft_tree(verify_logits: jax.Array, tree_masks: jax.Array, draft_tok
         bonus = target[rows, cur]
     else:
         t = jnp.maximum(jnp.asarray(temperature, jnp.float32), jnp.float32(1e-6))
+        if t.ndim:  # per row
+            t = t.reshape(t.shape + (1,) * (3 - t.ndim))
         probs = jax.nn.softmax(masked / t, axis=-1)  # (B, N, V)
         keys = jax.random.split(key, n + 1)
 
