@@ -167,41 +167,43 @@ def _last(logits: jax.Array) -> jax.Array:
 def _build_loop(step_fn: Callable, max_new_tokens: int, mask_width: int, pad_token_id: int):
     """The jitted decoding loop for one model step and budget (the sampling config is a
     runtime pytree argument: its temperature is traced, its static fields are part of the
-    jit cache key)."""
+    jit cache key).
+
+    The first token is sampled from the prefill logits before the loop; each iteration then
+    feeds the last tokens to the model, samples and advances the matchers. So the loop
+    condition alone decides whether the model runs again (no ``lax.cond``, no logits in the
+    loop carry), and the final cache has not seen the last tokens, as in the host loop.
+    """
 
     def run(params, cache, logits, mask, finished, key, session_id, sampling):
-        logits = _last(logits)
         batch = finished.shape[0]
-        out = jnp.full((batch, max_new_tokens), pad_token_id, jnp.int32)
-        lengths = jnp.zeros((batch,), jnp.int32)
-        errors = jnp.zeros((batch,), bool)
 
-        def cond(c):
-            t, _, _, _, finished, _, _, _, _, status = c
-            return (t < max_new_tokens) & ~jnp.all(finished) & (status == STATUS_OK)
-
-        def body(c):
-            t, logits, cache, mask, finished, key, out, lengths, errors, status = c
+        def sample_and_advance(t, logits, mask, finished, key, out, lengths, errors):
             active = ~finished
             tokens, key = sample_step(logits, mask, key, active, sampling=sampling,
                                       pad_token_id=pad_token_id)
             res = ingraph_matcher_step(session_id, tokens, mask_width=mask_width)
             took = active & ~res.error
             out = out.at[:, t].set(jnp.where(took, tokens, pad_token_id))
+            return (t + 1, tokens, res.mask, res.finished, key, out, lengths + took,
+                    errors | res.error, res.status)
 
-            def advance():
-                next_logits, next_cache = step_fn(params, cache, tokens[:, None])
-                return _last(next_logits), next_cache
+        def cond(c):
+            t, _, _, _, finished, _, _, _, _, status = c
+            return (t < max_new_tokens) & ~jnp.all(finished) & (status == STATUS_OK)
 
-            logits, cache = jax.lax.cond(
-                (t + 1 < max_new_tokens) & ~jnp.all(res.finished), advance,
-                lambda: (logits, cache))
-            return (t + 1, logits, cache, res.mask, res.finished, key, out,
-                    lengths + took, errors | res.error, res.status)
+        def body(c):
+            t, tokens, cache, mask, finished, key, out, lengths, errors, _ = c
+            logits, cache = step_fn(params, cache, tokens[:, None])
+            t, tokens, *rest = sample_and_advance(t, _last(logits), mask, finished, key, out,
+                                                  lengths, errors)
+            return (t, tokens, cache, *rest)
 
-        init = (jnp.int32(0), logits, cache, mask, finished, key, out, lengths, errors,
-                jnp.int32(STATUS_OK))
-        c = jax.lax.while_loop(cond, body, init)
+        t, tokens, *rest = sample_and_advance(
+            jnp.int32(0), _last(logits), mask, finished, key,
+            jnp.full((batch, max_new_tokens), pad_token_id, jnp.int32),
+            jnp.zeros((batch,), jnp.int32), jnp.zeros((batch,), bool))
+        c = jax.lax.while_loop(cond, body, (t, tokens, cache, *rest))
         return c[6], c[7], c[4], c[8], c[2], c[9]
 
     return jax.jit(run)
