@@ -1,18 +1,22 @@
 """Per-token latency of constrained vs unconstrained decoding with the tiny JAX model.
 
 Usage:
-    JAX_PLATFORMS=cpu python benchmarks/bench_jax.py [--vocab PATH] [--steps 64] [--repeats 5]
+    JAX_PLATFORMS=cpu python benchmarks/bench_jax.py [--vocab PATH] [--steps 64] [--repeats 11]
+        [--batches 1,16] [--no-masking]
 
 Prints two markdown tables:
 
 * decoding: median per-step latency of an unconstrained loop (model step + sample, token read
   back every step, as a server does), the host-overlap constrained loop
   (:func:`xg2_jax.constrained_generate`) and the in-graph loop
-  (:func:`xg2_jax.ingraph_generate`), at batch 1 and 16, with the overhead in percent;
+  (:func:`xg2_jax.ingraph_generate`), at batch 1 and 16, with the overhead in percent (median
+  of the per-repeat ratios to the unconstrained run next to it, and their quartiles), and the
+  same for the process CPU time (all threads: the host work plus, on CPU, the device
+  computation), which shared-machine load perturbs much less than wall time;
 * masking: :func:`xg2_jax.apply_token_bitmask` (packed int32 mask) vs ``jnp.where`` with a
   precomputed boolean mask, the lower bound for any masking.
 
-Runs are alternated and medians quoted; shared machines are noisy.
+Runs are alternated (rotating order) and medians quoted; shared machines are noisy.
 """
 
 from __future__ import annotations
@@ -36,6 +40,9 @@ GRAMMAR = r'''root ::= "{\"text\": \"" char* "\"}"
 char ::= [^"\\\x00-\x1f] | "\\" ["\\/bfnrt]'''
 
 
+_token_step = jax.jit(lambda params, cache, tokens: tm.step(params, cache, tokens[:, None]))
+
+
 @jax.jit
 def _sample(logits, key):
     key, sub = jax.random.split(key)
@@ -43,13 +50,18 @@ def _sample(logits, key):
 
 
 def unconstrained_loop(params, cache, prompts, steps, key):
-    """Model step + sampling, the token read back to the host every step."""
-    step = jax.jit(tm.step)
-    logits, cache = step(params, cache, prompts)
+    """Model step + sampling, the token read back to the host every step.
+
+    The same two jitted calls per step as the constrained loop (the model step takes the (B,)
+    tokens, reshaped inside the jit: no eager ``tokens[:, None]``), so the difference is the
+    constrained work alone.
+    """
+    logits, cache = jax.jit(tm.step)(params, cache, prompts)
+    step = _token_step
     out = []
     for _ in range(steps):
         tokens, key = _sample(logits, key)
-        logits, cache = step(params, cache, tokens[:, None])
+        logits, cache = step(params, cache, tokens)
         out.append(np.asarray(tokens))
     jax.block_until_ready(logits)
     return steps
@@ -64,30 +76,44 @@ def constrained_loop(fn, compiled):
     return run
 
 
-def bench_decoding(tok, steps, repeats):
+def bench_decoding(tok, steps, repeats, batches=(1, 16)):
+    """Per-step latency of each loop; the overhead is the median over repeats of the ratio
+    to the unconstrained run of the same repeat (runs next to each other in time see the
+    same machine load), the loops' order rotating from repeat to repeat."""
     compiled = xg.GrammarCompiler(tok).compile_grammar(GRAMMAR)
     cfg = tm.TinyConfig(vocab_size=tok.vocab_size)
     params = tm.init_params(jax.random.key(0), cfg)
     loops = {"unconstrained": unconstrained_loop,
              "host-overlap": constrained_loop(xg.constrained_generate, compiled),
              "in-graph": constrained_loop(xg.ingraph_generate, compiled)}
+    names = list(loops)
     rows = []
-    for batch in (1, 16):
+    for batch in batches:
         prompts = (np.arange(batch, dtype=np.int32)[:, None] * 131 + 17) % tok.vocab_size
         times = {name: [] for name in loops}
+        cpu = {name: [] for name in loops}
         for name, fn in loops.items():  # warm up (compile)
             fn(params, tm.init_cache(cfg, batch), prompts, steps, jax.random.key(1))
         for r in range(repeats):
-            for name, fn in loops.items():
+            for name in names[r % len(names):] + names[:r % len(names)]:
                 cache = tm.init_cache(cfg, batch)
-                t0 = time.perf_counter()
-                n = fn(params, cache, prompts, steps, jax.random.key(2 + r))
+                t0, c0 = time.perf_counter(), time.process_time()
+                n = loops[name](params, cache, prompts, steps, jax.random.key(2 + r))
                 times[name].append((time.perf_counter() - t0) / max(n, 1))
-        base = statistics.median(times["unconstrained"])
+                cpu[name].append((time.process_time() - c0) / max(n, 1))
         for name in loops:
-            med = statistics.median(times[name])
-            rows.append((batch, name, med * 1e3, 100.0 * (med - base) / base))
+            wall, wq1, wq3 = _paired(times[name], times["unconstrained"])
+            proc, _, _ = _paired(cpu[name], cpu["unconstrained"])
+            rows.append((batch, name, statistics.median(times[name]) * 1e3, wall, wq1, wq3,
+                         statistics.median(cpu[name]) * 1e3, proc))
     return rows
+
+
+def _paired(values, base):
+    """Median and quartiles, in percent, of the per-repeat ratios ``values / base``."""
+    ratios = sorted(v / b for v, b in zip(values, base))
+    q1, q3 = ratios[len(ratios) // 4], ratios[(3 * len(ratios)) // 4]
+    return tuple(100.0 * (x - 1) for x in (statistics.median(ratios), q1, q3))
 
 
 def bench_masking(repeats):
@@ -121,15 +147,23 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--vocab", type=Path, default=DEFAULT_VOCAB)
     ap.add_argument("--steps", type=int, default=64)
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=11)
+    ap.add_argument("--batches", default="1,16", help="comma list of batch sizes")
+    ap.add_argument("--no-masking", action="store_true", help="skip the masking table")
     args = ap.parse_args()
     tok = xg.TokenizerInfo.from_vocab_file(args.vocab)
     print(f"jax {jax.__version__} on {jax.devices()[0].platform}; vocab {tok.vocab_size}; "
           f"{args.steps} steps; median of {args.repeats}\n")
-    print("| batch | loop | ms / step | overhead vs unconstrained |")
-    print("|---:|---|---:|---:|")
-    for batch, name, ms, pct in bench_decoding(tok, args.steps, args.repeats):
-        print(f"| {batch} | {name} | {ms:.3f} | {pct:+.1f}% |")
+    print("| batch | loop | ms / step | overhead vs unconstrained | quartiles | CPU ms / step "
+          "| CPU overhead |")
+    print("|---:|---|---:|---:|---:|---:|---:|")
+    batches = [int(b) for b in args.batches.split(",")]
+    for batch, name, ms, pct, q1, q3, cms, cpct in bench_decoding(tok, args.steps,
+                                                                  args.repeats, batches):
+        print(f"| {batch} | {name} | {ms:.3f} | {pct:+.1f}% | {q1:+.1f}% .. {q3:+.1f}% "
+              f"| {cms:.3f} | {cpct:+.1f}% |")
+    if args.no_masking:
+        return
     print("\n| V | batch | masking | us | vs jnp.where(bool) |")
     print("|---:|---:|---|---:|---:|")
     for vocab, batch, name, us, pct in bench_masking(args.repeats):

@@ -497,6 +497,48 @@ def test_batch_traverse_draft_tree_equals_single(json_states, gpt2):
     assert batch.batch_traverse_draft_tree([], np.zeros((0, 3)), bm[0], parents=[-1, 0, 0]).shape == (0, 3)
 
 
+@pytest.mark.parametrize("slots", [[3, 1, 4], [1, 2, 3], [0]], ids=["scattered", "run", "one"])
+def test_batch_traverse_draft_tree_indices(json_states, gpt2, slots):
+    vocab = gpt2.vocab_size
+    words = (vocab + 31) // 32
+    rng = random.Random(7)
+    roots = [json_states[i] for i in (2, 9, 33)][:len(slots)]
+    n = 6
+    built = [random_tree(r, n, rng, vocab) for r in roots]
+    tokens = np.stack([t for t, _ in built])
+    parents = np.stack([p for _, p in built])
+    batch = xg.BatchGrammarMatcher()
+    ref = np.zeros((len(roots), n, words), dtype=np.int32)
+    ref_valid = batch.batch_traverse_draft_tree(roots, tokens, ref, parents=parents)
+
+    stack = np.full((5, n, words), 7, dtype=np.int32)  # 5 tree slots, some not written
+    valid = batch.batch_traverse_draft_tree(roots, tokens, stack, parents=parents,
+                                            indices=slots)
+    np.testing.assert_array_equal(valid, ref_valid)
+    np.testing.assert_array_equal(stack[slots], ref)
+    others = [s for s in range(5) if s not in slots]
+    assert (stack[others] == 7).all()
+
+    flat = np.full((5 * n + 2, words), 7, dtype=np.int32)  # (rows, W): rows >= slots * N
+    batch.batch_traverse_draft_tree(roots, tokens, flat, parents=parents, indices=slots)
+    np.testing.assert_array_equal(flat[:5 * n].reshape(5, n, words)[slots], ref)
+    assert (flat[:5 * n].reshape(5, n, words)[others] == 7).all() and (flat[5 * n:] == 7).all()
+
+    stack[:] = 7
+    bad_parents = parents.copy()
+    bad_parents[0, 3] = 9
+    for kwargs, match in [(dict(indices=slots[:-1] + [5]), "indices must be in"),
+                          (dict(indices=[slots[0]] * len(slots)), "distinct"),
+                          (dict(indices=slots + [0]), "indices"),
+                          (dict(indices=slots, parents=bad_parents), "parents")]:
+        if match == "distinct" and len(slots) == 1:
+            continue
+        kwargs.setdefault("parents", parents)
+        with pytest.raises(xg.InvalidArgumentError, match=match):
+            batch.batch_traverse_draft_tree(roots, tokens, stack, **kwargs)
+        assert (stack == 7).all()  # nothing written
+
+
 # ------------------------------------------------------------------------------ serialization
 
 

@@ -200,3 +200,132 @@ def test_rejection_sampling_follows_masked_target():
     p = np.array([0.1, 0.2, 0.3, 0.4, 0.0])
     assert freq[4] == 0
     np.testing.assert_allclose(freq, p / p.sum(), atol=0.012)
+
+
+def test_sampling_config_is_a_pytree_with_static_options():
+    cfg = xg.SamplingConfig(temperature=0.7, top_k=5, top_p=0.9)
+    leaves, treedef = jax.tree_util.tree_flatten(cfg)
+    assert leaves == [0.7]
+    assert jax.tree_util.tree_unflatten(treedef, [0.3]) == xg.SamplingConfig(0.3, 5, 0.9)
+    other = jax.tree_util.tree_structure(xg.SamplingConfig(temperature=0.7, top_k=6, top_p=0.9))
+    assert other != treedef  # a static field is part of the structure (jit cache key)
+    assert treedef == jax.tree_util.tree_structure(xg.SamplingConfig(2.0, 5, 0.9))
+
+
+def test_temperature_change_does_not_retrace(setup):
+    from xg2_jax._src import decode, ingraph
+
+    traces = []
+
+    @jax.jit
+    def traced(logits, key, sampling):
+        traces.append(1)  # runs once per trace
+        return decode.sample_step(logits, jnp.full((2, 1), -1, jnp.int32), key,
+                                  jnp.ones(2, bool), sampling=sampling, pad_token_id=0)
+
+    logits = jnp.zeros((2, 8))
+    for t in (0.5, 0.9, 2.0):
+        traced(logits, jax.random.key(0), xg.SamplingConfig(temperature=t, top_k=3))
+    assert len(traces) == 1
+    # The host-overlap and in-graph loops: new temperatures reuse every compiled function.
+    for fn in (xg.constrained_generate, xg.ingraph_generate):
+        run(fn, setup, setup["schema"], xg.SamplingConfig(temperature=0.6), max_new_tokens=4)
+        sizes = (decode.sample_step._cache_size(), ingraph._build_loop.cache_info().currsize)
+        for t in (0.8, 1.3):
+            run(fn, setup, setup["schema"], xg.SamplingConfig(temperature=t), max_new_tokens=4)
+        assert (decode.sample_step._cache_size(),
+                ingraph._build_loop.cache_info().currsize) == sizes
+    loop = ingraph._build_loop(tm.step, 4, setup["tok"].vocab_size // 32 + 1, 0)
+    assert loop._cache_size() == 1
+
+
+def test_host_loop_has_no_per_step_eager_ops(setup, monkeypatch):
+    # Eager JAX ops (e.g. tokens[:, None] outside jit) go through apply_primitive: their
+    # number must not grow with the number of steps.
+    from jax._src import dispatch
+
+    calls = []
+    original = dispatch.apply_primitive
+
+    def counting(prim, *args, **params):
+        calls.append(prim.name)
+        return original(prim, *args, **params)
+
+    grammar = setup["compiler"].compile_builtin_json_grammar()
+    run(xg.constrained_generate, setup, grammar, SAMPLED, max_new_tokens=3)  # compile
+    monkeypatch.setattr(dispatch, "apply_primitive", counting)
+    counts = []
+    for steps in (3, 12):
+        calls.clear()
+        out = run(xg.constrained_generate, setup, grammar, SAMPLED, max_new_tokens=steps)
+        assert out.lengths.max() == steps
+        counts.append(list(calls))
+    assert counts[0] == counts[1]
+
+
+def _letters_setup(rows):
+    letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
+    tok = xg.TokenizerInfo(letters + ["</s>"], stop_token_ids=[26])
+    grammar = xg.GrammarCompiler(tok).compile_grammar('root ::= [a-z]+')
+    cfg = tm.TinyConfig(vocab_size=27, hidden=8, logit_scale=0.1)  # nearly uniform
+    params = tm.init_params(jax.random.key(1), cfg)
+    return grammar, params, tm.init_cache(cfg, rows)
+
+
+def test_speculative_step_returns_the_advanced_key():
+    rows = 32
+    grammar, params, cache = _letters_setup(rows)
+    tree = np.tile(np.array([[0, 1, 2]], np.int32), (rows, 1))  # root "a" -> "b" -> "c"
+    parents = np.array([-1, 0, 1], np.int32)
+    sampling = xg.SamplingConfig(temperature=1.0)
+
+    def step(key):
+        matchers = [xg.GrammarMatcher(grammar) for _ in range(rows)]
+        return xg.speculative_step(tm.verify_tree, params, cache, matchers, tree, parents,
+                                   key=key, sampling=sampling)
+
+    key = jax.random.key(3)
+    first = step(key)
+    assert first.key is not None
+    assert not np.array_equal(jax.random.key_data(first.key), jax.random.key_data(key))
+    np.testing.assert_array_equal(jax.random.key_data(first.key),
+                                  jax.random.key_data(jax.random.split(key)[0]))
+    again = step(key)  # same key: same draws
+    assert again.new_tokens == first.new_tokens
+    second = step(first.key)  # the returned key: new draws
+    assert second.new_tokens != first.new_tokens
+    assert not np.array_equal(jax.random.key_data(second.key), jax.random.key_data(first.key))
+    # Greedy steps advance the key too (one key threads through mixed loops).
+    greedy = xg.speculative_step(tm.verify_tree, params, cache,
+                                 [xg.GrammarMatcher(grammar) for _ in range(rows)], tree,
+                                 parents, key=key)
+    np.testing.assert_array_equal(jax.random.key_data(greedy.key),
+                                  jax.random.key_data(first.key))
+
+
+def test_speculative_batched_advance_cuts_bad_paths():
+    from xg2_jax._src.speculative import _advance_matchers
+
+    tok = xg.TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2])
+    grammar = xg.GrammarCompiler(tok).compile_grammar('root ::= "a" "b"')
+    matchers = [xg.GrammarMatcher(grammar) for _ in range(4)] + [None]
+    paths = [[0, 1, 2], [0, 0, 1], [0, 1, 2, 0], [], [1, 1]]
+    finished, errors = _advance_matchers(matchers, paths, xg.BatchGrammarMatcher())
+    assert paths == [[0, 1, 2], [0], [0, 1, 2], [], [1, 1]]
+    assert errors.tolist() == [False, True, True, False, False]
+    assert finished.tolist() == [True, True, True, False, False]
+    assert [m.num_accepted_tokens for m in matchers[:4]] == [3, 1, 3, 0]
+
+
+def test_accept_draft_tree_per_row_temperature():
+    rows, vocab = 8, 6
+    logits = jax.random.normal(jax.random.key(0), (rows, 3, vocab))
+    masks = jnp.full((rows, 3, 1), 0b111111, jnp.int32)
+    tree = jnp.tile(jnp.array([[0, 1, 2]], jnp.int32), (rows, 1))
+    kw = dict(greedy=False)
+    scalar = xg.accept_draft_tree(logits, masks, tree, jnp.array([-1, 0, 1]),
+                                  jax.random.key(1), temperature=0.7, **kw)
+    per_row = xg.accept_draft_tree(logits, masks, tree, jnp.array([-1, 0, 1]),
+                                   jax.random.key(1), temperature=jnp.full((rows,), 0.7), **kw)
+    for a, b in zip(scalar, per_row):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))

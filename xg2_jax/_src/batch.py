@@ -146,17 +146,24 @@ class BatchGrammarMatcher:
 
     def batch_traverse_draft_tree(self, matchers: Sequence[GrammarMatcher], draft_tokens,
                                   bitmask: np.ndarray, *, parents=None, first_child=None,
-                                  next_sibling=None) -> np.ndarray:
+                                  next_sibling=None,
+                                  indices: Optional[Sequence[int]] = None) -> np.ndarray:
         """:func:`traverse_draft_tree` for a batch of matchers, in parallel.
 
         Args:
             matchers: ``B`` distinct matchers (left unchanged).
             draft_tokens: integer array ``(B, N)``: matcher ``b``'s tree tokens.
             bitmask: int32 array ``(B, N, W)`` or ``(B * N, W)`` (C-contiguous rows);
-                matcher ``b``'s node ``i`` goes to row ``b * N + i``.
+                matcher ``b``'s node ``i`` goes to row ``b * N + i``. With ``indices``:
+                ``(R, N, W)`` or ``(rows, W)`` with ``rows >= R * N`` tree slots.
             parents / first_child, next_sibling: integer arrays ``(N,)`` (one tree shape for
                 the whole batch) or ``(B, N)`` (a tree per matcher), as in
                 :func:`traverse_draft_tree`.
+            indices: optional distinct tree slots, one per matcher: matcher ``b``'s node
+                ``i`` goes to row ``indices[b] * N + i`` (the other slots are not written),
+                for a batch where only some rows are constrained. The native call writes
+                ``B`` consecutive slots, so a consecutive run of indices is written in
+                place and other index sets go through a scratch ``(B * N, W)`` buffer.
 
         Returns:
             Boolean array ``(B, N)``: whether each node's path is valid.
@@ -180,12 +187,14 @@ class BatchGrammarMatcher:
         n = tokens.shape[1]
         tokens = _index_array(tokens.reshape(-1), "draft_tokens").reshape(tokens.shape)
         if isinstance(bitmask, np.ndarray) and bitmask.ndim == 3:
-            if bitmask.shape[:2] != tokens.shape:
+            if bitmask.shape[1] != n or (indices is None and bitmask.shape[0] != len(tokens)):
                 raise InvalidArgumentError(
                     f"bitmask shape {bitmask.shape} does not match draft_tokens {tokens.shape}")
             if not bitmask.flags.c_contiguous:
                 raise InvalidArgumentError("a 3-D bitmask must be C-contiguous")
             bitmask = bitmask.reshape(-1, bitmask.shape[2])
+        slots = None if indices is None else self._tree_slots(indices, len(handles), n,
+                                                              bitmask)
         given = [a is not None for a in (parents, first_child, next_sibling)]
         if given not in ([True, False, False], [False, True, True]):
             raise InvalidArgumentError(
@@ -205,8 +214,38 @@ class BatchGrammarMatcher:
             trees = dict(first_child=tree_array(first_child, "first_child"),
                          next_sibling=tree_array(next_sibling, "next_sibling"))
         check_host_bitmask(bitmask)
-        valid = self._handle.traverse_draft_tree(handles, tokens, bitmask, **trees)
+        if slots is None or len(handles) == 0:
+            target = bitmask
+        elif slots[0] >= 0:  # consecutive slots: a view of the rows, written in place
+            target = bitmask[slots[0] * n:(slots[0] + len(handles)) * n]
+        else:
+            target = np.empty((len(handles) * n, bitmask.shape[1]), dtype=np.int32)
+        valid = self._handle.traverse_draft_tree(handles, tokens, target, **trees)
+        if slots is not None and slots[0] < 0:
+            whole = bitmask[:(bitmask.shape[0] // n) * n].reshape(-1, n, bitmask.shape[1])
+            whole[slots[1]] = target.reshape(len(handles), n, -1)
         return np.asarray(valid, dtype=bool).reshape(len(handles), n)
+
+    @staticmethod
+    def _tree_slots(indices, count: int, n: int, bitmask) -> tuple[int, np.ndarray]:
+        """Checks ``indices`` (distinct slots of ``n`` rows in ``bitmask``); returns
+        ``(first slot, indices)`` for a consecutive run, else ``(-1, indices)``."""
+        idx = _index_array(indices, "indices")
+        if idx.size != count:
+            raise InvalidArgumentError(f"got {count} matchers but {idx.size} indices")
+        check_host_bitmask(bitmask)
+        if bitmask.ndim != 2 or bitmask.dtype != np.int32 or not bitmask.flags.c_contiguous:
+            raise InvalidArgumentError(
+                "with indices, bitmask must be a C-contiguous int32 array (R, N, W) or "
+                f"(rows, W); got {bitmask.dtype} {bitmask.shape}")
+        slots = bitmask.shape[0] // n if n else 0
+        if idx.size and (idx.min() < 0 or idx.max() >= slots):
+            raise InvalidArgumentError(
+                f"indices must be in [0, {slots}) (bitmask rows // N); got {idx.tolist()}")
+        if np.unique(idx).size != idx.size:
+            raise InvalidArgumentError("indices must be distinct")
+        consecutive = idx.size == 0 or bool((np.diff(idx) == 1).all())
+        return (int(idx[0]) if idx.size else 0) if consecutive else -1, idx
 
 
 def traverse_draft_tree(matcher: GrammarMatcher, draft_tokens, bitmask: np.ndarray, *,

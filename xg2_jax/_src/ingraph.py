@@ -35,7 +35,7 @@ from jax.experimental import io_callback
 
 from xg2_jax._src.batch import BatchGrammarMatcher
 from xg2_jax._src.decode import (GenerateResult, MatchersLike, SamplingConfig, _HostRows,
-                                 _mask_width, jit_step, resolve_matchers, sample_step)
+                                 _mask_width, _prepare, sample_step)
 from xg2_jax._src.matcher import GrammarMatcher
 
 __all__ = ["InGraphMatchers", "InGraphStepOutput", "ingraph_generate", "ingraph_matcher_step",
@@ -159,42 +159,51 @@ def ingraph_matcher_step(session_id: jax.Array, tokens: jax.Array, *,
     return InGraphStepOutput(*out)
 
 
-def _last(out):
-    logits, cache = out
-    return (logits[:, -1] if logits.ndim == 3 else logits), cache
+def _last(logits: jax.Array) -> jax.Array:
+    return logits[:, -1] if logits.ndim == 3 else logits
 
 
 @lru_cache(maxsize=32)
-def _build_loop(step_fn: Callable, max_new_tokens: int, mask_width: int,
-                sampling: SamplingConfig, pad_token_id: int):
-    def run(params, cache, logits, mask, finished, key, session_id):
+def _build_loop(step_fn: Callable, max_new_tokens: int, mask_width: int, pad_token_id: int):
+    """The jitted decoding loop for one model step and budget (the sampling config is a
+    runtime pytree argument: its temperature is traced, its static fields are part of the
+    jit cache key).
+
+    The first token is sampled from the prefill logits before the loop; each iteration then
+    feeds the last tokens to the model, samples and advances the matchers. So the loop
+    condition alone decides whether the model runs again (no ``lax.cond``, no logits in the
+    loop carry), and the final cache has not seen the last tokens, as in the host loop.
+    """
+
+    def run(params, cache, logits, mask, finished, key, session_id, sampling):
         batch = finished.shape[0]
-        out = jnp.full((batch, max_new_tokens), pad_token_id, jnp.int32)
-        lengths = jnp.zeros((batch,), jnp.int32)
-        errors = jnp.zeros((batch,), bool)
 
-        def cond(c):
-            t, _, _, _, finished, _, _, _, _, status = c
-            return (t < max_new_tokens) & ~jnp.all(finished) & (status == STATUS_OK)
-
-        def body(c):
-            t, logits, cache, mask, finished, key, out, lengths, errors, status = c
+        def sample_and_advance(t, logits, mask, finished, key, out, lengths, errors):
             active = ~finished
             tokens, key = sample_step(logits, mask, key, active, sampling=sampling,
                                       pad_token_id=pad_token_id)
             res = ingraph_matcher_step(session_id, tokens, mask_width=mask_width)
             took = active & ~res.error
             out = out.at[:, t].set(jnp.where(took, tokens, pad_token_id))
-            logits, cache = jax.lax.cond(
-                (t + 1 < max_new_tokens) & ~jnp.all(res.finished),
-                lambda: _last(step_fn(params, cache, tokens[:, None])),
-                lambda: (logits, cache))
-            return (t + 1, logits, cache, res.mask, res.finished, key, out,
-                    lengths + took, errors | res.error, res.status)
+            return (t + 1, tokens, res.mask, res.finished, key, out, lengths + took,
+                    errors | res.error, res.status)
 
-        init = (jnp.int32(0), logits, cache, mask, finished, key, out, lengths, errors,
-                jnp.int32(STATUS_OK))
-        c = jax.lax.while_loop(cond, body, init)
+        def cond(c):
+            t, _, _, _, finished, _, _, _, _, status = c
+            return (t < max_new_tokens) & ~jnp.all(finished) & (status == STATUS_OK)
+
+        def body(c):
+            t, tokens, cache, mask, finished, key, out, lengths, errors, _ = c
+            logits, cache = step_fn(params, cache, tokens[:, None])
+            t, tokens, *rest = sample_and_advance(t, _last(logits), mask, finished, key, out,
+                                                  lengths, errors)
+            return (t, tokens, cache, *rest)
+
+        t, tokens, *rest = sample_and_advance(
+            jnp.int32(0), _last(logits), mask, finished, key,
+            jnp.full((batch, max_new_tokens), pad_token_id, jnp.int32),
+            jnp.zeros((batch,), jnp.int32), jnp.zeros((batch,), bool))
+        c = jax.lax.while_loop(cond, body, (t, tokens, cache, *rest))
         return c[6], c[7], c[4], c[8], c[2], c[9]
 
     return jax.jit(run)
@@ -210,31 +219,41 @@ def ingraph_generate(step_fn: Callable, params: Any, cache: Any, prompt_tokens,
 
     Same arguments and result; the matchers are advanced by :func:`ingraph_matcher_step`.
     With the same key it yields the same tokens as the host-overlap loop. The loop is
-    compiled once per ``(step_fn, shapes, max_new_tokens, sampling, pad_token_id)``.
+    compiled once per ``(step_fn, shapes, max_new_tokens, pad_token_id)`` and static
+    sampling fields (top-k, top-p, greedy); the temperature is a runtime value.
 
     Raises:
         RuntimeError: the host callback failed (``status`` not OK).
+
+    Returns:
+        A :class:`~xg2_jax.GenerateResult`.
+
+    Example:
+        >>> import xg2_jax as xg
+        >>> from xg2_jax._src import tiny_model as tm
+        >>> tok = xg.TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2])
+        >>> g = xg.GrammarCompiler(tok).compile_grammar('root ::= "a"+ "b"')
+        >>> cfg = tm.TinyConfig(vocab_size=3, hidden=8)
+        >>> model = (tm.step, tm.init_params(jax.random.key(0), cfg), tm.init_cache(cfg, 2),
+        ...          np.zeros((2, 1), np.int32))
+        >>> kw = dict(max_new_tokens=6, sampling=SamplingConfig(temperature=0.5))
+        >>> a = ingraph_generate(*model, [xg.GrammarMatcher(g) for _ in range(2)], **kw)
+        >>> b = xg.constrained_generate(*model, [xg.GrammarMatcher(g) for _ in range(2)], **kw)
+        >>> bool((a.tokens == b.tokens).all()), int(a.lengths.max()) > 1  # as the host loop
+        (True, True)
     """
-    get_matchers = resolve_matchers(matchers)
-    key = jax.random.key(0) if key is None else key
-    prompt = jnp.asarray(prompt_tokens, jnp.int32)
-    logits, cache = _last(jit_step(step_fn)(params, cache, prompt))
-    with InGraphMatchers(get_matchers(), stop_token_ids=stop_token_ids,
-                         batch_matcher=batch_matcher, model_vocab=logits.shape[-1]) as session:
-        if session.batch_size != prompt.shape[0]:
-            raise ValueError(f"got {session.batch_size} matchers for a batch of "
-                             f"{prompt.shape[0]}")
-        finished = session.rows.finished.copy()
-        if max_new_tokens == 0 or finished.all():
-            b = session.batch_size
-            return GenerateResult(np.full((b, max_new_tokens), pad_token_id, np.int32),
-                                  np.zeros(b, np.int32), finished, session.rows.errors.copy(),
-                                  cache)
-        run = _build_loop(step_fn, int(max_new_tokens), session.mask_width, sampling,
-                          int(pad_token_id))
+    pre = _prepare(step_fn, params, cache, prompt_tokens, matchers,
+                   max_new_tokens=max_new_tokens, key=key)
+    with InGraphMatchers(pre.matchers, stop_token_ids=stop_token_ids,
+                         batch_matcher=batch_matcher,
+                         model_vocab=pre.logits.shape[-1]) as session:
+        rows = session.rows
+        if max_new_tokens == 0 or rows.finished.all():
+            return rows.early_result(max_new_tokens, pad_token_id, pre.cache)
+        run = _build_loop(step_fn, int(max_new_tokens), session.mask_width, int(pad_token_id))
         out, lengths, finished, errors, cache, status = run(
-            params, cache, logits, jnp.asarray(session.initial_mask()), jnp.asarray(finished),
-            key, session.session_id)
+            params, pre.cache, pre.logits, session.initial_mask(), rows.finished.copy(),
+            pre.key, np.int32(session._id), sampling)
         status = int(status)
     if status != STATUS_OK:
         raise RuntimeError(f"in-graph matcher step failed (status {status})")

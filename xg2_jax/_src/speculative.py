@@ -35,7 +35,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from xg2_jax._src.batch import BatchGrammarMatcher
-from xg2_jax._src.decode import HostMaskBuffers, SamplingConfig, _mask_width, jit_step, put_masks
+from xg2_jax._src.decode import (HostMaskBuffers, SamplingConfig, _mask_width, _to_device,
+                                 jit_step)
 from xg2_jax._src.masking import apply_token_bitmask, bitmask_has_allowed
 from xg2_jax._src.matcher import GrammarMatcher
 
@@ -86,20 +87,17 @@ def draft_tree_masks(matchers: Sequence[Optional[GrammarMatcher]], draft_tokens,
     if out is None:
         width = mask_width or _mask_width(matchers, 32)
         out = np.empty((b, n, width), dtype=np.int32)
-    rows = [i for i, m in enumerate(matchers) if m is not None]
+    rows = np.array([i for i, m in enumerate(matchers) if m is not None], dtype=np.int64)
     valid = np.ones((b, n), dtype=bool)
     out[[i for i, m in enumerate(matchers) if m is None]] = -1
     par = np.asarray(parents)
-    if rows:
-        sub_par = par if par.ndim == 1 else par[rows]
+    if rows.size:
         batch = batch_matcher or BatchGrammarMatcher()
-        if len(rows) == b:
-            valid[:] = batch.batch_traverse_draft_tree(matchers, tokens, out, parents=sub_par)
-        else:
-            sub = np.ascontiguousarray(out[rows])
-            valid[rows] = batch.batch_traverse_draft_tree(
-                [matchers[i] for i in rows], tokens[rows], sub, parents=sub_par)
-            out[rows] = sub
+        full = rows.size == b
+        valid[rows] = batch.batch_traverse_draft_tree(
+            matchers if full else [matchers[i] for i in rows], tokens if full else tokens[rows],
+            out, parents=par if par.ndim == 1 or full else par[rows],
+            indices=None if full else rows)
     return out, valid
 
 
@@ -124,7 +122,8 @@ def accept_draft_tree(verify_logits: jax.Array, tree_masks: jax.Array, draft_tok
         parents: int32 (N,) or (B, N).
         key: PRNG key (unused when greedy).
         greedy: static.
-        temperature: target temperature (sampling only).
+        temperature: target temperature, scalar or per row (B,) (sampling only; a runtime
+            value: changing it does not recompile).
         draft_probs: float (B, N, V): the draft distribution node ``i``'s token was drawn
             from; default: a deterministic drafter (one-hot on the draft token).
         active: optional bool (B,): inactive rows accept nothing.
@@ -154,6 +153,8 @@ def accept_draft_tree(verify_logits: jax.Array, tree_masks: jax.Array, draft_tok
         bonus = target[rows, cur]
     else:
         t = jnp.maximum(jnp.asarray(temperature, jnp.float32), jnp.float32(1e-6))
+        if t.ndim:  # per row
+            t = t.reshape(t.shape + (1,) * (3 - t.ndim))
         probs = jax.nn.softmax(masked / t, axis=-1)  # (B, N, V)
         keys = jax.random.split(key, n + 1)
 
@@ -183,9 +184,20 @@ def accept_draft_tree(verify_logits: jax.Array, tree_masks: jax.Array, draft_tok
                            has_allowed[rows, cur] & go)
 
 
+@partial(jax.jit, static_argnames=("greedy",))
+def _split_and_accept(verify_logits, tree_masks, draft_tokens, parents, key, active,
+                      draft_probs, temperature, *, greedy: bool):
+    """:func:`accept_draft_tree` on a fresh subkey; returns it with the advanced key."""
+    key, sub = jax.random.split(key)
+    acc = accept_draft_tree(verify_logits, tree_masks, draft_tokens, parents, sub,
+                            greedy=greedy, temperature=temperature, draft_probs=draft_probs,
+                            active=active)
+    return acc, key
+
+
 @dataclasses.dataclass
 class SpeculativeStepResult:
-    """What :func:`speculative_step` returns (host arrays, except ``aux``).
+    """What :func:`speculative_step` returns (host arrays, except ``aux`` and ``key``).
 
     Attributes:
         new_tokens: per row, the accepted draft tokens then the bonus token (if any).
@@ -195,6 +207,8 @@ class SpeculativeStepResult:
         finished: bool (B,): the row's matcher terminated (stop token accepted).
         errors: bool (B,): a token was rejected while advancing (should not happen).
         aux: whatever ``verify_fn`` returned next to the logits (e.g. per-node states).
+        key: the advanced PRNG key: pass it to the next step (reusing the old key would
+            repeat the same random draws).
     """
 
     new_tokens: list
@@ -204,6 +218,38 @@ class SpeculativeStepResult:
     finished: np.ndarray
     errors: np.ndarray
     aux: Any = None
+    key: Any = None
+
+
+def _advance_matchers(matchers: Sequence[Optional[GrammarMatcher]], paths: list,
+                      batch: BatchGrammarMatcher) -> tuple[np.ndarray, np.ndarray]:
+    """Accepts ``paths[i]`` into ``matchers[i]``, one batched accept per depth.
+
+    A rejected token (or a token after the matcher terminated) ends that row's path there:
+    the row gets an error and ``paths[i]`` is cut. Returns ``(finished, errors)``.
+    """
+    b = len(matchers)
+    errors = np.zeros(b, bool)
+    live = [i for i in range(b) if matchers[i] is not None and paths[i]]
+    depth = 0
+    while live:
+        if depth:  # a stop token ends a path; anything after it is an error
+            for i in live:
+                if matchers[i].is_terminated():
+                    errors[i] = True
+                    paths[i] = paths[i][:depth]
+            live = [i for i in live if not errors[i]]
+        ok = batch.batch_accept_token([matchers[i] for i in live],
+                                      [paths[i][depth] for i in live])
+        for i, good in zip(live, ok):
+            if not good:
+                errors[i] = True
+                paths[i] = paths[i][:depth]
+        depth += 1
+        live = [i for i in live if not errors[i] and depth < len(paths[i])]
+    finished = np.array([m is not None and (m.is_terminated() or errors[i])
+                         for i, m in enumerate(matchers)], dtype=bool)
+    return finished, errors
 
 
 def speculative_step(verify_fn: Callable, params: Any, cache: Any,
@@ -222,11 +268,13 @@ def speculative_step(verify_fn: Callable, params: Any, cache: Any,
             (logits (B, N, V), aux)`` (jitted here).
         params, cache: passed to ``verify_fn``.
         matchers: B matchers at the roots' positions (``None``: unconstrained row); advanced
-            along the accepted path and the bonus token.
+            along the accepted path and the bonus token (one batched accept per depth).
         draft_tokens: int (B, N) trees, node 0 the root.
         parents: int (N,) or (B, N).
-        key: PRNG key for sampling (default ``jax.random.key(0)``).
-        sampling: greedy or temperature (top-k/top-p are not applied to verification).
+        key: PRNG key for sampling (default ``jax.random.key(0)``); split here, and the
+            advanced key is returned in the result (also when greedy).
+        sampling: greedy or temperature (a runtime value; top-k/top-p are not applied to
+            verification).
         draft_probs: see :func:`accept_draft_tree`.
         active: optional bool (B,): inactive rows are left alone.
         buffers: a :class:`~xg2_jax.HostMaskBuffers` of shape (B * N, W) reused across steps
@@ -235,43 +283,44 @@ def speculative_step(verify_fn: Callable, params: Any, cache: Any,
         mask_sharding: sharding for the (B, N, W) mask stack.
 
     Returns:
-        A :class:`SpeculativeStepResult`.
+        A :class:`SpeculativeStepResult`; ``result.key`` is the key for the next step.
+
+    Example:
+        >>> import xg2_jax as xg
+        >>> from xg2_jax._src import tiny_model as tm
+        >>> tok = xg.TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2])
+        >>> g = xg.GrammarCompiler(tok).compile_grammar('root ::= "a" "b"')
+        >>> cfg = tm.TinyConfig(vocab_size=3, hidden=8)
+        >>> params, cache = tm.init_params(jax.random.key(0), cfg), tm.init_cache(cfg, 1)
+        >>> res = speculative_step(tm.verify_tree, params, cache, [xg.GrammarMatcher(g)],
+        ...                        np.array([[2, 0, 1]]), np.array([-1, 0, 1]))
+        >>> res.new_tokens, res.finished.tolist()
+        ([[0, 1, 2]], [True])
     """
     draft_np = np.asarray(draft_tokens, dtype=np.int32)
     b, n = draft_np.shape
     parents_np = np.asarray(parents, dtype=np.int32)
     act = np.ones(b, bool) if active is None else np.asarray(active, bool)
-    draft_dev, parents_dev = jnp.asarray(draft_np), jnp.asarray(parents_np)
-    logits, aux = jit_step(verify_fn)(params, cache, draft_dev, parents_dev)
+    logits, aux = jit_step(verify_fn)(params, cache, draft_np, parents_np)
     width = _mask_width(matchers, logits.shape[-1])
     buffers = buffers or HostMaskBuffers((b * n, width))
     slot, flat = buffers.acquire()
     masks = flat.reshape(b, n, width)
     live = [m if (m is not None and act[i]) else None for i, m in enumerate(matchers)]
     draft_tree_masks(live, draft_np, parents_np, out=masks, batch_matcher=batch_matcher)
-    masks_dev = put_masks(masks, mask_sharding)
-    key = jax.random.key(0) if key is None else key
-    acc = accept_draft_tree(logits, masks_dev, draft_dev, parents_dev,
-                            key, greedy=sampling.greedy, temperature=sampling.temperature,
-                            draft_probs=draft_probs, active=jnp.asarray(act))
-    buffers.release(slot, masks_dev, acc)
+    acc, next_key = _split_and_accept(
+        logits, _to_device(masks, mask_sharding), draft_np, parents_np,
+        jax.random.key(0) if key is None else key, act, draft_probs, sampling.temperature,
+        greedy=sampling.greedy)
+    buffers.release(slot, acc)
     accepted, last_node, bonus, bonus_valid = jax.device_get(
         (acc.accepted, acc.last_node, acc.bonus_token, acc.bonus_valid))
-    finished = np.zeros(b, bool)
-    errors = np.zeros(b, bool)
-    new_tokens = []
+    paths = []
     for i in range(b):
-        toks = draft_np[i, accepted[i]].tolist()
-        if bonus_valid[i]:
+        toks = draft_np[i, accepted[i]].tolist() if act[i] else []
+        if act[i] and bonus_valid[i]:
             toks.append(int(bonus[i]))
-        m = matchers[i]
-        if m is not None and act[i]:
-            for k, t in enumerate(toks):
-                if not m.accept_token(t):
-                    errors[i] = True
-                    toks = toks[:k]
-                    break
-            finished[i] = m.is_terminated() or errors[i]
-        new_tokens.append(toks if act[i] else [])
-    return SpeculativeStepResult(new_tokens, last_node, accepted, bonus_valid, finished, errors,
-                                 aux)
+        paths.append(toks)
+    finished, errors = _advance_matchers(live, paths, batch_matcher or BatchGrammarMatcher())
+    return SpeculativeStepResult(paths, last_node, accepted, bonus_valid, finished, errors,
+                                 aux, next_key)
