@@ -12,12 +12,17 @@
 #include <set>
 #include <unordered_map>
 
+#include "automata/byte_dfa_ops.h"
 #include "frontends/json_schema_internal.h"
 #include "frontends/regex.h"
 #include "xg2/errors.h"
 
 namespace xg2 {
 namespace {
+
+// Bounds the automata built for one pattern (its JSON-content DFA and the product with a
+// length counter); larger ones are reported as unsupported rather than compiled slowly.
+constexpr int64_t kMaxPatternDfaStates = 20000;
 
 using namespace jsonschema;
 
@@ -811,6 +816,21 @@ class Converter {
     return RegexToJsonContent(&g_, g_.AddRepeat(cls, nlo, nhi));
   }
 
+  // pattern + minLength/maxLength in general: the pattern's automaton over JSON string
+  // content times a decoded-character counter, emitted as a ByteDfa node.
+  ExprId LengthBoundedPattern(const Ref& pat, int64_t min_len, int64_t max_len) {
+    ExprId content = PatternContent(pat);
+    if (content == kNoExpr) return kNoExpr;
+    try {
+      ByteDfaSpec dfa = ByteDfaOfExpr(g_, content, kMaxPatternDfaStates);
+      dfa = TrimAndMinimize(IntersectJsonLength(dfa, min_len, max_len, kMaxPatternDfaStates));
+      return g_.AddByteDfa(std::move(dfa));
+    } catch (const Error& e) {
+      Unsupported("pattern", pat.ptr, std::string("pattern together with minLength/maxLength: ") + e.what());
+      return kNoExpr;
+    }
+  }
+
   // 1: every match of the pattern has a length within [min_len, max_len]; -1: none has; 0:
   // some may (or unknown).
   int PatternWithinLength(const Ref& pat, int64_t min_len, int64_t max_len) {
@@ -838,6 +858,11 @@ class Converter {
         case -1: return Never();
         default: break;
       }
+    }
+    if (bounded && m.patterns.size() == 1 && m.formats.empty()) {
+      ExprId e = LengthBoundedPattern(m.patterns[0], m.min_len, m.max_len);
+      if (e == kNoExpr) return JsonStringExpr(&g_, m.min_len, m.max_len);  // reported (warn keeps the bounds)
+      return g_.AddSequence({Lit(&g_, "\""), e, Lit(&g_, "\"")});
     }
     for (const auto& p : m.patterns) {
       if (contents.size() >= 1 || bounded) {

@@ -1,0 +1,158 @@
+"""Languages built by automaton operations (a ByteDfa node): a JSON Schema `pattern` with
+minLength/maxLength the pattern does not imply. Exactness is checked against Python `re` and
+`len` (code points) on strings encoded every way JSON allows (raw, short escapes, \\u escapes,
+surrogate pairs), end to end through a matcher on the Llama-3 vocabulary."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import xg2_jax as xg
+from xg2_jax import greedy_tokenize
+from xg2_jax._src.errors import UnsupportedSchemaError
+from xg2_jax._src.grammar import Grammar
+
+VOCAB = Path("/work/shared/data/vocab/llama3.json.gz")
+
+# Characters whose regex meaning agrees between Python `re` and ECMAScript for the patterns
+# below (no \r or U+2028/2029, which `.` treats differently; no \d \w \s, which Python widens).
+ALPHABET = ["a", "b", "c", "z", "A", "0", "7", "-", "_", " ", ".", "\n", "\t", '"', "\\", "/", "é", "€", "😀", "\x01", "\x7f"]
+
+
+@pytest.fixture(scope="module")
+def compiler():
+    if not VOCAB.exists():
+        pytest.skip("llama3 vocabulary not available")
+    return xg.GrammarCompiler(xg.TokenizerInfo.from_vocab_file(VOCAB), cache_enabled=False)
+
+
+def accepts(compiler, compiled, text: str) -> bool:
+    m = xg.GrammarMatcher(compiled)
+    for t in greedy_tokenize(compiler.tokenizer_info, text.encode("utf-8")):
+        if not m.accept_token(t):
+            return False
+    return m.accept_token(compiler.tokenizer_info.stop_token_ids[0])
+
+
+def escaped(s: str, upper: bool) -> str:
+    """Every character but printable ASCII as \\u escapes (a surrogate pair above U+FFFF).
+    Printable ASCII stays raw: literal characters of a pattern are matched in that spelling
+    only (JsonStringContentLiteral), a limitation of the pattern mapping, not of the counter."""
+    out = []
+    for ch in s:
+        if " " <= ch <= "~" and ch not in '"\\':
+            out.append(ch)
+            continue
+        h = ch.encode("utf-16-be").hex()
+        h = h.upper() if upper else h
+        out.extend("\\u" + h[i:i + 4] for i in range(0, len(h), 4))
+    return '"' + "".join(out) + '"'
+
+
+def encodings(s: str) -> list[str]:
+    return [json.dumps(s), json.dumps(s, ensure_ascii=False), json.dumps(s, ensure_ascii=False).replace("/", "\\/"),
+            escaped(s, False), escaped(s, True)]
+
+
+CASES = [
+    ("^a+b$", 0, 3),
+    ("^a+b$", 3, -1),
+    ("^[a-z]+(-[a-z]+)*$", 3, 8),
+    ("ab", 0, 5),
+    ("ab", 4, -1),
+    ("^[^0-9]*$", 2, 4),
+    ("^.{2,}$", 0, 3),
+    ("é", 1, 3),
+    ("^(a|😀|\\\\)*$", 2, 3),
+    ('^[A-Za-z0-9 "/]*$', 1, 2),
+    ("^(\\n|\\t|\\x01)+z?$", 2, 2),
+    ("^[€-😀]+$", 0, 2),
+    ("^(abc|a)*$", 4, 6),
+    ("a.c", 0, 4),
+    ("^$", 0, 0),
+    ("^[a-c]{2,5}z*$", 3, 4),
+]
+
+
+@pytest.mark.parametrize("pattern,min_len,max_len", CASES)
+def test_pattern_with_length_bounds_is_exact(compiler, pattern, min_len, max_len):
+    schema = {"type": "string", "pattern": pattern}
+    if min_len:
+        schema["minLength"] = min_len
+    if max_len >= 0:
+        schema["maxLength"] = max_len
+    compiled = compiler.compile_grammar(Grammar.from_json_schema(schema), lazy=True)
+    # ECMAScript `$` (no multiline) matches only at the very end; Python's also before a final \n.
+    rx = re.compile(pattern[:-1] + r"\Z" if pattern.endswith("$") else pattern)
+    text = st.lists(st.sampled_from(ALPHABET), max_size=9).map("".join)
+    matching = st.from_regex(rx, alphabet=st.sampled_from(ALPHABET))
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(st.one_of(text, matching))
+    def run(s):
+        want = bool(rx.search(s)) and min_len <= len(s) and (max_len < 0 or len(s) <= max_len)
+        for enc in encodings(s):
+            assert accepts(compiler, compiled, enc) == want, (s, enc, want)
+
+    run()
+
+
+def test_pattern_with_length_bounds_counts_escapes_and_pairs(compiler):
+    # "\u00e9", "\n" and a surrogate pair are one character each.
+    g = Grammar.from_json_schema({"type": "string", "pattern": "^[^a]*$", "minLength": 3, "maxLength": 3})
+    c = compiler.compile_grammar(g, lazy=True)
+    for text in ['"\\u00e9\\n\\ud83d\\ude00"', '"é\\n😀"', '"\\/\\\\\\""', '"\\u0062\\u0062\\u0062"']:
+        assert accepts(compiler, c, text), text
+    for text in ['"\\u00e9\\n"', '"\\u00e9\\n\\ud83d\\ude00b"', '"\\ud83d"', '"ab\\u0061"']:
+        assert not accepts(compiler, c, text), text
+
+
+def test_pattern_with_length_bounds_inside_objects(compiler):
+    schema = {"type": "object", "properties": {"id": {"type": "string", "pattern": "^[A-Z]{2}[0-9]+$", "maxLength": 5}},
+              "required": ["id"]}
+    c = compiler.compile_grammar(Grammar.from_json_schema(schema, strict_mode=False), lazy=True)
+    for v, ok in [({"id": "AB1"}, True), ({"id": "AB123"}, True), ({"id": "AB1234"}, False), ({"id": "A1"}, False)]:
+        assert accepts(compiler, c, json.dumps(v)) == ok, v
+
+
+def test_too_large_product_is_reported_with_its_pointer():
+    schema = {"properties": {"s": {"type": "string", "pattern": "a.*b.*c.*d", "minLength": 50000}}}
+    with pytest.raises(UnsupportedSchemaError, match=r"'pattern' at /properties/s.*exceeds"):
+        Grammar.from_json_schema(schema)
+    with pytest.warns(xg.UnsupportedSchemaWarning if hasattr(xg, "UnsupportedSchemaWarning") else Warning, match="pattern"):
+        Grammar.from_json_schema(schema, on_unsupported="warn")
+
+
+def test_byte_dfa_round_trips_through_ebnf():
+    g = Grammar.from_json_schema({"type": "string", "pattern": "^[a-z]+(-[a-z]+)*$", "minLength": 3, "maxLength": 8})
+    text = str(g)
+    assert "ByteDfa(states=" in text
+    assert str(Grammar.from_ebnf(text)) == text
+    small = 'root ::= ByteDfa(states=3, final=(2), edges=((0, 0x61, 0x61, 1), (1, 0x30, 0x39, 2), (2, 0x30, 0x39, 2)))\n'
+    assert str(Grammar.from_ebnf(small)) == small
+
+
+@pytest.mark.parametrize("bad,msg", [
+    ("ByteDfa(states=0, final=(), edges=())", "at least one state"),
+    ("ByteDfa(states=2, final=(2), edges=())", "exceeds 1"),
+    ("ByteDfa(states=2, final=(1), edges=((0, 0x62, 0x63, 1), (0, 0x61, 0x61, 1)))", "sorted"),
+    ("ByteDfa(states=2, final=(1), edges=((0, 0x61, 0x100, 1)))", "exceeds 255"),
+    ("ByteDfa(states=2, final=(1), edges=((0, 0x61, 0x61, 2)))", "exceeds 1"),
+    ("ByteDfa(states=2, final=(1) edges=())", "expected ','"),
+])
+def test_byte_dfa_syntax_errors(bad, msg):
+    with pytest.raises(xg.GrammarError, match=msg):
+        Grammar.from_ebnf("root ::= " + bad)
+
+
+def test_byte_dfa_matches_exactly(compiler):
+    g = Grammar.from_ebnf('root ::= "x" ByteDfa(states=3, final=(2), edges=((0, 0x61, 0x61, 1), (1, 0x30, 0x39, 2), (2, 0x30, 0x39, 2))) "y"')
+    c = compiler.compile_grammar(g, lazy=True)
+    for text, ok in [("xa1y", True), ("xa123y", True), ("xay", False), ("xa1", False), ("xb1y", False)]:
+        assert accepts(compiler, c, text) == ok, text
