@@ -156,3 +156,43 @@ def test_byte_dfa_matches_exactly(compiler):
     c = compiler.compile_grammar(g, lazy=True)
     for text, ok in [("xa1y", True), ("xa123y", True), ("xay", False), ("xa1", False), ("xb1y", False)]:
         assert accepts(compiler, c, text) == ok, text
+
+
+# ---------------------------------------------------------------------------- patternProperties
+KEY_ALPHABET = ["a", "b", "x", "y", "-", "_", "\t", '"', "\\", "/", "é", "😀"]
+VALUES = [1, "s", True, None, 2.5]
+
+PATTERN_PROPERTIES_CASES = [
+    {"patternProperties": {"^x": {"type": "integer"}}},
+    {"patternProperties": {"^x": {"type": "integer"}}, "additionalProperties": {"type": "string"}},
+    {"patternProperties": {"^x": {"type": "integer"}, "y": {"type": "number"}}, "additionalProperties": {"type": "boolean"}},
+    {"properties": {"xa": {"type": "number"}, "b": {"type": "null"}}, "patternProperties": {"^x": {"type": "integer"}},
+     "additionalProperties": {"type": "string"}},
+    {"properties": {"a": {}}, "required": ["a", "xb"], "patternProperties": {"^[ab]+$": {"type": "null"}, "^x": {"type": "integer"}}},
+    {"patternProperties": {"é|😀": {"type": "string"}, '^[^"]*$': {"type": ["string", "integer"]}}, "additionalProperties": False},
+    {"patternProperties": {"^x": {"type": "integer"}, "^xy": {"type": "number"}}, "additionalProperties": False},
+    {"patternProperties": {"a{2}": False}, "additionalProperties": {"type": "integer"}},
+]
+
+
+@pytest.mark.parametrize("case", range(len(PATTERN_PROPERTIES_CASES)))
+def test_pattern_properties_are_exact(compiler, case):
+    jsonschema = pytest.importorskip("jsonschema")
+    schema = {"type": "object", **PATTERN_PROPERTIES_CASES[case]}
+    validator = jsonschema.Draft202012Validator(schema)
+    compiled = compiler.compile_grammar(Grammar.from_json_schema(schema, strict_mode=False), lazy=True)
+    key = st.lists(st.sampled_from(KEY_ALPHABET), max_size=4).map("".join)
+    named = st.sampled_from(["xa", "xb", "b", "a", "xy", "aa", "é"])
+    obj = st.dictionaries(st.one_of(key, named), st.sampled_from(VALUES), max_size=3)
+
+    @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @given(obj)
+    def run(o):
+        want = validator.is_valid(o)
+        texts = [json.dumps(o), json.dumps(o, ensure_ascii=False)]
+        # The same object with its keys written with \u escapes.
+        texts.append("{" + ", ".join(escaped(k, True) + ": " + json.dumps(v) for k, v in o.items()) + "}")
+        for text in texts:
+            assert accepts(compiler, compiled, text) == want, (o, text, want)
+
+    run()

@@ -137,36 +137,71 @@ ByteDfaSpec IntersectJsonLength(const ByteDfaSpec& content, int64_t min_len, int
   return out;
 }
 
-ByteDfaSpec Difference(const ByteDfaSpec& universe, const ByteDfaSpec& excluded, int64_t max_states) {
-  // The excluded side's dead state is -1 (encoded as excluded.num_states()).
-  const int64_t m = excluded.num_states() + 1;
-  std::unordered_map<int64_t, int32_t> ids;
-  std::vector<std::pair<int32_t, int32_t>> keys;
-  ByteDfaSpec out;
-  auto id_of = [&](int32_t a, int32_t b) {
-    int64_t key = static_cast<int64_t>(a) * m + (b < 0 ? m - 1 : b);
-    auto [it, inserted] = ids.emplace(key, static_cast<int32_t>(keys.size()));
+struct TupleHash {
+  size_t operator()(const std::vector<int32_t>& v) const {
+    uint64_t h = 1469598103934665603ull;
+    for (int32_t x : v) h = (h ^ static_cast<uint32_t>(x)) * 1099511628211ull;
+    return static_cast<size_t>(h);
+  }
+};
+
+ByteDfaProduct ProductWithParts(const ByteDfaSpec& universe, const std::vector<ByteDfaSpec>& parts, int64_t max_states) {
+  if (parts.size() > 64) throw Error(ErrorKind::kLimitExceeded, "automaton product of more than 64 languages");
+  // A tuple: the universe's state, then each part's (-1: that part is dead).
+  std::unordered_map<std::vector<int32_t>, int32_t, TupleHash> ids;
+  std::vector<std::vector<int32_t>> tuples;
+  ByteDfaProduct out;
+  auto id_of = [&](std::vector<int32_t>&& t) {
+    auto [it, inserted] = ids.emplace(t, static_cast<int32_t>(tuples.size()));
     if (inserted) {
-      if (static_cast<int64_t>(keys.size()) >= max_states) TooLarge(max_states);
-      keys.push_back({a, b});
-      out.is_final.push_back(universe.is_final[a] && (b < 0 || !excluded.is_final[b]) ? 1 : 0);
-      out.edges.emplace_back();
+      if (static_cast<int64_t>(tuples.size()) >= max_states) TooLarge(max_states);
+      uint64_t mask = 0;
+      for (size_t i = 0; i < parts.size(); ++i)
+        if (t[i + 1] >= 0 && parts[i].is_final[t[i + 1]]) mask |= uint64_t{1} << i;
+      out.dfa.is_final.push_back(universe.is_final[t[0]]);
+      out.dfa.edges.emplace_back();
+      out.accepted_by.push_back(mask);
+      tuples.push_back(std::move(t));
     }
     return it->second;
   };
-  id_of(0, 0);
-  for (size_t i = 0; i < keys.size(); ++i) {
-    const auto [a, b] = keys[i];
+  id_of(std::vector<int32_t>(parts.size() + 1, 0));
+  for (size_t i = 0; i < tuples.size(); ++i) {
     std::vector<ByteDfaEdge> edges;
-    for (const auto& e : universe.edges[a]) {
+    for (const auto& e : universe.edges[tuples[i][0]]) {
       for (int c = e.lo; c <= e.hi; ++c) {
-        int32_t b2 = b < 0 ? -1 : Step(excluded, b, static_cast<uint8_t>(c));
-        AppendEdge(&edges, static_cast<uint8_t>(c), id_of(e.target, b2));
+        std::vector<int32_t> t(parts.size() + 1);
+        t[0] = e.target;
+        for (size_t k = 0; k < parts.size(); ++k) {
+          const int32_t s = tuples[i][k + 1];
+          t[k + 1] = s < 0 ? -1 : Step(parts[k], s, static_cast<uint8_t>(c));
+        }
+        AppendEdge(&edges, static_cast<uint8_t>(c), id_of(std::move(t)));
       }
     }
-    out.edges[i] = std::move(edges);
+    out.dfa.edges[i] = std::move(edges);
   }
   return out;
+}
+
+ByteDfaSpec SelectByParts(const ByteDfaProduct& p, uint64_t care, uint64_t want) {
+  ByteDfaSpec out = p.dfa;
+  for (size_t s = 0; s < out.is_final.size(); ++s) out.is_final[s] = out.is_final[s] && (p.accepted_by[s] & care) == want;
+  return out;
+}
+
+bool ByteDfaEmpty(const ByteDfaSpec& dfa) {
+  std::vector<uint8_t> seen(dfa.num_states(), 0);
+  std::vector<int32_t> stack{0};
+  seen[0] = 1;
+  while (!stack.empty()) {
+    int32_t s = stack.back();
+    stack.pop_back();
+    if (dfa.is_final[s]) return false;
+    for (const auto& e : dfa.edges[s])
+      if (!seen[e.target]) seen[e.target] = 1, stack.push_back(e.target);
+  }
+  return true;
 }
 
 ByteDfaSpec TrimAndMinimize(const ByteDfaSpec& dfa) {

@@ -20,8 +20,21 @@ ByteDfaSpec ByteDfaOfExpr(const Grammar& g, ExprId e, int64_t max_states);
 // Error(kLimitExceeded) when the product has more than max_states states.
 ByteDfaSpec IntersectJsonLength(const ByteDfaSpec& content, int64_t min_len, int64_t max_len, int64_t max_states);
 
-// The strings of `universe` that `excluded` does not accept (same limit).
-ByteDfaSpec Difference(const ByteDfaSpec& universe, const ByteDfaSpec& excluded, int64_t max_states);
+// The product of `universe` with up to 64 `parts`: one state per reachable tuple, final
+// where the universe is, and per state the set of parts that accept there (bit i: parts[i]).
+// Selecting final states by that set gives any Boolean combination of the parts within the
+// universe (intersection, union, difference, complement) from one construction.
+struct ByteDfaProduct {
+  ByteDfaSpec dfa;
+  std::vector<uint64_t> accepted_by;
+};
+ByteDfaProduct ProductWithParts(const ByteDfaSpec& universe, const std::vector<ByteDfaSpec>& parts, int64_t max_states);
+
+// The product's strings whose accepting parts, restricted to `care`, are exactly `want`.
+ByteDfaSpec SelectByParts(const ByteDfaProduct& p, uint64_t care, uint64_t want);
+
+// Whether the DFA accepts no string.
+bool ByteDfaEmpty(const ByteDfaSpec& dfa);
 
 // Drops states that reach no final state, then minimises when small enough. A DFA with no
 // string keeps one non-final state.

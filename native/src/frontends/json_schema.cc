@@ -986,6 +986,32 @@ class Converter {
     return StringExpr(nm);
   }
 
+  // Extra keys under patternProperties: one alternative per set of patterns some undeclared
+  // key matches exactly, with the conjunction of their schemas; with_none adds the keys no
+  // pattern matches, with additionalProperties. False (reported) when the automata are too
+  // large.
+  bool PatternKeyAlternatives(const Merged& m, const std::vector<std::string>& patterns, const std::vector<std::string>& declared,
+                              const std::vector<Ref>& add, int depth, std::vector<ExprId>* alts, bool with_none = true) {
+    std::vector<KeyRegion> regions;
+    try {
+      regions = PatternKeyRegions(patterns, declared, with_none, kMaxPatternDfaStates);
+    } catch (const Error& e) {
+      Unsupported("patternProperties", m.pattern_props[0].first.ptr, std::string("key automata: ") + e.what());
+      return false;
+    }
+    for (auto& r : regions) {
+      std::vector<Ref> conj;
+      for (size_t i = 0; i < patterns.size(); ++i) {
+        if (r.patterns >> i & 1) conj.insert(conj.end(), m.pattern_props[i].second.begin(), m.pattern_props[i].second.end());
+      }
+      ExprId val = ValueRef(r.patterns == 0 ? add : conj, depth);
+      if (val == kNoExpr) continue;
+      ExprId key = g_.AddSequence({Lit(&g_, "\""), g_.AddByteDfa(std::move(r.keys)), Lit(&g_, "\"")});
+      alts->push_back(g_.AddSequence({key, KeySep(), val}));
+    }
+    return true;
+  }
+
   ExprId ObjectExpr(const Merged& m, int depth) {
     int d1 = depth + 1;
     std::string saved = cur_ptr_;
@@ -997,6 +1023,27 @@ class Converter {
     };
     std::vector<Prop> props;
     std::vector<std::string> declared;
+    // A name matching patternProperties takes those schemas as well.
+    std::map<std::string, std::vector<size_t>> name_patterns;
+    std::vector<std::string> pattern_texts;
+    for (const auto& pp : m.pattern_props) pattern_texts.push_back(pp.first.v->as_string());
+    if (!m.pattern_props.empty()) {
+      std::vector<std::string> names;
+      for (const auto& pr : m.props) names.push_back(pr.first);
+      for (const auto& rn : m.required) names.push_back(rn);
+      try {
+        std::vector<std::vector<size_t>> hits = PatternsMatchingNames(pattern_texts, names, kMaxPatternDfaStates);
+        for (size_t i = 0; i < names.size(); ++i) name_patterns[names[i]] = hits[i];
+      } catch (const Error& e) {
+        Unsupported("patternProperties", m.pattern_props[0].first.ptr, std::string("matching declared names: ") + e.what());
+      }
+    }
+    auto pattern_schemas = [&](const std::string& name, std::vector<Ref>* conj) {
+      auto it = name_patterns.find(name);
+      if (it == name_patterns.end()) return false;
+      for (size_t i : it->second) conj->insert(conj->end(), m.pattern_props[i].second.begin(), m.pattern_props[i].second.end());
+      return !it->second.empty();
+    };
     for (const auto& a : m.absent) {
       if (m.Requires(a.name)) return Never();
       // A pattern or propertyNames could still admit the name as an extra key.
@@ -1007,6 +1054,7 @@ class Converter {
       if (m.Forbids(pr.first)) continue;
       declared.push_back(pr.first);
       std::vector<Ref> conj = pr.second;
+      pattern_schemas(pr.first, &conj);
       for (size_t j = 0; j < m.additional.size(); ++j) {
         // Declared only in another allOf branch / $ref target: additionalProperties applies.
         const JsonValue* parent = m.additional_parent[j];
@@ -1027,6 +1075,7 @@ class Converter {
     // Extra key/value pairs.
     std::vector<ExprId> extra_alts;
     bool additional_any = false;
+    bool pattern_regions = false;  // extra keys partitioned by the patterns they match
     {
       std::vector<Ref> add = m.additional;
       bool allowed = true;
@@ -1043,27 +1092,40 @@ class Converter {
         additional_any = std::all_of(add.begin(), add.end(), [](const Ref& r) { return r.v->is_bool() || (r.v->is_object() && r.v->members().empty()); });
         for (const auto& rn : m.required) {
           if (std::find(declared.begin(), declared.end(), rn) == declared.end()) {
-            ExprId val = ValueRef(add, d1);
+            std::vector<Ref> conj;
+            ExprId val = ValueRef(pattern_schemas(rn, &conj) ? conj : add, d1);
             if (val == kNoExpr) return Never();
             props.push_back({rn, true, g_.AddSequence({QuotedLiteral(rn), KeySep(), val})});
             declared.push_back(rn);
           }
         }
-        if (!m.pattern_props.empty()) {
-          Unsupported("patternProperties", m.pattern_props[0].first.ptr, "together with additionalProperties other than false");
+        if (!m.pattern_props.empty() && m.property_names.empty()) {
+          pattern_regions = PatternKeyAlternatives(m, pattern_texts, declared, add, d1, &extra_alts);
+        } else if (!m.pattern_props.empty()) {
+          Unsupported("patternProperties", m.pattern_props[0].first.ptr, "together with propertyNames and additionalProperties other than false");
         }
-        ExprId key = KeyExprFromNames(m.property_names, declared);
-        ExprId val = ValueRef(add, d1);
-        if (key != kNoExpr && val != kNoExpr) extra_alts.push_back(g_.AddSequence({key, KeySep(), val}));
+        if (!pattern_regions) {
+          ExprId key = KeyExprFromNames(m.property_names, declared);
+          ExprId val = ValueRef(add, d1);
+          if (key != kNoExpr && val != kNoExpr) extra_alts.push_back(g_.AddSequence({key, KeySep(), val}));
+        }
       } else {
         for (const auto& rn : m.required) {
           if (std::find(declared.begin(), declared.end(), rn) == declared.end()) {
-            bool pattern_match_possible = !m.pattern_props.empty();
-            if (!pattern_match_possible) return Never();
+            std::vector<Ref> conj;
+            if (!pattern_schemas(rn, &conj)) return Never();
+            ExprId val = ValueRef(conj, d1);
+            if (val == kNoExpr) return Never();
+            props.push_back({rn, true, g_.AddSequence({QuotedLiteral(rn), KeySep(), val})});
+            declared.push_back(rn);
           }
         }
       }
+      if (!allowed && !m.pattern_props.empty()) {
+        pattern_regions = PatternKeyAlternatives(m, pattern_texts, declared, {}, d1, &extra_alts, /*with_none=*/false);
+      }
       for (const auto& pp : m.pattern_props) {
+        if (pattern_regions) break;
         ExprId content = PatternContent(pp.first);
         ExprId val = ValueRef(pp.second, d1);
         if (content == kNoExpr || val == kNoExpr) continue;
