@@ -22,7 +22,7 @@ VOCAB = Path("/work/shared/data/vocab/llama3.json.gz")
 
 # Characters whose regex meaning agrees between Python `re` and ECMAScript for the patterns
 # below (no \r or U+2028/2029, which `.` treats differently; no \d \w \s, which Python widens).
-ALPHABET = ["a", "b", "c", "z", "A", "0", "7", "-", "_", " ", ".", "\n", "\t", '"', "\\", "/", "é", "€", "😀", "\x01", "\x7f"]
+ALPHABET = ["a", "b", "c", "x", "y", "z", "<", ">", "*", "#", "%", "&", ":", "+", "?", "A", "0", "7", "-", "_", " ", ".", "\n", "\t", '"', "\\", "/", "é", "€", "😀", "\x01", "\x7f"]
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +77,9 @@ CASES = [
     ("a.c", 0, 4),
     ("^$", 0, 0),
     ("^[a-c]{2,5}z*$", 3, 4),
+    ("^[A-Za-z0-9_][^<>*#.%&:\\\\+?/]*$", 2, 6),
+    ("^(x|yy)[^a]*$", 3, -1),
+    ("^(x|yy)[^a]*$", 0, 4),
 ]
 
 
@@ -119,6 +122,20 @@ def test_pattern_with_length_bounds_inside_objects(compiler):
     c = compiler.compile_grammar(Grammar.from_json_schema(schema, strict_mode=False), lazy=True)
     for v, ok in [({"id": "AB1"}, True), ({"id": "AB123"}, True), ({"id": "AB1234"}, False), ({"id": "A1"}, False)]:
         assert accepts(compiler, c, json.dumps(v)) == ok, v
+
+
+def test_trailing_loop_is_a_counted_repetition(compiler):
+    # "[^...]*" after a fixed prefix: the product stops at the loop, so a large bound costs
+    # no more states than a small one (DESIGN section 7: maxLength 100000 within 2x of 10).
+    pattern = "^[A-Za-z0-9_][^<>*#.%&:\\\\+?/]*$"
+    sizes = []
+    for bound in (10, 100000):
+        text = str(Grammar.from_json_schema({"type": "string", "pattern": pattern, "maxLength": bound}))
+        sizes.append(sum(int(n) for n in re.findall(r"states=(\d+)", text)))
+    assert sizes[0] == sizes[1] < 100, sizes
+    c = compiler.compile_grammar(Grammar.from_json_schema({"type": "string", "pattern": pattern, "maxLength": 5}), lazy=True)
+    for text, ok in [('"a"', True), ('"abcde"', True), ('"abcdef"', False), ('"a\\u00e9\\n\\"x"', True), ('"a<"', False), ('"-a"', False)]:
+        assert accepts(compiler, c, text) == ok, text
 
 
 def test_too_large_product_is_reported_with_its_pointer():

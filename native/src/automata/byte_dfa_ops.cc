@@ -96,7 +96,8 @@ ByteDfaSpec ByteDfaOfExpr(const Grammar& g, ExprId e, int64_t max_states) {
   return out;
 }
 
-ByteDfaSpec IntersectJsonLength(const ByteDfaSpec& content, int64_t min_len, int64_t max_len, int64_t max_states) {
+ByteDfaSpec IntersectJsonLength(const ByteDfaSpec& content, int64_t min_len, int64_t max_len, int64_t max_states,
+                                const std::vector<uint8_t>* stop, std::vector<JsonLengthExit>* exits) {
   // The count saturates at min_len when there is no upper bound; above max_len it dies.
   const int64_t cap = max_len >= 0 ? max_len : min_len;
   std::unordered_map<int64_t, int32_t> ids;
@@ -118,6 +119,11 @@ ByteDfaSpec IntersectJsonLength(const ByteDfaSpec& content, int64_t min_len, int
     const int32_t s = keys[i].first;
     const int u = keys[i].second.first;
     const int64_t n = keys[i].second.second;
+    if (stop != nullptr && (*stop)[s] && u == kB) {
+      out.is_final[i] = 0;
+      exits->push_back({static_cast<int32_t>(i), s, n});
+      continue;
+    }
     std::vector<ByteDfaEdge> edges;
     for (const auto& e : content.edges[s]) {
       for (int c = e.lo; c <= e.hi; ++c) {
@@ -134,6 +140,69 @@ ByteDfaSpec IntersectJsonLength(const ByteDfaSpec& content, int64_t min_len, int
     }
     out.edges[i] = std::move(edges);
   }
+  return out;
+}
+
+namespace {
+
+// Visits the (content state, decoder state) pairs reachable from s on a character boundary
+// without completing a character; visit(from, edge byte, to state, to decoder) for each edge.
+template <typename Visit>
+void WalkOneCharacter(const ByteDfaSpec& content, int32_t s, Visit visit) {
+  std::vector<std::pair<int32_t, int>> todo{{s, kB}};
+  std::unordered_map<int64_t, bool> seen;
+  for (size_t i = 0; i < todo.size(); ++i) {
+    const auto [t, u] = todo[i];
+    for (const auto& e : content.edges[t]) {
+      for (int c = e.lo; c <= e.hi; ++c) {
+        bool starts;
+        int u2 = JsonDecNext(u, static_cast<uint8_t>(c), &starts);
+        if (u2 < 0) continue;
+        if (!visit(i, static_cast<uint8_t>(c), e.target, u2)) return;
+        if (u2 != kB && seen.emplace(int64_t{e.target} * kNumDec + u2, true).second) todo.push_back({e.target, u2});
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<uint8_t> JsonStarStates(const ByteDfaSpec& content) {
+  std::vector<uint8_t> star(content.num_states(), 0);
+  for (int32_t s = 0; s < content.num_states(); ++s) {
+    if (!content.is_final[s] || content.edges[s].empty()) continue;  // no loop: nothing to factor
+    bool ok = true;
+    WalkOneCharacter(content, s, [&](size_t, uint8_t, int32_t to, int u2) {
+      // A completed character must return to s; one in progress must not reach a final.
+      ok = u2 == kB ? to == s : (to != s && !content.is_final[to]);
+      return ok;
+    });
+    star[s] = ok;
+  }
+  return star;
+}
+
+ByteDfaSpec JsonCharLoop(const ByteDfaSpec& content, int32_t s) {
+  // States: 0 = s as the start, then the (state, decoder) pairs inside a character in walk
+  // order, then one final state for "back at s".
+  std::unordered_map<int64_t, int32_t> ids{{int64_t{s} * kNumDec + kB, 0}};
+  std::vector<std::vector<std::pair<uint8_t, int64_t>>> raw(1);
+  WalkOneCharacter(content, s, [&](size_t from, uint8_t c, int32_t to, int u2) {
+    int64_t key = u2 == kB ? -1 : int64_t{to} * kNumDec + u2;
+    if (key >= 0 && !ids.count(key)) {
+      ids.emplace(key, static_cast<int32_t>(raw.size()));
+      raw.emplace_back();
+    }
+    raw[from].push_back({c, key});
+    return true;
+  });
+  ByteDfaSpec out;
+  const int32_t final = static_cast<int32_t>(raw.size());
+  out.is_final.assign(final + 1, 0);
+  out.is_final[final] = 1;
+  out.edges.resize(final + 1);
+  for (size_t i = 0; i < raw.size(); ++i)
+    for (const auto& [c, key] : raw[i]) AppendEdge(&out.edges[i], c, key < 0 ? final : ids.at(key));
   return out;
 }
 

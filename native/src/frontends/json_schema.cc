@@ -822,9 +822,30 @@ class Converter {
     ExprId content = PatternContent(pat);
     if (content == kNoExpr) return kNoExpr;
     try {
-      ByteDfaSpec dfa = ByteDfaOfExpr(g_, content, kMaxPatternDfaStates);
-      dfa = TrimAndMinimize(IntersectJsonLength(dfa, min_len, max_len, kMaxPatternDfaStates));
-      return g_.AddByteDfa(std::move(dfa));
+      ByteDfaSpec dfa = TrimAndMinimize(ByteDfaOfExpr(g_, content, kMaxPatternDfaStates));
+      // A trailing loop over characters (the [a-z]* of "^x[a-z]*$") entered at few counts
+      // becomes a counted repetition: compile cost then does not grow with the bound.
+      constexpr size_t kMaxLoopExits = 8;
+      std::vector<uint8_t> stars = JsonStarStates(dfa);
+      std::vector<JsonLengthExit> exits;
+      ByteDfaSpec product = IntersectJsonLength(dfa, min_len, max_len, kMaxPatternDfaStates, &stars, &exits);
+      if (exits.size() > kMaxLoopExits) {
+        exits.clear();
+        product = IntersectJsonLength(dfa, min_len, max_len, kMaxPatternDfaStates);
+      }
+      std::vector<ExprId> alts;
+      ByteDfaSpec plain = TrimAndMinimize(product);
+      if (!ByteDfaEmpty(plain)) alts.push_back(g_.AddByteDfa(std::move(plain)));
+      for (const auto& x : exits) {
+        ByteDfaSpec prefix = product;
+        std::fill(prefix.is_final.begin(), prefix.is_final.end(), 0);
+        prefix.is_final[x.state] = 1;
+        int64_t lo = std::max<int64_t>(0, min_len - x.count);
+        int64_t hi = max_len < 0 ? kUnbounded : max_len - x.count;
+        ExprId tail = g_.AddRepeat(g_.AddByteDfa(JsonCharLoop(dfa, x.content_state)), lo, hi);
+        alts.push_back(g_.AddSequence({g_.AddByteDfa(TrimAndMinimize(prefix)), tail}));
+      }
+      return alts.size() == 1 ? alts[0] : g_.AddChoice(alts);
     } catch (const Error& e) {
       Unsupported("pattern", pat.ptr, std::string("pattern together with minLength/maxLength: ") + e.what());
       return kNoExpr;
