@@ -6,6 +6,7 @@ surrogate pairs), end to end through a matcher on the Llama-3 vocabulary."""
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -19,6 +20,9 @@ from xg2_jax._src.errors import UnsupportedSchemaError
 from xg2_jax._src.grammar import Grammar
 
 VOCAB = Path("/work/shared/data/vocab/llama3.json.gz")
+# Reproducible by default; XG2_FUZZ_EXAMPLES=N explores N fresh examples per case instead.
+EXAMPLES = int(os.environ.get("XG2_FUZZ_EXAMPLES", "60"))
+XG2_DERANDOMIZE = "XG2_FUZZ_EXAMPLES" not in os.environ
 
 # Characters whose regex meaning agrees between Python `re` and ECMAScript for the patterns
 # below (no \r or U+2028/2029, which `.` treats differently; no \d \w \s, which Python widens).
@@ -83,23 +87,37 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize("pattern,min_len,max_len", CASES)
+# Several patterns (allOf) intersect their automata.
+MULTI_CASES = [
+    (("^[a-c]+$", "b"), 0, -1),
+    (("a", "b", "^[^z]*$"), 0, 5),
+    (("^(ab)*$", "^a"), 2, 6),
+    (("é|😀", "^[^\\n]{2,}$"), 0, -1),
+]
+
+
+def ecma(pattern: str) -> re.Pattern:
+    # ECMAScript `$` (no multiline) matches only at the very end; Python's also before a final \n.
+    return re.compile(pattern[:-1] + r"\Z" if pattern.endswith("$") else pattern)
+
+
+@pytest.mark.parametrize("pattern,min_len,max_len", CASES + MULTI_CASES)
 def test_pattern_with_length_bounds_is_exact(compiler, pattern, min_len, max_len):
-    schema = {"type": "string", "pattern": pattern}
+    patterns = pattern if isinstance(pattern, tuple) else (pattern,)
+    schema = {"type": "string", "allOf": [{"pattern": p} for p in patterns]}
     if min_len:
         schema["minLength"] = min_len
     if max_len >= 0:
         schema["maxLength"] = max_len
     compiled = compiler.compile_grammar(Grammar.from_json_schema(schema), lazy=True)
-    # ECMAScript `$` (no multiline) matches only at the very end; Python's also before a final \n.
-    rx = re.compile(pattern[:-1] + r"\Z" if pattern.endswith("$") else pattern)
+    rxs = [ecma(p) for p in patterns]
     text = st.lists(st.sampled_from(ALPHABET), max_size=9).map("".join)
-    matching = st.from_regex(rx, alphabet=st.sampled_from(ALPHABET))
+    matching = st.from_regex(rxs[0], alphabet=st.sampled_from(ALPHABET))
 
-    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None, derandomize=XG2_DERANDOMIZE)
     @given(st.one_of(text, matching))
     def run(s):
-        want = bool(rx.search(s)) and min_len <= len(s) and (max_len < 0 or len(s) <= max_len)
+        want = all(rx.search(s) for rx in rxs) and min_len <= len(s) and (max_len < 0 or len(s) <= max_len)
         for enc in encodings(s):
             assert accepts(compiler, compiled, enc) == want, (s, enc, want)
 
@@ -197,12 +215,13 @@ def test_pattern_properties_are_exact(compiler, case):
     jsonschema = pytest.importorskip("jsonschema")
     schema = {"type": "object", **PATTERN_PROPERTIES_CASES[case]}
     validator = jsonschema.Draft202012Validator(schema)
-    compiled = compiler.compile_grammar(Grammar.from_json_schema(schema, strict_mode=False), lazy=True)
+    # any_order: declared properties in any order, as the generated dicts have them.
+    compiled = compiler.compile_grammar(Grammar.from_json_schema(schema, strict_mode=False, any_order=True), lazy=True)
     key = st.lists(st.sampled_from(KEY_ALPHABET), max_size=4).map("".join)
     named = st.sampled_from(["xa", "xb", "b", "a", "xy", "aa", "é"])
     obj = st.dictionaries(st.one_of(key, named), st.sampled_from(VALUES), max_size=3)
 
-    @settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None, derandomize=XG2_DERANDOMIZE)
     @given(obj)
     def run(o):
         want = validator.is_valid(o)
@@ -213,3 +232,12 @@ def test_pattern_properties_are_exact(compiler, case):
             assert accepts(compiler, compiled, text) == want, (o, text, want)
 
     run()
+
+
+def test_byte_dfa_survives_serialization(compiler):
+    schema = {"type": "object", "properties": {"s": {"type": "string", "pattern": "^a+b$", "maxLength": 3}},
+              "patternProperties": {"^x": {"type": "integer"}}}
+    cg = compiler.compile_grammar(Grammar.from_json_schema(schema, strict_mode=False))
+    back = xg.CompiledGrammar.deserialize(cg.serialize(), compiler.tokenizer_info)
+    for text, ok in [('{"s": "ab"}', True), ('{"s": "aaab"}', False), ('{"xy": 1}', True), ('{"xy": "1"}', False), ('{"y": "1"}', True)]:
+        assert accepts(compiler, back, text) == ok, text

@@ -818,11 +818,24 @@ class Converter {
 
   // pattern + minLength/maxLength in general: the pattern's automaton over JSON string
   // content times a decoded-character counter, emitted as a ByteDfa node.
-  ExprId LengthBoundedPattern(const Ref& pat, int64_t min_len, int64_t max_len) {
-    ExprId content = PatternContent(pat);
-    if (content == kNoExpr) return kNoExpr;
+  // Several patterns intersect their automata first.
+  ExprId LengthBoundedPattern(const std::vector<Ref>& pats, int64_t min_len, int64_t max_len) {
+    std::vector<ExprId> contents;
+    for (const auto& p : pats) {
+      contents.push_back(PatternContent(p));
+      if (contents.back() == kNoExpr) return kNoExpr;
+    }
+    const Ref& pat = pats[0];
     try {
-      ByteDfaSpec dfa = TrimAndMinimize(ByteDfaOfExpr(g_, content, kMaxPatternDfaStates));
+      std::vector<ByteDfaSpec> parts;
+      for (ExprId c : contents) parts.push_back(TrimAndMinimize(ByteDfaOfExpr(g_, c, kMaxPatternDfaStates)));
+      ByteDfaSpec dfa = std::move(parts[0]);
+      parts.erase(parts.begin());
+      if (!parts.empty()) {
+        const uint64_t all = (uint64_t{1} << parts.size()) - 1;
+        dfa = TrimAndMinimize(SelectByParts(ProductWithParts(dfa, parts, kMaxPatternDfaStates), all, all));
+      }
+      if (min_len == 0 && max_len < 0) return g_.AddByteDfa(std::move(dfa));
       // A trailing loop over characters (the [a-z]* of "^x[a-z]*$") entered at few counts
       // becomes a counted repetition: compile cost then does not grow with the bound.
       constexpr size_t kMaxLoopExits = 8;
@@ -847,7 +860,7 @@ class Converter {
       }
       return alts.size() == 1 ? alts[0] : g_.AddChoice(alts);
     } catch (const Error& e) {
-      Unsupported("pattern", pat.ptr, std::string("pattern together with minLength/maxLength: ") + e.what());
+      Unsupported("pattern", pat.ptr, std::string(pats.size() > 1 ? "several patterns" : "pattern together with minLength/maxLength") + ": " + e.what());
       return kNoExpr;
     }
   }
@@ -880,8 +893,12 @@ class Converter {
         default: break;
       }
     }
-    if (bounded && m.patterns.size() == 1 && m.formats.empty()) {
-      ExprId e = LengthBoundedPattern(m.patterns[0], m.min_len, m.max_len);
+    if ((bounded || m.patterns.size() > 1) && !m.patterns.empty() && m.formats.empty()) {
+      if (m.patterns.size() > 64) {
+        Unsupported("pattern", m.patterns[0].ptr, "more than 64 patterns");
+        return JsonStringExpr(&g_, m.min_len, m.max_len);
+      }
+      ExprId e = LengthBoundedPattern(m.patterns, m.min_len, m.max_len);
       if (e == kNoExpr) return JsonStringExpr(&g_, m.min_len, m.max_len);  // reported (warn keeps the bounds)
       return g_.AddSequence({Lit(&g_, "\""), e, Lit(&g_, "\"")});
     }
