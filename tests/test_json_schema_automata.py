@@ -142,6 +142,20 @@ def test_pattern_with_length_bounds_inside_objects(compiler):
         assert accepts(compiler, c, json.dumps(v)) == ok, v
 
 
+@pytest.mark.parametrize("schema,valid,invalid", [
+    ({"format": "date", "pattern": "^2024"}, ["2024-01-31"], ["2023-01-31", "2024-13-01", "2024"]),
+    ({"format": "uuid", "pattern": "^0"}, ["0" * 8 + "-0000-0000-0000-" + "0" * 12], ["1" * 8 + "-0000-0000-0000-" + "0" * 12]),
+    ({"format": "email", "maxLength": 7}, ["a@b.cd", "ab@c.de"], ["abc@d.ef", "a@"]),
+    ({"format": "date-time", "minLength": 25}, ["2024-01-31T10:00:00+01:00"], ["2024-01-31T10:00:00Z"]),
+])
+def test_format_with_pattern_or_length_bounds(compiler, schema, valid, invalid):
+    c = compiler.compile_grammar(Grammar.from_json_schema({"type": "string", **schema}), lazy=True)
+    for v in valid:
+        assert accepts(compiler, c, json.dumps(v)), v
+    for v in invalid:
+        assert not accepts(compiler, c, json.dumps(v)), v
+
+
 def test_trailing_loop_is_a_counted_repetition(compiler):
     # "[^...]*" after a fixed prefix: the product stops at the loop, so a large bound costs
     # no more states than a small one (DESIGN section 7: maxLength 100000 within 2x of 10).

@@ -818,14 +818,23 @@ class Converter {
 
   // pattern + minLength/maxLength in general: the pattern's automaton over JSON string
   // content times a decoded-character counter, emitted as a ByteDfa node.
-  // Several patterns intersect their automata first.
-  ExprId LengthBoundedPattern(const std::vector<Ref>& pats, int64_t min_len, int64_t max_len) {
+  // Several patterns and formats intersect their automata first.
+  ExprId LengthBoundedPattern(const std::vector<Ref>& pats, const std::vector<Ref>& formats, int64_t min_len, int64_t max_len) {
     std::vector<ExprId> contents;
     for (const auto& p : pats) {
       contents.push_back(PatternContent(p));
       if (contents.back() == kNoExpr) return kNoExpr;
     }
-    const Ref& pat = pats[0];
+    for (const auto& f : formats) {
+      try {
+        contents.push_back(FormatContentExpr(&g_, f.v->as_string()));
+      } catch (const UnsupportedKeyword& u) {
+        Unsupported(u.keyword, f.ptr, u.detail);
+        return kNoExpr;
+      }
+    }
+    const Ref& pat = pats.empty() ? formats[0] : pats[0];
+    const char* what = pats.empty() ? "format" : "pattern";
     try {
       std::vector<ByteDfaSpec> parts;
       for (ExprId c : contents) parts.push_back(TrimAndMinimize(ByteDfaOfExpr(g_, c, kMaxPatternDfaStates)));
@@ -860,7 +869,7 @@ class Converter {
       }
       return alts.size() == 1 ? alts[0] : g_.AddChoice(alts);
     } catch (const Error& e) {
-      Unsupported("pattern", pat.ptr, std::string(pats.size() > 1 ? "several patterns" : "pattern together with minLength/maxLength") + ": " + e.what());
+      Unsupported(what, pat.ptr, std::string(contents.size() > 1 ? "intersection of patterns and formats" : "together with minLength/maxLength") + ": " + e.what());
       return kNoExpr;
     }
   }
@@ -893,28 +902,22 @@ class Converter {
         default: break;
       }
     }
-    if ((bounded || m.patterns.size() > 1) && !m.patterns.empty() && m.formats.empty()) {
-      if (m.patterns.size() > 64) {
-        Unsupported("pattern", m.patterns[0].ptr, "more than 64 patterns");
+    const size_t languages = m.patterns.size() + m.formats.size();
+    if ((bounded && languages >= 1) || languages > 1) {
+      if (languages > 64) {
+        Unsupported("pattern", (m.patterns.empty() ? m.formats[0] : m.patterns[0]).ptr, "more than 64 patterns and formats");
         return JsonStringExpr(&g_, m.min_len, m.max_len);
       }
-      ExprId e = LengthBoundedPattern(m.patterns, m.min_len, m.max_len);
+      ExprId e = LengthBoundedPattern(m.patterns, m.formats, m.min_len, m.max_len);
       if (e == kNoExpr) return JsonStringExpr(&g_, m.min_len, m.max_len);  // reported (warn keeps the bounds)
       return g_.AddSequence({Lit(&g_, "\""), e, Lit(&g_, "\"")});
     }
+    // Here at most one pattern or format, and no bounds beside it.
     for (const auto& p : m.patterns) {
-      if (contents.size() >= 1 || bounded) {
-        Unsupported(bounded ? "pattern" : "pattern", p.ptr, bounded ? "pattern together with minLength/maxLength" : "several patterns");
-        continue;
-      }
       ExprId e = PatternContent(p);
       if (e != kNoExpr) contents.push_back(e);
     }
     for (const auto& f : m.formats) {
-      if (!contents.empty() || bounded) {
-        Unsupported("format", f.ptr, "format together with pattern or length bounds");
-        continue;
-      }
       try {
         contents.push_back(FormatContentExpr(&g_, f.v->as_string()));
       } catch (const UnsupportedKeyword& u) {
