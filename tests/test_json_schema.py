@@ -325,8 +325,10 @@ def test_pattern_of_one_class_with_length_bounds(compiler):
     check(compiler, schema, ["ab", "a_-9"], ["a", "abcde", "AB", ""])
     with pytest.raises(xg.GrammarError, match="no finite string"):  # empty intersection
         compiler.compile_grammar(Grammar.from_json_schema({"type": "string", "pattern": "^[a-z]{5,9}$", "maxLength": 3}))
-    with pytest.raises(UnsupportedSchemaError, match="pattern"):
-        Grammar.from_json_schema({"type": "string", "pattern": "^a+b$", "maxLength": 3})
+    # Any other pattern: its automaton times a character counter (tests/test_json_schema_automata.py).
+    check(compiler, {"type": "string", "pattern": "^a+b$", "maxLength": 3}, ["ab", "aab"], ["aaab", "b"])
+    with pytest.raises(UnsupportedSchemaError, match="pattern.*exceeds"):  # product too large
+        Grammar.from_json_schema({"type": "string", "pattern": "a.*b.*c.*d", "maxLength": 100000})
 
 
 def test_many_objects_and_combinations_convert_quickly():

@@ -28,6 +28,23 @@ enum class ExprKind : uint8_t {
   kRuleRef,    // a reference to another rule
   kRepeat,     // child repeated min..max times (max == kUnbounded: no upper bound)
   kTagDispatch,  // free text watched by an Aho-Corasick automaton; see TagDispatchSpec
+  kByteDfa,      // a deterministic automaton over bytes; see ByteDfaSpec
+};
+
+// The fixed part of a ByteDfa node: a DFA over bytes with start state 0 and no rule
+// references. Front ends build one when a language comes from automaton operations
+// (intersection with a length counter, complement) that have no compact expression form.
+struct ByteDfaEdge {
+  uint8_t lo;
+  uint8_t hi;  // inclusive
+  int32_t target;
+  bool operator==(const ByteDfaEdge& o) const { return lo == o.lo && hi == o.hi && target == o.target; }
+};
+struct ByteDfaSpec {
+  std::vector<uint8_t> is_final;                     // one per state
+  std::vector<std::vector<ByteDfaEdge>> edges;       // per state: sorted by lo, disjoint
+  int32_t num_states() const { return static_cast<int32_t>(is_final.size()); }
+  bool operator==(const ByteDfaSpec& o) const { return is_final == o.is_final && edges == o.edges; }
 };
 
 // The fixed part of a TagDispatch node (its children are the per-trigger continuations).
@@ -69,6 +86,7 @@ struct Expr {
   std::vector<CodepointRange> ranges;  // kCharClass, sorted and merged
   std::vector<ExprId> children;        // kSequence, kChoice, kRepeat (one child), kTagDispatch
   std::shared_ptr<const TagDispatchSpec> dispatch;  // kTagDispatch
+  std::shared_ptr<const ByteDfaSpec> dfa;           // kByteDfa
 };
 
 struct Rule {
@@ -92,6 +110,9 @@ class Grammar {
   // children[i] follows spec.triggers[i]. Throws Error(kInvalidArgument) for an empty or
   // malformed string, or a child count that differs from the trigger count.
   ExprId AddTagDispatch(TagDispatchSpec spec, std::vector<ExprId> children);
+  // Throws Error(kInvalidArgument) for no states, a final-flag count that differs from the
+  // state count, an edge target out of range, or edges not sorted and disjoint.
+  ExprId AddByteDfa(ByteDfaSpec spec);
 
   // Declares a rule with no body yet (so bodies can reference rules defined later). The
   // stored name is made a valid EBNF identifier (other characters become '_') and unique

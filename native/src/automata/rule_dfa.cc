@@ -100,6 +100,9 @@ class NfaBuilder {
       case ExprKind::kTagDispatch:
         BuildTagDispatch(e, a, b);
         break;
+      case ExprKind::kByteDfa:
+        BuildByteDfa(*e.dfa, a, b);
+        break;
     }
   }
 
@@ -256,6 +259,17 @@ class NfaBuilder {
         states_[from].bytes.push_back({edges[i].first, edges[j - 1].first, edges[i].second});
         i = j;
       }
+    }
+  }
+
+  // One NFA state per DFA state: entered from a, left to b from every final state.
+  void BuildByteDfa(const ByteDfaSpec& d, int32_t a, int32_t b) {
+    std::vector<int32_t> st(d.num_states());
+    for (int32_t& s : st) s = NewState();
+    Eps(a, st[0]);
+    for (int32_t s = 0; s < d.num_states(); ++s) {
+      if (d.is_final[s]) Eps(st[s], b);
+      for (const auto& x : d.edges[s]) states_[st[s]].bytes.push_back({x.lo, x.hi, st[x.target]});
     }
   }
 
@@ -518,6 +532,8 @@ void AutomatonLimits::CheckDeadline() const {
                                                " s (limit time_limit_s, a GrammarCompiler option)");
   }
 }
+
+RuleDfa MinimizeRuleDfa(const RuleDfa& dfa) { return Minimize(dfa); }
 
 RuleDfa BuildRuleDfa(const Grammar& g, ExprId body, const AutomatonLimits& limits) {
   NfaBuilder builder(g, limits);

@@ -44,4 +44,8 @@ struct AutomatonLimits {
 // Builds the minimal DFA of expression `body` of grammar g. Repeat nodes are expanded.
 RuleDfa BuildRuleDfa(const Grammar& g, ExprId body, const AutomatonLimits& limits);
 
+// The minimal DFA of `dfa` (Moore refinement), states renumbered in BFS order; unreachable
+// states dropped. Quadratic on long chains: callers bound the size they pass.
+RuleDfa MinimizeRuleDfa(const RuleDfa& dfa);
+
 }  // namespace xg2

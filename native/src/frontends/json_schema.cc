@@ -12,6 +12,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "automata/byte_dfa_ops.h"
 #include "frontends/json_schema_internal.h"
 #include "frontends/regex.h"
 #include "xg2/errors.h"
@@ -19,6 +20,10 @@
 
 namespace xg2 {
 namespace {
+
+// Bounds the automata built for one pattern (its JSON-content DFA and the product with a
+// length counter); larger ones are reported as unsupported rather than compiled slowly.
+constexpr int64_t kMaxPatternDfaStates = 20000;
 
 using namespace jsonschema;
 
@@ -814,6 +819,64 @@ class Converter {
     return RegexToJsonContent(&g_, g_.AddRepeat(cls, nlo, nhi));
   }
 
+  // pattern + minLength/maxLength in general: the pattern's automaton over JSON string
+  // content times a decoded-character counter, emitted as a ByteDfa node.
+  // Several patterns and formats intersect their automata first.
+  ExprId LengthBoundedPattern(const std::vector<Ref>& pats, const std::vector<Ref>& formats, int64_t min_len, int64_t max_len) {
+    std::vector<ExprId> contents;
+    for (const auto& p : pats) {
+      contents.push_back(PatternContent(p));
+      if (contents.back() == kNoExpr) return kNoExpr;
+    }
+    for (const auto& f : formats) {
+      try {
+        contents.push_back(FormatContentExpr(&g_, f.v->as_string()));
+      } catch (const UnsupportedKeyword& u) {
+        Unsupported(u.keyword, f.ptr, u.detail);
+        return kNoExpr;
+      }
+    }
+    const Ref& pat = pats.empty() ? formats[0] : pats[0];
+    const char* what = pats.empty() ? "format" : "pattern";
+    try {
+      std::vector<ByteDfaSpec> parts;
+      for (ExprId c : contents) parts.push_back(TrimAndMinimize(ByteDfaOfExpr(g_, c, kMaxPatternDfaStates)));
+      ByteDfaSpec dfa = std::move(parts[0]);
+      parts.erase(parts.begin());
+      if (!parts.empty()) {
+        const uint64_t all = (uint64_t{1} << parts.size()) - 1;
+        dfa = TrimAndMinimize(SelectByParts(ProductWithParts(dfa, parts, kMaxPatternDfaStates), all, all));
+      }
+      if (min_len == 0 && max_len < 0) return g_.AddByteDfa(std::move(dfa));
+      // A trailing loop over characters (the [a-z]* of "^x[a-z]*$") entered at few counts
+      // becomes a counted repetition: compile cost then does not grow with the bound.
+      constexpr size_t kMaxLoopExits = 8;
+      std::vector<uint8_t> stars = JsonStarStates(dfa);
+      std::vector<JsonLengthExit> exits;
+      ByteDfaSpec product = IntersectJsonLength(dfa, min_len, max_len, kMaxPatternDfaStates, &stars, &exits);
+      if (exits.size() > kMaxLoopExits) {
+        exits.clear();
+        product = IntersectJsonLength(dfa, min_len, max_len, kMaxPatternDfaStates);
+      }
+      std::vector<ExprId> alts;
+      ByteDfaSpec plain = TrimAndMinimize(product);
+      if (!ByteDfaEmpty(plain)) alts.push_back(g_.AddByteDfa(std::move(plain)));
+      for (const auto& x : exits) {
+        ByteDfaSpec prefix = product;
+        std::fill(prefix.is_final.begin(), prefix.is_final.end(), 0);
+        prefix.is_final[x.state] = 1;
+        int64_t lo = std::max<int64_t>(0, min_len - x.count);
+        int64_t hi = max_len < 0 ? kUnbounded : max_len - x.count;
+        ExprId tail = g_.AddRepeat(g_.AddByteDfa(JsonCharLoop(dfa, x.content_state)), lo, hi);
+        alts.push_back(g_.AddSequence({g_.AddByteDfa(TrimAndMinimize(prefix)), tail}));
+      }
+      return alts.size() == 1 ? alts[0] : g_.AddChoice(alts);
+    } catch (const Error& e) {
+      Unsupported(what, pat.ptr, std::string(contents.size() > 1 ? "intersection of patterns and formats" : "together with minLength/maxLength") + ": " + e.what());
+      return kNoExpr;
+    }
+  }
+
   // 1: every match of the pattern has a length within [min_len, max_len]; -1: none has; 0:
   // some may (or unknown).
   int PatternWithinLength(const Ref& pat, int64_t min_len, int64_t max_len) {
@@ -842,19 +905,22 @@ class Converter {
         default: break;
       }
     }
-    for (const auto& p : m.patterns) {
-      if (contents.size() >= 1 || bounded) {
-        Unsupported(bounded ? "pattern" : "pattern", p.ptr, bounded ? "pattern together with minLength/maxLength" : "several patterns");
-        continue;
+    const size_t languages = m.patterns.size() + m.formats.size();
+    if ((bounded && languages >= 1) || languages > 1) {
+      if (languages > 64) {
+        Unsupported("pattern", (m.patterns.empty() ? m.formats[0] : m.patterns[0]).ptr, "more than 64 patterns and formats");
+        return JsonStringExpr(&g_, m.min_len, m.max_len);
       }
+      ExprId e = LengthBoundedPattern(m.patterns, m.formats, m.min_len, m.max_len);
+      if (e == kNoExpr) return JsonStringExpr(&g_, m.min_len, m.max_len);  // reported (warn keeps the bounds)
+      return g_.AddSequence({Lit(&g_, "\""), e, Lit(&g_, "\"")});
+    }
+    // Here at most one pattern or format, and no bounds beside it.
+    for (const auto& p : m.patterns) {
       ExprId e = PatternContent(p);
       if (e != kNoExpr) contents.push_back(e);
     }
     for (const auto& f : m.formats) {
-      if (!contents.empty() || bounded) {
-        Unsupported("format", f.ptr, "format together with pattern or length bounds");
-        continue;
-      }
       try {
         contents.push_back(FormatContentExpr(&g_, f.v->as_string()));
       } catch (const UnsupportedKeyword& u) {
@@ -964,6 +1030,32 @@ class Converter {
     return StringExpr(nm);
   }
 
+  // Extra keys under patternProperties: one alternative per set of patterns some undeclared
+  // key matches exactly, with the conjunction of their schemas; with_none adds the keys no
+  // pattern matches, with additionalProperties. False (reported) when the automata are too
+  // large.
+  bool PatternKeyAlternatives(const Merged& m, const std::vector<std::string>& patterns, const std::vector<std::string>& declared,
+                              const std::vector<Ref>& add, int depth, std::vector<ExprId>* alts, bool with_none = true) {
+    std::vector<KeyRegion> regions;
+    try {
+      regions = PatternKeyRegions(patterns, declared, with_none, kMaxPatternDfaStates);
+    } catch (const Error& e) {
+      Unsupported("patternProperties", m.pattern_props[0].first.ptr, std::string("key automata: ") + e.what());
+      return false;
+    }
+    for (auto& r : regions) {
+      std::vector<Ref> conj;
+      for (size_t i = 0; i < patterns.size(); ++i) {
+        if (r.patterns >> i & 1) conj.insert(conj.end(), m.pattern_props[i].second.begin(), m.pattern_props[i].second.end());
+      }
+      ExprId val = ValueRef(r.patterns == 0 ? add : conj, depth);
+      if (val == kNoExpr) continue;
+      ExprId key = g_.AddSequence({Lit(&g_, "\""), g_.AddByteDfa(std::move(r.keys)), Lit(&g_, "\"")});
+      alts->push_back(g_.AddSequence({key, KeySep(), val}));
+    }
+    return true;
+  }
+
   ExprId ObjectExpr(const Merged& m, int depth) {
     int d1 = depth + 1;
     std::string saved = cur_ptr_;
@@ -975,6 +1067,27 @@ class Converter {
     };
     std::vector<Prop> props;
     std::vector<std::string> declared;
+    // A name matching patternProperties takes those schemas as well.
+    std::map<std::string, std::vector<size_t>> name_patterns;
+    std::vector<std::string> pattern_texts;
+    for (const auto& pp : m.pattern_props) pattern_texts.push_back(pp.first.v->as_string());
+    if (!m.pattern_props.empty()) {
+      std::vector<std::string> names;
+      for (const auto& pr : m.props) names.push_back(pr.first);
+      for (const auto& rn : m.required) names.push_back(rn);
+      try {
+        std::vector<std::vector<size_t>> hits = PatternsMatchingNames(pattern_texts, names, kMaxPatternDfaStates);
+        for (size_t i = 0; i < names.size(); ++i) name_patterns[names[i]] = hits[i];
+      } catch (const Error& e) {
+        Unsupported("patternProperties", m.pattern_props[0].first.ptr, std::string("matching declared names: ") + e.what());
+      }
+    }
+    auto pattern_schemas = [&](const std::string& name, std::vector<Ref>* conj) {
+      auto it = name_patterns.find(name);
+      if (it == name_patterns.end()) return false;
+      for (size_t i : it->second) conj->insert(conj->end(), m.pattern_props[i].second.begin(), m.pattern_props[i].second.end());
+      return !it->second.empty();
+    };
     for (const auto& a : m.absent) {
       if (m.Requires(a.name)) return Never();
       // A pattern or propertyNames could still admit the name as an extra key.
@@ -985,6 +1098,7 @@ class Converter {
       if (m.Forbids(pr.first)) continue;
       declared.push_back(pr.first);
       std::vector<Ref> conj = pr.second;
+      pattern_schemas(pr.first, &conj);
       for (size_t j = 0; j < m.additional.size(); ++j) {
         // Declared only in another allOf branch / $ref target: additionalProperties applies.
         const JsonValue* parent = m.additional_parent[j];
@@ -1005,6 +1119,7 @@ class Converter {
     // Extra key/value pairs.
     std::vector<ExprId> extra_alts;
     bool additional_any = false;
+    bool pattern_regions = false;  // extra keys partitioned by the patterns they match
     {
       std::vector<Ref> add = m.additional;
       bool allowed = true;
@@ -1021,27 +1136,40 @@ class Converter {
         additional_any = std::all_of(add.begin(), add.end(), [](const Ref& r) { return r.v->is_bool() || (r.v->is_object() && r.v->members().empty()); });
         for (const auto& rn : m.required) {
           if (std::find(declared.begin(), declared.end(), rn) == declared.end()) {
-            ExprId val = ValueRef(add, d1);
+            std::vector<Ref> conj;
+            ExprId val = ValueRef(pattern_schemas(rn, &conj) ? conj : add, d1);
             if (val == kNoExpr) return Never();
             props.push_back({rn, true, g_.AddSequence({QuotedLiteral(rn), KeySep(), val})});
             declared.push_back(rn);
           }
         }
-        if (!m.pattern_props.empty()) {
-          Unsupported("patternProperties", m.pattern_props[0].first.ptr, "together with additionalProperties other than false");
+        if (!m.pattern_props.empty() && m.property_names.empty()) {
+          pattern_regions = PatternKeyAlternatives(m, pattern_texts, declared, add, d1, &extra_alts);
+        } else if (!m.pattern_props.empty()) {
+          Unsupported("patternProperties", m.pattern_props[0].first.ptr, "together with propertyNames and additionalProperties other than false");
         }
-        ExprId key = KeyExprFromNames(m.property_names, declared);
-        ExprId val = ValueRef(add, d1);
-        if (key != kNoExpr && val != kNoExpr) extra_alts.push_back(g_.AddSequence({key, KeySep(), val}));
+        if (!pattern_regions) {
+          ExprId key = KeyExprFromNames(m.property_names, declared);
+          ExprId val = ValueRef(add, d1);
+          if (key != kNoExpr && val != kNoExpr) extra_alts.push_back(g_.AddSequence({key, KeySep(), val}));
+        }
       } else {
         for (const auto& rn : m.required) {
           if (std::find(declared.begin(), declared.end(), rn) == declared.end()) {
-            bool pattern_match_possible = !m.pattern_props.empty();
-            if (!pattern_match_possible) return Never();
+            std::vector<Ref> conj;
+            if (!pattern_schemas(rn, &conj)) return Never();
+            ExprId val = ValueRef(conj, d1);
+            if (val == kNoExpr) return Never();
+            props.push_back({rn, true, g_.AddSequence({QuotedLiteral(rn), KeySep(), val})});
+            declared.push_back(rn);
           }
         }
       }
+      if (!allowed && !m.pattern_props.empty()) {
+        pattern_regions = PatternKeyAlternatives(m, pattern_texts, declared, {}, d1, &extra_alts, /*with_none=*/false);
+      }
       for (const auto& pp : m.pattern_props) {
+        if (pattern_regions) break;
         ExprId content = PatternContent(pp.first);
         ExprId val = ValueRef(pp.second, d1);
         if (content == kNoExpr || val == kNoExpr) continue;

@@ -44,6 +44,27 @@ ExprId FormatContentExpr(Grammar* g, const std::string& format);
 bool CodepointLengthRange(const Grammar& g, ExprId e, int64_t* lo, int64_t* hi);
 // Copies a regex expression (over decoded text) into one over JSON-encoded string content.
 ExprId RegexToJsonContent(Grammar* g, ExprId regex_expr);
+// The same with every JSON spelling of literal characters too ("a" also as "\u0061"): the
+// complete set of encodings, as exact key-language operations (complements) need.
+ExprId RegexToJsonContentAllSpellings(Grammar* g, ExprId regex_expr);
+// Every JSON spelling of the content of string `text`.
+ExprId JsonStringContentAllSpellings(Grammar* g, const std::string& text);
+
+// --- key languages of patternProperties (json_schema_keys.cc) ---
+// Keys (JSON string content, every spelling) matched by exactly the patterns in `patterns`
+// (bit i: patterns[i]) and by no declared name; one region per non-empty set, the empty set
+// ("no pattern": additionalProperties applies) included when with_none. Patterns use JSON
+// Schema's search semantics. Throws Error for a pattern the regex front end rejects and
+// Error(kLimitExceeded) when an automaton exceeds max_states.
+struct KeyRegion {
+  uint64_t patterns;
+  ByteDfaSpec keys;
+};
+std::vector<KeyRegion> PatternKeyRegions(const std::vector<std::string>& patterns, const std::vector<std::string>& declared,
+                                         bool with_none, int64_t max_states);
+// For each name (decoded text), the indices of the patterns that match it.
+std::vector<std::vector<size_t>> PatternsMatchingNames(const std::vector<std::string>& patterns,
+                                                       const std::vector<std::string>& names, int64_t max_states);
 
 // --- numbers (json_schema_numbers.cc) ---
 // Every plain spelling (no exponent) of the number written as `literal`: 1 also as 1.0, 1.00,

@@ -425,12 +425,13 @@ namespace {
 struct RegexMapper {
   Grammar* g;
   std::unordered_map<RuleId, RuleId> rules;
+  bool all_spellings = false;
 
   ExprId Map(ExprId id) {
     Expr e = g->expr(id);  // copy: the arena grows below
     switch (e.kind) {
       case ExprKind::kEmpty: return g->AddEmpty();
-      case ExprKind::kBytes: return JsonStringContentLiteral(g, e.bytes);
+      case ExprKind::kBytes: return all_spellings ? JsonStringContentAllSpellings(g, e.bytes) : JsonStringContentLiteral(g, e.bytes);
       case ExprKind::kCharClass: {
         std::vector<CodepointRange> r = e.negated ? Complement(e.ranges) : e.ranges;
         return EncodedClass(g, WithoutSurrogates(NormalizeRanges(r)));
@@ -443,7 +444,8 @@ struct RegexMapper {
       }
       case ExprKind::kRepeat: return g->AddRepeat(Map(e.children[0]), e.min, e.max);
       case ExprKind::kTagDispatch:  // regexes never produce one
-        throw Error(ErrorKind::kGrammarSemantic, "a TagDispatch cannot appear inside a JSON string");
+      case ExprKind::kByteDfa:
+        throw Error(ErrorKind::kGrammarSemantic, "a TagDispatch or ByteDfa cannot be mapped into a JSON string");
       case ExprKind::kRuleRef: {
         auto it = rules.find(e.rule);
         if (it != rules.end()) return g->AddRuleRef(it->second);
@@ -463,6 +465,21 @@ struct RegexMapper {
 ExprId RegexToJsonContent(Grammar* g, ExprId regex_expr) {
   RegexMapper m{g, {}};
   return m.Map(regex_expr);
+}
+
+ExprId RegexToJsonContentAllSpellings(Grammar* g, ExprId regex_expr) {
+  RegexMapper m{g, {}, true};
+  return m.Map(regex_expr);
+}
+
+ExprId JsonStringContentAllSpellings(Grammar* g, const std::string& text) {
+  bool ok;
+  std::vector<uint32_t> cps = DecodeUtf8(text, &ok);
+  if (!ok) return Lit(g, text);
+  std::vector<ExprId> parts;
+  for (uint32_t cp : cps) parts.push_back(EncodedCodepoint(g, cp));
+  if (parts.empty()) return g->AddEmpty();
+  return parts.size() == 1 ? parts[0] : g->AddSequence(parts);
 }
 
 bool CodepointLengthRange(const Grammar& g, ExprId e, int64_t* lo, int64_t* hi) {

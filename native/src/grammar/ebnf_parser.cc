@@ -89,6 +89,8 @@ class EbnfParser {
   ExprId ParseLookahead();
   ExprId ParseRuleRef();
   ExprId ParseTagDispatch();
+  ExprId ParseByteDfa();
+  int64_t ParseDfaNumber(int64_t max);
   std::string ParseStringBytes();
   bool ParseKeywordBool();
   void ParseBraces(int64_t* min, int64_t* max);
@@ -352,6 +354,8 @@ ExprId EbnfParser::ParseAtom() {
   if (IsNameStart(c)) {
     static const std::string kDispatch = "TagDispatch(";
     if (text_.compare(pos_, kDispatch.size(), kDispatch) == 0) return ParseTagDispatch();
+    static const std::string kByteDfa = "ByteDfa(";
+    if (text_.compare(pos_, kByteDfa.size(), kByteDfa) == 0) return ParseByteDfa();
     return ParseRuleRef();
   }
   Fail("unexpected " + DescribeCharAt(pos_), pos_);
@@ -399,6 +403,89 @@ ExprId EbnfParser::ParseRuleRef() {
 
 // ---------------------------------------------------------------------------------------
 // Literals
+
+// A decimal or 0x-prefixed hex number in [0, max].
+int64_t EbnfParser::ParseDfaNumber(int64_t max) {
+  SkipSpace();
+  size_t start = pos_;
+  int base = 10;
+  if (Peek() == '0' && pos_ + 1 < text_.size() && (text_[pos_ + 1] == 'x' || text_[pos_ + 1] == 'X')) {
+    base = 16;
+    pos_ += 2;
+  }
+  auto digit = [&](char c) -> int {
+    if (c >= '0' && c <= '9') return c - '0';
+    if (base == 16 && c >= 'a' && c <= 'f') return c - 'a' + 10;
+    if (base == 16 && c >= 'A' && c <= 'F') return c - 'A' + 10;
+    return -1;
+  };
+  if (digit(Peek()) < 0) Fail("expected a number, found " + DescribeCharAt(pos_), pos_);
+  int64_t value = 0;
+  while (digit(Peek()) >= 0) {
+    value = value * base + digit(Peek());
+    if (value > max) Fail("number exceeds " + std::to_string(max), start);
+    ++pos_;
+  }
+  return value;
+}
+
+// ByteDfa(states=N, final=(s, ...), edges=((from, lo, hi, to), ...)): the printer's form.
+ExprId EbnfParser::ParseByteDfa() {
+  size_t open = pos_;
+  pos_ += std::string("ByteDfa(").size();
+  constexpr int64_t kMaxStates = 1 << 24;
+  auto expect = [&](const std::string& word) {
+    SkipSpace();
+    if (text_.compare(pos_, word.size(), word) != 0) Fail("expected '" + word + "' in ByteDfa", pos_);
+    pos_ += word.size();
+  };
+  auto comma_or = [&](char close) {
+    SkipSpace();
+    if (Peek() == ',') ++pos_;
+    else if (Peek() != close) Fail(std::string("expected ',' or '") + close + "' in ByteDfa", pos_);
+  };
+  expect("states");
+  expect("=");
+  int64_t n = ParseDfaNumber(kMaxStates);
+  if (n == 0) Fail("a ByteDfa needs at least one state", open);
+  ByteDfaSpec spec;
+  spec.is_final.assign(n, 0);
+  spec.edges.resize(n);
+  // ", name=(": the start of a keyword's list.
+  auto open_list = [&](const std::string& name) {
+    for (const std::string& w : {std::string(","), name, std::string("="), std::string("(")}) expect(w);
+  };
+  open_list("final");
+  for (;;) {
+    SkipSpace();
+    if (Peek() == ')') break;
+    spec.is_final[ParseDfaNumber(n - 1)] = 1;
+    comma_or(')');
+  }
+  ++pos_;
+  open_list("edges");
+  for (;;) {
+    SkipSpace();
+    if (Peek() == ')') break;
+    size_t at = pos_;
+    expect("(");
+    int64_t from = ParseDfaNumber(n - 1);
+    expect(",");
+    int64_t lo = ParseDfaNumber(255);
+    expect(",");
+    int64_t hi = ParseDfaNumber(255);
+    expect(",");
+    int64_t to = ParseDfaNumber(n - 1);
+    expect(")");
+    auto& edges = spec.edges[from];
+    if (lo > hi || (!edges.empty() && lo <= edges.back().hi)) Fail("ByteDfa edges must be sorted, disjoint byte ranges", at);
+    edges.push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), static_cast<int32_t>(to)});
+    comma_or(')');
+  }
+  ++pos_;
+  expect(")");
+  return scratch_.AddByteDfa(std::move(spec));
+}
 
 // TagDispatch(("trigger", continuation), ..., ends=("..."), excludes=("..."), loop=true,
 // plain_end=true, at_least_one=false, max_chars=-1); the keyword arguments are optional.
@@ -656,6 +743,7 @@ Grammar EbnfParser::BuildResult(const std::string& root_rule_name) const {
       case ExprKind::kRuleRef: result.AddRuleRef(renumbered[e.rule]); break;
       case ExprKind::kRepeat: result.AddRepeat(e.children[0], e.min, e.max); break;
       case ExprKind::kTagDispatch: result.AddTagDispatch(*e.dispatch, e.children); break;
+      case ExprKind::kByteDfa: result.AddByteDfa(*e.dfa); break;
     }
   }
   for (RuleId r : definition_order_) {

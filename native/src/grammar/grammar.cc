@@ -154,6 +154,32 @@ ExprId Grammar::AddTagDispatch(TagDispatchSpec spec, std::vector<ExprId> childre
   return num_exprs() - 1;
 }
 
+ExprId Grammar::AddByteDfa(ByteDfaSpec spec) {
+  const int32_t n = spec.num_states();
+  if (n == 0) throw Error(ErrorKind::kInvalidArgument, "ByteDfa needs at least one state");
+  if (spec.edges.size() != spec.is_final.size()) {
+    throw Error(ErrorKind::kInvalidArgument, "ByteDfa needs one edge list per state");
+  }
+  for (const auto& edges : spec.edges) {
+    int prev_hi = -1;
+    for (const auto& e : edges) {
+      if (e.lo > e.hi || static_cast<int>(e.lo) <= prev_hi) {
+        throw Error(ErrorKind::kInvalidArgument, "ByteDfa edges must be sorted, disjoint byte ranges");
+      }
+      if (e.target < 0 || e.target >= n) throw Error(ErrorKind::kInvalidArgument, "ByteDfa edge target out of range");
+      prev_hi = e.hi;
+    }
+  }
+  for (uint8_t f : spec.is_final) {
+    if (f > 1) throw Error(ErrorKind::kInvalidArgument, "ByteDfa final flags must be 0 or 1");
+  }
+  Expr e;
+  e.kind = ExprKind::kByteDfa;
+  e.dfa = std::make_shared<const ByteDfaSpec>(std::move(spec));
+  exprs_.push_back(std::move(e));
+  return num_exprs() - 1;
+}
+
 RuleId Grammar::DeclareRule(const std::string& name) {
   std::string unique = SanitizeRuleName(name);
   if (rule_index_.count(unique)) {
@@ -216,6 +242,7 @@ RuleId ImportGrammar(Grammar* dst, const Grammar& src, const std::string& prefix
       case ExprKind::kRuleRef: dst->AddRuleRef(rules[e.rule]); break;
       case ExprKind::kRepeat: dst->AddRepeat(e.children[0] + base, e.min, e.max); break;
       case ExprKind::kTagDispatch: dst->AddTagDispatch(*e.dispatch, shifted(e.children)); break;
+      case ExprKind::kByteDfa: dst->AddByteDfa(*e.dfa); break;
     }
   }
   for (RuleId r = 0; r < src.num_rules(); ++r) {

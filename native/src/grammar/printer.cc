@@ -238,7 +238,43 @@ class EbnfPrinter {
       case ExprKind::kTagDispatch:
         AppendTagDispatch(e, out);
         return;
+      case ExprKind::kByteDfa:
+        AppendByteDfa(*e.dfa, out);
+        return;
     }
+  }
+
+  // ByteDfa(states=3, final=(2), edges=((0, 0x61, 0x7a, 1), (1, 0x30, 0x39, 2), ...)):
+  // edges as (from, lo, hi, to), in state order then byte order; start state 0.
+  static void AppendByteDfa(const ByteDfaSpec& d, std::string* out) {
+    static const char* kHex = "0123456789abcdef";
+    auto hex = [&](uint8_t b) {
+      *out += "0x";
+      out->push_back(kHex[b >> 4]);
+      out->push_back(kHex[b & 15]);
+    };
+    *out += "ByteDfa(states=" + std::to_string(d.num_states()) + ", final=(";
+    bool first = true;
+    for (int32_t s = 0; s < d.num_states(); ++s) {
+      if (!d.is_final[s]) continue;
+      if (!first) *out += ", ";
+      first = false;
+      *out += std::to_string(s);
+    }
+    *out += "), edges=(";
+    first = true;
+    for (int32_t s = 0; s < d.num_states(); ++s) {
+      for (const auto& x : d.edges[s]) {
+        if (!first) *out += ", ";
+        first = false;
+        *out += "(" + std::to_string(s) + ", ";
+        hex(x.lo);
+        *out += ", ";
+        hex(x.hi);
+        *out += ", " + std::to_string(x.target) + ")";
+      }
+    }
+    *out += "))";
   }
 
   // TagDispatch(("trigger", continuation), ..., ends=(...), excludes=(...), loop=true, ...)

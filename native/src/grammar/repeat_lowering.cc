@@ -48,6 +48,7 @@ class Nullability {
       case ExprKind::kTagDispatch:  // empty free text may end it (conservative otherwise)
         n = e.dispatch->plain_end && !e.dispatch->at_least_one;
         break;
+      case ExprKind::kByteDfa: n = e.dfa->is_final[0] != 0; break;
     }
     memo_[id] = n;
     return n;

@@ -64,6 +64,8 @@ Grammar InlineSmallRules(const Grammar& source, int max_inline_size) {
         if (it != memo.end()) return it->second;
         const Expr x = g.expr(id);
         std::pair<ExprId, int64_t> result{id, 1};
+        // An automaton's size is its states: keep a large one in its own rule.
+        if (x.kind == ExprKind::kByteDfa) result.second = 1 + x.dfa->num_states();
         if (x.kind == ExprKind::kRuleRef) {
           RuleId callee = x.rule;
           if (inlined_size[callee] >= 0) result = {g.rule(callee).body, inlined_size[callee]};

@@ -1,0 +1,344 @@
+// Product constructions over byte DFAs, explored from the start so only reachable states are
+// built; edges are split per byte and merged back into ranges.
+#include "automata/byte_dfa_ops.h"
+
+#include <algorithm>
+#include <string>
+#include <unordered_map>
+#include <utility>
+
+#include "xg2/errors.h"
+
+namespace xg2 {
+namespace {
+
+[[noreturn]] void TooLarge(int64_t max_states) {
+  throw Error(ErrorKind::kLimitExceeded, "automaton product exceeds " + std::to_string(max_states) + " states");
+}
+
+// Decoder of JSON string content that marks where each decoded character starts. States:
+// a character boundary, UTF-8 continuations due, after '\', hex digits due after "\u" (the
+// first 'd' may start a high surrogate), and the "\u" of a low surrogate (not a new one).
+enum JsonDec : int8_t {
+  kB, kN1, kN2, kN3, kEsc, kX4, kX3, kX2, kX1, kD3, kH2, kH1, kHs, kHu, kNumDec
+};
+
+bool IsHex(uint8_t c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
+
+// Next decoder state for byte c (-1: not well-formed); *starts: c begins a character.
+int JsonDecNext(int u, uint8_t c, bool* starts) {
+  *starts = false;
+  switch (u) {
+    case kB:
+      *starts = true;
+      if (c == '\\') return kEsc;
+      if (c < 0x80) return kB;
+      if (c >= 0xC2 && c <= 0xDF) return kN1;
+      if (c >= 0xE0 && c <= 0xEF) return kN2;
+      if (c >= 0xF0 && c <= 0xF4) return kN3;
+      *starts = false;
+      return -1;
+    case kN1: return c >= 0x80 && c <= 0xBF ? kB : -1;
+    case kN2: return c >= 0x80 && c <= 0xBF ? kN1 : -1;
+    case kN3: return c >= 0x80 && c <= 0xBF ? kN2 : -1;
+    case kEsc:
+      if (c == 'u') return kX4;
+      for (char e : std::string("\"\\/bfnrt")) if (c == static_cast<uint8_t>(e)) return kB;
+      return -1;
+    case kX4:
+      if (c == 'd' || c == 'D') return kD3;
+      return IsHex(c) ? kX3 : -1;
+    case kX3: return IsHex(c) ? kX2 : -1;
+    case kX2: return IsHex(c) ? kX1 : -1;
+    case kX1: return IsHex(c) ? kB : -1;
+    case kD3:
+      if (c == '8' || c == '9' || c == 'a' || c == 'b' || c == 'A' || c == 'B') return kH2;
+      return IsHex(c) ? kX2 : -1;
+    case kH2: return IsHex(c) ? kH1 : -1;
+    case kH1: return IsHex(c) ? kHs : -1;
+    case kHs: return c == '\\' ? kHu : -1;
+    case kHu: return c == 'u' ? kX4 : -1;
+  }
+  return -1;
+}
+
+// The target of byte c from state s (-1: none); edges sorted and disjoint.
+int32_t Step(const ByteDfaSpec& d, int32_t s, uint8_t c) {
+  const auto& edges = d.edges[s];
+  auto it = std::upper_bound(edges.begin(), edges.end(), c, [](uint8_t v, const ByteDfaEdge& e) { return v < e.lo; });
+  if (it == edges.begin()) return -1;
+  --it;
+  return c <= it->hi ? it->target : -1;
+}
+
+void AppendEdge(std::vector<ByteDfaEdge>* edges, uint8_t c, int32_t t) {
+  if (!edges->empty() && edges->back().target == t && edges->back().hi + 1 == c) {
+    edges->back().hi = c;
+  } else {
+    edges->push_back({c, c, t});
+  }
+}
+
+}  // namespace
+
+ByteDfaSpec ByteDfaOfExpr(const Grammar& g, ExprId e, int64_t max_states) {
+  AutomatonLimits limits;
+  limits.max_dfa_states = max_states;
+  limits.max_nfa_states = std::max<int64_t>(max_states * 4, 1 << 16);
+  RuleDfa r = BuildRuleDfa(g, e, limits);
+  ByteDfaSpec out;
+  out.is_final = r.is_final;
+  out.edges.resize(r.num_states());
+  for (int32_t s = 0; s < r.num_states(); ++s) {
+    if (!r.rule_edges[s].empty()) throw Error(ErrorKind::kInvalidArgument, "a byte automaton cannot reference rules");
+    for (const auto& x : r.byte_edges[s]) out.edges[s].push_back({x.lo, x.hi, x.target});
+  }
+  return out;
+}
+
+ByteDfaSpec IntersectJsonLength(const ByteDfaSpec& content, int64_t min_len, int64_t max_len, int64_t max_states,
+                                const std::vector<uint8_t>* stop, std::vector<JsonLengthExit>* exits) {
+  // The count saturates at min_len when there is no upper bound; above max_len it dies.
+  const int64_t cap = max_len >= 0 ? max_len : min_len;
+  std::unordered_map<int64_t, int32_t> ids;
+  std::vector<std::pair<int32_t, std::pair<int, int64_t>>> keys;  // (dfa state, (dec, count))
+  ByteDfaSpec out;
+  auto id_of = [&](int32_t s, int u, int64_t n) {
+    int64_t key = (static_cast<int64_t>(s) * kNumDec + u) * (cap + 1) + n;
+    auto [it, inserted] = ids.emplace(key, static_cast<int32_t>(keys.size()));
+    if (inserted) {
+      if (static_cast<int64_t>(keys.size()) >= max_states) TooLarge(max_states);
+      keys.push_back({s, {u, n}});
+      out.is_final.push_back(content.is_final[s] && u == kB && n >= min_len ? 1 : 0);
+      out.edges.emplace_back();
+    }
+    return it->second;
+  };
+  id_of(0, kB, 0);
+  for (size_t i = 0; i < keys.size(); ++i) {
+    const int32_t s = keys[i].first;
+    const int u = keys[i].second.first;
+    const int64_t n = keys[i].second.second;
+    if (stop != nullptr && (*stop)[s] && u == kB) {
+      out.is_final[i] = 0;
+      exits->push_back({static_cast<int32_t>(i), s, n});
+      continue;
+    }
+    std::vector<ByteDfaEdge> edges;
+    for (const auto& e : content.edges[s]) {
+      for (int c = e.lo; c <= e.hi; ++c) {
+        bool starts;
+        int u2 = JsonDecNext(u, static_cast<uint8_t>(c), &starts);
+        if (u2 < 0) continue;
+        int64_t n2 = n + (starts ? 1 : 0);
+        if (n2 > cap) {
+          if (max_len >= 0) continue;
+          n2 = cap;
+        }
+        AppendEdge(&edges, static_cast<uint8_t>(c), id_of(e.target, u2, n2));
+      }
+    }
+    out.edges[i] = std::move(edges);
+  }
+  return out;
+}
+
+namespace {
+
+// Visits the (content state, decoder state) pairs reachable from s on a character boundary
+// without completing a character; visit(from, edge byte, to state, to decoder) for each edge.
+template <typename Visit>
+void WalkOneCharacter(const ByteDfaSpec& content, int32_t s, Visit visit) {
+  std::vector<std::pair<int32_t, int>> todo{{s, kB}};
+  std::unordered_map<int64_t, bool> seen;
+  for (size_t i = 0; i < todo.size(); ++i) {
+    const auto [t, u] = todo[i];
+    for (const auto& e : content.edges[t]) {
+      for (int c = e.lo; c <= e.hi; ++c) {
+        bool starts;
+        int u2 = JsonDecNext(u, static_cast<uint8_t>(c), &starts);
+        if (u2 < 0) continue;
+        if (!visit(i, static_cast<uint8_t>(c), e.target, u2)) return;
+        if (u2 != kB && seen.emplace(int64_t{e.target} * kNumDec + u2, true).second) todo.push_back({e.target, u2});
+      }
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<uint8_t> JsonStarStates(const ByteDfaSpec& content) {
+  std::vector<uint8_t> star(content.num_states(), 0);
+  for (int32_t s = 0; s < content.num_states(); ++s) {
+    if (!content.is_final[s] || content.edges[s].empty()) continue;  // no loop: nothing to factor
+    bool ok = true;
+    WalkOneCharacter(content, s, [&](size_t, uint8_t, int32_t to, int u2) {
+      // A completed character must return to s; one in progress must not reach a final.
+      ok = u2 == kB ? to == s : (to != s && !content.is_final[to]);
+      return ok;
+    });
+    star[s] = ok;
+  }
+  return star;
+}
+
+ByteDfaSpec JsonCharLoop(const ByteDfaSpec& content, int32_t s) {
+  // States: 0 = s as the start, then the (state, decoder) pairs inside a character in walk
+  // order, then one final state for "back at s".
+  std::unordered_map<int64_t, int32_t> ids{{int64_t{s} * kNumDec + kB, 0}};
+  std::vector<std::vector<std::pair<uint8_t, int64_t>>> raw(1);
+  WalkOneCharacter(content, s, [&](size_t from, uint8_t c, int32_t to, int u2) {
+    int64_t key = u2 == kB ? -1 : int64_t{to} * kNumDec + u2;
+    if (key >= 0 && !ids.count(key)) {
+      ids.emplace(key, static_cast<int32_t>(raw.size()));
+      raw.emplace_back();
+    }
+    raw[from].push_back({c, key});
+    return true;
+  });
+  ByteDfaSpec out;
+  const int32_t final = static_cast<int32_t>(raw.size());
+  out.is_final.assign(final + 1, 0);
+  out.is_final[final] = 1;
+  out.edges.resize(final + 1);
+  for (size_t i = 0; i < raw.size(); ++i)
+    for (const auto& [c, key] : raw[i]) AppendEdge(&out.edges[i], c, key < 0 ? final : ids.at(key));
+  return out;
+}
+
+struct TupleHash {
+  size_t operator()(const std::vector<int32_t>& v) const {
+    uint64_t h = 1469598103934665603ull;
+    for (int32_t x : v) h = (h ^ static_cast<uint32_t>(x)) * 1099511628211ull;
+    return static_cast<size_t>(h);
+  }
+};
+
+ByteDfaProduct ProductWithParts(const ByteDfaSpec& universe, const std::vector<ByteDfaSpec>& parts, int64_t max_states) {
+  if (parts.size() > 64) throw Error(ErrorKind::kLimitExceeded, "automaton product of more than 64 languages");
+  // A tuple: the universe's state, then each part's (-1: that part is dead).
+  std::unordered_map<std::vector<int32_t>, int32_t, TupleHash> ids;
+  std::vector<std::vector<int32_t>> tuples;
+  ByteDfaProduct out;
+  auto id_of = [&](std::vector<int32_t>&& t) {
+    auto [it, inserted] = ids.emplace(t, static_cast<int32_t>(tuples.size()));
+    if (inserted) {
+      if (static_cast<int64_t>(tuples.size()) >= max_states) TooLarge(max_states);
+      uint64_t mask = 0;
+      for (size_t i = 0; i < parts.size(); ++i)
+        if (t[i + 1] >= 0 && parts[i].is_final[t[i + 1]]) mask |= uint64_t{1} << i;
+      out.dfa.is_final.push_back(universe.is_final[t[0]]);
+      out.dfa.edges.emplace_back();
+      out.accepted_by.push_back(mask);
+      tuples.push_back(std::move(t));
+    }
+    return it->second;
+  };
+  id_of(std::vector<int32_t>(parts.size() + 1, 0));
+  for (size_t i = 0; i < tuples.size(); ++i) {
+    std::vector<ByteDfaEdge> edges;
+    for (const auto& e : universe.edges[tuples[i][0]]) {
+      for (int c = e.lo; c <= e.hi; ++c) {
+        std::vector<int32_t> t(parts.size() + 1);
+        t[0] = e.target;
+        for (size_t k = 0; k < parts.size(); ++k) {
+          const int32_t s = tuples[i][k + 1];
+          t[k + 1] = s < 0 ? -1 : Step(parts[k], s, static_cast<uint8_t>(c));
+        }
+        AppendEdge(&edges, static_cast<uint8_t>(c), id_of(std::move(t)));
+      }
+    }
+    out.dfa.edges[i] = std::move(edges);
+  }
+  return out;
+}
+
+ByteDfaSpec SelectByParts(const ByteDfaProduct& p, uint64_t care, uint64_t want) {
+  ByteDfaSpec out = p.dfa;
+  for (size_t s = 0; s < out.is_final.size(); ++s) out.is_final[s] = out.is_final[s] && (p.accepted_by[s] & care) == want;
+  return out;
+}
+
+bool ByteDfaEmpty(const ByteDfaSpec& dfa) {
+  std::vector<uint8_t> seen(dfa.num_states(), 0);
+  std::vector<int32_t> stack{0};
+  seen[0] = 1;
+  while (!stack.empty()) {
+    int32_t s = stack.back();
+    stack.pop_back();
+    if (dfa.is_final[s]) return false;
+    for (const auto& e : dfa.edges[s])
+      if (!seen[e.target]) seen[e.target] = 1, stack.push_back(e.target);
+  }
+  return true;
+}
+
+ByteDfaSpec TrimAndMinimize(const ByteDfaSpec& dfa) {
+  const int32_t n = dfa.num_states();
+  // Co-reachability: reverse edges from the final states.
+  std::vector<std::vector<int32_t>> rev(n);
+  for (int32_t s = 0; s < n; ++s)
+    for (const auto& e : dfa.edges[s]) rev[e.target].push_back(s);
+  std::vector<uint8_t> live(n, 0);
+  std::vector<int32_t> stack;
+  for (int32_t s = 0; s < n; ++s)
+    if (dfa.is_final[s]) live[s] = 1, stack.push_back(s);
+  while (!stack.empty()) {
+    int32_t s = stack.back();
+    stack.pop_back();
+    for (int32_t p : rev[s])
+      if (!live[p]) live[p] = 1, stack.push_back(p);
+  }
+  if (!live[0]) {
+    ByteDfaSpec empty;
+    empty.is_final = {0};
+    empty.edges.resize(1);
+    return empty;
+  }
+  RuleDfa r;
+  r.is_final = dfa.is_final;
+  r.byte_edges.resize(n);
+  r.rule_edges.resize(n);
+  for (int32_t s = 0; s < n; ++s) {
+    if (!live[s]) continue;
+    for (const auto& e : dfa.edges[s])
+      if (live[e.target]) r.byte_edges[s].push_back({e.lo, e.hi, e.target});
+  }
+  // Moore refinement is quadratic on long chains; larger automata stay as trimmed.
+  constexpr int32_t kMaxStatesToMinimize = 4096;
+  if (n <= kMaxStatesToMinimize) r = MinimizeRuleDfa(r);
+  else {
+    // Renumber the live states reachable from 0 in BFS order.
+    std::vector<int32_t> order(n, -1), queue{0};
+    order[0] = 0;
+    for (size_t i = 0; i < queue.size(); ++i)
+      for (const auto& e : r.byte_edges[queue[i]])
+        if (order[e.target] < 0) order[e.target] = static_cast<int32_t>(queue.size()), queue.push_back(e.target);
+    RuleDfa b;
+    b.is_final.resize(queue.size());
+    b.byte_edges.resize(queue.size());
+    b.rule_edges.resize(queue.size());
+    for (size_t i = 0; i < queue.size(); ++i) {
+      b.is_final[i] = r.is_final[queue[i]];
+      for (const auto& e : r.byte_edges[queue[i]]) b.byte_edges[i].push_back({e.lo, e.hi, order[e.target]});
+    }
+    r = std::move(b);
+  }
+  ByteDfaSpec out;
+  out.is_final = r.is_final;
+  out.edges.resize(r.num_states());
+  for (int32_t s = 0; s < r.num_states(); ++s)
+    for (const auto& e : r.byte_edges[s]) out.edges[s].push_back({e.lo, e.hi, e.target});
+  return out;
+}
+
+bool ByteDfaAccepts(const ByteDfaSpec& dfa, const std::string& s) {
+  int32_t st = 0;
+  for (unsigned char c : s) {
+    st = Step(dfa, st, c);
+    if (st < 0) return false;
+  }
+  return dfa.is_final[st] != 0;
+}
+
+}  // namespace xg2
