@@ -160,6 +160,20 @@ def test_number_bounds(compiler):
 
 def test_formats(compiler):
     check(compiler, {"type": "string", "format": "date"}, ["2024-02-29"], ["2024-13-01", "x"])
+
+
+@pytest.mark.parametrize("year", [1900, 1996, 2000, 2023, 2024, 2100, 2400, 1, 9999])
+def test_date_format_follows_the_calendar(compiler, year):
+    import calendar
+    import datetime
+
+    valid, invalid = [], []
+    for month in range(1, 13):
+        last = calendar.monthrange(year, month)[1]
+        valid.append(datetime.date(year, month, last).isoformat())
+        invalid.append(f"{year:04d}-{month:02d}-{last + 1:02d}")
+    check(compiler, {"type": "string", "format": "date"}, valid, invalid)
+    check(compiler, {"type": "string", "format": "date-time"}, [valid[1] + "T00:00:00Z"], [invalid[1] + "T00:00:00Z"])
     check(compiler, {"type": "string", "format": "date-time"}, ["2024-01-01T10:20:30Z", "2024-01-01T10:20:30.5+02:00"],
           ["2024-01-01"])
     check(compiler, {"type": "string", "format": "time"}, ["23:59:60Z"], ["24:00:00Z"])

@@ -301,7 +301,30 @@ namespace {
 ExprId D(Grammar* g, int n) { return g->AddRepeat(Cls(g, {{'0', '9'}}), n, n); }
 ExprId Range2(Grammar* g, int lo, int hi) { return FixedWidthRange(g, lo, hi, 2); }
 
-ExprId DateExpr(Grammar* g) { return g->AddSequence({D(g, 4), Lit(g, "-"), Range2(g, 1, 12), Lit(g, "-"), Range2(g, 1, 31)}); }
+// RFC 3339 full-date with the calendar: 31, 30 or 28 days per month, and 02-29 only in leap
+// years (divisible by 4, centuries only when divisible by 400), as a validator checks it.
+ExprId DateExpr(Grammar* g) {
+  auto choice = [&](std::initializer_list<const char*> items) {
+    std::vector<ExprId> alts;
+    for (const char* s : items) alts.push_back(Lit(g, s));
+    return g->AddChoice(std::move(alts));
+  };
+  ExprId even = Cls(g, {{'0', '0'}, {'2', '2'}, {'4', '4'}, {'6', '6'}, {'8', '8'}});
+  ExprId odd = Cls(g, {{'1', '1'}, {'3', '3'}, {'5', '5'}, {'7', '7'}, {'9', '9'}});
+  // Two digits divisible by 4: an even tens digit with 0/4/8, an odd one with 2/6.
+  auto div4 = [&](bool allow_00) {
+    std::vector<ExprId> alts{g->AddSequence({even, Cls(g, {{'4', '4'}, {'8', '8'}})}),
+                             g->AddSequence({odd, Cls(g, {{'2', '2'}, {'6', '6'}})})};
+    alts.push_back(g->AddSequence({allow_00 ? even : Cls(g, {{'2', '2'}, {'4', '4'}, {'6', '6'}, {'8', '8'}}), Lit(g, "0")}));
+    return g->AddChoice(std::move(alts));
+  };
+  ExprId leap_year = g->AddChoice({g->AddSequence({D(g, 2), div4(false)}), g->AddSequence({div4(true), Lit(g, "00")})});
+  ExprId month_day = g->AddChoice({
+      g->AddSequence({choice({"01", "03", "05", "07", "08", "10", "12"}), Lit(g, "-"), Range2(g, 1, 31)}),
+      g->AddSequence({choice({"04", "06", "09", "11"}), Lit(g, "-"), Range2(g, 1, 30)}),
+      g->AddSequence({Lit(g, "02-"), Range2(g, 1, 28)})});
+  return g->AddChoice({g->AddSequence({D(g, 4), Lit(g, "-"), month_day}), g->AddSequence({leap_year, Lit(g, "-02-29")})});
+}
 
 ExprId TimeExpr(Grammar* g) {
   ExprId offset = g->AddChoice({Cls(g, {{'Z', 'Z'}, {'z', 'z'}}),
