@@ -183,6 +183,9 @@ def test_date_format_follows_the_calendar(compiler, year):
     check(compiler, {"type": "string", "format": "email"}, ["a.b@example.com"], ["ab", "a@"])
     check(compiler, {"type": "string", "format": "duration"}, ["P1Y2M", "PT5S", "P3W"], ["P", "PT"])
     check(compiler, {"type": "string", "format": "hostname"}, ["a-b.example"], ["-a"])
+    check(compiler, {"type": "string", "format": "uri-reference"}, ["a/b", "../x?y#z", "#f", "./a:b", "http://h/p"],
+          ["://", "a b"])
+    check(compiler, {"type": "string", "format": "uri"}, ["http://h/p", "urn:x"], ["a/b", "://"])
     check(compiler, {"type": "string", "format": "uri"}, ["https://x.org/a?b=c"], ["no scheme"])
 
 

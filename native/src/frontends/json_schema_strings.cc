@@ -418,11 +418,21 @@ ExprId FormatContentExpr(Grammar* g, const std::string& f) {
                                   g->AddSequence({Lit(g, "[IPv6:"), Ipv6Expr(g), Lit(g, "]")})});
     return g->AddSequence({local, Lit(g, "@"), domain});
   }
-  if (f == "uri" || f == "iri") {
+  if (f == "uri" || f == "iri" || f == "uri-reference" || f == "iri-reference") {
+    const bool iri = f[0] == 'i';
     ExprId scheme = g->AddSequence({Cls(g, {{'A', 'Z'}, {'a', 'z'}}), g->AddRepeat(Cls(g, {{'A', 'Z'}, {'a', 'z'}, {'0', '9'}, {'+', '+'}, {'-', '.'}}), 0, kUnbounded)});
-    return g->AddSequence({scheme, Lit(g, ":"), g->AddRepeat(UriCharsExpr(g, f == "iri", false), 0, kUnbounded)});
+    ExprId rest = g->AddRepeat(UriCharsExpr(g, iri, false), 0, kUnbounded);
+    ExprId absolute = g->AddSequence({scheme, Lit(g, ":"), rest});
+    if (f == "uri" || f == "iri") return absolute;
+    // RFC 3986 relative-ref: no ':' before the first '/', '?' or '#' (else it would read as a
+    // scheme), e.g. "://" is not a reference.
+    std::vector<CodepointRange> first_segment{{'!', '!'}, {'$', '.'}, {'0', '9'}, {';', ';'}, {'=', '='}, {'@', '['},
+                                              {']', ']'}, {'_', '_'}, {'a', 'z'}, {'~', '~'}};
+    if (iri) first_segment.push_back({0xA0, 0xD7FF}), first_segment.push_back({0xE000, 0x10FFFF});
+    ExprId relative = g->AddSequence({g->AddRepeat(Cls(g, first_segment), 0, kUnbounded),
+                                      Opt(g, g->AddSequence({Cls(g, {{'#', '#'}, {'/', '/'}, {'?', '?'}}), rest}))});
+    return g->AddChoice({absolute, relative});
   }
-  if (f == "uri-reference" || f == "iri-reference") return g->AddRepeat(UriCharsExpr(g, f == "iri-reference", false), 0, kUnbounded);
   if (f == "uri-template") {
     // RFC 6570: literals and balanced expressions "{" [operator] varspec *("," varspec) "}".
     ExprId varspec = g->AddSequence({g->AddRepeat(Cls(g, {{'%', '%'}, {'.', '.'}, {'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}}), 1, kUnbounded),
