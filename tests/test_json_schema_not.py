@@ -15,7 +15,7 @@ import json_schema_corpus_lib as lib  # noqa: E402
 from xg2_jax._src.errors import UnsupportedSchemaError  # noqa: E402
 from xg2_jax._src.grammar import Grammar  # noqa: E402
 
-SAMPLES = [None, True, False, 0, 1, 2, -3, 2.5, 7, 1.1, 3.0, "", "a", "ab", "abc", "x", [], [1], [1, "a"], [True, 2, 3],
+SAMPLES = [None, True, False, 0, 1, 2, -3, 2.5, 7, 1.1, 3.0, "", "a", "ab", "abc", "x", "ba", "cab", "a\\b", "\u00e9a", "xc", [], [1], [1, "a"], [True, 2, 3],
            {}, {"a": 1}, {"b": 1}, {"a": 1, "b": 2}, {"a": "s"}, {"c": None}, {"a": 1, "b": "x", "c": 3}]
 
 CASES = {
@@ -45,6 +45,14 @@ CASES = {
     "contains": {"not": {"contains": {"type": "string"}}},
     "ref": {"$defs": {"s": {"type": "string"}}, "not": {"$ref": "#/$defs/s"}},
     "ref_anyOf": {"$defs": {"r": {"required": ["a"]}}, "not": {"anyOf": [{"$ref": "#/$defs/r"}, {"required": ["c"]}]}},
+    "pattern": {"not": {"pattern": "^a*$"}},
+    "pattern_search": {"not": {"pattern": "b"}},
+    "pattern_type": {"not": {"type": "string", "pattern": "a"}},
+    "pattern_with_positive": {"type": "string", "pattern": "^[a-c]+$", "not": {"pattern": "c"}},
+    "pattern_with_length": {"minLength": 2, "not": {"pattern": "^ab"}},
+    "pattern_in_anyOf": {"not": {"anyOf": [{"pattern": "^a"}, {"pattern": "c$"}]}},
+    "pattern_both": {"allOf": [{"not": {"pattern": "^a"}}, {"not": {"pattern": "x"}}]},
+    "property_names_not_pattern": {"type": "object", "propertyNames": {"not": {"pattern": "^a"}}},
     "nested_in_property": {"type": "object", "properties": {"a": {"not": {"anyOf": [{"type": "string"}, {"minimum": 3}]}}}},
 }
 
@@ -63,6 +71,7 @@ UNSUPPORTED = {
     "items_integer": {"not": {"items": {"type": "integer"}}},
     "pattern_props": {"not": {"patternProperties": {"b": False}}},
     "multipleOf": {"not": {"multipleOf": 5}},
+    "pattern_bad_regex": {"not": {"pattern": "(?<=a)b"}},
     "additional": {"not": {"additionalProperties": False, "properties": {"a": {}}}},
     "int_from_number": {"type": "number", "not": {"type": "integer"}},
     "enum_numbers": {"not": {"enum": [6, None]}},
@@ -101,3 +110,19 @@ def test_not_empty_language(runner, name):
     Grammar.from_json_schema(schema)
     status, _ = runner.compile(schema)
     assert status.startswith("error:"), status
+
+
+@pytest.mark.parametrize("schema,text,ok", [
+    ({"not": {"pattern": "^a*$"}}, '"\\u0061"', False),  # "a" spelled with an escape
+    ({"not": {"pattern": "^a*$"}}, '"\\u0062"', True),
+    ({"not": {"pattern": "b"}}, '"x\\u0062"', False),
+    ({"type": "object", "propertyNames": {"not": {"pattern": "^a"}}}, '{"\\u0061x": 1}', False),
+])
+def test_not_pattern_escaped_spellings(runner, schema, text, ok):
+    from xg2_jax import greedy_tokenize
+    import xg2_jax as xg
+
+    cg = runner.compiler.compile_grammar(Grammar.from_json_schema(schema), lazy=True)
+    m = xg.GrammarMatcher(cg)
+    accepted = all(m.accept_token(t) for t in greedy_tokenize(runner.tok_info, text.encode())) and m.accept_token(runner.stop)
+    assert accepted == ok

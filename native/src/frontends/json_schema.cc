@@ -454,16 +454,26 @@ class Converter {
       return;
     }
     if (!s.is_object()) Invalid(r.ptr, "a schema must be an object or a boolean");
-    bool only_type = true, only_enum = true, empty = true, only_required = true;
+    bool only_type = true, only_enum = true, empty = true, only_required = true, only_pattern = true;
     for (const auto& kv : s.members()) {
       if (IsAnnotation(kv.first)) continue;
       empty = false;
+      if (kv.first != "pattern") only_pattern = false;
       if (kv.first != "required") only_required = false;
       if (kv.first != "type") only_type = false;
       if (kv.first != "enum" && kv.first != "const") only_enum = false;
     }
     if (empty) {
       m->is_false = true;
+      return;
+    }
+    if (only_pattern && !(ref_overrides_siblings_ && s.Find("$ref"))) {
+      // A string no match of the pattern is found in (non-strings satisfy `pattern`).
+      const JsonValue& pv = *s.Find("pattern");
+      if (!pv.is_string()) Invalid(r.ptr + "/pattern", "'pattern' must be a string");
+      m->constrained = true;
+      m->types &= kStr;
+      m->not_patterns.push_back(Ref{&pv, r.ptr});
       return;
     }
     if (only_required) {
@@ -661,7 +671,7 @@ class Converter {
       }
       return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(alts))}});
     }
-    if (k == "type" || k == "enum" || k == "const") return NotOf(JsonValue::Object({{k, v}}));
+    if (k == "type" || k == "enum" || k == "const" || k == "pattern") return NotOf(JsonValue::Object({{k, v}}));
     if (k == "required") {
       if (!v.is_array()) return std::nullopt;
       if (v.items().empty()) return JsonValue::Bool(false);
@@ -1075,7 +1085,53 @@ class Converter {
     return (lo >= min_len && (max_len < 0 || (hi >= 0 && hi <= max_len))) ? 1 : 0;
   }
 
+  // Strings with `not {pattern}`: the automaton of any string content, intersected with the
+  // positive patterns and formats and with the complements of the negated patterns (over every
+  // JSON spelling, so a match written with escapes is excluded too), then the length bounds.
+  ExprId NegatedPatternString(const Merged& m) {
+    const Ref& at = m.not_patterns[0];
+    try {
+      if (m.patterns.size() + m.formats.size() + m.not_patterns.size() > 63) throw Error(ErrorKind::kLimitExceeded, "more than 63 patterns");
+      Grammar scratch;
+      ByteDfaSpec universe = ByteDfaOfExpr(scratch, scratch.AddRepeat(JsonCharExpr(&scratch), 0, kUnbounded), kMaxPatternDfaStates);
+      std::vector<ByteDfaSpec> parts;
+      for (const auto& p : m.patterns) {
+        ExprId c = PatternContent(p);
+        if (c == kNoExpr) return kNoExpr;
+        parts.push_back(TrimAndMinimize(ByteDfaOfExpr(g_, c, kMaxPatternDfaStates)));
+      }
+      for (const auto& f : m.formats) {
+        try {
+          parts.push_back(TrimAndMinimize(ByteDfaOfExpr(g_, FormatContentExpr(&g_, f.v->as_string()), kMaxPatternDfaStates)));
+        } catch (const UnsupportedKeyword& u) {
+          Unsupported(u.keyword, f.ptr, u.detail);
+          return kNoExpr;
+        }
+      }
+      const uint64_t want = (uint64_t{1} << parts.size()) - 1;
+      for (const auto& p : m.not_patterns) {
+        RegexOptions ro;
+        ro.search_semantics = true;
+        ExprId e = RegexToJsonContentAllSpellings(&scratch, RegexToExpr(&scratch, p.v->as_string(), ro));
+        parts.push_back(TrimAndMinimize(ByteDfaOfExpr(scratch, e, kMaxPatternDfaStates)));
+      }
+      const uint64_t care = (uint64_t{1} << parts.size()) - 1;
+      ByteDfaSpec dfa = TrimAndMinimize(SelectByParts(ProductWithParts(universe, parts, kMaxPatternDfaStates), care, want));
+      if (m.min_len > 0 || m.max_len >= 0) dfa = TrimAndMinimize(IntersectJsonLength(dfa, m.min_len, m.max_len, kMaxPatternDfaStates));
+      if (ByteDfaEmpty(dfa)) return Never();
+      return g_.AddSequence({Lit(&g_, "\""), g_.AddByteDfa(std::move(dfa)), Lit(&g_, "\"")});
+    } catch (const Error& e) {
+      Unsupported("not", at.ptr, std::string("pattern complement: ") + e.what());
+      return kNoExpr;
+    }
+  }
+
   ExprId StringExpr(const Merged& m) {
+    if (!m.not_patterns.empty()) {
+      ExprId e = NegatedPatternString(m);
+      if (e != kNoExpr) return e;
+      return JsonStringExpr(&g_, m.min_len, m.max_len);  // reported (warn mode widens)
+    }
     bool bounded = m.min_len > 0 || m.max_len >= 0;
     std::vector<ExprId> contents;
     if (bounded && m.patterns.size() == 1 && m.formats.empty()) {
