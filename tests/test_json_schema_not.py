@@ -53,6 +53,13 @@ CASES = {
     "pattern_in_anyOf": {"not": {"anyOf": [{"pattern": "^a"}, {"pattern": "c$"}]}},
     "pattern_both": {"allOf": [{"not": {"pattern": "^a"}}, {"not": {"pattern": "x"}}]},
     "property_names_not_pattern": {"type": "object", "propertyNames": {"not": {"pattern": "^a"}}},
+    "enum_strings": {"not": {"enum": ["a", "ab"]}},
+    "const_string_typed": {"type": "string", "not": {"const": "x"}},
+    "enum_strings_null": {"not": {"enum": ["", None]}},
+    "enum_strings_with_pattern": {"type": "string", "pattern": "^[a-z]+$", "minLength": 2, "not": {"enum": ["ab", "abc"]}},
+    "enum_then_not_enum": {"enum": ["a", "x", 1], "not": {"enum": ["a"]}},
+    "not_enum_then_enum": {"allOf": [{"not": {"enum": ["a"]}}, {"enum": ["a", "x", 1]}]},
+    "property_names_not_enum": {"type": "object", "propertyNames": {"not": {"enum": ["a", "c"]}}},
     "nested_in_property": {"type": "object", "properties": {"a": {"not": {"anyOf": [{"type": "string"}, {"minimum": 3}]}}}},
 }
 
@@ -116,6 +123,8 @@ def test_not_empty_language(runner, name):
     ({"not": {"pattern": "^a*$"}}, '"\\u0061"', False),  # "a" spelled with an escape
     ({"not": {"pattern": "^a*$"}}, '"\\u0062"', True),
     ({"not": {"pattern": "b"}}, '"x\\u0062"', False),
+    ({"not": {"enum": ["ab"]}}, '"a\\u0062"', False),
+    ({"not": {"enum": ["ab"]}}, '"a\\u0063"', True),
     ({"type": "object", "propertyNames": {"not": {"pattern": "^a"}}}, '{"\\u0061x": 1}', False),
 ])
 def test_not_pattern_escaped_spellings(runner, schema, text, ok):

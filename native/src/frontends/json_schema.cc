@@ -340,6 +340,13 @@ class Converter {
           }
           m->enum_values = keep;
         }
+        if (!m->not_strings.empty()) {
+          std::vector<JsonValue> keep;
+          for (const auto& a : m->enum_values) {
+            if (!a.is_string() || std::find(m->not_strings.begin(), m->not_strings.end(), a.as_string()) == m->not_strings.end()) keep.push_back(a);
+          }
+          m->enum_values = keep;
+        }
       } else if (k == "minLength") {
         m->min_len = std::max(m->min_len, NonNegInt(v, P, k));
       } else if (k == "maxLength") {
@@ -527,11 +534,16 @@ class Converter {
         if (x.is_null()) remove |= kNull;
         if (x.is_bool()) (x.as_bool() ? t : f) = true;
       }
-      bool other = std::any_of(sub.enum_values.begin(), sub.enum_values.end(), [](const JsonValue& x) { return !x.is_null() && !x.is_bool(); });
+      bool other = std::any_of(sub.enum_values.begin(), sub.enum_values.end(),
+                               [](const JsonValue& x) { return !x.is_null() && !x.is_bool() && !x.is_string(); });
       if (t && f) remove |= kBool;
       if (other || (t != f)) {
         Unsupported("not", at, "excluding specific values");
         return;
+      }
+      // Strings: excluded from the string language (StringExpr), values kept only by enum.
+      for (const auto& x : sub.enum_values) {
+        if (x.is_string()) m->not_strings.push_back(x.as_string());
       }
       m->types &= static_cast<uint8_t>(~remove);
       return;
@@ -1089,9 +1101,9 @@ class Converter {
   // positive patterns and formats and with the complements of the negated patterns (over every
   // JSON spelling, so a match written with escapes is excluded too), then the length bounds.
   ExprId NegatedPatternString(const Merged& m) {
-    const Ref& at = m.not_patterns[0];
+    const std::string at_ptr = m.not_patterns.empty() ? cur_ptr_ : m.not_patterns[0].ptr;
     try {
-      if (m.patterns.size() + m.formats.size() + m.not_patterns.size() > 63) throw Error(ErrorKind::kLimitExceeded, "more than 63 patterns");
+      if (m.patterns.size() + m.formats.size() + m.not_patterns.size() + 1 > 63) throw Error(ErrorKind::kLimitExceeded, "more than 63 patterns");
       Grammar scratch;
       ByteDfaSpec universe = ByteDfaOfExpr(scratch, scratch.AddRepeat(JsonCharExpr(&scratch), 0, kUnbounded), kMaxPatternDfaStates);
       std::vector<ByteDfaSpec> parts;
@@ -1109,6 +1121,11 @@ class Converter {
         }
       }
       const uint64_t want = (uint64_t{1} << parts.size()) - 1;
+      if (!m.not_strings.empty()) {
+        std::vector<ExprId> names;
+        for (const auto& x : m.not_strings) names.push_back(JsonStringContentAllSpellings(&scratch, x));
+        parts.push_back(TrimAndMinimize(ByteDfaOfExpr(scratch, scratch.AddChoice(names), kMaxPatternDfaStates)));
+      }
       for (const auto& p : m.not_patterns) {
         RegexOptions ro;
         ro.search_semantics = true;
@@ -1121,13 +1138,13 @@ class Converter {
       if (ByteDfaEmpty(dfa)) return Never();
       return g_.AddSequence({Lit(&g_, "\""), g_.AddByteDfa(std::move(dfa)), Lit(&g_, "\"")});
     } catch (const Error& e) {
-      Unsupported("not", at.ptr, std::string("pattern complement: ") + e.what());
+      Unsupported("not", at_ptr, std::string("pattern complement: ") + e.what());
       return kNoExpr;
     }
   }
 
   ExprId StringExpr(const Merged& m) {
-    if (!m.not_patterns.empty()) {
+    if (!m.not_patterns.empty() || !m.not_strings.empty()) {
       ExprId e = NegatedPatternString(m);
       if (e != kNoExpr) return e;
       return JsonStringExpr(&g_, m.min_len, m.max_len);  // reported (warn mode widens)
