@@ -16,7 +16,7 @@ from xg2_jax._src.errors import UnsupportedSchemaError  # noqa: E402
 from xg2_jax._src.grammar import Grammar  # noqa: E402
 
 SAMPLES = [None, True, False, 0, 1, 2, -3, 2.5, 7, 1.1, 3.0, "", "a", "ab", "abc", "x", "ba", "cab", "a\\b", "\u00e9a", "xc", [], [1], [1, "a"], [True, 2, 3],
-           {}, {"a": 1}, {"b": 1}, {"a": 1, "b": 2}, {"a": "s"}, {"c": None}, {"a": 1, "b": "x", "c": 3}]
+           {}, {"a": 1}, {"b": 1}, {"a": 1, "b": 2}, {"a": "s"}, {"c": None}, {"a": 1, "b": "x", "c": 3}, {"a": {"b": 1}}, {"a": {"b": {}}}, {"a": {"b": {"a": 1}}}]
 
 CASES = {
     "false": {"not": False},
@@ -60,6 +60,13 @@ CASES = {
     "enum_then_not_enum": {"enum": ["a", "x", 1], "not": {"enum": ["a"]}},
     "not_enum_then_enum": {"allOf": [{"not": {"enum": ["a"]}}, {"enum": ["a", "x", 1]}]},
     "property_names_not_enum": {"type": "object", "propertyNames": {"not": {"enum": ["a", "c"]}}},
+    "unique_items_false_and_type": {"not": {"uniqueItems": False, "type": "array"}},
+    "draft4_exclusive_minimum": {"$schema": "http://json-schema.org/draft-04/schema#",
+                                 "not": {"minimum": 2, "exclusiveMinimum": True}},
+    "draft7_ref_siblings_ignored": {"$schema": "http://json-schema.org/draft-07/schema#", "definitions": {"s": {"type": "string"}},
+                                    "not": {"$ref": "#/definitions/s", "type": "number"}},
+    "recursive_properties": {"$defs": {"t": {"type": "object", "properties": {"a": {"not": {"properties": {"b": {"$ref": "#/$defs/t"}}}}}}},
+                             "$ref": "#/$defs/t"},
     "nested_in_property": {"type": "object", "properties": {"a": {"not": {"anyOf": [{"type": "string"}, {"minimum": 3}]}}}},
 }
 
@@ -96,7 +103,7 @@ def test_not_exact(runner, name):
     schema = CASES[name]
     status, cg = runner.compile(schema)
     assert status == "compiled", status
-    validator = jsonschema.Draft202012Validator(schema)
+    validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
     for x in SAMPLES:
         expect = validator.is_valid(x)
         got = runner.match(cg, x)

@@ -617,6 +617,7 @@ class Converter {
       if ((k == "unevaluatedProperties" || k == "unevaluatedItems") && kv.second.is_bool() && kv.second.as_bool()) continue;
       if (IsKnownUnsupported(k)) return std::nullopt;
       if (!kKnown.count(k)) continue;  // ignored keywords: always satisfied
+      if (k == "uniqueItems" && kv.second.is_bool() && !kv.second.as_bool()) continue;
       std::string g = group_of(k);
       auto gi = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == g; });
       if (gi == groups.end()) {
