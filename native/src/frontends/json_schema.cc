@@ -6,6 +6,7 @@
 #include "frontends/json_schema.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <map>
 #include <memory>
@@ -339,6 +340,13 @@ class Converter {
           }
           m->enum_values = keep;
         }
+        if (!m->not_strings.empty()) {
+          std::vector<JsonValue> keep;
+          for (const auto& a : m->enum_values) {
+            if (!a.is_string() || std::find(m->not_strings.begin(), m->not_strings.end(), a.as_string()) == m->not_strings.end()) keep.push_back(a);
+          }
+          m->enum_values = keep;
+        }
       } else if (k == "minLength") {
         m->min_len = std::max(m->min_len, NonNegInt(v, P, k));
       } else if (k == "maxLength") {
@@ -453,16 +461,26 @@ class Converter {
       return;
     }
     if (!s.is_object()) Invalid(r.ptr, "a schema must be an object or a boolean");
-    bool only_type = true, only_enum = true, empty = true, only_required = true;
+    bool only_type = true, only_enum = true, empty = true, only_required = true, only_pattern = true;
     for (const auto& kv : s.members()) {
       if (IsAnnotation(kv.first)) continue;
       empty = false;
+      if (kv.first != "pattern") only_pattern = false;
       if (kv.first != "required") only_required = false;
       if (kv.first != "type") only_type = false;
       if (kv.first != "enum" && kv.first != "const") only_enum = false;
     }
     if (empty) {
       m->is_false = true;
+      return;
+    }
+    if (only_pattern && !(ref_overrides_siblings_ && s.Find("$ref"))) {
+      // A string no match of the pattern is found in (non-strings satisfy `pattern`).
+      const JsonValue& pv = *s.Find("pattern");
+      if (!pv.is_string()) Invalid(r.ptr + "/pattern", "'pattern' must be a string");
+      m->constrained = true;
+      m->types &= kStr;
+      m->not_patterns.push_back(Ref{&pv, r.ptr});
       return;
     }
     if (only_required) {
@@ -474,9 +492,12 @@ class Converter {
         return;
       }
       if (req.items().size() == 1 && req.items()[0].is_string()) {
+        // Non-objects satisfy `required`, so they fail its negation.
+        m->types &= kObj;
         m->absent.push_back({req.items()[0].as_string(), "not", at});
         return;
       }
+      if (MergeNegation(m, r, at)) return;
       Unsupported("not", at, "excluding objects that have all of several properties");
       return;
     }
@@ -513,16 +534,201 @@ class Converter {
         if (x.is_null()) remove |= kNull;
         if (x.is_bool()) (x.as_bool() ? t : f) = true;
       }
-      bool other = std::any_of(sub.enum_values.begin(), sub.enum_values.end(), [](const JsonValue& x) { return !x.is_null() && !x.is_bool(); });
+      bool other = std::any_of(sub.enum_values.begin(), sub.enum_values.end(),
+                               [](const JsonValue& x) { return !x.is_null() && !x.is_bool() && !x.is_string(); });
       if (t && f) remove |= kBool;
       if (other || (t != f)) {
         Unsupported("not", at, "excluding specific values");
         return;
       }
+      // Strings: excluded from the string language (StringExpr), values kept only by enum.
+      for (const auto& x : sub.enum_values) {
+        if (x.is_string()) m->not_strings.push_back(x.as_string());
+      }
       m->types &= static_cast<uint8_t>(~remove);
       return;
     }
+    if (MergeNegation(m, r, at)) return;
     Unsupported("not", at);
+  }
+
+  // `not S` for other shapes: S rewritten into an equivalent positive schema (De Morgan over
+  // combinators and independent keywords, each keyword's complement within the type it applies
+  // to), merged in place of the `not`. Leaves the rewrite produces as {"not": ...} are shapes
+  // MergeNot handles directly (type, enum/const, one required name). False when some part has
+  // no exact positive form.
+  bool MergeNegation(Merged* m, const Ref& r, const std::string& at) {
+    const JsonValue* pos = nullptr;
+    auto it = neg_cache_.find(r.v);
+    if (it != neg_cache_.end()) {
+      pos = it->second;
+    } else {
+      std::optional<JsonValue> n = Negate(*r.v, r.ptr, 0);
+      if (!n) return false;
+      synth_.push_back(std::make_unique<JsonValue>(std::move(*n)));
+      pos = synth_.back().get();
+      neg_cache_[r.v] = pos;
+    }
+    if (pos == nullptr) return false;
+    if (++neg_depth_ > 32) {
+      --neg_depth_;
+      Unsupported("not", at, "negations nested too deeply");
+      return true;
+    }
+    MergeInto(m, Ref{pos, r.ptr}, 0);
+    --neg_depth_;
+    return true;
+  }
+
+  static JsonValue NotOf(JsonValue v) { return JsonValue::Object({{"not", std::move(v)}}); }
+  static JsonValue IntValue(int64_t x) { return JsonValue::Number(static_cast<double>(x), std::to_string(x)); }
+  static JsonValue TypeIs(const char* t, std::vector<std::pair<std::string, JsonValue>> rest) {
+    rest.insert(rest.begin(), std::make_pair(std::string("type"), JsonValue::String(t)));
+    return JsonValue::Object(std::move(rest));
+  }
+
+  std::optional<JsonValue> Negate(const JsonValue& s, const std::string& ptr, int guard) {
+    if (guard > 16) return std::nullopt;
+    if (s.is_bool()) return JsonValue::Bool(!s.as_bool());
+    if (!s.is_object()) return std::nullopt;
+    bool ref_only = ref_overrides_siblings_ && s.Find("$ref") != nullptr;
+    // Keywords that only mean something together form one group; groups are independent.
+    auto group_of = [&](const std::string& k) -> std::string {
+      if (k == "properties" || k == "patternProperties" || k == "additionalProperties") return "properties";
+      if (k == "items" || k == "additionalItems" || k == "prefixItems") return "items";
+      if (k == "contains" || k == "minContains" || k == "maxContains") return "contains";
+      if (k == "if" || k == "then" || k == "else") return "if";
+      const JsonValue* em = s.Find("exclusiveMinimum");
+      if ((k == "minimum" || k == "exclusiveMinimum") && em && em->is_bool()) return "minimum";
+      const JsonValue* eM = s.Find("exclusiveMaximum");
+      if ((k == "maximum" || k == "exclusiveMaximum") && eM && eM->is_bool()) return "maximum";
+      return k;
+    };
+    static const std::set<std::string> kKnown = {
+        "$ref", "not", "allOf", "anyOf", "oneOf", "type", "enum", "const", "minLength", "maxLength", "pattern", "format",
+        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "prefixItems", "items",
+        "additionalItems", "minItems", "maxItems", "contains", "uniqueItems", "properties", "required",
+        "additionalProperties", "patternProperties", "propertyNames", "minProperties", "maxProperties"};
+    std::vector<std::pair<std::string, std::vector<std::pair<std::string, JsonValue>>>> groups;
+    for (const auto& kv : s.members()) {
+      const std::string& k = kv.first;
+      if (IsAnnotation(k)) continue;
+      if (ref_only && k != "$ref") continue;
+      if ((k == "unevaluatedProperties" || k == "unevaluatedItems") && kv.second.is_bool() && kv.second.as_bool()) continue;
+      if (IsKnownUnsupported(k)) return std::nullopt;
+      if (!kKnown.count(k)) continue;  // ignored keywords: always satisfied
+      if (k == "uniqueItems" && kv.second.is_bool() && !kv.second.as_bool()) continue;
+      std::string g = group_of(k);
+      auto gi = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == g; });
+      if (gi == groups.end()) {
+        groups.push_back({g, {}});
+        gi = groups.end() - 1;
+      }
+      gi->second.push_back({k, kv.second});
+    }
+    if (groups.empty()) return JsonValue::Bool(false);
+    if (groups.size() > 1) {
+      // not (A and B) = (not A) or (not B); each part is checked when it is merged.
+      std::vector<JsonValue> alts;
+      for (auto& g : groups) {
+        if (!Negate(JsonValue::Object(g.second), ptr, guard + 1)) return std::nullopt;
+        alts.push_back(NotOf(JsonValue::Object(std::move(g.second))));
+      }
+      return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(alts))}});
+    }
+    auto& members = groups[0].second;
+    const std::string& k = members[0].first;
+    const JsonValue& v = members[0].second;
+    auto find = [&](const char* name) -> const JsonValue* {
+      for (const auto& x : members) {
+        if (x.first == name) return &x.second;
+      }
+      return nullptr;
+    };
+    auto count_bound = [&](const char* type, const char* other, bool is_min) -> std::optional<JsonValue> {
+      if (!v.is_number() || v.as_number() < 0 || v.as_number() != std::floor(v.as_number())) return std::nullopt;
+      auto n = static_cast<int64_t>(v.as_number());
+      if (is_min && n == 0) return JsonValue::Bool(false);
+      return TypeIs(type, {{other, IntValue(is_min ? n - 1 : n + 1)}});
+    };
+    if (groups[0].first == "minimum" || groups[0].first == "maximum") {
+      bool is_min = groups[0].first == "minimum";
+      const JsonValue* b = find(is_min ? "minimum" : "maximum");
+      const JsonValue* ex = find(is_min ? "exclusiveMinimum" : "exclusiveMaximum");
+      if (b == nullptr) return JsonValue::Bool(false);  // a boolean exclusive bound alone asserts nothing
+      if (!b->is_number()) return std::nullopt;
+      bool exclusive = ex && ex->as_bool();
+      const char* kw = is_min ? (exclusive ? "maximum" : "exclusiveMaximum") : (exclusive ? "minimum" : "exclusiveMinimum");
+      return TypeIs("number", {{kw, *b}});
+    }
+    if (k == "$ref") {
+      if (!v.is_string()) return std::nullopt;
+      Ref t = Resolve(v.as_string(), ptr);
+      if (t.v == nullptr) return std::nullopt;
+      return Negate(*t.v, t.ptr, guard + 1);
+    }
+    if (k == "not") return v;
+    if (k == "allOf" || k == "anyOf" || k == "oneOf") {
+      if (!v.is_array() || v.items().empty()) return std::nullopt;
+      const auto& xs = v.items();
+      std::vector<JsonValue> negs;
+      for (const auto& x : xs) negs.push_back(NotOf(x));
+      if (k == "allOf") return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(negs))}});
+      if (k == "anyOf") return JsonValue::Object({{"allOf", JsonValue::Array(std::move(negs))}});
+      if (xs.size() == 1) return negs[0];
+      if (xs.size() > 6) return std::nullopt;
+      // Not exactly one: none, or some two at once.
+      std::vector<JsonValue> alts{JsonValue::Object({{"allOf", JsonValue::Array(std::move(negs))}})};
+      for (size_t i = 0; i < xs.size(); ++i) {
+        for (size_t j = i + 1; j < xs.size(); ++j) alts.push_back(JsonValue::Object({{"allOf", JsonValue::Array({xs[i], xs[j]})}}));
+      }
+      return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(alts))}});
+    }
+    if (k == "type" || k == "enum" || k == "const" || k == "pattern") return NotOf(JsonValue::Object({{k, v}}));
+    if (k == "required") {
+      if (!v.is_array()) return std::nullopt;
+      if (v.items().empty()) return JsonValue::Bool(false);
+      std::vector<JsonValue> alts;
+      for (const auto& x : v.items()) {
+        if (!x.is_string()) return std::nullopt;
+        alts.push_back(NotOf(JsonValue::Object({{"required", JsonValue::Array({x})}})));
+      }
+      if (alts.size() == 1) return alts[0];
+      return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(alts))}});
+    }
+    if (k == "minLength") return count_bound("string", "maxLength", true);
+    if (k == "maxLength") return count_bound("string", "minLength", false);
+    if (k == "minItems") return count_bound("array", "maxItems", true);
+    if (k == "maxItems") return count_bound("array", "minItems", false);
+    if (k == "minProperties") return count_bound("object", "maxProperties", true);
+    if (k == "maxProperties") return count_bound("object", "minProperties", false);
+    if (k == "minimum" || k == "exclusiveMinimum" || k == "maximum" || k == "exclusiveMaximum") {
+      if (!v.is_number()) return std::nullopt;
+      const char* kw = k == "minimum" ? "exclusiveMaximum" : k == "exclusiveMinimum" ? "maximum" : k == "maximum" ? "exclusiveMinimum" : "minimum";
+      return TypeIs("number", {{kw, v}});
+    }
+    if (groups[0].first == "items") {
+      if (members.size() != 1 || k != "items" || v.is_array()) return std::nullopt;
+      if (v.is_bool() && v.as_bool()) return JsonValue::Bool(false);
+      return TypeIs("array", {{"contains", NotOf(v)}});
+    }
+    if (groups[0].first == "contains") {
+      if (members.size() != 1) return std::nullopt;
+      return TypeIs("array", {{"items", NotOf(v)}});
+    }
+    if (groups[0].first == "properties") {
+      if (members.size() != 1 || k != "properties" || !v.is_object()) return std::nullopt;
+      std::vector<JsonValue> alts;
+      for (const auto& pm : v.members()) {
+        if (pm.second.is_bool() && pm.second.as_bool()) continue;
+        alts.push_back(TypeIs("object", {{"required", JsonValue::Array({JsonValue::String(pm.first)})},
+                                         {"properties", JsonValue::Object({{pm.first, NotOf(pm.second)}})}}));
+      }
+      if (alts.empty()) return JsonValue::Bool(false);
+      if (alts.size() == 1) return alts[0];
+      return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(alts))}});
+    }
+    return std::nullopt;
   }
 
   // ------------------------------------------------------------------ lowering
@@ -892,7 +1098,58 @@ class Converter {
     return (lo >= min_len && (max_len < 0 || (hi >= 0 && hi <= max_len))) ? 1 : 0;
   }
 
+  // Strings with `not {pattern}`: the automaton of any string content, intersected with the
+  // positive patterns and formats and with the complements of the negated patterns (over every
+  // JSON spelling, so a match written with escapes is excluded too), then the length bounds.
+  ExprId NegatedPatternString(const Merged& m) {
+    const std::string at_ptr = m.not_patterns.empty() ? cur_ptr_ : m.not_patterns[0].ptr;
+    try {
+      if (m.patterns.size() + m.formats.size() + m.not_patterns.size() + 1 > 63) throw Error(ErrorKind::kLimitExceeded, "more than 63 patterns");
+      Grammar scratch;
+      ByteDfaSpec universe = ByteDfaOfExpr(scratch, scratch.AddRepeat(JsonCharExpr(&scratch), 0, kUnbounded), kMaxPatternDfaStates);
+      std::vector<ByteDfaSpec> parts;
+      for (const auto& p : m.patterns) {
+        ExprId c = PatternContent(p);
+        if (c == kNoExpr) return kNoExpr;
+        parts.push_back(TrimAndMinimize(ByteDfaOfExpr(g_, c, kMaxPatternDfaStates)));
+      }
+      for (const auto& f : m.formats) {
+        try {
+          parts.push_back(TrimAndMinimize(ByteDfaOfExpr(g_, FormatContentExpr(&g_, f.v->as_string()), kMaxPatternDfaStates)));
+        } catch (const UnsupportedKeyword& u) {
+          Unsupported(u.keyword, f.ptr, u.detail);
+          return kNoExpr;
+        }
+      }
+      const uint64_t want = (uint64_t{1} << parts.size()) - 1;
+      if (!m.not_strings.empty()) {
+        std::vector<ExprId> names;
+        for (const auto& x : m.not_strings) names.push_back(JsonStringContentAllSpellings(&scratch, x));
+        parts.push_back(TrimAndMinimize(ByteDfaOfExpr(scratch, scratch.AddChoice(names), kMaxPatternDfaStates)));
+      }
+      for (const auto& p : m.not_patterns) {
+        RegexOptions ro;
+        ro.search_semantics = true;
+        ExprId e = RegexToJsonContentAllSpellings(&scratch, RegexToExpr(&scratch, p.v->as_string(), ro));
+        parts.push_back(TrimAndMinimize(ByteDfaOfExpr(scratch, e, kMaxPatternDfaStates)));
+      }
+      const uint64_t care = (uint64_t{1} << parts.size()) - 1;
+      ByteDfaSpec dfa = TrimAndMinimize(SelectByParts(ProductWithParts(universe, parts, kMaxPatternDfaStates), care, want));
+      if (m.min_len > 0 || m.max_len >= 0) dfa = TrimAndMinimize(IntersectJsonLength(dfa, m.min_len, m.max_len, kMaxPatternDfaStates));
+      if (ByteDfaEmpty(dfa)) return Never();
+      return g_.AddSequence({Lit(&g_, "\""), g_.AddByteDfa(std::move(dfa)), Lit(&g_, "\"")});
+    } catch (const Error& e) {
+      Unsupported("not", at_ptr, std::string("pattern complement: ") + e.what());
+      return kNoExpr;
+    }
+  }
+
   ExprId StringExpr(const Merged& m) {
+    if (!m.not_patterns.empty() || !m.not_strings.empty()) {
+      ExprId e = NegatedPatternString(m);
+      if (e != kNoExpr) return e;
+      return JsonStringExpr(&g_, m.min_len, m.max_len);  // reported (warn mode widens)
+    }
     bool bounded = m.min_len > 0 || m.max_len >= 0;
     std::vector<ExprId> contents;
     if (bounded && m.patterns.size() == 1 && m.formats.empty()) {
@@ -1283,6 +1540,9 @@ class Converter {
   std::vector<const JsonValue*> merging_;
   std::vector<std::unique_ptr<JsonValue>> pattern_keys_;
   std::vector<JsonValue> not_values_;
+  std::vector<std::unique_ptr<JsonValue>> synth_;  // positive forms of `not` schemas
+  std::map<const JsonValue*, const JsonValue*> neg_cache_;
+  int neg_depth_ = 0;
   std::string cur_ptr_;
   int rule_nesting_ = 0;  // ConjRule calls in progress
   int cycle_hits_ = 0;    // $ref cycles met while merging

@@ -100,6 +100,8 @@ struct Merged {
   int64_t min_len = 0, max_len = -1;
   std::vector<Ref> patterns;  // v: the pattern string value
   std::vector<Ref> formats;
+  std::vector<Ref> not_patterns;  // from `not {pattern: P}`: strings no such pattern matches
+  std::vector<std::string> not_strings;  // from `not {enum/const}`: string values excluded
   // numbers
   NumBound lo, hi;
   std::vector<Ref> multiple_of;
