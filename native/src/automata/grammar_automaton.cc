@@ -10,6 +10,7 @@
 #include "grammar/rule_dedup.h"
 #include "grammar/rule_inliner.h"
 #include "xg2/errors.h"
+#include "xg2/tokenizer.h"
 
 namespace xg2 {
 
@@ -146,7 +147,9 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
       out->state_final[gs] = d.is_final[s];
       // Keep only edges into live states (and references to productive rules).
       for (const auto& e : d.byte_edges[s]) {
-        if (live[r][e.target]) out->byte_edges.push_back({e.lo, e.hi, offset[r] + e.target});
+        if (!live[r][e.target]) continue;
+        out->byte_edges.push_back({e.lo, e.hi, offset[r] + e.target});
+        if (e.hi == kVirtualTokenLead) out->scans_virtual_tokens = true;
       }
       for (const auto& e : d.rule_edges[s]) {
         if (productive[e.rule] && live[r][e.target]) {

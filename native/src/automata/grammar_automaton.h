@@ -40,6 +40,9 @@ struct GrammarAutomaton {
   // Per rule: the states its callers move to when it completes (over all used call sites).
   std::vector<std::vector<int32_t>> rule_follow_targets;
   RuleId root_rule = 0;
+  // Some byte edge reads 0xFF, the lead of a special token's virtual string (see
+  // VirtualTokenBytes): only then can a special token be accepted or allowed by a mask.
+  bool scans_virtual_tokens = false;
 
   // Counted repetitions (see grammar/repeat_lowering.h). Their loop states are virtual ids at
   // and above num_states(): base + c is the loop after c completed iterations (0 <= c < span;

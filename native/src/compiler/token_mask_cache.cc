@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <mutex>
+#include <optional>
 #include <array>
 #include <unordered_map>
 #include <climits>
@@ -300,9 +301,17 @@ MaskCore TokenMaskCache::ComputeCore(const std::shared_ptr<const GrammarAutomato
   TrieWalkResult out;
   // Inside a counted loop the top item is the loop (so iterations chain with exact or star
   // counting and the loop's completion is what may end); elsewhere it is the state itself.
-  EarleyParser inner = loop_state >= 0 ? EarleyParser::InLoop(automaton, state, loop_state)
-                                       : EarleyParser(automaton, state);
-  const int32_t rows0 = inner.num_rows();  // rows before the first byte
+  // Built on first need: most walks of states without rule edges never reach one.
+  std::optional<EarleyParser> parser;
+  int32_t rows0 = 0;  // rows before the first byte
+  auto inner = [&]() -> EarleyParser& {
+    if (!parser) {
+      parser.emplace(loop_state >= 0 ? EarleyParser::InLoop(automaton, state, loop_state)
+                                     : EarleyParser(automaton, state));
+      rows0 = parser->num_rows();
+    }
+    return *parser;
+  };
   const GrammarAutomaton& a = *automaton;
   auto has_rule_edges = [&](int32_t s) { return a.rule_edge_begin[s + 1] > a.rule_edge_begin[s]; };
   // While the path stays in states without rule edges the Earley row is the one top item, so
@@ -327,14 +336,16 @@ MaskCore TokenMaskCache::ComputeCore(const std::shared_ptr<const GrammarAutomato
         path_state[d] = next;
         return {true, dfa.IsFinal(next)};
       }
-      inner.TruncateRows(rows0);
-      for (int32_t k = 1; k < d; ++k) inner.Advance(path_bytes[k]);  // alive: the DFA says so
+      EarleyParser& p = inner();
+      p.TruncateRows(rows0);
+      for (int32_t k = 1; k < d; ++k) p.Advance(path_bytes[k]);  // alive: the DFA says so
     } else {
-      inner.TruncateRows(rows0 + d - 1);
+      EarleyParser& p = inner();  // first: it sets rows0
+      p.TruncateRows(rows0 + d - 1);
     }
-    if (!inner.Advance(byte)) return {false, false};
+    if (!inner().Advance(byte)) return {false, false};
     path_state[d] = kParser;
-    return {true, inner.CanEnd()};
+    return {true, inner().CanEnd()};
   };
   if (!dfa_start || memo == nullptr) {
     WalkTrie(trie, 1, trie.num_nodes(), step, &out);

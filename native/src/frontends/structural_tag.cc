@@ -214,9 +214,9 @@ class Lowering {
     if (t == "tag") return LowerTag(f, path);
     if (t == "triggered_tags") return LowerTriggeredTags(f, path, ends, consumed_end);
     if (t == "tags_with_separator") return LowerTagsWithSeparator(f, path);
-    if (t == "dispatch") return LowerDispatch(f, path, ends, consumed_end);
-    if (t == "token" || t == "exclude_token" || t == "any_tokens" || t == "token_triggered_tags" ||
-        t == "token_dispatch") {
+    if (t == "dispatch") return LowerDispatch(f, path, ends, consumed_end, /*tokens=*/false);
+    if (t == "token_dispatch") return LowerDispatch(f, path, ends, consumed_end, /*tokens=*/true);
+    if (t == "token" || t == "exclude_token" || t == "any_tokens" || t == "token_triggered_tags") {
       return LowerTokenFormat(f, path, t, ends, consumed_end);
     }
     Fail(path + ".type", "unknown format type '" + t + "'");
@@ -335,10 +335,10 @@ class Lowering {
 
   // Tags grouped by the trigger that starts their begin; the continuation after a trigger
   // is a rule choosing among its tags.
+  // match[i]: the trigger of tag i (TriggerIndices).
   std::vector<ExprId> TriggerContinuations(const std::vector<std::string>& triggers, const std::vector<TagParts>& tags,
-                                           const std::string& path, bool append_ends,
+                                           const std::vector<int>& match, bool append_ends,
                                            const std::vector<std::string>& ends) {
-    std::vector<int> match = TriggerIndices(triggers, tags, path);
     std::vector<std::vector<ExprId>> alts(triggers.size());
     for (size_t i = 0; i < tags.size(); ++i) {
       ExprId body = g_.AddSequence({Literal(tags[i].begin.substr(triggers[match[i]].size())), TagBody(tags[i])});
@@ -374,31 +374,25 @@ class Lowering {
     const bool at_least_one = fs.Bool("at_least_one", false);
     spec.loop = !fs.Bool("stop_after_first", false);
     spec.triggers = triggers;
+    const std::vector<int> match = TriggerIndices(triggers, tags, fs.path());
     if (at_least_one) {
       // The first tag, whole; then (unless one is all) the usual dispatch.
       std::vector<ExprId> first;
       for (const TagParts& t : tags) first.push_back(g_.AddSequence({Literal(t.begin), TagBody(t)}));
-      CheckTriggers(triggers, tags, fs.path());
       RuleId r = g_.DeclareRule("first_tag_" + std::to_string(++continuations_));
       g_.SetRuleBody(r, first.size() == 1 ? first[0] : g_.AddChoice(first));
       if (!spec.loop) return g_.AddRuleRef(r);
-      bool consumed = false;
-      SetEnds(&spec, ends, &consumed);
-      std::vector<ExprId> children = TriggerContinuations(triggers, tags, fs.path(), false, ends);
-      *consumed_end = consumed;
+      SetEnds(&spec, ends, consumed_end);
+      std::vector<ExprId> children = TriggerContinuations(triggers, tags, match, false, ends);
       return g_.AddSequence({g_.AddRuleRef(r), DispatchRule(std::move(spec), std::move(children))});
     }
     SetEnds(&spec, ends, consumed_end);
-    std::vector<ExprId> children = TriggerContinuations(triggers, tags, fs.path(), !spec.loop && !ends.empty(), ends);
+    std::vector<ExprId> children = TriggerContinuations(triggers, tags, match, !spec.loop && !ends.empty(), ends);
     return DispatchRule(std::move(spec), std::move(children));
   }
 
-  // Every tag starts with exactly one trigger, and every trigger starts some tag.
-  void CheckTriggers(const std::vector<std::string>& triggers, const std::vector<TagParts>& tags,
-                     const std::string& path) {
-    (void)TriggerIndices(triggers, tags, path);
-  }
-
+  // Every tag starts with exactly one trigger (returned per tag), and every trigger starts
+  // some tag.
   std::vector<int> TriggerIndices(const std::vector<std::string>& triggers, const std::vector<TagParts>& tags,
                                   const std::string& path) {
     std::vector<int> out;
@@ -424,22 +418,28 @@ class Lowering {
     return out;
   }
 
+  // dispatch (string patterns, `excludes`) and token_dispatch (token patterns, `exclude_tokens`).
   ExprId LowerDispatch(const JsonValue& f, const std::string& path, const std::vector<std::string>& ends,
-                       bool* consumed_end) {
-    Fields fs(f, path, {"rules", "loop", "excludes"});
+                       bool* consumed_end, bool tokens) {
+    Fields fs(f, path, {"rules", "loop", tokens ? "exclude_tokens" : "excludes"});
     TagDispatchSpec spec;
     spec.loop = fs.Bool("loop", true);
-    spec.excludes = fs.Strings("excludes");
+    if (tokens) ExcludeTokens(fs, &spec.excludes);
+    else spec.excludes = fs.Strings("excludes");
     const auto& rules = fs.List("rules", /*allow_empty=*/false);
     std::vector<ExprId> children;
     for (size_t i = 0; i < rules.size(); ++i) {
       std::string p = Index(fs.At("rules"), i);
-      if (!rules[i].is_array() || rules[i].items().size() != 2 || !rules[i].items()[0].is_string()) {
-        Fail(p, "must be a [pattern, format] pair");
+      if (!rules[i].is_array() || rules[i].items().size() != 2 || (!tokens && !rules[i].items()[0].is_string())) {
+        Fail(p, tokens ? "must be a [token, format] pair" : "must be a [pattern, format] pair");
       }
-      const std::string& pattern = rules[i].items()[0].as_string();
-      if (pattern.empty()) Fail(p + "[0]", "an empty pattern cannot be matched in text");
-      spec.triggers.push_back(pattern);
+      if (tokens) {
+        spec.triggers.push_back(TokenText(ResolveToken(rules[i].items()[0], p + "[0]"), p + "[0]"));
+      } else {
+        const std::string& pattern = rules[i].items()[0].as_string();
+        if (pattern.empty()) Fail(p + "[0]", "an empty pattern cannot be matched in text");
+        spec.triggers.push_back(pattern);
+      }
       ExprId child = Lower(rules[i].items()[1], p + "[1]", kNoEnds, &ignored_);
       if (!spec.loop && !ends.empty()) child = g_.AddSequence({child, EndChoice(ends)});
       children.push_back(child);
@@ -479,7 +479,7 @@ class Lowering {
   int32_t ResolveToken(const JsonValue& v, const std::string& path);
   std::string TokenText(int32_t id, const std::string& path);
   std::string TokenBytes(const JsonValue& f, const std::string& path);
-  void ExcludeTokens(const Fields& fs, std::vector<std::string>* excludes);
+  std::set<int32_t> ExcludeTokens(const Fields& fs, std::vector<std::string>* excludes);
 
   const StructuralTagOptions& options_;
   Grammar g_;
@@ -526,15 +526,19 @@ std::string Lowering::TokenBytes(const JsonValue& f, const std::string& path) {
 
 // Excluded tokens: special ones are already barred from free text (only watched strings may
 // contain one); a normal one is excluded as text (stricter than the token: never wider).
-void Lowering::ExcludeTokens(const Fields& fs, std::vector<std::string>* excludes) {
+// Returns every excluded id.
+std::set<int32_t> Lowering::ExcludeTokens(const Fields& fs, std::vector<std::string>* excludes) {
+  std::set<int32_t> ids;
   const JsonValue* list = fs.Get("exclude_tokens");
-  if (!list || list->is_null()) return;
+  if (!list || list->is_null()) return ids;
   if (!list->is_array()) Fail(fs.At("exclude_tokens"), "must be a list of token ids or strings");
   for (size_t i = 0; i < list->items().size(); ++i) {
     std::string p = Index(fs.At("exclude_tokens"), i);
     int32_t id = ResolveToken(list->items()[i], p);
+    ids.insert(id);
     if (!options_.tokenizer->is_special(id)) excludes->push_back(TokenText(id, p));
   }
+  return ids;
 }
 
 ExprId Lowering::LowerTokenFormat(const JsonValue& f, const std::string& path, const std::string& type,
@@ -551,11 +555,7 @@ ExprId Lowering::LowerTokenFormat(const JsonValue& f, const std::string& path, c
     }
     if (!options_.tokenizer) Fail(path, "token-level formats need the tokenizer: use GrammarCompiler.compile_structural_tag or pass tokenizer_info");
     TagDispatchSpec spec;
-    ExcludeTokens(fs, &spec.excludes);
-    std::set<int32_t> barred;
-    if (const JsonValue* list = fs.Get("exclude_tokens"); list && list->is_array()) {
-      for (size_t i = 0; i < list->items().size(); ++i) barred.insert(ResolveToken(list->items()[i], Index(fs.At("exclude_tokens"), i)));
-    }
+    const std::set<int32_t> barred = ExcludeTokens(fs, &spec.excludes);
     // Special tokens allowed in the text: watched strings with an empty continuation.
     std::vector<ExprId> children;
     const TokenizerInfo& tok = *options_.tokenizer;
@@ -567,36 +567,18 @@ ExprId Lowering::LowerTokenFormat(const JsonValue& f, const std::string& path, c
     SetEnds(&spec, ends, consumed_end);
     return DispatchRule(std::move(spec), std::move(children));
   }
-  if (type == "token_triggered_tags") {
-    Fields fs(f, path, {"trigger_tokens", "tags", "exclude_tokens", "at_least_one", "stop_after_first"});
-    const JsonValue& triggers = fs.Require("trigger_tokens");
-    if (!triggers.is_array() || triggers.items().empty()) Fail(fs.At("trigger_tokens"), "must list at least one token");
-    std::vector<std::string> trigger_bytes;
-    for (size_t i = 0; i < triggers.items().size(); ++i) {
-      std::string p = Index(fs.At("trigger_tokens"), i);
-      trigger_bytes.push_back(TokenText(ResolveToken(triggers.items()[i], p), p));
-    }
-    TagDispatchSpec spec;
-    ExcludeTokens(fs, &spec.excludes);
-    return LowerTriggered(fs, std::move(trigger_bytes), std::move(spec), ends, consumed_end);
+  // token_triggered_tags
+  Fields fs(f, path, {"trigger_tokens", "tags", "exclude_tokens", "at_least_one", "stop_after_first"});
+  const JsonValue& triggers = fs.Require("trigger_tokens");
+  if (!triggers.is_array() || triggers.items().empty()) Fail(fs.At("trigger_tokens"), "must list at least one token");
+  std::vector<std::string> trigger_bytes;
+  for (size_t i = 0; i < triggers.items().size(); ++i) {
+    std::string p = Index(fs.At("trigger_tokens"), i);
+    trigger_bytes.push_back(TokenText(ResolveToken(triggers.items()[i], p), p));
   }
-  // token_dispatch
-  Fields fs(f, path, {"rules", "loop", "exclude_tokens"});
   TagDispatchSpec spec;
-  spec.loop = fs.Bool("loop", true);
   ExcludeTokens(fs, &spec.excludes);
-  const auto& rules = fs.List("rules", /*allow_empty=*/false);
-  std::vector<ExprId> children;
-  for (size_t i = 0; i < rules.size(); ++i) {
-    std::string p = Index(fs.At("rules"), i);
-    if (!rules[i].is_array() || rules[i].items().size() != 2) Fail(p, "must be a [token, format] pair");
-    spec.triggers.push_back(TokenText(ResolveToken(rules[i].items()[0], p + "[0]"), p + "[0]"));
-    ExprId child = Lower(rules[i].items()[1], p + "[1]", kNoEnds, &ignored_);
-    if (!spec.loop && !ends.empty()) child = g_.AddSequence({child, EndChoice(ends)});
-    children.push_back(child);
-  }
-  SetEnds(&spec, ends, consumed_end);
-  return DispatchRule(std::move(spec), std::move(children));
+  return LowerTriggered(fs, std::move(trigger_bytes), std::move(spec), ends, consumed_end);
 }
 
 }  // namespace

@@ -73,26 +73,20 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
   for (const auto& [k, v] : schema.members()) {
     if (!kHandled.count(k)) Fail(path_ + "/" + k, "keyword '" + k + "' is not supported for XML argument styles");
   }
+  std::set<std::string> must;  // required names, each declared
+  if (const JsonValue* req = schema.Find("required"); req && req->is_array()) {
+    for (const auto& r : req->items()) {
+      if (!r.is_string()) continue;
+      if (!props || !props->Find(r.as_string())) {
+        Fail(path_ + "/required", "required property '" + r.as_string() + "' is not declared in 'properties'");
+      }
+      must.insert(r.as_string());
+    }
+  }
   std::vector<ExprId> parts{Whitespace()};
   if (props) {
-    std::set<std::string> declared;
-    for (const auto& [name, prop] : props->members()) declared.insert(name);
-    if (const JsonValue* req = schema.Find("required"); req && req->is_array()) {
-      for (const auto& r : req->items()) {
-        if (r.is_string() && !declared.count(r.as_string())) {
-          Fail(path_ + "/required", "required property '" + r.as_string() + "' is not declared in 'properties'");
-        }
-      }
-    }
-    std::set<std::string> must;
-    if (const JsonValue* req = schema.Find("required"); req && req->is_array()) {
-      for (const auto& r : req->items()) {
-        if (r.is_string()) must.insert(r.as_string());
-      }
-    }
     for (const auto& [name, prop] : props->members()) {
-      bool is_string = false;
-      ExprId p = g_->AddSequence({Parameter(name, prop, schema, &is_string), Whitespace()});
+      ExprId p = g_->AddSequence({Parameter(name, prop, schema), Whitespace()});
       parts.push_back(must.count(name) ? p : g_->AddRepeat(p, 0, 1));
     }
   }
@@ -117,13 +111,12 @@ ExprId XmlParameterLowering::JsonValueOf(const JsonValue& prop, const JsonValue&
   return g_->AddRuleRef(ImportGrammar(g_, r.grammar, "arg" + std::to_string(++imports_) + "_"));
 }
 
-ExprId XmlParameterLowering::Parameter(const std::string& name, const JsonValue& prop, const JsonValue& root,
-                                       bool* is_string) {
+ExprId XmlParameterLowering::Parameter(const std::string& name, const JsonValue& prop, const JsonValue& root) {
   const std::string path = path_ + "/properties/" + JsonPointerEscape(name);
   std::vector<std::string> choices;
   const bool plain = prop.is_object() && IsPlainString(prop);
   const bool fixed = prop.is_object() && StringChoices(prop, &choices);
-  *is_string = plain || fixed;
+  const bool is_string = plain || fixed;
   std::string begin, end;
   switch (style_) {
     case XmlStyle::kQwen:
@@ -136,7 +129,7 @@ ExprId XmlParameterLowering::Parameter(const std::string& name, const JsonValue&
       break;
     case XmlStyle::kDeepSeek:
       begin = "<\xEF\xBD\x9C" "DSML\xEF\xBD\x9C" "parameter name=\"" + name + "\" string=\"" +
-              (*is_string ? "true" : "false") + "\">";
+              (is_string ? "true" : "false") + "\">";
       end = "</\xEF\xBD\x9C" "DSML\xEF\xBD\x9C" "parameter>";
       break;
     case XmlStyle::kGlm:

@@ -29,7 +29,7 @@ class XmlParameterLowering {
   ExprId Lower(const JsonValue& schema);
 
  private:
-  ExprId Parameter(const std::string& name, const JsonValue& prop, const JsonValue& root, bool* is_string);
+  ExprId Parameter(const std::string& name, const JsonValue& prop, const JsonValue& root);
   ExprId JsonValueOf(const JsonValue& prop, const JsonValue& root, const std::string& path);
   ExprId Whitespace();
 

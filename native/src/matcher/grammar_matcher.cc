@@ -50,13 +50,11 @@ bool GrammarMatcher::AcceptToken(int32_t token_id) {
     return true;
   }
   if (token_id >= tok.num_tokens()) return false;
-  std::string virtual_bytes;
-  if (tok.is_special(token_id)) {
-    virtual_bytes = VirtualTokenBytes(token_id);  // only token-level grammar nodes accept it
-  } else if (!tok.is_text_token(token_id)) {
-    return false;
-  }
-  const std::string& bytes = tok.is_special(token_id) ? virtual_bytes : tok.token_bytes(token_id);
+  // A special token is its virtual string, which only token-level grammar nodes read.
+  const bool special = tok.is_special(token_id);
+  if (special ? !compiled_->automaton()->scans_virtual_tokens : !tok.is_text_token(token_id)) return false;
+  const std::string virtual_bytes = special ? VirtualTokenBytes(token_id) : std::string();
+  const std::string& bytes = special ? virtual_bytes : tok.token_bytes(token_id);
   int32_t rows = parser_.num_rows();
   if (!parser_.AdvanceBytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())) {
     return false;
@@ -335,9 +333,10 @@ void GrammarMatcher::WalkTokens(const std::vector<int32_t>& sorted_indices, uint
 }
 
 void GrammarMatcher::AddSpecialTokens(uint32_t* words) {
+  if (!compiled_->automaton()->scans_virtual_tokens) return;  // text grammars: nothing to do
   uint64_t next[4];
   parser_.NextBytes(next);
-  if (!((next[kVirtualTokenLead >> 6] >> (kVirtualTokenLead & 63)) & 1)) return;  // the usual case
+  if (!((next[kVirtualTokenLead >> 6] >> (kVirtualTokenLead & 63)) & 1)) return;
   const TokenizerInfo& tok = *compiled_->tokenizer();
   const int32_t rows = parser_.num_rows();
   for (int32_t id : tok.special_token_ids()) {
