@@ -115,7 +115,7 @@ class Runner:
         if bound is not None:
             return "skipped:large-bound", None
         try:
-            g = Grammar.from_json_schema(schema, strict_mode=False)
+            g = Grammar.from_json_schema(schema, strict_mode=False, any_order=True)
             return "compiled", self.compiler.compile_grammar(g, lazy=True)
         except UnsupportedSchemaError as e:
             kw = str(e).split("'")[1] if "'" in str(e) else "?"

@@ -67,7 +67,21 @@ class Rep:
     hi: Optional[int]
 
 
-Expr = Union[Lit, Cls, Seq, Alt, Ref, Rep]
+@dataclass(frozen=True)
+class AnyOrd:
+    """Members joined by ``sep`` in any order: each required one exactly once, each optional one
+    at most once, each repeated one any number of times; ``lo``..``hi`` members in all
+    (``hi=None``: no bound). Members must not match the empty string."""
+
+    sep: "Expr"
+    required: tuple["Expr", ...]
+    optional: tuple["Expr", ...] = ()
+    repeated: tuple["Expr", ...] = ()
+    lo: int = 0
+    hi: Optional[int] = None
+
+
+Expr = Union[Lit, Cls, Seq, Alt, Ref, Rep, AnyOrd]
 
 
 @dataclass(frozen=True)
@@ -134,6 +148,12 @@ def render_expr(e: Expr, escape_all: bool = False) -> str:
         else:
             suffix = "{%d,%d}" % (e.lo, e.hi)
         return inner + suffix
+    if isinstance(e, AnyOrd):
+        def members(xs):
+            return "(" + ", ".join("(" + render_expr(x, escape_all) + ")" for x in xs) + ")"
+        return (f"AnyOrder(({render_expr(e.sep, escape_all)}), required={members(e.required)}, "
+                f"optional={members(e.optional)}, repeated={members(e.repeated)}, "
+                f"min={e.lo}, max={-1 if e.hi is None else e.hi})")
     raise TypeError(e)
 
 
@@ -260,7 +280,34 @@ class Cfg:
                     prev = opt
                 out.append(prev)
             return out
+        if isinstance(e, AnyOrd):
+            return self._lower_any_order(e, rules)
         raise TypeError(e)
+
+    def _lower_any_order(self, e: AnyOrd, rules) -> list[Symbol]:
+        """The plain CFG of an AnyOrd: one nonterminal per (members seen, count), 2^n of them."""
+        once = list(e.required) + list(e.optional)
+        syms = [tuple(self._lower(x, rules)) for x in once + list(e.repeated)]
+        sep = tuple(self._lower(e.sep, rules))
+        cap = e.hi if e.hi is not None else max(e.lo, 1)
+        nts: dict = {}
+
+        def state(seen: frozenset, count: int) -> str:
+            key = (seen, count)
+            if key in nts:
+                return nts[key]
+            nt = nts[key] = self._new_nt()
+            if count >= e.lo and all(i in seen for i in range(len(e.required))):
+                self.prods[nt].append(())
+            if e.hi is None or count < e.hi:
+                for i, m in enumerate(syms):
+                    if i < len(once) and i in seen:
+                        continue
+                    nxt = state(seen | {i} if i < len(once) else seen, min(count + 1, cap))
+                    self.prods[nt].append((sep if count > 0 else ()) + m + (nxt,))
+            return nt
+
+        return [state(frozenset(), 0)]
 
     def _trim(self) -> None:
         productive: set[str] = set()

@@ -232,3 +232,53 @@ def test_concurrent_compiles_equal_serial(cases, reference, gpt2_tokenizer, pool
     for (t, j), compiled in sorted(results.items()):
         label, _, streams = cases[j]
         assert_same(f"{label} (thread {t})", masks_along(compiled, streams), reference[label])
+
+
+def test_any_order_lazy_pooled_and_threaded_equal_eager(cases, gpt2_tokenizer, pool_limit):
+    """The same three equalities for any_order=True grammars, whose parser states (sets of
+    written properties) are made while parsing: eager without the pool is the reference; lazy,
+    pooled and 4-thread batch fills must give the same rows."""
+    def compile_any(compiler, schema, lazy=False):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return compiler.compile_json_schema(schema, strict_mode=False, on_unsupported="warn",
+                                                any_order=True, lazy=lazy)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        texts = [str(xg.Grammar.from_json_schema(schema, strict_mode=False, on_unsupported="warn",
+                                                 any_order=True)) for _, schema, _ in cases]
+    assert sum("AnyOrder(" in t for t in texts) >= 8
+    xg.set_cross_grammar_cache_limit(0)
+    xg.clear_cross_grammar_cache()
+    plain = xg.GrammarCompiler(gpt2_tokenizer, cache_enabled=False)
+    reference = {label: masks_along(compile_any(plain, schema), streams) for label, schema, streams in cases}
+    for label, schema, streams in cases:
+        assert_same(f"{label} (any_order, lazy)", masks_along(compile_any(plain, schema, lazy=True), streams),
+                    reference[label])
+    xg.set_cross_grammar_cache_limit(512 << 20)
+    pooled = xg.GrammarCompiler(gpt2_tokenizer, cache_enabled=False)
+    for label, schema, streams in cases:
+        compile_any(pooled, schema)
+        assert_same(f"{label} (any_order, pooled)", masks_along(compile_any(pooled, schema), streams),
+                    reference[label])
+    # One compiled grammar shared by matchers filled together on 4 threads.
+    for label, schema, streams in cases:
+        compiled = compile_any(plain, schema, lazy=True)
+        matchers = [xg.GrammarMatcher(compiled) for _ in streams]
+        batch = xg.BatchGrammarMatcher(max_threads=4)
+        masks = xg.allocate_token_bitmask(len(streams), gpt2_tokenizer.vocab_size)
+        live = [True] * len(streams)
+        for step in range(max(len(s) for s in streams)):
+            batch.batch_fill_next_token_bitmask(matchers, masks)
+            for k, ids in enumerate(streams):
+                if not live[k] or step >= len(ids):
+                    live[k] = False
+                    continue
+                rows, _ = reference[label][k]
+                if step < rows.shape[0]:
+                    assert (masks[k] == rows[step]).all(), f"{label} (any_order, batch) instance {k} step {step}"
+                if not matchers[k].accept_token(ids[step]) or matchers[k].is_terminated():
+                    live[k] = False
+            if not any(live):
+                break

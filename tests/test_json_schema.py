@@ -83,6 +83,61 @@ def test_property_order_and_any_order(compiler):
     assert not accepts_text(compiler, g, '{"a": 1, "a": 1, "b": 2}')
 
 
+def _wide_object(n: int, required: int) -> dict:
+    return {"type": "object", "additionalProperties": False,
+            "properties": {f"p{i}": {"type": "integer"} if i % 2 else {"type": "string"} for i in range(n)},
+            "required": [f"p{i}" for i in range(required)]}
+
+
+@pytest.mark.parametrize("n,required", [(12, 3), (40, 10), (152, 0)])
+def test_any_order_scales_and_is_exact(compiler, n, required):
+    """any_order=True on wide objects (the parser tracks the set of written properties, so the
+    grammar stays one node however many there are): any subset holding the required names, in
+    any order, is accepted; a duplicate, a missing required name or a wrong value type is not.
+    Random subsets and orders are checked against jsonschema."""
+    import random
+
+    import jsonschema
+
+    s = _wide_object(n, required)
+    g = Grammar.from_json_schema(s, any_order=True)
+    rng = random.Random(n)
+    for _ in range(12):
+        names = [f"p{i}" for i in range(n) if i < required or rng.random() < 0.3]
+        rng.shuffle(names)
+        obj = {k: (7 if int(k[1:]) % 2 else "v") for k in names}
+        assert jsonschema.Draft202012Validator(s).is_valid(obj)
+        assert accepts_text(compiler, g, json.dumps(obj)), obj
+        if names:
+            dup = json.dumps(obj)[:-1] + f', "{names[0]}": {json.dumps(obj[names[0]])}' + "}"
+            assert not accepts_text(compiler, g, dup), dup
+            bad = dict(obj)
+            bad[names[-1]] = [] if isinstance(obj[names[-1]], int) else 5
+            assert not accepts_text(compiler, g, json.dumps(bad)), bad
+        if required:
+            missing = {k: v for k, v in obj.items() if k != "p0"}
+            assert not accepts_text(compiler, g, json.dumps(missing)), missing
+    assert not accepts_text(compiler, g, json.dumps({f"p{i}": 1 for i in range(required)} | {"zz": 1}))
+
+
+def test_any_order_property_counts_and_additional(compiler):
+    """minProperties/maxProperties with optional and additional properties, exact in any order."""
+    s = {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"},
+                                          "c": {"type": "integer"}},
+         "required": ["b"], "additionalProperties": {"type": "string"}, "minProperties": 2,
+         "maxProperties": 3}
+    valid = [{"b": 1, "a": 2}, {"x": "s", "b": 1}, {"c": 1, "y": "t", "b": 2}, {"b": 1, "x": "s", "y": "t"}]
+    invalid = [{"b": 1}, {"a": 1, "c": 2}, {"a": 1, "b": 2, "c": 3, "x": "s"}, {"b": 1, "x": 2},
+               {"b": 1, "b": 2}, {}]
+    check(compiler, s, valid, invalid, strict_mode=False, any_order=True)
+    # The ordered default cannot count optional properties and says so.
+    with pytest.raises(UnsupportedSchemaError, match="minProperties"):
+        Grammar.from_json_schema(s, strict_mode=False)
+    # An object const: the same members in any order.
+    check(compiler, {"const": {"foo": "bar", "baz": 1}}, [{"foo": "bar", "baz": 1}, {"baz": 1, "foo": "bar"}],
+          [{"foo": "bar"}, {"baz": 1, "foo": "bar", "x": 1}], any_order=True)
+
+
 def test_arrays(compiler):
     check(compiler, {"type": "array", "items": {"type": "integer"}, "minItems": 1, "maxItems": 3},
           [[1], [1, 2, 3]], [[], [1, 2, 3, 4], ["x"]])

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 import xg2_jax as xg
 from reference_recognizer import (
     Alt,
+    AnyOrd,
     ByteState,
     Cls,
     GrammarAst,
@@ -117,6 +118,26 @@ def random_grammar(rng: random.Random, depth: int = 3, num_rules: tuple = (2, 4)
                             for name in names))
 
 
+def random_any_order(rng: random.Random, names: list[str], depth: int) -> AnyOrd:
+    """An AnyOrd of 1-4 members (each starts with a non-empty literal, so none is nullable)."""
+    def member():
+        head = Lit("".join(rng.choice(ALPHABET) for _ in range(rng.randint(1, 2))))
+        return head if rng.random() < 0.4 else Seq((head, random_expr(rng, names, depth, 0.1)))
+    kinds = [rng.choice("roop") for _ in range(rng.randint(1, 4))]
+    lo = rng.choice([0, 0, 1, 2])
+    hi = rng.choice([None, None, lo + rng.randint(0, 3)])
+    sep = rng.choice([Lit(","), Lit(""), random_literal(rng)])
+    return AnyOrd(sep, tuple(member() for k in kinds if k == "r"), tuple(member() for k in kinds if k == "o"),
+                  tuple(member() for k in kinds if k == "p"), lo, hi)
+
+
+def random_any_order_grammar(rng: random.Random) -> GrammarAst:
+    """A root of the form pre AnyOrd post, with other random rules the members may use."""
+    names = RULE_NAMES[: rng.randint(1, 3)]
+    root = Seq((random_literal(rng), random_any_order(rng, names, 1), random_literal(rng)))
+    return GrammarAst((("root", root),) + tuple((n, random_expr(rng, names, 2)) for n in names[1:]))
+
+
 # Hypothesis draws the seed of a hand-tuned generator: hypothesis' own structural strategies
 # shrink better but, derandomized, mostly produce trivial grammars. (`st.randoms` seeds are
 # reproducible under derandomize=True and repeat less than small integers.)
@@ -124,6 +145,7 @@ grammars = st.randoms(use_true_random=True).map(random_grammar)
 # Larger repetition bounds, for the counted-loop form of {n,m}.
 wide_repeat_grammars = st.randoms(use_true_random=True).map(
     lambda rng: random_grammar(rng, max_count=6))
+any_order_grammars = st.randoms(use_true_random=True).map(random_any_order_grammar)
 
 
 # ------------------------------------------------------------------------------- helpers
@@ -417,3 +439,13 @@ def test_counted_repeats_match_reference(short_vocab, g, rng):
     """Bounds up to {6,12}: unrolled and counted-loop forms against the reference."""
     check_bytes_and_chars(short_vocab.tok, g, rng)
     check_token_masks(short_vocab, g, rng, steps=12)
+
+
+@settings(max_examples=120, **SETTINGS)
+@given(g=any_order_grammars, rng=st.randoms(use_true_random=True))
+def test_any_order_matches_reference(short_vocab, long_vocab, g, rng):
+    """AnyOrder nodes (members tracked as a set in the parser state) against their plain 2^n
+    rule expansion in the reference."""
+    check_bytes_and_chars(short_vocab.tok, g, rng)
+    check_token_masks(short_vocab, g, rng, steps=12)
+    check_token_masks(long_vocab, g, rng, steps=12)

@@ -29,6 +29,7 @@ enum class ExprKind : uint8_t {
   kRepeat,     // child repeated min..max times (max == kUnbounded: no upper bound)
   kTagDispatch,  // free text watched by an Aho-Corasick automaton; see TagDispatchSpec
   kByteDfa,      // a deterministic automaton over bytes; see ByteDfaSpec
+  kAnyOrder,     // members in any order, each at most once or repeatable; see AnyOrderSpec
 };
 
 // The fixed part of a ByteDfa node: a DFA over bytes with start state 0 and no rule
@@ -70,6 +71,27 @@ struct TagDispatchSpec {
   }
 };
 
+// The fixed part of an AnyOrder node; its children are the separator then the members:
+// num_required, then num_optional, then num_repeated of them.
+//
+// The node matches m_1 sep m_2 sep ... m_k (k >= 0) where every required member appears exactly
+// once, every optional member at most once and every repeated member any number of times, in any
+// order, and min_count <= k <= max_count. No member may match the empty string. This is an
+// unordered JSON object: a context-free grammar for it needs 2^n rules, while the parser runs
+// it with the set of members seen so far in its state (see automata/any_order_states.h).
+struct AnyOrderSpec {
+  int32_t num_required = 0;
+  int32_t num_optional = 0;
+  int32_t num_repeated = 0;
+  int64_t min_count = 0;
+  int64_t max_count = -1;  // -1: no bound
+  int32_t num_members() const { return num_required + num_optional + num_repeated; }
+  bool operator==(const AnyOrderSpec& o) const {
+    return num_required == o.num_required && num_optional == o.num_optional &&
+           num_repeated == o.num_repeated && min_count == o.min_count && max_count == o.max_count;
+  }
+};
+
 struct CodepointRange {
   uint32_t lo;
   uint32_t hi;  // inclusive
@@ -87,6 +109,7 @@ struct Expr {
   std::vector<ExprId> children;        // kSequence, kChoice, kRepeat (one child), kTagDispatch
   std::shared_ptr<const TagDispatchSpec> dispatch;  // kTagDispatch
   std::shared_ptr<const ByteDfaSpec> dfa;           // kByteDfa
+  std::shared_ptr<const AnyOrderSpec> any_order;    // kAnyOrder
 };
 
 struct Rule {
@@ -113,6 +136,10 @@ class Grammar {
   // Throws Error(kInvalidArgument) for no states, a final-flag count that differs from the
   // state count, an edge target out of range, or edges not sorted and disjoint.
   ExprId AddByteDfa(ByteDfaSpec spec);
+  // children = {separator, members...} as AnyOrderSpec describes. Throws
+  // Error(kInvalidArgument) for a member count that differs from the spec's, no members, or
+  // bounds that are negative or crossed.
+  ExprId AddAnyOrder(AnyOrderSpec spec, std::vector<ExprId> children);
 
   // Declares a rule with no body yet (so bodies can reference rules defined later). The
   // stored name is made a valid EBNF identifier (other characters become '_') and unique

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "automata/rule_dfa_cache.h"
+#include "grammar/any_order_lowering.h"
 #include "grammar/repeat_lowering.h"
 #include "grammar/rule_dedup.h"
 #include "grammar/rule_inliner.h"
@@ -39,7 +40,7 @@ int32_t GrammarAutomaton::VirtualNext(int32_t v) const {
 size_t GrammarAutomaton::MemoryBytes() const {
   return state_rule.size() * (sizeof(RuleId) + 2 + 2 * sizeof(int32_t)) +
          byte_edges.size() * sizeof(DfaByteEdge) + rule_edges.size() * sizeof(DfaRuleEdge) +
-         rule_start.size() * (sizeof(int32_t) + 1);
+         rule_start.size() * (sizeof(int32_t) + 1) + any_order->MemoryBytes();
 }
 
 namespace {
@@ -67,7 +68,9 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
   limits.CheckDeadline();
   Grammar g = InlineSmallRules(deduplicated);
   limits.CheckDeadline();
-  // After inlining, so that repeat rules are never inlined back into their callers.
+  // After inlining, so that repeat and any-order rules are never inlined back into their
+  // callers; any-order first, so that large repeats in its members are lowered too.
+  const std::vector<LoweredAnyOrder> lowered_any_order = LowerAnyOrder(&g);
   const std::vector<LoweredRepeat> lowered = LowerLargeRepeats(&g, limits.max_unrolled_repeat);
   int32_t num_rules = g.num_rules();
   std::vector<RuleDfa> dfas;
@@ -102,13 +105,31 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
     }
   };
   std::vector<std::vector<uint8_t>> live(num_rules);
+  // An any-order rule completes if its required members do and enough members can complete
+  // to reach min_count within max_count.
+  std::vector<int32_t> any_order_of(num_rules, -1);
+  for (size_t i = 0; i < lowered_any_order.size(); ++i) any_order_of[lowered_any_order[i].rule] = static_cast<int32_t>(i);
+  auto any_order_productive = [&](const LoweredAnyOrder& lo) {
+    const AnyOrderSpec& sp = lo.spec;
+    int64_t available = 0;
+    for (int32_t i = 0; i < sp.num_members(); ++i) {
+      if (!productive[lo.first[i]]) {
+        if (i < sp.num_required) return false;
+        continue;
+      }
+      available += i < sp.num_required + sp.num_optional ? 1 : INT32_MAX;
+    }
+    int64_t need = std::max<int64_t>(sp.num_required, sp.min_count);
+    int64_t room = sp.max_count >= 0 ? sp.max_count : INT64_MAX;
+    return need <= std::min(available, room);
+  };
   bool changed = true;
   while (changed) {
     changed = false;
     for (RuleId r = 0; r < num_rules; ++r) {
       if (productive[r]) continue;
       reaches_final(dfas[r], &live[r]);
-      if (live[r][0]) {
+      if (any_order_of[r] >= 0 ? any_order_productive(lowered_any_order[any_order_of[r]]) : live[r][0] != 0) {
         productive[r] = 1;
         changed = true;
       }
@@ -215,11 +236,44 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
       out->repeats.push_back(r);
     }
   }
-  // A rule's first state, looking through repeat rules to their child.
-  std::function<int32_t(RuleId)> entry_state = [&](RuleId r) -> int32_t {
-    int32_t rep = out->rule_repeat[r];
-    return rep < 0 ? out->rule_start[r] : entry_state(out->repeats[rep].child);
-  };
+  // Any-order rules: virtual states after the loops' (members that never complete dropped).
+  {
+    int64_t next_base = total;
+    if (!out->repeats.empty()) next_base = int64_t{out->repeats.back().base} + out->repeats.back().span + 2;
+    std::vector<AnyOrderStates::Node> nodes;
+    for (const LoweredAnyOrder& lo : lowered_any_order) {
+      AnyOrderStates::Node n;
+      n.rule = lo.rule;
+      n.spec = lo.spec;
+      for (size_t i = 0; i < lo.first.size(); ++i) {
+        if (productive[lo.first[i]] && !productive[lo.rest[i]]) {
+          throw Error(ErrorKind::kGrammarSemantic, "the separator of AnyOrder rule '" + g.rule(lo.rule).name + "' never completes");
+        }
+        n.first.push_back(productive[lo.first[i]] ? lo.first[i] : -1);
+        n.rest.push_back(productive[lo.rest[i]] ? lo.rest[i] : -1);
+      }
+      nodes.push_back(std::move(n));
+    }
+    if (!nodes.empty()) {
+      if (next_base > INT32_MAX / 2) throw Error(ErrorKind::kLimitExceeded, "too many automaton states");
+      out->any_order->Init(std::move(nodes), static_cast<int32_t>(next_base), num_rules);
+      for (const auto& n : out->any_order->nodes()) out->rule_start[n.rule] = n.start_state;
+    }
+  }
+  // Calls visit(state) for a rule's first states: looking through repeat rules to their child
+  // and through any-order rules to their members.
+  std::function<void(RuleId, const std::function<void(int32_t)>&)> entry_states =
+      [&](RuleId r, const std::function<void(int32_t)>& visit) {
+        int32_t rep = out->rule_repeat[r];
+        if (rep >= 0) return entry_states(out->repeats[rep].child, visit);
+        int32_t node = out->any_order->NodeOfRule(r);
+        if (node < 0) return visit(out->rule_start[r]);
+        const AnyOrderStates::Node& n = out->any_order->nodes()[node];
+        for (size_t i = 0; i < n.first.size(); ++i) {
+          if (n.first[i] >= 0) entry_states(n.first[i], visit);
+          if (n.rest[i] >= 0) entry_states(n.rest[i], visit);
+        }
+      };
 
   // Used states: reachable from the root's start through kept edges, following references.
   std::vector<int32_t> stack{out->rule_start[root]};
@@ -237,7 +291,7 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
       visit(out->byte_edges[k].target);
     for (int32_t k = out->rule_edge_begin[s]; k < out->rule_edge_begin[s + 1]; ++k) {
       visit(out->rule_edges[k].target);
-      visit(entry_state(out->rule_edges[k].rule));
+      entry_states(out->rule_edges[k].rule, visit);
     }
   }
   out->closure_trivial.assign(total, 0);
@@ -296,6 +350,12 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
     }
   }
   for (const auto& r : out->repeats) out->rule_follow_targets[r.child].push_back(r.star());
+  for (const auto& n : out->any_order->nodes()) {
+    for (size_t i = 0; i < n.first.size(); ++i) {
+      if (n.first[i] >= 0) out->rule_follow_targets[n.first[i]].push_back(n.any_state);
+      if (n.rest[i] >= 0) out->rule_follow_targets[n.rest[i]].push_back(n.any_state);
+    }
+  }
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "automata/any_order_states.h"
 #include "automata/rule_dfa.h"
 #include "xg2/grammar.h"
 
@@ -60,24 +61,39 @@ struct GrammarAutomaton {
     int32_t star_no_complete() const { return base + span + 1; }
   };
   std::vector<CountedRepeat> repeats;  // sorted by base
+  // Any-order rules: virtual states at and above any_order->base(), after the loop states.
+  // Shared and internally synchronised (states are made as parses meet them).
+  std::shared_ptr<AnyOrderStates> any_order = std::make_shared<AnyOrderStates>();
   std::vector<int32_t> rule_repeat;    // per rule: index in repeats if it is a repeat rule, else -1
   std::vector<int32_t> child_repeat;   // per rule: index in repeats if it is a repeat's child, else -1
 
   int32_t num_states() const { return static_cast<int32_t>(state_rule.size()); }
   int32_t num_rules() const { return static_cast<int32_t>(rule_start.size()); }
   bool is_virtual(int32_t s) const { return s >= num_states(); }
+  // A counted loop's state (virtual, below the any-order states).
+  bool is_loop_state(int32_t s) const { return s >= num_states() && !any_order->Contains(s); }
   bool has_byte_edges(int32_t s) const {
     return !is_virtual(s) && byte_edge_begin[s + 1] > byte_edge_begin[s];
   }
   const CountedRepeat& RepeatOf(int32_t virtual_state) const;
-  bool IsFinal(int32_t s) const { return is_virtual(s) ? VirtualIsFinal(s) : state_final[s] != 0; }
-  RuleId RuleOf(int32_t s) const { return is_virtual(s) ? RepeatOf(s).rule : state_rule[s]; }
+  bool IsFinal(int32_t s) const {
+    if (!is_virtual(s)) return state_final[s] != 0;
+    return any_order->Contains(s) ? any_order->IsFinal(s) : VirtualIsFinal(s);
+  }
+  RuleId RuleOf(int32_t s) const {
+    if (!is_virtual(s)) return state_rule[s];
+    return any_order->Contains(s) ? any_order->NodeOf(s).rule : RepeatOf(s).rule;
+  }
   uint64_t AwaitedBits(int32_t s) const {
     if (!is_virtual(s)) return awaited_rule_bits[s];
+    if (any_order->Contains(s)) return any_order->NodeOf(s).awaited_bits;
     int32_t t = VirtualNext(s);
     return t < 0 ? 0 : 1ull << (RepeatOf(s).child & 63);
   }
-  // Calls fn(rule, target) for each rule edge of state s.
+  // Calls fn(rule, target) for each rule edge of state s. An any-order state's edges pass
+  // target -1: their members are never nullable, so only completion (RuleEdgeTarget) needs
+  // the target, and making it for every member would fill the state table with sets no
+  // parse reaches.
   template <class Fn>
   void ForEachRuleEdge(int32_t s, Fn&& fn) const {
     if (!is_virtual(s)) {
@@ -86,12 +102,17 @@ struct GrammarAutomaton {
       }
       return;
     }
+    if (any_order->Contains(s)) {
+      any_order->ForEachNext(s, [&](RuleId rule) { fn(rule, -1); });
+      return;
+    }
     int32_t t = VirtualNext(s);
     if (t >= 0) fn(RepeatOf(s).child, t);
   }
   // The target of a state's edge on `rule`, or -1.
   int32_t RuleEdgeTarget(int32_t s, RuleId rule) const {
     if (is_virtual(s)) {
+      if (any_order->Contains(s)) return any_order->Next(s, rule);
       const CountedRepeat& r = RepeatOf(s);
       return r.child == rule ? VirtualNext(s) : -1;
     }

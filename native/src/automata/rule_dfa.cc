@@ -103,6 +103,8 @@ class NfaBuilder {
       case ExprKind::kByteDfa:
         BuildByteDfa(*e.dfa, a, b);
         break;
+      case ExprKind::kAnyOrder:  // lowered to its own rule first (grammar/any_order_lowering.h)
+        throw Error(ErrorKind::kGrammarSemantic, "an AnyOrder node must be lowered before building automata");
     }
   }
 

@@ -17,6 +17,12 @@ std::vector<std::vector<RuleId>> CalleeGraph(const GrammarAutomaton& g, const st
       callees[r].push_back(g.repeats[g.rule_repeat[r]].child);
       continue;
     }
+    if (int32_t node = g.any_order->NodeOfRule(r); node >= 0) {
+      const auto& n = g.any_order->nodes()[node];
+      for (RuleId m : n.first) if (m >= 0) callees[r].push_back(m);
+      for (RuleId m : n.rest) if (m >= 0) callees[r].push_back(m);
+      continue;
+    }
     for (int32_t s = first[r]; s < first[r] + count[r]; ++s) {
       for (int32_t k = g.rule_edge_begin[s]; k < g.rule_edge_begin[s + 1]; ++k) {
         callees[r].push_back(g.rule_edges[k].rule);
@@ -71,6 +77,21 @@ RuleHashes ComputeRuleHashes(const GrammarAutomaton& g) {
       h->Add(static_cast<uint64_t>(rep.min));
       h->Add(static_cast<uint64_t>(rep.max));
       ref(rep.child);
+      return;
+    }
+    if (int32_t node = g.any_order->NodeOfRule(r); node >= 0) {
+      const auto& n = g.any_order->nodes()[node];
+      h->Add(0x414E594F52444552ull);  // "ANYORDER"
+      h->Add((static_cast<uint64_t>(n.spec.num_required) << 40) ^
+             (static_cast<uint64_t>(n.spec.num_optional) << 20) ^ static_cast<uint64_t>(n.spec.num_repeated));
+      h->Add(static_cast<uint64_t>(n.spec.min_count));
+      h->Add(static_cast<uint64_t>(n.spec.max_count));
+      for (size_t i = 0; i < n.first.size(); ++i) {
+        for (RuleId m : {n.first[i], n.rest[i]}) {
+          if (m < 0) h->Add(3);
+          else ref(m);
+        }
+      }
       return;
     }
     h->Add(static_cast<uint64_t>(count[r]));

@@ -947,6 +947,17 @@ class Converter {
       }
       case JsonValue::Type::kObject: {
         if (v.members().empty()) return Empty('{', '}');
+        if (o_.any_order && v.members().size() > 1) {
+          // The same members in any order (all required, each once).
+          AnyOrderSpec spec;
+          spec.num_required = static_cast<int32_t>(v.members().size());
+          spec.min_count = spec.num_required;
+          std::vector<ExprId> children{ItemSep(depth)};
+          for (const auto& kv : v.members()) {
+            children.push_back(g_.AddSequence({QuotedLiteral(kv.first), KeySep(), LiteralExpr(kv.second, depth + 1)}));
+          }
+          return g_.AddSequence({Open('{', depth), g_.AddAnyOrder(spec, children), Close('}', depth)});
+        }
         std::vector<ExprId> parts{Open('{', depth)};
         for (size_t i = 0; i < v.members().size(); ++i) {
           if (i) parts.push_back(ItemSep(depth));
@@ -1454,6 +1465,10 @@ class Converter {
       ExprId ne = g_.AddSequence({Open('{', depth), extra, rest, Close('}', depth)});
       return min_p == 0 ? g_.AddChoice({Empty('{', '}'), ne}) : ne;
     }
+    if (o_.any_order) {
+      cur_ptr_ = saved;
+      return AnyOrderObject(props, extra, min_p, max_p, depth);
+    }
     if (min_p > nreq) {
       if (extra == kNoExpr && min_p == n) {
         for (auto& p : props) p.required = true;
@@ -1468,7 +1483,6 @@ class Converter {
       if (max_p < nreq) return Never();
       if (!(extra == kNoExpr && max_p >= n)) Unsupported("maxProperties", m.max_props_ptr, "with declared optional properties");
     }
-    if (o_.any_order && n > 1) return AnyOrderObject(props, extra, depth);
     // Ordered: Tail(i) = X [sep kv_i] Tail(i+1); X = (sep extra)*.
     auto X = [&]() { return g_.AddRepeat(g_.AddSequence({ItemSep(depth), extra}), 0, kUnbounded); };
     std::vector<ExprId> tails(n + 1);
@@ -1499,35 +1513,33 @@ class Converter {
     return nreq == 0 ? g_.AddChoice({Empty('{', '}'), ne}) : ne;
   }
 
+  // Properties in any order, each at most once, required ones exactly once, additional ones
+  // (extra) any number of times; minProperties/maxProperties count them all. One AnyOrder
+  // node: the parser keeps the set of properties written, so no 2^n expansion.
   template <typename PropT>
-  ExprId AnyOrderObject(const std::vector<PropT>& props, ExprId extra, int depth) {
-    int n = static_cast<int>(props.size());
-    if (n > 10) {
-      Unsupported("properties", cur_ptr_, "any_order with more than 10 properties");
-      n = 10;
+  ExprId AnyOrderObject(const std::vector<PropT>& props, ExprId extra, int64_t min_p, int64_t max_p, int depth) {
+    int64_t nreq = 0;
+    std::vector<ExprId> children{ItemSep(depth)};
+    for (const auto& p : props) {
+      if (p.required) children.push_back(p.kv), ++nreq;
     }
-    uint32_t req_mask = 0;
-    for (int i = 0; i < n; ++i) {
-      if (props[i].required) req_mask |= 1u << i;
+    for (const auto& p : props) {
+      if (!p.required) children.push_back(p.kv);
     }
-    // S(used): what may follow once the properties in `used` were written (at least one member written).
-    std::vector<RuleId> rules(1u << n, -1);
-    for (uint32_t used = 0; used < (1u << n); ++used) rules[used] = NewRule("object_any_order");
-    for (uint32_t used = 0; used < (1u << n); ++used) {
-      std::vector<ExprId> alts;
-      for (int i = 0; i < n; ++i) {
-        if (used & (1u << i)) continue;
-        alts.push_back(g_.AddSequence({ItemSep(depth), props[i].kv, g_.AddRuleRef(rules[used | (1u << i)])}));
-      }
-      if (extra != kNoExpr) alts.push_back(g_.AddSequence({ItemSep(depth), extra, g_.AddRuleRef(rules[used])}));
-      if ((used & req_mask) == req_mask) alts.push_back(g_.AddEmpty());
-      g_.SetRuleBody(rules[used], g_.AddChoice(alts));
-    }
-    std::vector<ExprId> firsts;
-    for (int i = 0; i < n; ++i) firsts.push_back(g_.AddSequence({props[i].kv, g_.AddRuleRef(rules[1u << i])}));
-    if (extra != kNoExpr) firsts.push_back(g_.AddSequence({extra, g_.AddRuleRef(rules[0])}));
-    ExprId ne = g_.AddSequence({Open('{', depth), g_.AddChoice(firsts), Close('}', depth)});
-    return req_mask == 0 ? g_.AddChoice({Empty('{', '}'), ne}) : ne;
+    if (extra != kNoExpr) children.push_back(extra);
+    if (max_p >= 0 && max_p < nreq) return Never();
+    if (extra == kNoExpr && min_p > static_cast<int64_t>(props.size())) return Never();
+    AnyOrderSpec spec;
+    spec.num_required = static_cast<int32_t>(nreq);
+    spec.num_optional = static_cast<int32_t>(props.size() - nreq);
+    spec.num_repeated = extra == kNoExpr ? 0 : 1;
+    // The empty object is written as "{}" whatever the layout: the node here has a member.
+    spec.min_count = std::max<int64_t>(min_p, 1);
+    spec.max_count = max_p;
+    bool empty_ok = nreq == 0 && min_p <= 0;
+    if (max_p == 0) return empty_ok ? Empty('{', '}') : Never();
+    ExprId ne = g_.AddSequence({Open('{', depth), g_.AddAnyOrder(spec, children), Close('}', depth)});
+    return empty_ok ? g_.AddChoice({Empty('{', '}'), ne}) : ne;
   }
 
   const JsonValue& root_;

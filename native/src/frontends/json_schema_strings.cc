@@ -479,7 +479,8 @@ struct RegexMapper {
       case ExprKind::kRepeat: return g->AddRepeat(Map(e.children[0]), e.min, e.max);
       case ExprKind::kTagDispatch:  // regexes never produce one
       case ExprKind::kByteDfa:
-        throw Error(ErrorKind::kGrammarSemantic, "a TagDispatch or ByteDfa cannot be mapped into a JSON string");
+      case ExprKind::kAnyOrder:
+        throw Error(ErrorKind::kGrammarSemantic, "a TagDispatch, ByteDfa or AnyOrder cannot be mapped into a JSON string");
       case ExprKind::kRuleRef: {
         auto it = rules.find(e.rule);
         if (it != rules.end()) return g->AddRuleRef(it->second);

@@ -90,6 +90,7 @@ class EbnfParser {
   ExprId ParseRuleRef();
   ExprId ParseTagDispatch();
   ExprId ParseByteDfa();
+  ExprId ParseAnyOrder();
   int64_t ParseDfaNumber(int64_t max);
   std::string ParseStringBytes();
   bool ParseKeywordBool();
@@ -356,6 +357,8 @@ ExprId EbnfParser::ParseAtom() {
     if (text_.compare(pos_, kDispatch.size(), kDispatch) == 0) return ParseTagDispatch();
     static const std::string kByteDfa = "ByteDfa(";
     if (text_.compare(pos_, kByteDfa.size(), kByteDfa) == 0) return ParseByteDfa();
+    static const std::string kAnyOrder = "AnyOrder(";
+    if (text_.compare(pos_, kAnyOrder.size(), kAnyOrder) == 0) return ParseAnyOrder();
     return ParseRuleRef();
   }
   Fail("unexpected " + DescribeCharAt(pos_), pos_);
@@ -565,6 +568,70 @@ ExprId EbnfParser::ParseTagDispatch() {
   return scratch_.AddTagDispatch(std::move(spec), std::move(children));
 }
 
+// AnyOrder(separator, required=(a, ...), optional=(...), repeated=(...), min=0, max=-1); the
+// keyword arguments are optional and come in this order (the member order is the node's).
+ExprId EbnfParser::ParseAnyOrder() {
+  size_t open = pos_;
+  pos_ += std::string("AnyOrder(").size();
+  EnterNesting(open);
+  AnyOrderSpec spec;
+  std::vector<ExprId> children{ParseChoice()};
+  std::vector<ExprId> lists[3];
+  const char* kLists[3] = {"required", "optional", "repeated"};
+  int next_list = 0;
+  for (;;) {
+    SkipSpace();
+    if (Peek() == ')') break;
+    if (Peek() != ',') Fail("expected ',' or ')' in AnyOrder", pos_);
+    ++pos_;
+    SkipSpace();
+    size_t at = pos_;
+    if (!IsNameStart(Peek())) Fail("expected a keyword argument in AnyOrder", pos_);
+    pos_ = NameEnd(pos_);
+    std::string key = text_.substr(at, pos_ - at);
+    SkipSpace();
+    if (Peek() != '=') Fail("expected '=' after '" + key + "'", pos_);
+    ++pos_;
+    SkipSpace();
+    int list = -1;
+    for (int i = 0; i < 3; ++i) {
+      if (key == kLists[i]) list = i;
+    }
+    if (list >= 0) {
+      if (list < next_list) Fail("AnyOrder lists come in the order required, optional, repeated", at);
+      next_list = list + 1;
+      if (Peek() != '(') Fail("expected '(' starting a list of members", pos_);
+      ++pos_;
+      for (;;) {
+        SkipSpace();
+        if (Peek() == ')') break;
+        lists[list].push_back(ParseChoice());
+        SkipSpace();
+        if (Peek() == ',') ++pos_;
+        else if (Peek() != ')') Fail("expected ',' or ')' in a member list", pos_);
+      }
+      ++pos_;
+    } else if (key == "min" || key == "max") {
+      bool negative = Peek() == '-';
+      if (negative) ++pos_;
+      int64_t v = ParseBound();
+      if (negative && !(key == "max" && v == 1)) Fail("AnyOrder " + key + " must be a count (max may be -1)", at);
+      (key == "min" ? spec.min_count : spec.max_count) = negative ? -1 : v;
+    } else {
+      Fail("unknown AnyOrder argument '" + key + "'", at);
+    }
+  }
+  ++pos_;
+  --depth_;
+  spec.num_required = static_cast<int32_t>(lists[0].size());
+  spec.num_optional = static_cast<int32_t>(lists[1].size());
+  spec.num_repeated = static_cast<int32_t>(lists[2].size());
+  if (spec.num_members() == 0) Fail("an AnyOrder needs at least one member", open);
+  if (spec.max_count >= 0 && spec.max_count < spec.min_count) Fail("AnyOrder max is below min", open);
+  for (const auto& l : lists) children.insert(children.end(), l.begin(), l.end());
+  return scratch_.AddAnyOrder(spec, std::move(children));
+}
+
 bool EbnfParser::ParseKeywordBool() {
   SkipSpace();
   if (text_.compare(pos_, 4, "true") == 0) {
@@ -744,6 +811,7 @@ Grammar EbnfParser::BuildResult(const std::string& root_rule_name) const {
       case ExprKind::kRepeat: result.AddRepeat(e.children[0], e.min, e.max); break;
       case ExprKind::kTagDispatch: result.AddTagDispatch(*e.dispatch, e.children); break;
       case ExprKind::kByteDfa: result.AddByteDfa(*e.dfa); break;
+      case ExprKind::kAnyOrder: result.AddAnyOrder(*e.any_order, e.children); break;
     }
   }
   for (RuleId r : definition_order_) {

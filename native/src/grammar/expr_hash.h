@@ -54,6 +54,14 @@ inline void HashExprFields(const Expr& e, Hasher* h) {
       }
       break;
     }
+    case ExprKind::kAnyOrder: {
+      const AnyOrderSpec& d = *e.any_order;
+      h->Add((static_cast<uint64_t>(d.num_required) << 40) ^ (static_cast<uint64_t>(d.num_optional) << 20) ^
+             static_cast<uint64_t>(d.num_repeated));
+      h->Add(static_cast<uint64_t>(d.min_count));
+      h->Add(static_cast<uint64_t>(d.max_count));
+      break;
+    }
     case ExprKind::kEmpty:
     case ExprKind::kSequence:
     case ExprKind::kChoice:

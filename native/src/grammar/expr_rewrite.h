@@ -2,20 +2,47 @@
 // composite expression with new children.
 #pragma once
 
+#include <string>
 #include <vector>
 
 #include "xg2/grammar.h"
 
 namespace xg2 {
 
-// A new node like `e` (a sequence, choice, repeat or tag dispatch) over `children`; e's own id otherwise.
+// A new node like `e` (a sequence, choice, repeat, tag dispatch or any-order node) over `children`; e's own id otherwise.
 inline ExprId RebuildWithChildren(Grammar* g, ExprId id, const Expr& e, const std::vector<ExprId>& children) {
   switch (e.kind) {
     case ExprKind::kSequence: return g->AddSequence(children);
     case ExprKind::kChoice: return g->AddChoice(children);
     case ExprKind::kRepeat: return g->AddRepeat(children[0], e.min, e.max);
     case ExprKind::kTagDispatch: return g->AddTagDispatch(*e.dispatch, children);
+    case ExprKind::kAnyOrder: return g->AddAnyOrder(*e.any_order, children);
     default: return id;
+  }
+}
+
+// kids = the children of e mapped by fn; returns whether any changed.
+template <class Fn>
+bool MapChildren(const Expr& e, Fn&& fn, std::vector<ExprId>* kids) {
+  bool changed = false;
+  kids->clear();
+  for (ExprId c : e.children) {
+    kids->push_back(fn(c));
+    changed |= kids->back() != c;
+  }
+  return changed;
+}
+
+// Replaces the body of every rule that exists now by rewrite(body, rule name), for passes that
+// declare new rules as they go (the name is a copy: DeclareRule may move the rules).
+template <class Rewrite>
+void RewriteRuleBodies(Grammar* g, Rewrite&& rewrite) {
+  const int32_t num_rules = g->num_rules();
+  for (RuleId r = 0; r < num_rules; ++r) {
+    if (g->rule(r).body == kNoExpr) continue;
+    const std::string owner = g->rule(r).name;
+    ExprId body = rewrite(g->rule(r).body, owner);
+    if (body != g->rule(r).body) g->SetRuleBody(r, body);
   }
 }
 

@@ -154,6 +154,25 @@ ExprId Grammar::AddTagDispatch(TagDispatchSpec spec, std::vector<ExprId> childre
   return num_exprs() - 1;
 }
 
+ExprId Grammar::AddAnyOrder(AnyOrderSpec spec, std::vector<ExprId> children) {
+  if (spec.num_required < 0 || spec.num_optional < 0 || spec.num_repeated < 0 ||
+      spec.num_members() == 0 || children.size() != static_cast<size_t>(spec.num_members()) + 1) {
+    throw Error(ErrorKind::kInvalidArgument, "AnyOrder needs a separator and at least one member");
+  }
+  for (ExprId c : children) {
+    if (c < 0 || c >= num_exprs()) throw Error(ErrorKind::kInvalidArgument, "AnyOrder child id out of range");
+  }
+  if (spec.min_count < 0 || spec.max_count < -1 || (spec.max_count >= 0 && spec.max_count < spec.min_count)) {
+    throw Error(ErrorKind::kInvalidArgument, "invalid AnyOrder count bounds");
+  }
+  Expr e;
+  e.kind = ExprKind::kAnyOrder;
+  e.children = std::move(children);
+  e.any_order = std::make_shared<const AnyOrderSpec>(spec);
+  exprs_.push_back(std::move(e));
+  return num_exprs() - 1;
+}
+
 ExprId Grammar::AddByteDfa(ByteDfaSpec spec) {
   const int32_t n = spec.num_states();
   if (n == 0) throw Error(ErrorKind::kInvalidArgument, "ByteDfa needs at least one state");
@@ -243,6 +262,7 @@ RuleId ImportGrammar(Grammar* dst, const Grammar& src, const std::string& prefix
       case ExprKind::kRepeat: dst->AddRepeat(e.children[0] + base, e.min, e.max); break;
       case ExprKind::kTagDispatch: dst->AddTagDispatch(*e.dispatch, shifted(e.children)); break;
       case ExprKind::kByteDfa: dst->AddByteDfa(*e.dfa); break;
+      case ExprKind::kAnyOrder: dst->AddAnyOrder(*e.any_order, shifted(e.children)); break;
     }
   }
   for (RuleId r = 0; r < src.num_rules(); ++r) {

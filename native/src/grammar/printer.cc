@@ -241,7 +241,32 @@ class EbnfPrinter {
       case ExprKind::kByteDfa:
         AppendByteDfa(*e.dfa, out);
         return;
+      case ExprKind::kAnyOrder:
+        AppendAnyOrder(e, out);
+        return;
     }
+  }
+
+  // AnyOrder(separator, required=(...), optional=(...), repeated=(...), min=0, max=-1)
+  void AppendAnyOrder(const Expr& e, std::string* out) const {
+    const AnyOrderSpec& d = *e.any_order;
+    *out += "AnyOrder(";
+    AppendExpr(e.children[0], out);
+    size_t next = 1;
+    auto list = [&](const char* key, int32_t count) {
+      *out += ", ";
+      *out += key;
+      *out += "=(";
+      for (int32_t i = 0; i < count; ++i) {
+        if (i > 0) *out += ", ";
+        AppendExpr(e.children[next++], out);
+      }
+      *out += ")";
+    };
+    list("required", d.num_required);
+    list("optional", d.num_optional);
+    list("repeated", d.num_repeated);
+    *out += ", min=" + std::to_string(d.min_count) + ", max=" + std::to_string(d.max_count) + ")";
   }
 
   // ByteDfa(states=3, final=(2), edges=((0, 0x61, 0x7a, 1), (1, 0x30, 0x39, 2), ...)):

@@ -160,7 +160,7 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
     const auto& r = g.repeats[rep];
     for (const EarleyItem* p = parser_.row_items_begin(it->origin);
          p != parser_.row_items_end(it->origin); ++p) {
-      if (!g.is_virtual(p->state) || g.RepeatOf(p->state).rule != r.rule) continue;
+      if (!g.is_loop_state(p->state) || g.RepeatOf(p->state).rule != r.rule) continue;
       if (g.RuleEdgeTarget(p->state, rule) < 0) continue;
       const TokenMaskCache::LoopChoice choice = cache.LoopContext(p->state);
       const TokenMaskEntry* e = &cache.Get(s, choice.loop_state);
