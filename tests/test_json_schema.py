@@ -488,3 +488,25 @@ def test_not_required(compiler, schema, valid, invalid):
 ])
 def test_pattern_with_implied_length_bounds(compiler, schema, valid, invalid):
     check(compiler, schema, valid, invalid, strict_mode=False)
+
+
+@pytest.mark.parametrize("bound,valid,invalid", [
+    ({"minimum": 0}, ["1e-06", "0e5", "2.5E+3", "0"], ["-1e-06", "-2e3"]),
+    ({"exclusiveMinimum": 0}, ["1e-06", "0.001e-5"], ["0e5", "0.0e1", "-1e-06"]),
+    ({"maximum": 0}, ["-1e-06", "-0.0e3", "0"], ["1e-06", "5e2"]),
+    ({"exclusiveMaximum": 0}, ["-1e-06", "-5e2"], ["-0e3", "1e-06"]),
+])
+def test_sign_bounded_numbers_take_exponents(compiler, bound, valid, invalid):
+    """Bounds that only fix the sign keep exponent forms (json.dumps writes 1e-06), checked
+    against Python's comparison of the parsed value."""
+    g = Grammar.from_json_schema({"type": "number", **bound})
+    for text in valid:
+        assert accepts_text(compiler, g, text), text
+    for text in invalid:
+        assert not accepts_text(compiler, g, text), text
+    lo, hi = bound.get("minimum"), bound.get("maximum")
+    for text in valid:
+        v = float(text)
+        assert (lo is None or v >= lo) and (hi is None or v <= hi)
+        assert "exclusiveMinimum" not in bound or v > 0
+        assert "exclusiveMaximum" not in bound or v < 0

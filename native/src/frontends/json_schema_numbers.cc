@@ -256,11 +256,13 @@ ExprId IntegerExpr(Grammar* g, const NumBound& lo, const NumBound& hi) {
   return alts.size() == 1 ? alts[0] : g->AddChoice(alts);
 }
 
+ExprId Exponent(Grammar* g) {
+  return g->AddSequence({Cls(g, {{'E', 'E'}, {'e', 'e'}}), Opt(g, Cls(g, {{'+', '+'}, {'-', '-'}})), Digits(g, 1, kUnbounded)});
+}
+
 ExprId NumberExpr(Grammar* g, const NumBound& lo, const NumBound& hi) {
   if (!lo.present && !hi.present) {
-    return g->AddSequence({Opt(g, Lit(g, "-")), UnsignedRange(g, 0, kInf), FracAny(g),
-                           Opt(g, g->AddSequence({Cls(g, {{'E', 'E'}, {'e', 'e'}}), Opt(g, Cls(g, {{'+', '+'}, {'-', '-'}})),
-                                                  Digits(g, 1, kUnbounded)}))});
+    return g->AddSequence({Opt(g, Lit(g, "-")), UnsignedRange(g, 0, kInf), FracAny(g), Opt(g, Exponent(g))});
   }
   const char* lo_kw = lo.exclusive ? "exclusiveMinimum" : "minimum";
   const char* hi_kw = hi.exclusive ? "exclusiveMaximum" : "maximum";
@@ -301,6 +303,20 @@ ExprId NumberExpr(Grammar* g, const NumBound& lo, const NumBound& hi) {
     }
     ExprId e = MagnitudeExpr(g, l, h, hi.present ? hi_kw : lo_kw);
     if (e != kNoExpr) alts.push_back(g->AddSequence({Lit(g, "-"), e}));
+  }
+  // Exponent forms (what serializers write for very small or large values, e.g. 1e-06) where
+  // the bounds only fix the sign, x >= 0, x > 0, x <= 0 or x < 0: m e k has the sign of m for
+  // every k. A strict bound needs a mantissa that is not zero.
+  auto is_zero = [](const Decimal& d) { return d.ip == 0 && d.frac.empty(); };
+  const bool lo_zero = lo.present && is_zero(dlo) && !hi.present;
+  const bool hi_zero = hi.present && is_zero(dhi) && !lo.present;
+  if (lo_zero || hi_zero) {
+    const bool strict = lo_zero ? lo.exclusive : hi.exclusive;
+    ExprId mantissa = strict ? g->AddChoice({g->AddSequence({UnsignedRange(g, 1, kInf), FracAny(g)}),
+                                             g->AddSequence({Lit(g, "0."), NonzeroDigits(g)})})
+                             : g->AddSequence({UnsignedRange(g, 0, kInf), FracAny(g)});
+    ExprId e = g->AddSequence({mantissa, Exponent(g)});
+    alts.push_back(lo_zero ? e : g->AddSequence({Lit(g, "-"), e}));
   }
   if (alts.empty()) return Never(g);
   return alts.size() == 1 ? alts[0] : g->AddChoice(alts);
