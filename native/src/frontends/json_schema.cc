@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <unordered_map>
 
@@ -27,21 +29,6 @@ namespace {
 constexpr int64_t kMaxPatternDfaStates = 20000;
 
 using namespace jsonschema;
-
-bool IsAnnotation(const std::string& k) {
-  static const std::set<std::string> kAnn = {
-      "title", "description", "examples", "example", "default", "$comment", "$schema", "$id", "id", "deprecated",
-      "readOnly", "writeOnly", "$defs", "definitions", "$anchor", "$dynamicAnchor", "$vocabulary", "contentEncoding",
-      "contentMediaType", "discriminator", "nullable_annotation", "markdownDescription", "errorMessage"};
-  return kAnn.count(k) > 0;
-}
-
-bool IsKnownUnsupported(const std::string& k) {
-  static const std::set<std::string> kUn = {"if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies",
-                                            "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef",
-                                            "contentSchema", "minContains", "maxContains"};
-  return kUn.count(k) > 0;
-}
 
 std::string Show(const std::string& ptr) { return ptr.empty() ? "(root)" : ptr; }
 
@@ -294,6 +281,15 @@ class Converter {
         }
         continue;
       }
+      if (k == "dependentRequired" || k == "dependentSchemas" || k == "dependencies") {
+        MergeDependencies(m, v, kp, k);
+        continue;
+      }
+      if (k == "if") {
+        MergeCondition(m, s, P);
+        continue;
+      }
+      if (k == "then" || k == "else") continue;  // read with "if"; without one they assert nothing
       if (IsKnownUnsupported(k)) {
         if (k == "unevaluatedProperties" && v.is_bool() && v.as_bool()) continue;
         if (k == "unevaluatedItems" && v.is_bool() && v.as_bool()) continue;
@@ -552,6 +548,73 @@ class Converter {
     Unsupported("not", at);
   }
 
+  // A schema made here (kept for the converter's lifetime, once per source node so that
+  // recursion through it meets the same pointers and the rule cache).
+  const JsonValue* Synthesized(const void* source, int which, const std::function<JsonValue()>& make) {
+    auto key = std::make_pair(source, which);
+    auto it = synth_cache_.find(key);
+    if (it != synth_cache_.end()) return it->second;
+    synth_.push_back(std::make_unique<JsonValue>(make()));
+    synth_cache_[key] = synth_.back().get();
+    return synth_.back().get();
+  }
+
+  // dependentRequired / dependentSchemas / draft-7 dependencies: for each named property the
+  // object either lacks it or has it together with the required names or the dependent schema,
+  // merged as anyOf [{"properties": {p: false}}, {"required": [p, ...], "allOf": [schema]}].
+  void MergeDependencies(Merged* m, const JsonValue& v, const std::string& kp, const std::string& k) {
+    if (!v.is_object()) Invalid(kp, "'" + k + "' must be an object");
+    m->constrained = true;
+    for (const auto& dm : v.members()) {
+      const std::string dp = kp + "/" + JsonPointerEscape(dm.first);
+      const JsonValue& dep = dm.second;
+      const bool names = dep.is_array();
+      if (k == "dependentRequired" && !names) Invalid(dp, "'dependentRequired' values must be arrays of names");
+      if (k == "dependentSchemas" && names) Invalid(dp, "'dependentSchemas' values must be schemas");
+      if (!names && !dep.is_object() && !dep.is_bool()) Invalid(dp, "a dependency must be an array of names or a schema");
+      const JsonValue* alts = Synthesized(&dep, 0, [&]() {
+        std::vector<JsonValue> required{JsonValue::String(dm.first)};
+        if (names) {
+          for (const auto& n : dep.items()) {
+            if (!n.is_string()) Invalid(dp, "a dependency must list property names");
+            required.push_back(n);
+          }
+        }
+        std::vector<std::pair<std::string, JsonValue>> present{{"required", JsonValue::Array(std::move(required))}};
+        if (!names) present.push_back({"allOf", JsonValue::Array({dep})});
+        return JsonValue::Array({JsonValue::Object({{"properties", JsonValue::Object({{dm.first, JsonValue::Bool(false)}})}}),
+                                 JsonValue::Object(std::move(present))});
+      });
+      m->any_of.push_back({Ref{&alts->items()[0], dp}, Ref{&alts->items()[1], dp}});
+      m->any_of_at.push_back(kp);
+      m->any_of_exclusive.push_back(false);
+    }
+  }
+
+  // if/then/else as anyOf [{"allOf": [if, then]}, {"allOf": [not if, else]}], when the
+  // condition has an exact negation (see Negate); a missing branch is `true`.
+  void MergeCondition(Merged* m, const JsonValue& s, const std::string& P) {
+    const JsonValue* cond = s.Find("if");
+    const JsonValue* then_v = s.Find("then");
+    const JsonValue* else_v = s.Find("else");
+    if (!then_v && !else_v) return;  // a condition alone asserts nothing
+    std::optional<JsonValue> negated = Negate(*cond, P + "/if", 0);
+    if (!negated) {
+      Unsupported("if", P, "a condition whose negation has no exact form");
+      return;
+    }
+    m->constrained = true;
+    const JsonValue* alts = Synthesized(&s, 1, [&]() {
+      JsonValue yes = then_v ? *then_v : JsonValue::Bool(true);
+      JsonValue no = else_v ? *else_v : JsonValue::Bool(true);
+      return JsonValue::Array({JsonValue::Object({{"allOf", JsonValue::Array({*cond, std::move(yes)})}}),
+                               JsonValue::Object({{"allOf", JsonValue::Array({std::move(*negated), std::move(no)})}})});
+    });
+    m->any_of.push_back({Ref{&alts->items()[0], P + "/then"}, Ref{&alts->items()[1], P + "/else"}});
+    m->any_of_at.push_back(P);
+    m->any_of_exclusive.push_back(false);
+  }
+
   // `not S` for other shapes: S rewritten into an equivalent positive schema (De Morgan over
   // combinators and independent keywords, each keyword's complement within the type it applies
   // to), merged in place of the `not`. Leaves the rewrite produces as {"not": ...} are shapes
@@ -580,155 +643,11 @@ class Converter {
     return true;
   }
 
-  static JsonValue NotOf(JsonValue v) { return JsonValue::Object({{"not", std::move(v)}}); }
-  static JsonValue IntValue(int64_t x) { return JsonValue::Number(static_cast<double>(x), std::to_string(x)); }
-  static JsonValue TypeIs(const char* t, std::vector<std::pair<std::string, JsonValue>> rest) {
-    rest.insert(rest.begin(), std::make_pair(std::string("type"), JsonValue::String(t)));
-    return JsonValue::Object(std::move(rest));
-  }
-
   std::optional<JsonValue> Negate(const JsonValue& s, const std::string& ptr, int guard) {
-    if (guard > 16) return std::nullopt;
-    if (s.is_bool()) return JsonValue::Bool(!s.as_bool());
-    if (!s.is_object()) return std::nullopt;
-    bool ref_only = ref_overrides_siblings_ && s.Find("$ref") != nullptr;
-    // Keywords that only mean something together form one group; groups are independent.
-    auto group_of = [&](const std::string& k) -> std::string {
-      if (k == "properties" || k == "patternProperties" || k == "additionalProperties") return "properties";
-      if (k == "items" || k == "additionalItems" || k == "prefixItems") return "items";
-      if (k == "contains" || k == "minContains" || k == "maxContains") return "contains";
-      if (k == "if" || k == "then" || k == "else") return "if";
-      const JsonValue* em = s.Find("exclusiveMinimum");
-      if ((k == "minimum" || k == "exclusiveMinimum") && em && em->is_bool()) return "minimum";
-      const JsonValue* eM = s.Find("exclusiveMaximum");
-      if ((k == "maximum" || k == "exclusiveMaximum") && eM && eM->is_bool()) return "maximum";
-      return k;
-    };
-    static const std::set<std::string> kKnown = {
-        "$ref", "not", "allOf", "anyOf", "oneOf", "type", "enum", "const", "minLength", "maxLength", "pattern", "format",
-        "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "prefixItems", "items",
-        "additionalItems", "minItems", "maxItems", "contains", "uniqueItems", "properties", "required",
-        "additionalProperties", "patternProperties", "propertyNames", "minProperties", "maxProperties"};
-    std::vector<std::pair<std::string, std::vector<std::pair<std::string, JsonValue>>>> groups;
-    for (const auto& kv : s.members()) {
-      const std::string& k = kv.first;
-      if (IsAnnotation(k)) continue;
-      if (ref_only && k != "$ref") continue;
-      if ((k == "unevaluatedProperties" || k == "unevaluatedItems") && kv.second.is_bool() && kv.second.as_bool()) continue;
-      if (IsKnownUnsupported(k)) return std::nullopt;
-      if (!kKnown.count(k)) continue;  // ignored keywords: always satisfied
-      if (k == "uniqueItems" && kv.second.is_bool() && !kv.second.as_bool()) continue;
-      std::string g = group_of(k);
-      auto gi = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == g; });
-      if (gi == groups.end()) {
-        groups.push_back({g, {}});
-        gi = groups.end() - 1;
-      }
-      gi->second.push_back({k, kv.second});
-    }
-    if (groups.empty()) return JsonValue::Bool(false);
-    if (groups.size() > 1) {
-      // not (A and B) = (not A) or (not B); each part is checked when it is merged.
-      std::vector<JsonValue> alts;
-      for (auto& g : groups) {
-        if (!Negate(JsonValue::Object(g.second), ptr, guard + 1)) return std::nullopt;
-        alts.push_back(NotOf(JsonValue::Object(std::move(g.second))));
-      }
-      return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(alts))}});
-    }
-    auto& members = groups[0].second;
-    const std::string& k = members[0].first;
-    const JsonValue& v = members[0].second;
-    auto find = [&](const char* name) -> const JsonValue* {
-      for (const auto& x : members) {
-        if (x.first == name) return &x.second;
-      }
-      return nullptr;
-    };
-    auto count_bound = [&](const char* type, const char* other, bool is_min) -> std::optional<JsonValue> {
-      if (!v.is_number() || v.as_number() < 0 || v.as_number() != std::floor(v.as_number())) return std::nullopt;
-      auto n = static_cast<int64_t>(v.as_number());
-      if (is_min && n == 0) return JsonValue::Bool(false);
-      return TypeIs(type, {{other, IntValue(is_min ? n - 1 : n + 1)}});
-    };
-    if (groups[0].first == "minimum" || groups[0].first == "maximum") {
-      bool is_min = groups[0].first == "minimum";
-      const JsonValue* b = find(is_min ? "minimum" : "maximum");
-      const JsonValue* ex = find(is_min ? "exclusiveMinimum" : "exclusiveMaximum");
-      if (b == nullptr) return JsonValue::Bool(false);  // a boolean exclusive bound alone asserts nothing
-      if (!b->is_number()) return std::nullopt;
-      bool exclusive = ex && ex->as_bool();
-      const char* kw = is_min ? (exclusive ? "maximum" : "exclusiveMaximum") : (exclusive ? "minimum" : "exclusiveMinimum");
-      return TypeIs("number", {{kw, *b}});
-    }
-    if (k == "$ref") {
-      if (!v.is_string()) return std::nullopt;
-      Ref t = Resolve(v.as_string(), ptr);
-      if (t.v == nullptr) return std::nullopt;
-      return Negate(*t.v, t.ptr, guard + 1);
-    }
-    if (k == "not") return v;
-    if (k == "allOf" || k == "anyOf" || k == "oneOf") {
-      if (!v.is_array() || v.items().empty()) return std::nullopt;
-      const auto& xs = v.items();
-      std::vector<JsonValue> negs;
-      for (const auto& x : xs) negs.push_back(NotOf(x));
-      if (k == "allOf") return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(negs))}});
-      if (k == "anyOf") return JsonValue::Object({{"allOf", JsonValue::Array(std::move(negs))}});
-      if (xs.size() == 1) return negs[0];
-      if (xs.size() > 6) return std::nullopt;
-      // Not exactly one: none, or some two at once.
-      std::vector<JsonValue> alts{JsonValue::Object({{"allOf", JsonValue::Array(std::move(negs))}})};
-      for (size_t i = 0; i < xs.size(); ++i) {
-        for (size_t j = i + 1; j < xs.size(); ++j) alts.push_back(JsonValue::Object({{"allOf", JsonValue::Array({xs[i], xs[j]})}}));
-      }
-      return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(alts))}});
-    }
-    if (k == "type" || k == "enum" || k == "const" || k == "pattern") return NotOf(JsonValue::Object({{k, v}}));
-    if (k == "required") {
-      if (!v.is_array()) return std::nullopt;
-      if (v.items().empty()) return JsonValue::Bool(false);
-      std::vector<JsonValue> alts;
-      for (const auto& x : v.items()) {
-        if (!x.is_string()) return std::nullopt;
-        alts.push_back(NotOf(JsonValue::Object({{"required", JsonValue::Array({x})}})));
-      }
-      if (alts.size() == 1) return alts[0];
-      return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(alts))}});
-    }
-    if (k == "minLength") return count_bound("string", "maxLength", true);
-    if (k == "maxLength") return count_bound("string", "minLength", false);
-    if (k == "minItems") return count_bound("array", "maxItems", true);
-    if (k == "maxItems") return count_bound("array", "minItems", false);
-    if (k == "minProperties") return count_bound("object", "maxProperties", true);
-    if (k == "maxProperties") return count_bound("object", "minProperties", false);
-    if (k == "minimum" || k == "exclusiveMinimum" || k == "maximum" || k == "exclusiveMaximum") {
-      if (!v.is_number()) return std::nullopt;
-      const char* kw = k == "minimum" ? "exclusiveMaximum" : k == "exclusiveMinimum" ? "maximum" : k == "maximum" ? "exclusiveMinimum" : "minimum";
-      return TypeIs("number", {{kw, v}});
-    }
-    if (groups[0].first == "items") {
-      if (members.size() != 1 || k != "items" || v.is_array()) return std::nullopt;
-      if (v.is_bool() && v.as_bool()) return JsonValue::Bool(false);
-      return TypeIs("array", {{"contains", NotOf(v)}});
-    }
-    if (groups[0].first == "contains") {
-      if (members.size() != 1) return std::nullopt;
-      return TypeIs("array", {{"items", NotOf(v)}});
-    }
-    if (groups[0].first == "properties") {
-      if (members.size() != 1 || k != "properties" || !v.is_object()) return std::nullopt;
-      std::vector<JsonValue> alts;
-      for (const auto& pm : v.members()) {
-        if (pm.second.is_bool() && pm.second.as_bool()) continue;
-        alts.push_back(TypeIs("object", {{"required", JsonValue::Array({JsonValue::String(pm.first)})},
-                                         {"properties", JsonValue::Object({{pm.first, NotOf(pm.second)}})}}));
-      }
-      if (alts.empty()) return JsonValue::Bool(false);
-      if (alts.size() == 1) return alts[0];
-      return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(alts))}});
-    }
-    return std::nullopt;
+    return NegateSchema(s, ptr, ref_overrides_siblings_, [this](const std::string& ref, const std::string& at) {
+      Ref t = Resolve(ref, at);
+      return std::make_pair(t.v, t.ptr);
+    }, guard);
   }
 
   // ------------------------------------------------------------------ lowering
@@ -1552,7 +1471,8 @@ class Converter {
   std::vector<const JsonValue*> merging_;
   std::vector<std::unique_ptr<JsonValue>> pattern_keys_;
   std::vector<JsonValue> not_values_;
-  std::vector<std::unique_ptr<JsonValue>> synth_;  // positive forms of `not` schemas
+  std::vector<std::unique_ptr<JsonValue>> synth_;  // positive forms of `not`, dependencies, conditions
+  std::map<std::pair<const void*, int>, const JsonValue*> synth_cache_;
   std::map<const JsonValue*, const JsonValue*> neg_cache_;
   int neg_depth_ = 0;
   std::string cur_ptr_;

@@ -1,4 +1,4 @@
-// Helpers shared by the JSON Schema front end's files (strings/formats and numbers).
+// Helpers shared by the JSON Schema front end's files (keywords/negation, strings/formats and numbers).
 #pragma once
 
 #include <algorithm>
@@ -19,6 +19,21 @@ struct UnsupportedKeyword {
   std::string keyword;
   std::string detail;
 };
+
+// --- keywords and negation (json_schema_negation.cc) ---
+// Keywords that assert nothing (titles, descriptions, $defs, ...).
+bool IsAnnotation(const std::string& k);
+// Keywords the converter cannot enforce in general (some shapes are handled before asking).
+bool IsKnownUnsupported(const std::string& k);
+// Resolves a $ref seen at JSON pointer `at` to (schema, its pointer); may throw for a bad ref.
+using RefResolver = std::function<std::pair<const JsonValue*, std::string>(const std::string& ref, const std::string& at)>;
+// `not s` as an equivalent positive schema: De Morgan over combinators and independent keyword
+// groups, each keyword's complement within the type it applies to. Leaves it produces as
+// {"not": ...} are shapes the converter handles directly (type, enum/const, pattern, one
+// required name). nullopt when some part has no exact positive form. With
+// ref_overrides_siblings (drafts 3-7), keywords beside $ref are ignored.
+std::optional<JsonValue> NegateSchema(const JsonValue& s, const std::string& ptr, bool ref_overrides_siblings,
+                                      const RefResolver& resolve, int guard = 0);
 
 // --- strings (json_schema_strings.cc) ---
 ExprId Lit(Grammar* g, const std::string& bytes);

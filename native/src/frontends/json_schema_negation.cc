@@ -1,0 +1,182 @@
+// Keyword classes and `not S` rewritten into an equivalent positive schema (see NegateSchema).
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "frontends/json_schema_internal.h"
+
+namespace xg2::jsonschema {
+namespace {
+
+JsonValue NotOf(JsonValue v) { return JsonValue::Object({{"not", std::move(v)}}); }
+JsonValue IntValue(int64_t x) { return JsonValue::Number(static_cast<double>(x), std::to_string(x)); }
+
+JsonValue TypeIs(const char* t, std::vector<std::pair<std::string, JsonValue>> rest) {
+  rest.insert(rest.begin(), std::make_pair(std::string("type"), JsonValue::String(t)));
+  return JsonValue::Object(std::move(rest));
+}
+
+}  // namespace
+
+bool IsAnnotation(const std::string& k) {
+  static const std::set<std::string> kAnn = {
+      "title", "description", "examples", "example", "default", "$comment", "$schema", "$id", "id", "deprecated",
+      "readOnly", "writeOnly", "$defs", "definitions", "$anchor", "$dynamicAnchor", "$vocabulary", "contentEncoding",
+      "contentMediaType", "discriminator", "nullable_annotation", "markdownDescription", "errorMessage"};
+  return kAnn.count(k) > 0;
+}
+
+bool IsKnownUnsupported(const std::string& k) {
+  static const std::set<std::string> kUn = {"if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies",
+                                            "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef",
+                                            "contentSchema", "minContains", "maxContains"};
+  return kUn.count(k) > 0;
+}
+
+std::optional<JsonValue> NegateSchema(const JsonValue& s, const std::string& ptr, bool ref_overrides_siblings,
+                                    const RefResolver& resolve, int guard) {
+  if (guard > 16) return std::nullopt;
+  if (s.is_bool()) return JsonValue::Bool(!s.as_bool());
+  if (!s.is_object()) return std::nullopt;
+  bool ref_only = ref_overrides_siblings && s.Find("$ref") != nullptr;
+  // Keywords that only mean something together form one group; groups are independent.
+  auto group_of = [&](const std::string& k) -> std::string {
+    if (k == "properties" || k == "patternProperties" || k == "additionalProperties") return "properties";
+    if (k == "items" || k == "additionalItems" || k == "prefixItems") return "items";
+    if (k == "contains" || k == "minContains" || k == "maxContains") return "contains";
+    if (k == "if" || k == "then" || k == "else") return "if";
+    const JsonValue* em = s.Find("exclusiveMinimum");
+    if ((k == "minimum" || k == "exclusiveMinimum") && em && em->is_bool()) return "minimum";
+    const JsonValue* eM = s.Find("exclusiveMaximum");
+    if ((k == "maximum" || k == "exclusiveMaximum") && eM && eM->is_bool()) return "maximum";
+    return k;
+  };
+  static const std::set<std::string> kKnown = {
+      "$ref", "not", "allOf", "anyOf", "oneOf", "type", "enum", "const", "minLength", "maxLength", "pattern", "format",
+      "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "prefixItems", "items",
+      "additionalItems", "minItems", "maxItems", "contains", "uniqueItems", "properties", "required",
+      "additionalProperties", "patternProperties", "propertyNames", "minProperties", "maxProperties"};
+  std::vector<std::pair<std::string, std::vector<std::pair<std::string, JsonValue>>>> groups;
+  for (const auto& kv : s.members()) {
+    const std::string& k = kv.first;
+    if (IsAnnotation(k)) continue;
+    if (ref_only && k != "$ref") continue;
+    if ((k == "unevaluatedProperties" || k == "unevaluatedItems") && kv.second.is_bool() && kv.second.as_bool()) continue;
+    if (IsKnownUnsupported(k)) return std::nullopt;
+    if (!kKnown.count(k)) continue;  // ignored keywords: always satisfied
+    if (k == "uniqueItems" && kv.second.is_bool() && !kv.second.as_bool()) continue;
+    std::string g = group_of(k);
+    auto gi = std::find_if(groups.begin(), groups.end(), [&](const auto& x) { return x.first == g; });
+    if (gi == groups.end()) {
+      groups.push_back({g, {}});
+      gi = groups.end() - 1;
+    }
+    gi->second.push_back({k, kv.second});
+  }
+  if (groups.empty()) return JsonValue::Bool(false);
+  if (groups.size() > 1) {
+    // not (A and B) = (not A) or (not B); each part is checked when it is merged.
+    std::vector<JsonValue> alts;
+    for (auto& g : groups) {
+      if (!NegateSchema(JsonValue::Object(g.second), ptr, ref_overrides_siblings, resolve, guard + 1)) return std::nullopt;
+      alts.push_back(NotOf(JsonValue::Object(std::move(g.second))));
+    }
+    return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(alts))}});
+  }
+  auto& members = groups[0].second;
+  const std::string& k = members[0].first;
+  const JsonValue& v = members[0].second;
+  auto find = [&](const char* name) -> const JsonValue* {
+    for (const auto& x : members) {
+      if (x.first == name) return &x.second;
+    }
+    return nullptr;
+  };
+  auto count_bound = [&](const char* type, const char* other, bool is_min) -> std::optional<JsonValue> {
+    if (!v.is_number() || v.as_number() < 0 || v.as_number() != std::floor(v.as_number())) return std::nullopt;
+    auto n = static_cast<int64_t>(v.as_number());
+    if (is_min && n == 0) return JsonValue::Bool(false);
+    return TypeIs(type, {{other, IntValue(is_min ? n - 1 : n + 1)}});
+  };
+  if (groups[0].first == "minimum" || groups[0].first == "maximum") {
+    bool is_min = groups[0].first == "minimum";
+    const JsonValue* b = find(is_min ? "minimum" : "maximum");
+    const JsonValue* ex = find(is_min ? "exclusiveMinimum" : "exclusiveMaximum");
+    if (b == nullptr) return JsonValue::Bool(false);  // a boolean exclusive bound alone asserts nothing
+    if (!b->is_number()) return std::nullopt;
+    bool exclusive = ex && ex->as_bool();
+    const char* kw = is_min ? (exclusive ? "maximum" : "exclusiveMaximum") : (exclusive ? "minimum" : "exclusiveMinimum");
+    return TypeIs("number", {{kw, *b}});
+  }
+  if (k == "$ref") {
+    if (!v.is_string()) return std::nullopt;
+    auto [target, target_ptr] = resolve(v.as_string(), ptr);
+    if (target == nullptr) return std::nullopt;
+    return NegateSchema(*target, target_ptr, ref_overrides_siblings, resolve, guard + 1);
+  }
+  if (k == "not") return v;
+  if (k == "allOf" || k == "anyOf" || k == "oneOf") {
+    if (!v.is_array() || v.items().empty()) return std::nullopt;
+    const auto& xs = v.items();
+    std::vector<JsonValue> negs;
+    for (const auto& x : xs) negs.push_back(NotOf(x));
+    if (k == "allOf") return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(negs))}});
+    if (k == "anyOf") return JsonValue::Object({{"allOf", JsonValue::Array(std::move(negs))}});
+    if (xs.size() == 1) return negs[0];
+    if (xs.size() > 6) return std::nullopt;
+    // Not exactly one: none, or some two at once.
+    std::vector<JsonValue> alts{JsonValue::Object({{"allOf", JsonValue::Array(std::move(negs))}})};
+    for (size_t i = 0; i < xs.size(); ++i) {
+      for (size_t j = i + 1; j < xs.size(); ++j) alts.push_back(JsonValue::Object({{"allOf", JsonValue::Array({xs[i], xs[j]})}}));
+    }
+    return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(alts))}});
+  }
+  if (k == "type" || k == "enum" || k == "const" || k == "pattern") return NotOf(JsonValue::Object({{k, v}}));
+  if (k == "required") {
+    if (!v.is_array()) return std::nullopt;
+    if (v.items().empty()) return JsonValue::Bool(false);
+    std::vector<JsonValue> alts;
+    for (const auto& x : v.items()) {
+      if (!x.is_string()) return std::nullopt;
+      alts.push_back(NotOf(JsonValue::Object({{"required", JsonValue::Array({x})}})));
+    }
+    if (alts.size() == 1) return alts[0];
+    return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(alts))}});
+  }
+  if (k == "minLength") return count_bound("string", "maxLength", true);
+  if (k == "maxLength") return count_bound("string", "minLength", false);
+  if (k == "minItems") return count_bound("array", "maxItems", true);
+  if (k == "maxItems") return count_bound("array", "minItems", false);
+  if (k == "minProperties") return count_bound("object", "maxProperties", true);
+  if (k == "maxProperties") return count_bound("object", "minProperties", false);
+  if (k == "minimum" || k == "exclusiveMinimum" || k == "maximum" || k == "exclusiveMaximum") {
+    if (!v.is_number()) return std::nullopt;
+    const char* kw = k == "minimum" ? "exclusiveMaximum" : k == "exclusiveMinimum" ? "maximum" : k == "maximum" ? "exclusiveMinimum" : "minimum";
+    return TypeIs("number", {{kw, v}});
+  }
+  if (groups[0].first == "items") {
+    if (members.size() != 1 || k != "items" || v.is_array()) return std::nullopt;
+    if (v.is_bool() && v.as_bool()) return JsonValue::Bool(false);
+    return TypeIs("array", {{"contains", NotOf(v)}});
+  }
+  if (groups[0].first == "contains") {
+    if (members.size() != 1) return std::nullopt;
+    return TypeIs("array", {{"items", NotOf(v)}});
+  }
+  if (groups[0].first == "properties") {
+    if (members.size() != 1 || k != "properties" || !v.is_object()) return std::nullopt;
+    std::vector<JsonValue> alts;
+    for (const auto& pm : v.members()) {
+      if (pm.second.is_bool() && pm.second.as_bool()) continue;
+      alts.push_back(TypeIs("object", {{"required", JsonValue::Array({JsonValue::String(pm.first)})},
+                                       {"properties", JsonValue::Object({{pm.first, NotOf(pm.second)}})}}));
+    }
+    if (alts.empty()) return JsonValue::Bool(false);
+    if (alts.size() == 1) return alts[0];
+    return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(alts))}});
+  }
+  return std::nullopt;
+}
+
+}  // namespace xg2::jsonschema
