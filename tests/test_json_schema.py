@@ -544,3 +544,26 @@ def test_dependencies_and_conditions_match_jsonschema(compiler, schema, instance
     validator = (jsonschema.Draft7Validator if "dependencies" in schema else jsonschema.Draft202012Validator)(schema)
     for inst in instances:
         assert accepts_text(compiler, g, json.dumps(inst)) == validator.is_valid(inst), (inst, str(g))
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "array", "uniqueItems": True, "items": {"enum": ["a", "b", "c"]}},
+    {"type": "array", "uniqueItems": True, "items": {"type": "boolean"}, "minItems": 1},
+    {"type": "array", "uniqueItems": True, "items": {"enum": [1, 2, "x", None]}, "maxItems": 2},
+])
+def test_unique_items_over_finite_values_match_jsonschema(compiler, schema):
+    """uniqueItems over an enum (or booleans/null) is exact: each value at most once, in any
+    order (an AnyOrder node); every array of up to 3 items from a value pool is judged as
+    jsonschema judges it."""
+    import itertools
+
+    import jsonschema
+
+    g = Grammar.from_json_schema(schema)
+    validator = jsonschema.Draft202012Validator(schema)
+    pool = ["a", "b", True, False, 1, "x", None]
+    for k in range(4):
+        for inst in itertools.product(pool, repeat=k):
+            assert accepts_text(compiler, g, json.dumps(list(inst))) == validator.is_valid(list(inst)), inst
+    with pytest.raises(UnsupportedSchemaError, match="uniqueItems"):
+        Grammar.from_json_schema({"type": "array", "uniqueItems": True, "items": {"type": "string"}})

@@ -392,7 +392,10 @@ class Converter {
       } else if (k == "contains") {
         m->contains.push_back(Ref{&v, kp});
       } else if (k == "uniqueItems") {
-        if (v.is_bool() && v.as_bool()) Unsupported(k, P);
+        if (v.is_bool() && v.as_bool() && !m->unique_items) {
+          m->unique_items = true;
+          m->unique_items_ptr = P;
+        }
       } else if (k == "properties") {
         if (!v.is_object()) Invalid(kp, "'properties' must be an object");
         for (const auto& pm : v.members()) {
@@ -832,14 +835,59 @@ class Converter {
     return out;
   }
 
-  ExprId EnumExpr(const Merged& m, int depth) {
-    std::vector<ExprId> alts;
+  // The enum values the merged types allow.
+  static std::vector<const JsonValue*> EnumValues(const Merged& m) {
+    std::vector<const JsonValue*> out;
     for (const auto& v : m.enum_values) {
       uint8_t t = v.is_null() ? kNull : v.is_bool() ? kBool : v.is_number() ? (v.is_integer() ? kInt : kNum) : v.is_string() ? kStr : v.is_array() ? kArr : kObj;
       if (t == kInt ? !(m.types & (kInt | kNum)) : !(m.types & t)) continue;
-      alts.push_back(LiteralExpr(v, depth));
+      out.push_back(&v);
     }
+    return out;
+  }
+
+  ExprId EnumExpr(const Merged& m, int depth) {
+    std::vector<ExprId> alts;
+    for (const JsonValue* v : EnumValues(m)) alts.push_back(LiteralExpr(*v, depth));
     return g_.AddChoice(alts);
+  }
+
+  // uniqueItems over items with finitely many values (an enum, booleans, null): each value at
+  // most once in any order, counted by minItems/maxItems; an AnyOrder node. kNoExpr (after
+  // reporting) for items with infinitely many values, or with prefixItems/contains.
+  ExprId UniqueArrayExpr(const Merged& m, const std::vector<Ref>& items, int depth) {
+    if (m.has_prefix || !m.contains.empty()) {
+      Unsupported("uniqueItems", m.unique_items_ptr, "together with prefixItems or contains");
+      return kNoExpr;
+    }
+    Merged im;
+    for (const auto& r : items) MergeInto(&im, r, 0);
+    std::vector<JsonValue> values;
+    if (im.is_false) {
+      // no item can be written
+    } else if (im.has_enum && im.any_of.empty()) {
+      for (const JsonValue* v : EnumValues(im)) {
+        if (std::find(values.begin(), values.end(), *v) == values.end()) values.push_back(*v);
+      }
+    } else if (im.any_of.empty() && (im.types & ~(kBool | kNull)) == 0) {
+      // Other keywords do not apply to booleans and null.
+      if (im.types & kNull) values.push_back(JsonValue());
+      if (im.types & kBool) values.push_back(JsonValue::Bool(false)), values.push_back(JsonValue::Bool(true));
+    } else {
+      Unsupported("uniqueItems", m.unique_items_ptr, "items with more than an enum of values");
+      return kNoExpr;
+    }
+    int64_t max = m.max_items >= 0 ? std::min<int64_t>(m.max_items, values.size()) : static_cast<int64_t>(values.size());
+    if (m.min_items > max) return Never();
+    if (max == 0) return Empty('[', ']');
+    AnyOrderSpec spec;
+    spec.num_optional = static_cast<int32_t>(values.size());
+    spec.min_count = std::max<int64_t>(m.min_items, 1);
+    spec.max_count = max;
+    std::vector<ExprId> children{ItemSep(depth)};
+    for (const auto& v : values) children.push_back(LiteralExpr(v, depth + 1));
+    ExprId ne = g_.AddSequence({Open('[', depth), g_.AddAnyOrder(spec, children), Close(']', depth)});
+    return m.min_items == 0 ? g_.AddChoice({Empty('[', ']'), ne}) : ne;
   }
 
   ExprId LiteralExpr(const JsonValue& v, int depth) {
@@ -1140,6 +1188,10 @@ class Converter {
       if (o_.strict_mode && m.has_prefix) extra_allowed = false;
       static const JsonValue kTrue = JsonValue::Bool(true);
       items = {Ref{&kTrue, "/true"}};
+    }
+    if (m.unique_items && !(m.max_items >= 0 && m.max_items <= 1)) {
+      ExprId unique = UniqueArrayExpr(m, items, depth);
+      if (unique != kNoExpr) return unique;  // else reported; on "warn" uniqueness is not enforced
     }
     ExprId item = extra_allowed ? ValueRef(items, d1) : kNoExpr;
     int64_t p = m.has_prefix ? static_cast<int64_t>(m.prefix.size()) : 0;

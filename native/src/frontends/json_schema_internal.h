@@ -130,6 +130,8 @@ struct Merged {
   std::vector<Ref> items_all;
   int64_t min_items = 0, max_items = -1;
   std::vector<Ref> contains;
+  bool unique_items = false;
+  std::string unique_items_ptr;
   // objects
   std::vector<std::pair<std::string, std::vector<Ref>>> props;
   std::vector<std::string> required;  // in the order listed (undeclared ones are emitted so)
