@@ -383,6 +383,34 @@ def test_escaped_keys_are_not_additional(compiler):
     assert accepts_text(compiler, g, '{"foo\\u0001bar": 1}')
 
 
+def test_additional_keys_exclude_declared_names_randomly(compiler):
+    """Key exclusion (an automaton: string contents minus the declared names' spellings) on
+    random names over an alphabet with escapes, prefixes and non-ASCII: a declared name must
+    take its declared value, any other key the additional one (jsonschema decides)."""
+    import random
+
+    import jsonschema
+
+    rng = random.Random(7)
+    alphabet = ["a", "b", "/", '"', "\\", "\n", "\u0001", "é", "😀"]
+    for _ in range(6):
+        names = sorted({"".join(rng.choice(alphabet) for _ in range(rng.randint(1, 4))) for _ in range(12)})
+        schema = {"type": "object", "properties": {n: {"type": "string"} for n in names},
+                  "additionalProperties": {"type": "integer"}}
+        g = Grammar.from_json_schema(schema, any_order=True)
+        validator = jsonschema.Draft202012Validator(schema)
+        keys = names + [n[:-1] for n in names] + [n + rng.choice(alphabet) for n in names] + [""]
+        for k in keys:
+            for value in (1, "s"):
+                inst = {k: value}
+                assert accepts_text(compiler, g, json.dumps(inst, ensure_ascii=False)) == validator.is_valid(inst), inst
+        # "\/" spells "/" too: a declared name written that way is still that name.
+        for n in names:
+            if "/" in n:
+                text = '{"' + json.dumps(n, ensure_ascii=False)[1:-1].replace("/", "\\/") + '": 1}'
+                assert not accepts_text(compiler, g, text), text
+
+
 def test_draft7_ref_overrides_siblings(compiler):
     schema = {"$schema": "http://json-schema.org/draft-07/schema#",
               "definitions": {"reffed": {"type": "array"}},

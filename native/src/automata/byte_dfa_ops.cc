@@ -235,17 +235,38 @@ ByteDfaProduct ProductWithParts(const ByteDfaSpec& universe, const std::vector<B
     return it->second;
   };
   id_of(std::vector<int32_t>(parts.size() + 1, 0));
+  std::vector<int> cuts;
   for (size_t i = 0; i < tuples.size(); ++i) {
     std::vector<ByteDfaEdge> edges;
+    // Within a universe edge the tuple only changes where some part's edge begins or ends:
+    // one step per such segment rather than per byte.
+    cuts.clear();
+    for (size_t k = 0; k < parts.size(); ++k) {
+      const int32_t s = tuples[i][k + 1];
+      if (s < 0) continue;
+      for (const auto& pe : parts[k].edges[s]) {
+        cuts.push_back(pe.lo);
+        cuts.push_back(pe.hi + 1);
+      }
+    }
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
     for (const auto& e : universe.edges[tuples[i][0]]) {
-      for (int c = e.lo; c <= e.hi; ++c) {
+      int a = e.lo;
+      auto cut = std::upper_bound(cuts.begin(), cuts.end(), a);
+      while (a <= e.hi) {
+        int b = (cut != cuts.end() && *cut - 1 < e.hi) ? *cut - 1 : e.hi;
         std::vector<int32_t> t(parts.size() + 1);
         t[0] = e.target;
         for (size_t k = 0; k < parts.size(); ++k) {
           const int32_t s = tuples[i][k + 1];
-          t[k + 1] = s < 0 ? -1 : Step(parts[k], s, static_cast<uint8_t>(c));
+          t[k + 1] = s < 0 ? -1 : Step(parts[k], s, static_cast<uint8_t>(a));
         }
-        AppendEdge(&edges, static_cast<uint8_t>(c), id_of(std::move(t)));
+        const int32_t target = id_of(std::move(t));
+        AppendEdge(&edges, static_cast<uint8_t>(a), target);
+        edges.back().hi = static_cast<uint8_t>(b);
+        a = b + 1;
+        if (cut != cuts.end() && *cut <= a) ++cut;
       }
     }
     out.dfa.edges[i] = std::move(edges);
@@ -273,7 +294,7 @@ bool ByteDfaEmpty(const ByteDfaSpec& dfa) {
   return true;
 }
 
-ByteDfaSpec TrimAndMinimize(const ByteDfaSpec& dfa) {
+ByteDfaSpec TrimAndMinimize(const ByteDfaSpec& dfa, bool minimize) {
   const int32_t n = dfa.num_states();
   // Co-reachability: reverse edges from the final states.
   std::vector<std::vector<int32_t>> rev(n);
@@ -306,7 +327,7 @@ ByteDfaSpec TrimAndMinimize(const ByteDfaSpec& dfa) {
   }
   // Moore refinement is quadratic on long chains; larger automata stay as trimmed.
   constexpr int32_t kMaxStatesToMinimize = 4096;
-  if (n <= kMaxStatesToMinimize) r = MinimizeRuleDfa(r);
+  if (minimize && n <= kMaxStatesToMinimize) r = MinimizeRuleDfa(r);
   else {
     // Renumber the live states reachable from 0 in BFS order.
     std::vector<int32_t> order(n, -1), queue{0};

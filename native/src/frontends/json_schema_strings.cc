@@ -4,6 +4,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "automata/byte_dfa_ops.h"
 #include "frontends/json_schema_internal.h"
 #include "xg2/errors.h"
 #include "support/utf8.h"
@@ -272,6 +273,9 @@ ExprId TrieExclusion(Grammar* g, const std::vector<TrieNode>& nodes, int n, Expr
 
 }  // namespace
 
+// Above this many states the key exclusion falls back to the expression form.
+constexpr int64_t kMaxKeyDfaStates = 20000;
+
 ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, ExprId rest) {
   std::vector<TrieNode> nodes(1);
   for (const auto& key : excluded) {
@@ -290,6 +294,29 @@ ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, Exp
       }
     }
     nodes[n].terminal = true;
+  }
+  // As one automaton when it stays small: the string contents minus the excluded spellings,
+  // built by a DFA product. The expression form below puts a complement character class at
+  // every trie node, whose UTF-8 automata made many-property objects slow to compile.
+  try {
+    Grammar scratch;
+    std::vector<ExprId> spelled;
+    for (const auto& key : excluded) {
+      bool ok;
+      std::vector<ExprId> chars;
+      for (uint32_t cp : DecodeUtf8(key, &ok)) chars.push_back(KeyCharSpellings(&scratch, cp));
+      spelled.push_back(chars.empty() ? scratch.AddEmpty() : scratch.AddSequence(chars));
+    }
+    static const ByteDfaSpec kContents = [] {
+      Grammar u;
+      return ByteDfaOfExpr(u, u.AddRepeat(JsonCharExpr(&u), 0, kUnbounded), kMaxKeyDfaStates);
+    }();
+    ByteDfaProduct product = ProductWithParts(
+        kContents, {ByteDfaOfExpr(scratch, scratch.AddChoice(spelled), kMaxKeyDfaStates)}, kMaxKeyDfaStates);
+    ByteDfaSpec kept = TrimAndMinimize(SelectByParts(product, 1, 0), /*minimize=*/false);
+    return g->AddSequence({Lit(g, "\""), g->AddByteDfa(std::move(kept)), Lit(g, "\"")});
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kLimitExceeded) throw;
   }
   return g->AddSequence({Lit(g, "\""), TrieExclusion(g, nodes, 0, rest), Lit(g, "\"")});
 }
