@@ -295,3 +295,38 @@ def test_bounded_repeat_with_ambiguous_separator_compiles():
     m = xg.GrammarMatcher(compiled)
     assert m.accept_string(" ab  c" + "d" * 15)
     assert not m.accept_string("e" * 6)
+
+
+@settings(max_examples=100, deadline=None, derandomize=True)
+@given(rng=st.randoms(use_true_random=True))
+def test_any_order_round_trips(rng):
+    """AnyOrder nodes print back to text that parses to the same grammar."""
+    from test_matcher_reference import random_any_order_grammar
+
+    printed = str(xg.Grammar.from_ebnf(render_grammar(random_any_order_grammar(rng))))
+    assert "AnyOrder(" in printed
+    assert str(xg.Grammar.from_ebnf(printed)) == printed
+
+
+@pytest.mark.parametrize("body, words", [
+    ('AnyOrder(",")', "at least one member"),
+    ('AnyOrder(",", optional=("a"), required=("b"))', "order required, optional, repeated"),
+    ('AnyOrder(",", required=("a"), min=3, max=2)', "max is below min"),
+    ('AnyOrder(",", required=("a"), min=-1)', "must be a count"),
+    ('AnyOrder(",", required=("a"), size=2)', "unknown AnyOrder argument"),
+    ('AnyOrder(",", required=("a" "b")', "expected"),
+])
+def test_any_order_syntax_errors(body, words):
+    with pytest.raises(xg.GrammarSyntaxError, match=words):
+        xg.Grammar.from_ebnf("root ::= " + body)
+
+
+def test_any_order_semantic_errors():
+    # A member that can be empty could not be told apart from its absence.
+    with pytest.raises(xg.GrammarError, match="can match the empty string"):
+        COMPILER.compile_grammar('root ::= AnyOrder(",", required=("a", "b"?))')
+    # Too few members can complete to reach min: no string at all.
+    with pytest.raises(xg.GrammarError, match="no finite string"):
+        COMPILER.compile_grammar('root ::= AnyOrder(",", optional=("a", "b"), min=3)')
+    m = xg.GrammarMatcher(COMPILER.compile_grammar('root ::= "[" AnyOrder(",", optional=("a", "b"), repeated=("c"), min=3) "]"'))
+    assert m.accept_string("[c,a,c]") and m.is_completed()

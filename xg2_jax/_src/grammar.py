@@ -65,7 +65,12 @@ class Grammar:
         Args:
             ebnf: the grammar text (``name ::= body`` rules, strings, ``[...]`` classes,
                 ``.``, ``* + ?``, ``{n}``, ``{n,m}``, ``{n,}``, groups, ``|``, ``#`` comments,
-                lookahead assertions ``(= ...)``).
+                lookahead assertions ``(= ...)``). Engine extensions, also what ``str()``
+                prints: ``AnyOrder(sep, required=(a, ...), optional=(...), repeated=(...),
+                min=0, max=-1)`` (members joined by ``sep`` in any order: required ones once,
+                optional ones at most once, repeated ones any number of times, min..max in
+                all; members must not match the empty string), ``TagDispatch(...)`` and
+                ``ByteDfa(...)``.
             root_rule_name: the rule generation starts from.
 
         Returns:
@@ -138,7 +143,12 @@ class Grammar:
                 forbidden unless it explicitly allows them (xgrammar's meaning). When
                 False, the schema's own defaults apply (extra properties allowed).
             max_whitespace_cnt: longest whitespace run with ``any_whitespace`` (None: any).
-            any_order: properties in any order instead of declaration order.
+            any_order: properties in any order instead of declaration order, each at most
+                once, required ones exactly once, with minProperties/maxProperties counted
+                exactly (the parser tracks the set of properties written, so any number of
+                properties compiles to one node). Also lets object ``const``/``enum`` values
+                take their members in any order. Validation-style use (checking documents
+                written by others) wants it; generation usually keeps the declared order.
             on_unsupported: ``"raise"`` raises :class:`UnsupportedSchemaError` for a keyword
                 that cannot be enforced; ``"warn"`` ignores it and emits an
                 :class:`UnsupportedSchemaWarning` naming the keyword and JSON pointer.
