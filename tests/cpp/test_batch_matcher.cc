@@ -176,7 +176,33 @@ void TestSerialization() {
 
 }  // namespace
 
+// Any-order states are made while parsing, from several threads at once here: a lazily
+// compiled grammar, 64 matchers at different points, batch fills on 4 threads (twice, so the
+// second round reads states the first made) equal serial fills on an eager twin.
+void TestAnyOrderStatesAcrossThreads() {
+  auto tok = SmallVocab();
+  const std::string ebnf =
+      "root ::= \"{\" AnyOrder(\",\", required=(\"a\"), optional=(\"b\", \"1\", \"\\\"a\\\"\"), "
+      "repeated=(\"null\", \"true\"), min=1, max=5) \"}\"";
+  CompileOptions lazy_options;
+  lazy_options.precompute_masks = false;
+  auto lazy = GrammarCompiler(tok, 4, false).Compile(ParseEbnf(ebnf), lazy_options);
+  auto eager = GrammarCompiler(tok, 4, false).Compile(ParseEbnf(ebnf), CompileOptions());
+  for (int round = 0; round < 2; ++round) {
+    auto states = States(lazy, 64, 11 + round);
+    auto twins = States(eager, 64, 11 + round);
+    CHECK_EQ(states.size(), twins.size());
+    std::vector<GrammarMatcher*> ptrs;
+    for (auto& st : states) ptrs.push_back(st.get());
+    std::vector<int32_t> batch(ptrs.size(), -1), serial(ptrs.size(), -1);
+    BatchGrammarMatcher(4).FillNextTokenBitmask(ptrs, batch.data(), static_cast<int64_t>(ptrs.size()), 1, 1, {});
+    for (size_t i = 0; i < twins.size(); ++i) twins[i]->FillNextTokenBitmask(&serial[i], 1);
+    CHECK(batch == serial);
+  }
+}
+
 int main() {
+  TestAnyOrderStatesAcrossThreads();
   TestBatchFill(false);
   TestBatchFill(true);
   TestDraftTree();
