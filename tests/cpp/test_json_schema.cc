@@ -224,7 +224,8 @@ void TestSchemaConversions() {
                 (Texts{"{\n  \"a\": [\n    1,\n    2\n  ]\n}", "{}"}), (Texts{"{\"a\": [1, 2]}"}), indented);
 
   EXPECT_SCHEMA_ERROR("{\"uniqueItems\": true}", "unsupported keyword 'uniqueItems' at (root)");
-  EXPECT_SCHEMA_ERROR("{\"properties\": {\"a\": {\"if\": {}}}}", "unsupported keyword 'if' at /properties/a");
+  EXPECT_SCHEMA_ERROR("{\"properties\": {\"a\": {\"if\": {\"uniqueItems\": true}, \"then\": {}}}}",
+                      "unsupported keyword 'if' at /properties/a");
   EXPECT_SCHEMA_ERROR("{\"type\": \"string\", \"format\": \"country-code\"}", "unsupported keyword 'format'");
   EXPECT_SCHEMA_ERROR("{\"$ref\": \"#/$defs/missing\"}", "invalid schema at (root)");
   EXPECT_SCHEMA_ERROR("{\"type\": \"strin\"}", "invalid schema at /type");

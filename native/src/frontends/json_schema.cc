@@ -207,32 +207,6 @@ class Converter {
   }
 
   // ------------------------------------------------------------------ merging
-  static NumBound Bound(const JsonValue& v, bool exclusive) {
-    NumBound b;
-    b.present = true;
-    b.exclusive = exclusive;
-    b.literal = v.number_literal();
-    b.value = v.as_number();
-    return b;
-  }
-  static void Tighten(NumBound* cur, const NumBound& nb, bool lower) {
-    if (!cur->present) {
-      *cur = nb;
-      return;
-    }
-    bool better = lower ? nb.value > cur->value : nb.value < cur->value;
-    if (better || (nb.value == cur->value && nb.exclusive)) *cur = nb;
-  }
-  static uint8_t TypeFromName(const std::string& t) {
-    if (t == "null") return kNull;
-    if (t == "boolean") return kBool;
-    if (t == "integer") return kInt;
-    if (t == "number") return kNum | kInt;
-    if (t == "string") return kStr;
-    if (t == "array") return kArr;
-    if (t == "object") return kObj;
-    return 0;
-  }
   int64_t NonNegInt(const JsonValue& v, const std::string& ptr, const std::string& kw) {
     if (!v.is_number() || !v.is_integer() || v.as_number() < 0) Invalid(ptr, "'" + kw + "' must be a non-negative integer");
     double d = v.as_number();
@@ -562,9 +536,8 @@ class Converter {
     return synth_.back().get();
   }
 
-  // dependentRequired / dependentSchemas / draft-7 dependencies: for each named property the
-  // object either lacks it or has it together with the required names or the dependent schema,
-  // merged as anyOf [{"properties": {p: false}}, {"required": [p, ...], "allOf": [schema]}].
+  // dependentRequired / dependentSchemas / draft-7 dependencies, one anyOf per property (see
+  // DependencyAlternatives).
   void MergeDependencies(Merged* m, const JsonValue& v, const std::string& kp, const std::string& k) {
     if (!v.is_object()) Invalid(kp, "'" + k + "' must be an object");
     m->constrained = true;
@@ -575,27 +548,20 @@ class Converter {
       if (k == "dependentRequired" && !names) Invalid(dp, "'dependentRequired' values must be arrays of names");
       if (k == "dependentSchemas" && names) Invalid(dp, "'dependentSchemas' values must be schemas");
       if (!names && !dep.is_object() && !dep.is_bool()) Invalid(dp, "a dependency must be an array of names or a schema");
-      const JsonValue* alts = Synthesized(&dep, 0, [&]() {
-        std::vector<JsonValue> required{JsonValue::String(dm.first)};
-        if (names) {
-          for (const auto& n : dep.items()) {
-            if (!n.is_string()) Invalid(dp, "a dependency must list property names");
-            required.push_back(n);
-          }
+      if (names) {
+        for (const auto& n : dep.items()) {
+          if (!n.is_string()) Invalid(dp, "a dependency must list property names");
         }
-        std::vector<std::pair<std::string, JsonValue>> present{{"required", JsonValue::Array(std::move(required))}};
-        if (!names) present.push_back({"allOf", JsonValue::Array({dep})});
-        return JsonValue::Array({JsonValue::Object({{"properties", JsonValue::Object({{dm.first, JsonValue::Bool(false)}})}}),
-                                 JsonValue::Object(std::move(present))});
-      });
+      }
+      const JsonValue* alts = Synthesized(&dep, 0, [&]() { return DependencyAlternatives(dm.first, dep); });
       m->any_of.push_back({Ref{&alts->items()[0], dp}, Ref{&alts->items()[1], dp}});
       m->any_of_at.push_back(kp);
       m->any_of_exclusive.push_back(false);
     }
   }
 
-  // if/then/else as anyOf [{"allOf": [if, then]}, {"allOf": [not if, else]}], when the
-  // condition has an exact negation (see Negate); a missing branch is `true`.
+  // if/then/else as an anyOf (see ConditionAlternatives) when the condition has an exact
+  // negation.
   void MergeCondition(Merged* m, const JsonValue& s, const std::string& P) {
     const JsonValue* cond = s.Find("if");
     const JsonValue* then_v = s.Find("then");
@@ -607,12 +573,7 @@ class Converter {
       return;
     }
     m->constrained = true;
-    const JsonValue* alts = Synthesized(&s, 1, [&]() {
-      JsonValue yes = then_v ? *then_v : JsonValue::Bool(true);
-      JsonValue no = else_v ? *else_v : JsonValue::Bool(true);
-      return JsonValue::Array({JsonValue::Object({{"allOf", JsonValue::Array({*cond, std::move(yes)})}}),
-                               JsonValue::Object({{"allOf", JsonValue::Array({std::move(*negated), std::move(no)})}})});
-    });
+    const JsonValue* alts = Synthesized(&s, 1, [&]() { return ConditionAlternatives(*cond, then_v, else_v, std::move(*negated)); });
     m->any_of.push_back({Ref{&alts->items()[0], P + "/then"}, Ref{&alts->items()[1], P + "/else"}});
     m->any_of_at.push_back(P);
     m->any_of_exclusive.push_back(false);
@@ -831,17 +792,6 @@ class Converter {
         else return {};
       }
       out.push_back(std::move(c));
-    }
-    return out;
-  }
-
-  // The enum values the merged types allow.
-  static std::vector<const JsonValue*> EnumValues(const Merged& m) {
-    std::vector<const JsonValue*> out;
-    for (const auto& v : m.enum_values) {
-      uint8_t t = v.is_null() ? kNull : v.is_bool() ? kBool : v.is_number() ? (v.is_integer() ? kInt : kNum) : v.is_string() ? kStr : v.is_array() ? kArr : kObj;
-      if (t == kInt ? !(m.types & (kInt | kNum)) : !(m.types & t)) continue;
-      out.push_back(&v);
     }
     return out;
   }

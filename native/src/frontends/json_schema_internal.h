@@ -20,21 +20,6 @@ struct UnsupportedKeyword {
   std::string detail;
 };
 
-// --- keywords and negation (json_schema_negation.cc) ---
-// Keywords that assert nothing (titles, descriptions, $defs, ...).
-bool IsAnnotation(const std::string& k);
-// Keywords the converter cannot enforce in general (some shapes are handled before asking).
-bool IsKnownUnsupported(const std::string& k);
-// Resolves a $ref seen at JSON pointer `at` to (schema, its pointer); may throw for a bad ref.
-using RefResolver = std::function<std::pair<const JsonValue*, std::string>(const std::string& ref, const std::string& at)>;
-// `not s` as an equivalent positive schema: De Morgan over combinators and independent keyword
-// groups, each keyword's complement within the type it applies to. Leaves it produces as
-// {"not": ...} are shapes the converter handles directly (type, enum/const, pattern, one
-// required name). nullopt when some part has no exact positive form. With
-// ref_overrides_siblings (drafts 3-7), keywords beside $ref are ignored.
-std::optional<JsonValue> NegateSchema(const JsonValue& s, const std::string& ptr, bool ref_overrides_siblings,
-                                      const RefResolver& resolve, int guard = 0);
-
 // --- strings (json_schema_strings.cc) ---
 ExprId Lit(Grammar* g, const std::string& bytes);
 ExprId Cls(Grammar* g, std::vector<CodepointRange> ranges, bool negated = false);
@@ -174,5 +159,34 @@ uint8_t EffectiveTypes(const Merged& m);
 // true is a proof; false means "not proven". depth bounds the look into property values.
 bool ProvablyDisjoint(const Merged& a, const Merged& b, const MergeFn& merge, int depth = 0);
 
+
+// --- keywords (json_schema_keywords.cc) ---
+// Keywords that assert nothing (titles, descriptions, $defs, ...).
+bool IsAnnotation(const std::string& k);
+// Keywords the converter cannot enforce in general (some shapes are handled before asking).
+bool IsKnownUnsupported(const std::string& k);
+// A numeric bound from a keyword's value.
+NumBound Bound(const JsonValue& v, bool exclusive);
+// Keeps the tighter of two lower (or upper) bounds in *cur.
+void Tighten(NumBound* cur, const NumBound& nb, bool lower);
+// The TypeBit set of a "type" name (0: unknown); "number" includes integers.
+uint8_t TypeFromName(const std::string& t);
+// The enum values the merged types allow.
+std::vector<const JsonValue*> EnumValues(const Merged& m);
+// A property's dependency as two alternatives: [{"properties": {name: false}},
+// {"required": [name, names...]} or {"required": [name], "allOf": [schema]}].
+JsonValue DependencyAlternatives(const std::string& name, const JsonValue& dep);
+// if/then/else as [{"allOf": [if, then]}, {"allOf": [not if, else]}]; a missing branch is true.
+JsonValue ConditionAlternatives(const JsonValue& cond, const JsonValue* then_v, const JsonValue* else_v,
+                                JsonValue negated);
+// Resolves a $ref seen at JSON pointer `at` to (schema, its pointer); may throw for a bad ref.
+using RefResolver = std::function<std::pair<const JsonValue*, std::string>(const std::string& ref, const std::string& at)>;
+// `not s` as an equivalent positive schema: De Morgan over combinators and independent keyword
+// groups, each keyword's complement within the type it applies to. Leaves it produces as
+// {"not": ...} are shapes the converter handles directly (type, enum/const, pattern, one
+// required name). nullopt when some part has no exact positive form. With
+// ref_overrides_siblings (drafts 3-7), keywords beside $ref are ignored.
+std::optional<JsonValue> NegateSchema(const JsonValue& s, const std::string& ptr, bool ref_overrides_siblings,
+                                      const RefResolver& resolve, int guard = 0);
 
 }  // namespace xg2::jsonschema

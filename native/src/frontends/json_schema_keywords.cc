@@ -1,4 +1,5 @@
-// Keyword classes and `not S` rewritten into an equivalent positive schema (see NegateSchema).
+// Keyword-level pieces of the JSON Schema front end: keyword classes, bounds and types, and
+// schemas rewritten into equivalent ones (`not`, dependencies, if/then/else).
 
 #include <algorithm>
 #include <cmath>
@@ -32,6 +33,60 @@ bool IsKnownUnsupported(const std::string& k) {
                                             "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef",
                                             "contentSchema", "minContains", "maxContains"};
   return kUn.count(k) > 0;
+}
+
+NumBound Bound(const JsonValue& v, bool exclusive) {
+  NumBound b;
+  b.present = true;
+  b.exclusive = exclusive;
+  b.literal = v.number_literal();
+  b.value = v.as_number();
+  return b;
+}
+void Tighten(NumBound* cur, const NumBound& nb, bool lower) {
+  if (!cur->present) {
+    *cur = nb;
+    return;
+  }
+  bool better = lower ? nb.value > cur->value : nb.value < cur->value;
+  if (better || (nb.value == cur->value && nb.exclusive)) *cur = nb;
+}
+uint8_t TypeFromName(const std::string& t) {
+  if (t == "null") return kNull;
+  if (t == "boolean") return kBool;
+  if (t == "integer") return kInt;
+  if (t == "number") return kNum | kInt;
+  if (t == "string") return kStr;
+  if (t == "array") return kArr;
+  if (t == "object") return kObj;
+  return 0;
+}
+// The enum values the merged types allow.
+std::vector<const JsonValue*> EnumValues(const Merged& m) {
+  std::vector<const JsonValue*> out;
+  for (const auto& v : m.enum_values) {
+    uint8_t t = v.is_null() ? kNull : v.is_bool() ? kBool : v.is_number() ? (v.is_integer() ? kInt : kNum) : v.is_string() ? kStr : v.is_array() ? kArr : kObj;
+    if (t == kInt ? !(m.types & (kInt | kNum)) : !(m.types & t)) continue;
+    out.push_back(&v);
+  }
+  return out;
+}
+
+JsonValue DependencyAlternatives(const std::string& name, const JsonValue& dep) {
+  std::vector<JsonValue> required{JsonValue::String(name)};
+  if (dep.is_array()) required.insert(required.end(), dep.items().begin(), dep.items().end());
+  std::vector<std::pair<std::string, JsonValue>> present{{"required", JsonValue::Array(std::move(required))}};
+  if (!dep.is_array()) present.push_back({"allOf", JsonValue::Array({dep})});
+  return JsonValue::Array({JsonValue::Object({{"properties", JsonValue::Object({{name, JsonValue::Bool(false)}})}}),
+                           JsonValue::Object(std::move(present))});
+}
+
+JsonValue ConditionAlternatives(const JsonValue& cond, const JsonValue* then_v, const JsonValue* else_v,
+                                JsonValue negated) {
+  JsonValue yes = then_v ? *then_v : JsonValue::Bool(true);
+  JsonValue no = else_v ? *else_v : JsonValue::Bool(true);
+  return JsonValue::Array({JsonValue::Object({{"allOf", JsonValue::Array({cond, std::move(yes)})}}),
+                           JsonValue::Object({{"allOf", JsonValue::Array({std::move(negated), std::move(no)})}})});
 }
 
 std::optional<JsonValue> NegateSchema(const JsonValue& s, const std::string& ptr, bool ref_overrides_siblings,
