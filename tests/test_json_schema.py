@@ -484,9 +484,29 @@ def test_one_of_exclusive_is_exact(compiler, schema, valid, invalid):
 
 ONE_OF_OVERLAPPING = [
     ({"oneOf": [{"type": "number"}, {"type": "integer"}]}, "(root)", [1.5, 2]),
-    ({"properties": {"v": {"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 3}]}}}, "/properties/v", ["abcd", "ab"]),
-    ({"oneOf": [{"properties": {"a": {}}}, {"type": "null"}]}, "(root)", [{"a": 1}, None]),
+    ({"properties": {"v": {"oneOf": [{"type": "number", "maximum": 3}, {"type": "integer", "minimum": 0}]}}},
+     "/properties/v", [1.5, 2]),
 ]
+
+# Overlapping alternatives whose negations are exact: "A_i and not A_j" for the overlapping j.
+ONE_OF_BY_NEGATION = [
+    ({"oneOf": [{"type": "string"}, {"type": "string", "maxLength": 3}]}, ["abcd", "abcdef"], ["ab", "", 1]),
+    ({"oneOf": [{"properties": {"a": {}}}, {"type": "null"}]}, [{"a": 1}, 3, "x"], [None]),
+    ({"oneOf": [{"type": "integer", "minimum": 5}, {"type": "integer", "maximum": 10}]}, [4, 11, -3], [5, 7, 10]),
+    ({"type": "object", "oneOf": [{"required": ["a"]}, {"properties": {"a": {"type": "string"}}}]},
+     [{"a": 1}, {}, {"b": 1}], [{"a": "x"}]),
+]
+
+
+@pytest.mark.parametrize("schema,valid,invalid", ONE_OF_BY_NEGATION)
+def test_one_of_by_negation_is_exact(compiler, schema, valid, invalid):
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema)
+    assert all(validator.is_valid(v) for v in valid) and not any(validator.is_valid(v) for v in invalid)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        check(compiler, schema, valid, invalid, strict_mode=False, any_order=True)
 
 
 @pytest.mark.parametrize("schema,ptr,anyof_valid", ONE_OF_OVERLAPPING)

@@ -32,9 +32,16 @@ using namespace jsonschema;
 
 std::string Show(const std::string& ptr) { return ptr.empty() ? "(root)" : ptr; }
 
+// Thrown out of a conversion when a oneOf rewritten with negations needs something
+// unsupported; JsonSchemaToGrammar converts again without that rewrite.
+struct NegationFailed {
+  std::string one_of_at;
+};
+
 class Converter {
  public:
-  Converter(const JsonValue& root, const JsonSchemaOptions& o) : root_(root), o_(o) {
+  Converter(const JsonValue& root, const JsonSchemaOptions& o, std::set<std::string> no_negation = {})
+      : root_(root), o_(o), no_negation_(std::move(no_negation)) {
     // Drafts 3 to 7: keywords beside "$ref" are ignored.
     if (const JsonValue* d = root.is_object() ? root.Find("$schema") : nullptr) {
       if (d->is_string()) {
@@ -91,6 +98,7 @@ class Converter {
   }
 
   void Unsupported(const std::string& kw, const std::string& ptr, const std::string& detail = "") {
+    if (!negation_scope_.empty()) throw NegationFailed{negation_scope_.front()};
     std::string msg = "unsupported keyword '" + kw + "' at " + Show(ptr) + (detail.empty() ? "" : ": " + detail);
     if (!o_.on_unsupported_warn) throw Error(ErrorKind::kGrammarSemantic, msg);
     if (warned_.insert(msg).second) warnings_.push_back(msg);
@@ -691,6 +699,8 @@ class Converter {
       if (exclusive) rewritten = CheckOneOf(base, group, at);
       std::vector<ExprId> alts;
       if (!rewritten.empty()) {
+        std::optional<NegationScope> scope;
+        if (negated_one_of_.count(at)) scope.emplace(this, at);
         for (const auto& c : rewritten) alts.push_back(Lower(c, depth, expansion + 1));
       } else if (!base.constrained && base.any_of.empty()) {
         for (const auto& a : group) alts.push_back(g_.AddRuleRef(ConjRule({a}, depth)));
@@ -746,6 +756,10 @@ class Converter {
       for (size_t j = i + 1; j < alts.size(); ++j) {
         if (!ProvablyDisjoint(alts[i], alts[j], merge)) {
           std::vector<Merged> rewritten = RequiredOnlyOneOf(base, group);
+          if (rewritten.empty()) {
+            rewritten = NegatedOneOf(base, group, alts, merge, at);
+            if (!rewritten.empty()) negated_one_of_.insert(at);
+          }
           if (!rewritten.empty()) return rewritten;
           Unsupported("oneOf", at, "alternatives " + std::to_string(i) + " and " + std::to_string(j) +
                                        " are not provably exclusive (lowered as anyOf)");
@@ -754,6 +768,36 @@ class Converter {
       }
     }
     return {};
+  }
+
+  // oneOf as "alternative i and none of the others it may overlap": base, A_i and `not A_j`
+  // for every j not provably disjoint from i, when each such A_j has an exact negation (see
+  // NegateSchema). Empty otherwise.
+  std::vector<Merged> NegatedOneOf(const Merged& base, const std::vector<Ref>& group, const std::vector<Merged>& alts,
+                                   const MergeFn& merge, const std::string& at) {
+    const size_t n = group.size();
+    std::vector<std::vector<uint8_t>> overlap(n, std::vector<uint8_t>(n, 0));
+    for (size_t i = 0; i < n; ++i) {
+      for (size_t j = i + 1; j < n; ++j) {
+        overlap[i][j] = overlap[j][i] = !ProvablyDisjoint(alts[i], alts[j], merge);
+        if (overlap[i][j] && (!Negate(*group[i].v, group[i].ptr, 0) || !Negate(*group[j].v, group[j].ptr, 0))) return {};
+      }
+    }
+    // Everything the rewrite merges and lowers runs in a negation scope: if some part of it
+    // turns out unsupported, the conversion restarts without rewriting this oneOf, which is
+    // then reported as such (rather than as the `not` it tried).
+    if (no_negation_.count(at)) return {};
+    std::vector<Merged> out;
+    NegationScope scope(this, at);
+    for (size_t i = 0; i < n; ++i) {
+      Merged c = base;
+      MergeInto(&c, group[i], 0);
+      for (size_t j = 0; j < n; ++j) {
+        if (j != i && overlap[i][j] && !MergeNegation(&c, group[j], at)) Unsupported("not", group[j].ptr);
+      }
+      out.push_back(std::move(c));
+    }
+    return out;
   }
 
   // oneOf whose alternatives only list required properties ("exactly one of these sets"):
@@ -1484,6 +1528,19 @@ class Converter {
   std::unordered_map<std::string, int64_t> rule_name_count_;
   RuleId string_rest_ = -1;
   int64_t expansion_budget_ = 2000;  // inline lowerings of combinator alternatives
+  // oneOf groups (by pointer) rewritten with negations, and those not to rewrite (a first
+  // conversion found part of the rewrite unsupported). Inside a rewrite (negation_scope_ not
+  // empty) Unsupported throws NegationFailed for the outermost one.
+  std::set<std::string> negated_one_of_;
+  std::set<std::string> no_negation_;
+  std::vector<std::string> negation_scope_;
+  struct NegationScope {
+    NegationScope(Converter* c, const std::string& at) : c_(c) { c_->negation_scope_.push_back(at); }
+    ~NegationScope() { c_->negation_scope_.pop_back(); }
+    NegationScope(const NegationScope&) = delete;
+    NegationScope& operator=(const NegationScope&) = delete;
+    Converter* c_;
+  };
 };
 
 }  // namespace
@@ -1493,7 +1550,15 @@ JsonSchemaResult JsonSchemaToGrammar(const JsonValue& schema, const JsonSchemaOp
     throw Error(ErrorKind::kGrammarSemantic, "invalid schema at (root): a schema must be an object or a boolean");
   }
   if (options.indent < -1) throw Error(ErrorKind::kInvalidArgument, "indent must be >= 0 or -1 (none)");
-  return Converter(schema, options).Run();
+  std::set<std::string> no_negation;
+  for (;;) {
+    try {
+      return Converter(schema, options, no_negation).Run();
+    } catch (const NegationFailed& f) {
+      // Bounded: every retry adds one of the schema's oneOf pointers.
+      no_negation.insert(f.one_of_at);
+    }
+  }
 }
 
 JsonSchemaResult JsonSchemaToGrammar(const std::string& schema_json, const JsonSchemaOptions& options) {
