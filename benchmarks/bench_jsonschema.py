@@ -6,8 +6,9 @@ For each category a deterministic sample of schemas (evenly spaced by file name,
 tests pick them) is kept when every engine compiles it (strict_mode=False: the schema as
 written). Per engine:
 
-  compile  cold compile time per schema (xg2_jax/xgrammar: caches cleared, eager compile;
-           llguidance: grammar construction + matcher creation; it computes masks lazily);
+  compile  cold compile time per schema (xg2_jax/xgrammar: caches cleared, eager compile, or
+           with --lazy xg2_jax lazy=True and xgrammar's dynamic compilation; llguidance:
+           grammar construction + matcher creation, it always computes masks lazily);
   mask     per-token fill time while replaying the valid instances of those schemas (greedy
            tokenization of json.dumps(instance) plus the stop token), median / p99 / max;
   viol     tokens of a valid instance the engine masked out or refused (0 expected).
@@ -43,13 +44,13 @@ class Acc:
         self.violations = 0
 
 
-def run_schema(engines, vocab, schema, docs, accs, order: int) -> None:
+def run_schema(engines, vocab, schema, docs, accs, order: int, lazy: bool = False) -> None:
     for e in be.rotated(engines, order):
         a = accs[e.name]
         e.clear()
         gc.collect()
         t0 = time.perf_counter()
-        compiled = e.compile_schema(schema)
+        compiled = e.compile_schema(schema, lazy=lazy)
         a.compile_ms.append(1000 * (time.perf_counter() - t0))
         mask = be.new_mask(vocab)
         for toks in docs:
@@ -86,13 +87,17 @@ def main() -> int:
     ap.add_argument("--engines", default="xg2_jax,xgrammar,llguidance")
     ap.add_argument("--vocab", type=Path, default=lib.VOCAB)
     ap.add_argument("--md", type=Path)
+    ap.add_argument("--lazy", action="store_true",
+                    help="compile lazily (xg2_jax lazy=True, xgrammar dynamic compilation): compile time is "
+                         "the time to a usable matcher, and the first fills pay for the masks")
     a = ap.parse_args()
     vocab = be.Vocab(a.vocab)
     engines, notes = be.load_engines(vocab, 1, a.engines.split(","))
     names = [e.name for e in engines]
     head = ["engine", "compile ms p50", "compile ms max", "mask µs p50", "mask µs p99", "mask µs max", "viol",
             "ratio vs xg2_jax (compile / mask p50 / p99)"]
-    out = [f"# JSON Schema benchmark ({platform.machine()}, {vocab.name}, {vocab.size} tokens)", "",
+    out = [f"# JSON Schema benchmark ({platform.machine()}, {vocab.name}, {vocab.size} tokens, "
+           f"{'lazy' if a.lazy else 'eager'} compile)", "",
            "Engines: " + "; ".join(notes), ""]
     totals = {n: Acc() for n in names}
     for cat, entries in lib.jsb_categories().items():
@@ -114,7 +119,7 @@ def main() -> int:
         accs = {nm: Acc() for nm in names}
         for k, (e, docs) in enumerate(picked):
             toks = [vocab.tokenize(json.dumps(d, ensure_ascii=False).encode("utf-8", "surrogatepass")) for d in docs]
-            run_schema(engines, vocab, e["data"]["schema"], toks, accs, k)
+            run_schema(engines, vocab, e["data"]["schema"], toks, accs, k, lazy=a.lazy)
         for nm in names:
             totals[nm].compile_ms += accs[nm].compile_ms
             totals[nm].fill_us += accs[nm].fill_us
