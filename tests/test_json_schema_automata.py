@@ -255,3 +255,15 @@ def test_byte_dfa_survives_serialization(compiler):
     back = xg.CompiledGrammar.deserialize(cg.serialize(), compiler.tokenizer_info)
     for text, ok in [('{"s": "ab"}', True), ('{"s": "aaab"}', False), ('{"xy": 1}', True), ('{"xy": "1"}', False), ('{"y": "1"}', True)]:
         assert accepts(compiler, back, text) == ok, text
+
+
+def test_any_order_survives_serialization(compiler):
+    schema = {"type": "object", "properties": {f"p{i}": {"type": "integer"} for i in range(20)},
+              "required": ["p3", "p7"], "additionalProperties": False, "maxProperties": 4}
+    cg = compiler.compile_grammar(Grammar.from_json_schema(schema, any_order=True))
+    back = xg.CompiledGrammar.deserialize(cg.serialize(), compiler.tokenizer_info)
+    for text, ok in [('{"p7": 1, "p3": 2}', True), ('{"p3": 1, "p0": 0, "p7": 2, "p19": 3}', True),
+                     ('{"p3": 1}', False), ('{"p3": 1, "p7": 2, "p3": 3}', False),
+                     ('{"p3": 1, "p0": 0, "p7": 2, "p19": 3, "p1": 4}', False)]:
+        assert accepts(compiler, back, text) == ok, text
+        assert accepts(compiler, cg, text) == ok, text
