@@ -63,9 +63,10 @@ std::shared_ptr<const GrammarAutomaton> BuildGrammarAutomaton(const Grammar& sou
 namespace {
 
 std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const AutomatonLimits& limits) {
-  Grammar deduplicated = DeduplicateRules(source);
+  Grammar g = source;
+  DeduplicateRules(&g);
   limits.CheckDeadline();
-  Grammar g = InlineSmallRules(deduplicated);
+  InlineSmallRules(&g);
   limits.CheckDeadline();
   // After inlining, so that repeat rules are never inlined back into their callers.
   const std::vector<LoweredRepeat> lowered = LowerLargeRepeats(&g, limits.max_unrolled_repeat);
