@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "automata/rule_dfa_cache.h"
+#include "grammar/reachable_rules.h"
 #include "grammar/repeat_lowering.h"
 #include "grammar/rule_dedup.h"
 #include "grammar/rule_inliner.h"
@@ -73,11 +74,13 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
   int32_t num_rules = g.num_rules();
   std::vector<RuleDfa> dfas;
   dfas.reserve(num_rules);
+  // A rule the root cannot reach gets one dead state (no string, no used state).
+  const std::vector<uint8_t> reachable = RulesReachableFromRoot(g);
   for (RuleId r = 0; r < num_rules; ++r) {
     if (g.rule(r).body == kNoExpr) {
       throw Error(ErrorKind::kGrammarSemantic, "rule '" + g.rule(r).name + "' has no body");
     }
-    dfas.push_back(CachedRuleDfa(g, g.rule(r).body, limits));
+    dfas.push_back(reachable[r] ? CachedRuleDfa(g, g.rule(r).body, limits) : DeadRuleDfa());
     limits.CheckDeadline();
   }
 

@@ -367,10 +367,13 @@ class NfaBuilder {
 // allocate for every probe.
 class SequenceInterner {
  public:
-  void Clear() {
+  // Empties the set, keeping room for `expected` sequences without rehashing.
+  void Clear(size_t expected = 32) {
     pool_.clear();
     begin_.assign(1, 0);
-    table_.assign(64, -1);
+    size_t capacity = 64;
+    while (capacity < 2 * expected) capacity *= 2;
+    table_.assign(capacity, -1);
   }
   int32_t size() const { return static_cast<int32_t>(begin_.size() - 1); }
   const int32_t* data(int32_t id) const { return pool_.data() + begin_[id]; }
@@ -556,7 +559,7 @@ RuleDfa Minimize(const RuleDfa& dfa) {
   std::vector<int32_t> sig;
   std::vector<int32_t> next(n);
   while (true) {
-    sig_ids.Clear();
+    sig_ids.Clear(static_cast<size_t>(n));
     for (int32_t s = 0; s < n; ++s) {
       sig.assign(1, cls[s]);
       int prev_hi = -2, prev_cls = -1;
