@@ -122,11 +122,13 @@ def test_concurrent_compiles_match_serial(gpt2_tokenizer, pool_limit):
 
 # Rules of one shape whose references point at different rules: a cached automaton keys its
 # rule edges by reference slot, so it must be relabelled per grammar.
+# Recursive rules, so that inlining keeps the references (automata are built only for the
+# rules the root still reaches): `pair` has one shape in both grammars, its slots swapped.
 SLOT_GRAMMARS = [
-    'root ::= pair | "!" other\npair ::= "<" digits "|" letters ">"\ndigits ::= [0-9]+\n'
-    'letters ::= [a-z]+\nother ::= [A-Z]+ digits',
-    'root ::= pair | "!" other\npair ::= "<" letters "|" digits ">"\ndigits ::= [0-9]+\n'
-    'letters ::= [a-z]+\nother ::= [A-Z]+ letters',
+    'root ::= pair | "!" other\npair ::= "<" digits "|" letters ">" | "(" pair ")"\n'
+    'digits ::= [0-9] digits?\nletters ::= [a-z] letters?\nother ::= [A-Z]+ digits',
+    'root ::= pair | "!" other\npair ::= "<" letters "|" digits ">" | "(" pair ")"\n'
+    'digits ::= [0-9] digits?\nletters ::= [a-z] letters?\nother ::= [A-Z]+ letters',
 ]
 SLOT_TEXTS = [b"<12|ab>", b"<ab|12>", b"!AB12", b"!ABab"]
 

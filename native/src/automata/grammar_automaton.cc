@@ -7,6 +7,7 @@
 
 #include "automata/rule_dfa_cache.h"
 #include "grammar/any_order_lowering.h"
+#include "grammar/reachable_rules.h"
 #include "grammar/repeat_lowering.h"
 #include "grammar/rule_dedup.h"
 #include "grammar/rule_inliner.h"
@@ -64,9 +65,10 @@ std::shared_ptr<const GrammarAutomaton> BuildGrammarAutomaton(const Grammar& sou
 namespace {
 
 std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const AutomatonLimits& limits) {
-  Grammar deduplicated = DeduplicateRules(source);
+  Grammar g = source;
+  DeduplicateRules(&g);
   limits.CheckDeadline();
-  Grammar g = InlineSmallRules(deduplicated);
+  InlineSmallRules(&g);
   limits.CheckDeadline();
   // After inlining, so that repeat and any-order rules are never inlined back into their
   // callers; any-order first, so that large repeats in its members are lowered too.
@@ -75,11 +77,19 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
   int32_t num_rules = g.num_rules();
   std::vector<RuleDfa> dfas;
   dfas.reserve(num_rules);
+  // A rule the root cannot reach gets one dead state (no string, no used state).
+  // (An any-order rule's members are its callees: its body is only a placeholder.)
+  std::vector<std::vector<RuleId>> member_rules(num_rules);
+  for (const LoweredAnyOrder& lo : lowered_any_order) {
+    member_rules[lo.rule] = lo.first;
+    member_rules[lo.rule].insert(member_rules[lo.rule].end(), lo.rest.begin(), lo.rest.end());
+  }
+  const std::vector<uint8_t> reachable = RulesReachableFromRoot(g, member_rules);
   for (RuleId r = 0; r < num_rules; ++r) {
     if (g.rule(r).body == kNoExpr) {
       throw Error(ErrorKind::kGrammarSemantic, "rule '" + g.rule(r).name + "' has no body");
     }
-    dfas.push_back(CachedRuleDfa(g, g.rule(r).body, limits));
+    dfas.push_back(reachable[r] ? CachedRuleDfa(g, g.rule(r).body, limits) : DeadRuleDfa());
     limits.CheckDeadline();
   }
 

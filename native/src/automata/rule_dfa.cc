@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <array>
-#include <map>
 #include <unordered_map>
 
 #include "automata/aho_corasick.h"
@@ -22,29 +21,47 @@ struct NfaRuleEdge {
   RuleId rule;
   int32_t target;
 };
-struct NfaState {
+
+// A Thompson NFA with its edges grouped by source state (CSR arrays): the builder appends
+// edges in any order, Finish() groups them once, and the subset construction reads each
+// state's edges as one contiguous run (no vector per state to allocate and free).
+struct Nfa {
+  int32_t num_states = 0;
+  std::vector<int32_t> eps_begin, byte_begin, rule_begin;  // num_states + 1 each
   std::vector<int32_t> eps;
   std::vector<NfaByteEdge> bytes;
   std::vector<NfaRuleEdge> rules;
 };
+
+// Groups (source, edge) pairs by source, keeping their order within a source.
+template <typename Edge>
+void GroupBySource(const std::vector<std::pair<int32_t, Edge>>& edges, int32_t num_states,
+                   std::vector<int32_t>* begin, std::vector<Edge>* out) {
+  begin->assign(num_states + 1, 0);
+  for (const auto& e : edges) ++(*begin)[e.first + 1];
+  for (int32_t s = 0; s < num_states; ++s) (*begin)[s + 1] += (*begin)[s];
+  out->resize(edges.size());
+  std::vector<int32_t> fill(begin->begin(), begin->end() - 1);
+  for (const auto& e : edges) (*out)[fill[e.first]++] = e.second;
+}
 
 class NfaBuilder {
  public:
   NfaBuilder(const Grammar& g, const AutomatonLimits& limits) : g_(g), limits_(limits) {}
 
   int32_t NewState() {
-    if (static_cast<int64_t>(states_.size()) >= limits_.max_nfa_states) {
+    if (num_states_ >= limits_.max_nfa_states) {
       throw Error(ErrorKind::kLimitExceeded,
                   "rule automaton exceeds " + std::to_string(limits_.max_nfa_states) +
                       " NFA states (a repetition bound or literal is too large; limit max_nfa_states, a "
                       "GrammarCompiler option)");
     }
-    if ((states_.size() & 4095) == 0) limits_.CheckDeadline();
-    states_.emplace_back();
-    return static_cast<int32_t>(states_.size() - 1);
+    if ((num_states_ & 4095) == 0) limits_.CheckDeadline();
+    return num_states_++;
   }
 
-  void Eps(int32_t a, int32_t b) { states_[a].eps.push_back(b); }
+  void Eps(int32_t a, int32_t b) { eps_.emplace_back(a, b); }
+  void ByteEdge(int32_t a, uint8_t lo, uint8_t hi, int32_t b) { bytes_.push_back({a, NfaByteEdge{lo, hi, b}}); }
 
   // Adds transitions that consume one string of `id` from state a to state b.
   void Build(ExprId id, int32_t a, int32_t b) {
@@ -62,7 +79,7 @@ class NfaBuilder {
         for (size_t i = 0; i < e.bytes.size(); ++i) {
           int32_t next = (i + 1 == e.bytes.size()) ? b : NewState();
           uint8_t c = static_cast<uint8_t>(e.bytes[i]);
-          states_[cur].bytes.push_back({c, c, next});
+          ByteEdge(cur, c, c, next);
           cur = next;
         }
         break;
@@ -92,7 +109,7 @@ class NfaBuilder {
         }
         break;
       case ExprKind::kRuleRef:
-        states_[a].rules.push_back({e.rule, b});
+        rules_.push_back({a, NfaRuleEdge{e.rule, b}});
         break;
       case ExprKind::kRepeat:
         BuildRepeat(e, a, b);
@@ -108,7 +125,13 @@ class NfaBuilder {
     }
   }
 
-  std::vector<NfaState>& states() { return states_; }
+  // The NFA built so far, its edges grouped by source state.
+  void Finish(Nfa* nfa) const {
+    nfa->num_states = num_states_;
+    GroupBySource(eps_, num_states_, &nfa->eps_begin, &nfa->eps);
+    GroupBySource(bytes_, num_states_, &nfa->byte_begin, &nfa->bytes);
+    GroupBySource(rules_, num_states_, &nfa->rule_begin, &nfa->rules);
+  }
 
  private:
   // UTF-8 decoder states: a complete character read, or the continuation bytes still due
@@ -258,7 +281,7 @@ class NfaBuilder {
       for (size_t i = 0; i < edges.size();) {
         size_t j = i + 1;
         while (j < edges.size() && edges[j].second == edges[i].second && edges[j].first == edges[j - 1].first + 1) ++j;
-        states_[from].bytes.push_back({edges[i].first, edges[j - 1].first, edges[i].second});
+        ByteEdge(from, edges[i].first, edges[j - 1].first, edges[i].second);
         i = j;
       }
     }
@@ -271,7 +294,7 @@ class NfaBuilder {
     Eps(a, st[0]);
     for (int32_t s = 0; s < d.num_states(); ++s) {
       if (d.is_final[s]) Eps(st[s], b);
-      for (const auto& x : d.edges[s]) states_[st[s]].bytes.push_back({x.lo, x.hi, st[x.target]});
+      for (const auto& x : d.edges[s]) ByteEdge(st[s], x.lo, x.hi, st[x.target]);
     }
   }
 
@@ -302,7 +325,7 @@ class NfaBuilder {
       int32_t cur = a;
       for (size_t i = 0; i < seq.size(); ++i) {
         int32_t next = (i + 1 == seq.size()) ? b : NewState();
-        states_[cur].bytes.push_back({seq[i].lo, seq[i].hi, next});
+        ByteEdge(cur, seq[i].lo, seq[i].hi, next);
         cur = next;
       }
     }
@@ -334,57 +357,132 @@ class NfaBuilder {
 
   const Grammar& g_;
   const AutomatonLimits& limits_;
-  std::vector<NfaState> states_;
+  int32_t num_states_ = 0;
+  std::vector<std::pair<int32_t, int32_t>> eps_;  // (source, target)
+  std::vector<std::pair<int32_t, NfaByteEdge>> bytes_;
+  std::vector<std::pair<int32_t, NfaRuleEdge>> rules_;
 };
 
-struct VectorHash {
-  size_t operator()(const std::vector<int32_t>& v) const {
-    uint64_t h = 1469598103934665603ull;
-    for (int32_t x : v) h = (h ^ static_cast<uint32_t>(x)) * 1099511628211ull;
-    return static_cast<size_t>(h);
+// Sets of ints in one flat pool, found again by content through an open-addressing table.
+// Used for the NFA state sets of the subset construction and the state signatures of the
+// minimisation: both intern many short sequences, and a map keyed by std::vector would
+// allocate for every probe.
+class SequenceInterner {
+ public:
+  // Empties the set, keeping room for `expected` sequences without rehashing.
+  void Clear(size_t expected = 32) {
+    pool_.clear();
+    begin_.assign(1, 0);
+    size_t capacity = 64;
+    while (capacity < 2 * expected) capacity *= 2;
+    table_.assign(capacity, -1);
   }
+  int32_t size() const { return static_cast<int32_t>(begin_.size() - 1); }
+  const int32_t* data(int32_t id) const { return pool_.data() + begin_[id]; }
+  int32_t length(int32_t id) const { return begin_[id + 1] - begin_[id]; }
+
+  // The id of `seq` (ids count up from 0 in order of first appearance); *inserted tells
+  // whether it is new.
+  int32_t Intern(const std::vector<int32_t>& seq, bool* inserted) {
+    const uint64_t h = HashOf(seq);
+    size_t mask = table_.size() - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      int32_t id = table_[i];
+      if (id < 0) break;
+      if (length(id) == static_cast<int32_t>(seq.size()) &&
+          std::equal(seq.begin(), seq.end(), data(id))) {
+        *inserted = false;
+        return id;
+      }
+    }
+    const int32_t id = size();
+    pool_.insert(pool_.end(), seq.begin(), seq.end());
+    begin_.push_back(static_cast<int32_t>(pool_.size()));
+    if (2 * static_cast<size_t>(size()) > table_.size()) {
+      Rehash(table_.size() * 2);
+    } else {
+      Place(id, h);
+    }
+    *inserted = true;
+    return id;
+  }
+
+ private:
+  static uint64_t HashOf(const int32_t* p, size_t n) {
+    uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
+    for (size_t i = 0; i < n; ++i) {
+      h = (h ^ static_cast<uint32_t>(p[i])) * 0xFF51AFD7ED558CCDull;
+      h ^= h >> 29;
+    }
+    return h ^ (h >> 32);
+  }
+  static uint64_t HashOf(const std::vector<int32_t>& v) { return HashOf(v.data(), v.size()); }
+  void Place(int32_t id, uint64_t h) {
+    size_t mask = table_.size() - 1;
+    size_t i = h & mask;
+    while (table_[i] >= 0) i = (i + 1) & mask;
+    table_[i] = id;
+  }
+  void Rehash(size_t capacity) {
+    table_.assign(capacity, -1);
+    for (int32_t id = 0; id < size(); ++id) Place(id, HashOf(data(id), static_cast<size_t>(length(id))));
+  }
+
+  std::vector<int32_t> pool_;
+  std::vector<int32_t> begin_{0};
+  std::vector<int32_t> table_ = std::vector<int32_t>(64, -1);
 };
 
 class SubsetConstruction {
  public:
-  SubsetConstruction(std::vector<NfaState>& nfa, int32_t nfa_final, const AutomatonLimits& limits)
-      : nfa_(nfa), nfa_final_(nfa_final), limits_(limits), mark_(nfa.size(), 0) {}
+  SubsetConstruction(const Nfa& nfa, int32_t nfa_final, const AutomatonLimits& limits)
+      : nfa_(nfa), nfa_final_(nfa_final), limits_(limits), mark_(nfa.num_states, 0) {
+    sets_.Clear();
+  }
 
   RuleDfa Run(int32_t nfa_start) {
     RuleDfa dfa;
-    Intern(Closure({nfa_start}), &dfa);
-    for (size_t i = 0; i < sets_.size(); ++i) {
-      std::vector<int32_t> set = sets_[i];
+    seeds_.assign(1, nfa_start);
+    Intern(&dfa);
+    for (int32_t i = 0; i < sets_.size(); ++i) {
+      // Interning below appends to the pool: work on a copy of this set.
+      set_.assign(sets_.data(i), sets_.data(i) + sets_.length(i));
       // Byte edges: split at every boundary, then collect targets per elementary interval.
-      std::vector<int> bounds;
-      for (int32_t s : set)
-        for (const auto& e : nfa_[s].bytes) {
-          bounds.push_back(e.lo);
-          bounds.push_back(e.hi + 1);
+      bounds_.clear();
+      for (int32_t s : set_)
+        for (int32_t k = nfa_.byte_begin[s]; k < nfa_.byte_begin[s + 1]; ++k) {
+          bounds_.push_back(nfa_.bytes[k].lo);
+          bounds_.push_back(nfa_.bytes[k].hi + 1);
         }
-      std::sort(bounds.begin(), bounds.end());
-      bounds.erase(std::unique(bounds.begin(), bounds.end()), bounds.end());
+      std::sort(bounds_.begin(), bounds_.end());
+      bounds_.erase(std::unique(bounds_.begin(), bounds_.end()), bounds_.end());
       std::vector<DfaByteEdge> edges;
-      for (size_t k = 0; k + 1 < bounds.size(); ++k) {
-        int lo = bounds[k], hi = bounds[k + 1] - 1;
-        std::vector<int32_t> targets;
-        for (int32_t s : set)
-          for (const auto& e : nfa_[s].bytes)
-            if (e.lo <= lo && hi <= e.hi) targets.push_back(e.target);
-        if (targets.empty()) continue;
-        int32_t t = Intern(Closure(std::move(targets)), &dfa);
+      for (size_t b = 0; b + 1 < bounds_.size(); ++b) {
+        int lo = bounds_[b], hi = bounds_[b + 1] - 1;
+        seeds_.clear();
+        for (int32_t s : set_)
+          for (int32_t k = nfa_.byte_begin[s]; k < nfa_.byte_begin[s + 1]; ++k)
+            if (nfa_.bytes[k].lo <= lo && hi <= nfa_.bytes[k].hi) seeds_.push_back(nfa_.bytes[k].target);
+        if (seeds_.empty()) continue;
+        int32_t t = Intern(&dfa);
         if (!edges.empty() && edges.back().target == t && edges.back().hi + 1 == lo) {
           edges.back().hi = static_cast<uint8_t>(hi);
         } else {
           edges.push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), t});
         }
       }
-      std::map<RuleId, std::vector<int32_t>> by_rule;
-      for (int32_t s : set)
-        for (const auto& e : nfa_[s].rules) by_rule[e.rule].push_back(e.target);
+      // Rule edges: one per rule, to the closure of all its targets, in rule order.
+      rule_targets_.clear();
+      for (int32_t s : set_)
+        for (int32_t k = nfa_.rule_begin[s]; k < nfa_.rule_begin[s + 1]; ++k)
+          rule_targets_.emplace_back(nfa_.rules[k].rule, nfa_.rules[k].target);
+      std::sort(rule_targets_.begin(), rule_targets_.end());
       std::vector<DfaRuleEdge> rule_edges;
-      for (auto& [rule, targets] : by_rule) {
-        rule_edges.push_back({rule, Intern(Closure(std::move(targets)), &dfa)});
+      for (size_t k = 0; k < rule_targets_.size();) {
+        const RuleId rule = rule_targets_[k].first;
+        seeds_.clear();
+        for (; k < rule_targets_.size() && rule_targets_[k].first == rule; ++k) seeds_.push_back(rule_targets_[k].second);
+        rule_edges.push_back({rule, Intern(&dfa)});
       }
       dfa.byte_edges[i] = std::move(edges);
       dfa.rule_edges[i] = std::move(rule_edges);
@@ -393,59 +491,64 @@ class SubsetConstruction {
   }
 
  private:
-  std::vector<int32_t> Closure(std::vector<int32_t> seeds) {
+  // The epsilon closure of seeds_, sorted, into closure_.
+  void Closure() {
     ++stamp_;
-    std::vector<int32_t> out;
-    std::vector<int32_t> stack;
-    for (int32_t s : seeds)
+    closure_.clear();
+    stack_.clear();
+    for (int32_t s : seeds_)
       if (mark_[s] != stamp_) {
         mark_[s] = stamp_;
-        stack.push_back(s);
+        stack_.push_back(s);
       }
-    while (!stack.empty()) {
-      int32_t s = stack.back();
-      stack.pop_back();
-      out.push_back(s);
-      for (int32_t t : nfa_[s].eps)
+    while (!stack_.empty()) {
+      int32_t s = stack_.back();
+      stack_.pop_back();
+      closure_.push_back(s);
+      for (int32_t k = nfa_.eps_begin[s]; k < nfa_.eps_begin[s + 1]; ++k) {
+        int32_t t = nfa_.eps[k];
         if (mark_[t] != stamp_) {
           mark_[t] = stamp_;
-          stack.push_back(t);
+          stack_.push_back(t);
         }
+      }
     }
-    std::sort(out.begin(), out.end());
-    return out;
+    std::sort(closure_.begin(), closure_.end());
   }
 
-  int32_t Intern(std::vector<int32_t> set, RuleDfa* dfa) {
-    auto it = ids_.find(set);
-    if (it != ids_.end()) return it->second;
+  // The DFA state of the closure of seeds_ (a new one if that set is new).
+  int32_t Intern(RuleDfa* dfa) {
+    Closure();
+    bool inserted = false;
     // A DFA far larger than its NFA means a subset blow-up (typically an unrolled bounded
     // repetition whose items overlap what follows); the caller may retry with counted loops.
     const int64_t cap = std::min<int64_t>(limits_.max_dfa_states,
-                                          std::max<int64_t>(65536, 64 * static_cast<int64_t>(nfa_.size())));
-    if (static_cast<int64_t>(sets_.size()) >= cap) {
+                                          std::max<int64_t>(65536, 64 * static_cast<int64_t>(nfa_.num_states)));
+    const int32_t before = sets_.size();
+    const int32_t id = sets_.Intern(closure_, &inserted);
+    if (!inserted) return id;
+    if (static_cast<int64_t>(before) >= cap) {
       throw Error(ErrorKind::kLimitExceeded,
                   "rule automaton exceeds " + std::to_string(cap) +
                       " DFA states (limit max_dfa_states, a GrammarCompiler option, or 64x the NFA)");
     }
-    if ((sets_.size() & 1023) == 0) limits_.CheckDeadline();
-    int32_t id = static_cast<int32_t>(sets_.size());
-    bool final = std::binary_search(set.begin(), set.end(), nfa_final_);
-    ids_.emplace(set, id);
-    sets_.push_back(std::move(set));
+    if ((before & 1023) == 0) limits_.CheckDeadline();
+    bool final = std::binary_search(closure_.begin(), closure_.end(), nfa_final_);
     dfa->is_final.push_back(final ? 1 : 0);
     dfa->byte_edges.emplace_back();
     dfa->rule_edges.emplace_back();
     return id;
   }
 
-  std::vector<NfaState>& nfa_;
+  const Nfa& nfa_;
   int32_t nfa_final_;
   const AutomatonLimits& limits_;
   std::vector<uint32_t> mark_;
   uint32_t stamp_ = 0;
-  std::unordered_map<std::vector<int32_t>, int32_t, VectorHash> ids_;
-  std::vector<std::vector<int32_t>> sets_;
+  SequenceInterner sets_;
+  // Scratch, reused for every DFA state.
+  std::vector<int32_t> set_, bounds_, seeds_, closure_, stack_;
+  std::vector<std::pair<RuleId, int32_t>> rule_targets_;
 };
 
 // Moore partition refinement, then renumbering in BFS order from the start state.
@@ -454,11 +557,13 @@ RuleDfa Minimize(const RuleDfa& dfa) {
   std::vector<int32_t> cls(n);
   for (int32_t s = 0; s < n; ++s) cls[s] = dfa.is_final[s];
   int32_t num_classes = -1;
+  SequenceInterner sig_ids;
+  std::vector<int32_t> sig;
+  std::vector<int32_t> next(n);
   while (true) {
-    std::map<std::vector<int32_t>, int32_t> sig_ids;
-    std::vector<int32_t> next(n);
+    sig_ids.Clear(static_cast<size_t>(n));
     for (int32_t s = 0; s < n; ++s) {
-      std::vector<int32_t> sig{cls[s]};
+      sig.assign(1, cls[s]);
       int prev_hi = -2, prev_cls = -1;
       for (const auto& e : dfa.byte_edges[s]) {
         int c = cls[e.target];
@@ -478,11 +583,11 @@ RuleDfa Minimize(const RuleDfa& dfa) {
         sig.push_back(e.rule);
         sig.push_back(cls[e.target]);
       }
-      auto it = sig_ids.emplace(std::move(sig), static_cast<int32_t>(sig_ids.size())).first;
-      next[s] = it->second;
+      bool inserted = false;
+      next[s] = sig_ids.Intern(sig, &inserted);
     }
-    int32_t count = static_cast<int32_t>(sig_ids.size());
-    cls = std::move(next);
+    int32_t count = sig_ids.size();
+    cls.swap(next);
     if (count == num_classes) break;
     num_classes = count;
   }
@@ -542,7 +647,9 @@ RuleDfa BuildRuleDfa(const Grammar& g, ExprId body, const AutomatonLimits& limit
   int32_t start = builder.NewState();
   int32_t final = builder.NewState();
   builder.Build(body, start, final);
-  SubsetConstruction subsets(builder.states(), final, limits);
+  Nfa nfa;
+  builder.Finish(&nfa);
+  SubsetConstruction subsets(nfa, final, limits);
   RuleDfa dfa = subsets.Run(start);
   // Moore refinement needs up to one round per state on chains (quadratic); large DFAs
   // (long unrolled repetitions) are kept as built, which is correct, only not minimal.

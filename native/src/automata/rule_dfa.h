@@ -41,6 +41,15 @@ struct AutomatonLimits {
   void CheckDeadline() const;
 };
 
+// The automaton of a rule that nothing reaches: one non-final state without edges.
+inline RuleDfa DeadRuleDfa() {
+  RuleDfa d;
+  d.is_final.assign(1, 0);
+  d.byte_edges.resize(1);
+  d.rule_edges.resize(1);
+  return d;
+}
+
 // Builds the minimal DFA of expression `body` of grammar g. Repeat nodes are expanded.
 RuleDfa BuildRuleDfa(const Grammar& g, ExprId body, const AutomatonLimits& limits);
 

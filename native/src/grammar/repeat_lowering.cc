@@ -11,12 +11,16 @@ namespace xg2 {
 
 std::vector<LoweredRepeat> LowerLargeRepeats(Grammar* g, int64_t max_unrolled) {
   std::vector<LoweredRepeat> out;
-  Nullability nullable(*g);
-  std::unordered_map<ExprId, ExprId> memo;
   auto is_large = [&](const Expr& e) {
     return e.kind == ExprKind::kRepeat &&
            (e.min > max_unrolled || (e.max != kUnbounded && e.max > max_unrolled));
   };
+  // Most grammars have no large repetition: skip the nullability fixpoint and the rewrite.
+  bool any_large = false;
+  for (ExprId id = 0; id < g->num_exprs() && !any_large; ++id) any_large = is_large(g->expr(id));
+  if (!any_large) return out;
+  Nullability nullable(*g);
+  std::unordered_map<ExprId, ExprId> memo;
   // Rewrites expression `id`, lowering large repeats; returns the (possibly new) id.
   std::function<ExprId(ExprId, const std::string&)> rewrite = [&](ExprId id, const std::string& owner) -> ExprId {
     auto it = memo.find(id);

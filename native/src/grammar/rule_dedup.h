@@ -10,8 +10,8 @@
 
 namespace xg2 {
 
-// Returns a copy of g where every reference to a rule is redirected to the representative of
-// its class of identical rules (the root, or the lowest id). Unreferenced duplicates remain.
-Grammar DeduplicateRules(const Grammar& g);
+// Redirects every reference to a rule of g to the representative of its class of identical
+// rules (the root, or the lowest id), in place. Unreferenced duplicates remain.
+void DeduplicateRules(Grammar* g);
 
 }  // namespace xg2

@@ -10,9 +10,9 @@
 
 namespace xg2 {
 
-// Returns a copy of g where every reference to a non-recursive rule (other than the root)
-// whose fully inlined body has at most max_inline_size expression nodes is replaced by that
-// body. Rule ids and names are unchanged; inlined rules simply become unreferenced.
-Grammar InlineSmallRules(const Grammar& g, int max_inline_size = 64);
+// Replaces, in place, every reference to a non-recursive rule of g (other than the root)
+// whose fully inlined body has at most max_inline_size expression nodes by that body. Rule
+// ids and names are unchanged; inlined rules simply become unreferenced.
+void InlineSmallRules(Grammar* g, int max_inline_size = 64);
 
 }  // namespace xg2
