@@ -91,3 +91,20 @@ def test_large_bound_prescreen():
     assert lib.large_bound({"items": [{"pattern": "^a{2,1000}$"}]}, 256) == "pattern{2,1000}"
     assert lib.large_bound({"patternProperties": {"^x{300}$": {}}}, 256) == "patternProperties{300}"
     assert lib.large_bound({"enum": [{"maxItems": 5000}]}, 256) is None
+
+
+def test_rows_wider_than_the_dedup_table(runner):
+    """A oneOf of 40 object alternatives (any_order) makes a parser row of ~200 items, mostly
+    predictions: growing the row's dedup table once sized it below the row and probed forever.
+    Every instance of that JSONSchemaBench schema now gets its verdict."""
+    path = lib.JSB / "Github_ultra.jsonl.gz"
+    if not path.exists():
+        pytest.skip("jsonschemabench not available")
+    import gzip
+    import json
+
+    with gzip.open(path, "rt", encoding="utf-8") as f:
+        entry = next(json.loads(line) for line in f if '"Github_ultra---o358.json"' in line[:80])
+    result = runner.run_case(entry["data"]["schema"], lib.jsb_tests(entry))
+    assert result["schema"] == "compiled"
+    assert all(lib.passed(o) for o in result["instances"]), result

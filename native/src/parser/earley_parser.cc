@@ -68,7 +68,11 @@ void EarleyParser::NewRowStamp() {
 }
 
 void EarleyParser::GrowDedup() {
+  // Every item of the row goes in, predicted ones too (they are deduplicated by state alone and
+  // not counted): size for all of them, or the probing below would find no free slot.
+  const size_t row_items = items_.size() - static_cast<size_t>(row_begin_.back());
   size_t cap = dedup_keys_.size() * 2;
+  while (cap < 2 * row_items + 2) cap *= 2;
   dedup_keys_.assign(cap, 0);
   dedup_stamp_.assign(cap, 0);
   NewRowStamp();
