@@ -48,3 +48,9 @@ def test_check_reports_bad_input(capsys, args, message):
 def test_check_sample_that_breaks_the_grammar(capsys):
     assert main(["check", "--ebnf", 'root ::= "ab"', "--sample", "ax"]) == 1
     assert "breaks the grammar" in capsys.readouterr().err
+
+
+def test_check_any_order(capsys):
+    schema = '{"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}'
+    assert main(["check", "--json-schema", schema, "--any-order", "--sample", '{"b": 1, "a": 2}']) == 0
+    assert main(["check", "--json-schema", schema, "--sample", '{"b": 1, "a": 2}']) == 1

@@ -48,6 +48,8 @@ def add_structure_options(parser: argparse.ArgumentParser) -> None:
                              "reasoning block, may, or may not (default required)")
     parser.add_argument("--loose", action="store_true",
                         help="JSON Schema: strict_mode=False (allow undeclared properties)")
+    parser.add_argument("--any-order", action="store_true",
+                        help="JSON Schema: properties in any order (each once; required ones present)")
     parser.add_argument("--root-rule", default="root", help="EBNF root rule (default: root)")
 
 
@@ -96,7 +98,7 @@ def build_grammar(args: argparse.Namespace, tokenizer_info=None) -> Grammar:
         return Grammar.from_regex(args.regex)
     if args.json_schema is not None:
         return Grammar.from_json_schema(_json_arg(args.json_schema, "--json-schema"),
-                                        strict_mode=not args.loose)
+                                        strict_mode=not args.loose, any_order=args.any_order)
     if args.structural_tag is not None:
         return Grammar.from_structural_tag(_json_arg(args.structural_tag, "--structural-tag"),
                                            tokenizer_info=tokenizer_info)
