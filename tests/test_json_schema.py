@@ -615,3 +615,20 @@ def test_unique_items_over_finite_values_match_jsonschema(compiler, schema):
             assert accepts_text(compiler, g, json.dumps(list(inst))) == validator.is_valid(list(inst)), inst
     with pytest.raises(UnsupportedSchemaError, match="uniqueItems"):
         Grammar.from_json_schema({"type": "array", "uniqueItems": True, "items": {"type": "string"}})
+
+
+def test_conditions_follow_the_draft(compiler):
+    """if/then/else are keywords from draft 7 on; a draft-04/06 schema's validators ignore them."""
+    body = {"type": "object", "if": {"properties": {"k": {"const": "a"}}, "required": ["k"]},
+            "then": {"required": ["v"]}}
+    check(compiler, body, [{"k": "a", "v": 1}], [{"k": "a"}], strict_mode=False, any_order=True)
+    old = dict(body, **{"$schema": "http://json-schema.org/draft-04/schema#"})
+    check(compiler, old, [{"k": "a", "v": 1}, {"k": "a"}], [], strict_mode=False, any_order=True)
+
+
+def test_property_names_with_pattern_properties_is_reported():
+    """Pattern keys do not apply propertyNames: reported, never widened to any matching key."""
+    schema = {"type": "object", "propertyNames": {"enum": ["a", "b"]}, "patternProperties": {".*": {"type": "number"}},
+              "additionalProperties": False}
+    with pytest.raises(UnsupportedSchemaError, match="'propertyNames' at /propertyNames: together with patternProperties"):
+        Grammar.from_json_schema(schema, strict_mode=False)

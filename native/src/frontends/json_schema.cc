@@ -48,6 +48,10 @@ class Converter {
         for (const char* old : {"draft-03", "draft-04", "draft-05", "draft-06", "draft-07"}) {
           if (d->as_string().find(old) != std::string::npos) ref_overrides_siblings_ = true;
         }
+        // if/then/else came with draft 7: before it they are unknown words that assert nothing.
+        for (const char* old : {"draft-03", "draft-04", "draft-05", "draft-06"}) {
+          if (d->as_string().find(old) != std::string::npos) conditions_ignored_ = true;
+        }
       }
     }
     if (o_.any_whitespace) {
@@ -268,7 +272,7 @@ class Converter {
         continue;
       }
       if (k == "if") {
-        MergeCondition(m, s, P);
+        if (!conditions_ignored_) MergeCondition(m, s, P);
         continue;
       }
       if (k == "then" || k == "else") continue;  // read with "if"; without one they assert nothing
@@ -1398,6 +1402,10 @@ class Converter {
           }
         }
       }
+      if (!allowed && !m.pattern_props.empty() && !m.property_names.empty()) {
+        // The pattern keys below do not apply propertyNames: report rather than widen.
+        Unsupported("propertyNames", m.property_names[0].ptr, "together with patternProperties");
+      }
       if (!allowed && !m.pattern_props.empty()) {
         pattern_regions = PatternKeyAlternatives(m, pattern_texts, declared, {}, d1, &extra_alts, /*with_none=*/false);
       }
@@ -1525,6 +1533,7 @@ class Converter {
   int rule_nesting_ = 0;  // ConjRule calls in progress
   int cycle_hits_ = 0;    // $ref cycles met while merging
   bool ref_overrides_siblings_ = false;
+  bool conditions_ignored_ = false;  // a draft 3-6 schema: if/then/else are not keywords
   std::unordered_map<std::string, int64_t> rule_name_count_;
   RuleId string_rest_ = -1;
   int64_t expansion_budget_ = 2000;  // inline lowerings of combinator alternatives
