@@ -143,9 +143,10 @@ bool TokenMaskCache::PrecomputeAll(int num_threads, std::chrono::steady_clock::t
       int32_t ctx = LoopContext(r.base + static_cast<int32_t>(c)).loop_state;
       if (ctx == r.base + c) todo.emplace_back(s, ctx);
     }
-    // The exact counts near a finite bound (at most 17 of them): a walk each at the first fill
-    // there would cost milliseconds (e.g. the last characters of "[a-f0-9]{40}").
-    if (r.max != kUnbounded) {
+    // The exact counts near a small finite bound (at most 17 of them): a walk each at the first
+    // fill there would cost milliseconds (e.g. the last characters of "[a-f0-9]{40}"). Long
+    // bounds (maxLength 255) are rarely approached and would cost many walks per compile.
+    if (r.max != kUnbounded && r.max <= 64) {
       for (int64_t c = std::max<int64_t>(std::min<int64_t>(r.min, 4), r.max - 17); c < r.max; ++c) {
         int32_t ctx = LoopContext(r.base + static_cast<int32_t>(c)).loop_state;
         if (ctx == r.base + c) todo.emplace_back(s, ctx);
