@@ -277,24 +277,6 @@ ExprId TrieExclusion(Grammar* g, const std::vector<TrieNode>& nodes, int n, Expr
 constexpr int64_t kMaxKeyDfaStates = 20000;
 
 ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, ExprId rest) {
-  std::vector<TrieNode> nodes(1);
-  for (const auto& key : excluded) {
-    bool ok;
-    std::vector<uint32_t> cps = DecodeUtf8(key, &ok);
-    int n = 0;
-    for (uint32_t cp : cps) {
-      auto it = nodes[n].children.find(cp);
-      if (it == nodes[n].children.end()) {
-        nodes.emplace_back();
-        int child = static_cast<int>(nodes.size()) - 1;
-        nodes[n].children[cp] = child;
-        n = child;
-      } else {
-        n = it->second;
-      }
-    }
-    nodes[n].terminal = true;
-  }
   // As one automaton when it stays small: the string contents minus the excluded spellings,
   // built by a DFA product. The expression form below puts a complement character class at
   // every trie node, whose UTF-8 automata made many-property objects slow to compile.
@@ -317,6 +299,25 @@ ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, Exp
     return g->AddSequence({Lit(g, "\""), g->AddByteDfa(std::move(kept)), Lit(g, "\"")});
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kLimitExceeded) throw;
+  }
+  // Too large for one automaton: the expression form over a trie of the names.
+  std::vector<TrieNode> nodes(1);
+  for (const auto& key : excluded) {
+    bool ok;
+    std::vector<uint32_t> cps = DecodeUtf8(key, &ok);
+    int n = 0;
+    for (uint32_t cp : cps) {
+      auto it = nodes[n].children.find(cp);
+      if (it == nodes[n].children.end()) {
+        nodes.emplace_back();
+        int child = static_cast<int>(nodes.size()) - 1;
+        nodes[n].children[cp] = child;
+        n = child;
+      } else {
+        n = it->second;
+      }
+    }
+    nodes[n].terminal = true;
   }
   return g->AddSequence({Lit(g, "\""), TrieExclusion(g, nodes, 0, rest), Lit(g, "\"")});
 }

@@ -2,7 +2,9 @@
 // composite expression with new children.
 #pragma once
 
+#include <functional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "xg2/grammar.h"
@@ -44,6 +46,26 @@ void RewriteRuleBodies(Grammar* g, Rewrite&& rewrite) {
     ExprId body = rewrite(g->rule(r).body, owner);
     if (body != g->rule(r).body) g->SetRuleBody(r, body);
   }
+}
+
+// Rewrites every rule body bottom-up: a node's children first, then lower(e, kids, owner) may
+// replace the node (kNoExpr keeps it, rebuilt over kids if one changed). A node shared by
+// several bodies is rewritten once. The lowering passes (repeats, any-order) share this.
+template <class Lower>
+void LowerNodesBottomUp(Grammar* g, Lower&& lower) {
+  std::unordered_map<ExprId, ExprId> memo;
+  std::function<ExprId(ExprId, const std::string&)> rewrite = [&](ExprId id, const std::string& owner) -> ExprId {
+    auto it = memo.find(id);
+    if (it != memo.end()) return it->second;
+    const Expr e = g->expr(id);
+    std::vector<ExprId> kids;
+    const bool changed = MapChildren(e, [&](ExprId c) { return rewrite(c, owner); }, &kids);
+    ExprId result = lower(e, kids, owner);
+    if (result == kNoExpr) result = changed ? RebuildWithChildren(g, id, e, kids) : id;
+    memo[id] = result;
+    return result;
+  };
+  RewriteRuleBodies(g, rewrite);
 }
 
 }  // namespace xg2

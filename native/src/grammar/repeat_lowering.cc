@@ -4,8 +4,6 @@
 #include "grammar/nullability.h"
 
 #include <string>
-#include <functional>
-#include <unordered_map>
 
 namespace xg2 {
 
@@ -20,31 +18,17 @@ std::vector<LoweredRepeat> LowerLargeRepeats(Grammar* g, int64_t max_unrolled) {
   for (ExprId id = 0; id < g->num_exprs() && !any_large; ++id) any_large = is_large(g->expr(id));
   if (!any_large) return out;
   Nullability nullable(*g);
-  std::unordered_map<ExprId, ExprId> memo;
-  // Rewrites expression `id`, lowering large repeats; returns the (possibly new) id.
-  std::function<ExprId(ExprId, const std::string&)> rewrite = [&](ExprId id, const std::string& owner) -> ExprId {
-    auto it = memo.find(id);
-    if (it != memo.end()) return it->second;
-    const Expr e = g->expr(id);
-    ExprId result = id;
-    if (e.kind == ExprKind::kRepeat && is_large(e) && !nullable.Expr(e.children[0])) {
-      ExprId child_body = rewrite(e.children[0], owner);
-      RuleId child = g->DeclareRule(owner + "_item");
-      g->SetRuleBody(child, child_body);
-      RuleId rep = g->DeclareRule(owner + "_repeat");
-      ExprId ref = g->AddRuleRef(child);
-      // Placeholder with the loop's nullability and productivity; the automaton replaces it.
-      g->SetRuleBody(rep, e.min == 0 ? g->AddRepeat(ref, 0, 1) : ref);
-      out.push_back({rep, child, e.min, e.max});
-      result = g->AddRuleRef(rep);
-    } else if (!e.children.empty()) {
-      std::vector<ExprId> kids;
-      if (MapChildren(e, [&](ExprId c) { return rewrite(c, owner); }, &kids)) result = RebuildWithChildren(g, id, e, kids);
-    }
-    memo[id] = result;
-    return result;
-  };
-  RewriteRuleBodies(g, rewrite);
+  LowerNodesBottomUp(g, [&](const Expr& e, const std::vector<ExprId>& kids, const std::string& owner) -> ExprId {
+    if (!(e.kind == ExprKind::kRepeat && is_large(e) && !nullable.Expr(e.children[0]))) return kNoExpr;
+    RuleId child = g->DeclareRule(owner + "_item");
+    g->SetRuleBody(child, kids[0]);
+    RuleId rep = g->DeclareRule(owner + "_repeat");
+    ExprId ref = g->AddRuleRef(child);
+    // Placeholder with the loop's nullability and productivity; the automaton replaces it.
+    g->SetRuleBody(rep, e.min == 0 ? g->AddRepeat(ref, 0, 1) : ref);
+    out.push_back({rep, child, e.min, e.max});
+    return g->AddRuleRef(rep);
+  });
   return out;
 }
 
