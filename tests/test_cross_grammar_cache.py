@@ -148,3 +148,53 @@ def test_cached_rule_automata_relabel_references(gpt2_tokenizer):
             mc, mw = xg.GrammarMatcher(c), xg.GrammarMatcher(w)
             assert mc.accept_string(text.decode()) == mw.accept_string(text.decode())
             assert mc.is_completed() == mw.is_completed()
+
+
+# One tool's rules under different follow contexts: inside different tool sets (same follow
+# language: pruned suffixes reused) and inside an array or an object member (different follow
+# language: must not be reused). Strings end in tokens such as '",' or '"}' whose remainder is
+# checked against what follows the rule.
+TOOL = {"type": "object", "properties": {"q": {"type": "string"}, "n": {"type": "integer"}},
+        "required": ["q"], "additionalProperties": False}
+OTHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
+         "additionalProperties": False}
+
+
+def tool_call(name, params):
+    return {"type": "object", "properties": {"name": {"const": name}, "arguments": params},
+            "required": ["name", "arguments"], "additionalProperties": False}
+
+
+FOLLOW_SCHEMAS = [
+    {"anyOf": [tool_call("search", TOOL), tool_call("weather", OTHER)]},
+    {"anyOf": [tool_call("weather", OTHER), tool_call("search", TOOL), tool_call("w2", OTHER)]},
+    {"type": "array", "items": TOOL},
+    {"type": "object", "properties": {"x": TOOL, "y": {"type": "string"}}, "required": ["x"],
+     "additionalProperties": False},
+]
+FOLLOW_DOCS = [
+    [{"name": "search", "arguments": {"q": "a \"b\"", "n": 3}}, {"name": "weather", "arguments": {"city": "Oslo"}}],
+    [{"name": "search", "arguments": {"q": "x,y}", "n": -1}}, {"name": "w2", "arguments": {"city": "\"Q\""}}],
+    [[{"q": "a", "n": 1}, {"q": "b\"],"}], []],
+    [{"x": {"q": "}\","}, "y": "z"}, {"x": {"q": "", "n": 0}}],
+]
+
+
+def test_pruned_suffixes_reused_only_under_the_same_follow(gpt2_tokenizer, pool_limit):
+    xg.clear_cross_grammar_cache()
+    pooled = xg.GrammarCompiler(gpt2_tokenizer, cache_enabled=False)
+    compiled = []
+    for schema in FOLLOW_SCHEMAS:
+        compiled.append(pooled.compile_json_schema(schema))
+        if len(compiled) == 2:
+            assert xg.cross_grammar_cache_stats()["suffix_hits"] > 0, "the tool's pruned suffixes should be reused"
+    xg.set_cross_grammar_cache_limit(0)
+    xg.clear_cross_grammar_cache()
+    plain = xg.GrammarCompiler(gpt2_tokenizer, cache_enabled=False)
+    for schema, got, docs in zip(FOLLOW_SCHEMAS, compiled, FOLLOW_DOCS):
+        want = plain.compile_json_schema(schema)
+        for doc in docs:
+            text = json.dumps(doc).encode()
+            a, b = masks_along(got, text), masks_along(want, text)
+            assert len(a) == len(b) == len(text) + 1, text
+            assert all(np.array_equal(x, y) for x, y in zip(a, b)), text

@@ -6,7 +6,9 @@
 #include "automata/rule_dfa_cache.h"
 #include "bindings.h"
 #include "compiler/cross_grammar_cache.h"
+#include "compiler/follow_suffix_cache.h"
 #include "compiler/grammar_compiler.h"
+#include "frontends/json_schema.h"
 #include "xg2/grammar.h"
 #include "xg2/errors.h"
 #include "xg2/limits.h"
@@ -77,6 +79,11 @@ void BindGrammar(nb::module_& m) {
     d["automaton_misses"] = r.misses;
     d["automaton_entries"] = r.entries;
     d["automaton_bytes"] = r.bytes;
+    FollowSuffixCacheStats f = FollowSuffixCache::Global().Stats();
+    d["suffix_hits"] = f.hits;
+    d["suffix_misses"] = f.misses;
+    d["suffix_entries"] = f.entries;
+    d["suffix_bytes"] = f.bytes;
     return d;
   });
   m.def(
@@ -84,11 +91,14 @@ void BindGrammar(nb::module_& m) {
       [](int64_t bytes) {
         CrossGrammarCache::Global().SetLimit(bytes);
         SetRuleDfaCacheLimit(bytes / 8);  // the automata take an eighth of the budget
+        FollowSuffixCache::Global().SetLimit(bytes / 4);  // pruned suffixes a quarter
       },
       nb::arg("limit_bytes"));
   m.def("clear_cross_grammar_cache", []() {
     CrossGrammarCache::Global().Clear();
     ClearRuleDfaCache();
+    ClearKeyExclusionCache();
+    FollowSuffixCache::Global().Clear();
   });
 
   nb::class_<PrecomputeTask>(m, "PrecomputeTask")

@@ -119,13 +119,17 @@ class CompiledGrammar:
 
 
 def cross_grammar_cache_stats() -> dict:
-    """Statistics of the process-wide pools shared by all compiled grammars: mask-cache cores
-    and rule automata (the ``automaton_*`` keys; rules of the same shape are built once).
+    """Statistics of the process-wide pools shared by all compiled grammars: mask-cache cores,
+    rule automata (the ``automaton_*`` keys; rules of the same shape are built once) and
+    pruned suffixes (the ``suffix_*`` keys; a core's uncertain token suffixes pruned by what
+    may follow its rule, reused where another grammar has the same core and follow language).
 
     Returns:
         A dict with ``hits``, ``misses``, ``entries``, ``bytes``, ``limit_bytes`` and
-        ``evictions`` of the mask pool, and ``automaton_hits``, ``automaton_misses``,
-        ``automaton_entries``, ``automaton_bytes`` of the automaton cache.
+        ``evictions`` of the mask pool, ``automaton_hits``, ``automaton_misses``,
+        ``automaton_entries``, ``automaton_bytes`` of the automaton cache and
+        ``suffix_hits``, ``suffix_misses``, ``suffix_entries``, ``suffix_bytes`` of the
+        suffix pool.
 
     Example:
         >>> sorted(cross_grammar_cache_stats())[:3]
@@ -135,7 +139,8 @@ def cross_grammar_cache_stats() -> dict:
 
 
 def set_cross_grammar_cache_limit(limit_bytes: int) -> None:
-    """Bounds the pool's memory (least recently used cores are evicted); 0 disables it."""
+    """Bounds the pool's memory (least recently used cores are evicted); 0 disables it. The
+    automaton cache gets an eighth of this and the suffix pool a quarter."""
     _core.set_cross_grammar_cache_limit(int(limit_bytes))
 
 
@@ -160,7 +165,8 @@ def set_limits(*, max_nesting_depth: Optional[int] = None) -> dict:
 
 
 def clear_cross_grammar_cache() -> None:
-    """Empties both pools (compiled grammars keep what they already use)."""
+    """Empties the pools and the front end's key-exclusion automata (compiled grammars keep
+    what they already use)."""
     _core.clear_cross_grammar_cache()
 
 

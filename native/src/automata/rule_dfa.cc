@@ -408,12 +408,22 @@ class SequenceInterner {
   }
 
  private:
+  // Two independent 64-bit lanes of two elements each: signatures and subsets run to hundreds
+  // of elements, and a one-element-per-multiply chain was most of minimization's time.
   static uint64_t HashOf(const int32_t* p, size_t n) {
-    uint64_t h = 0x9E3779B97F4A7C15ull ^ n;
-    for (size_t i = 0; i < n; ++i) {
-      h = (h ^ static_cast<uint32_t>(p[i])) * 0xFF51AFD7ED558CCDull;
-      h ^= h >> 29;
+    constexpr uint64_t kMul0 = 0xFF51AFD7ED558CCDull, kMul1 = 0xC4CEB9FE1A85EC53ull;
+    uint64_t h0 = 0x9E3779B97F4A7C15ull ^ n, h1 = 0xD6E8FEB86659FD93ull;
+    auto word = [p](size_t i) {
+      return static_cast<uint64_t>(static_cast<uint32_t>(p[i])) | (static_cast<uint64_t>(static_cast<uint32_t>(p[i + 1])) << 32);
+    };
+    auto rotl = [](uint64_t x, int r) { return (x << r) | (x >> (64 - r)); };
+    size_t i = 0;
+    for (; i + 4 <= n; i += 4) {
+      h0 = rotl((h0 ^ word(i)) * kMul0, 29);
+      h1 = rotl((h1 ^ word(i + 2)) * kMul1, 31);
     }
+    for (; i < n; ++i) h0 = rotl((h0 ^ static_cast<uint32_t>(p[i])) * kMul0, 29);
+    uint64_t h = (h0 ^ rotl(h1, 17)) * kMul1;
     return h ^ (h >> 32);
   }
   static uint64_t HashOf(const std::vector<int32_t>& v) { return HashOf(v.data(), v.size()); }
@@ -552,45 +562,154 @@ class SubsetConstruction {
 };
 
 // Moore partition refinement, then renumbering in BFS order from the start state.
-RuleDfa Minimize(const RuleDfa& dfa) {
-  int32_t n = dfa.num_states();
-  std::vector<int32_t> cls(n);
-  for (int32_t s = 0; s < n; ++s) cls[s] = dfa.is_final[s];
-  int32_t num_classes = -1;
-  SequenceInterner sig_ids;
-  std::vector<int32_t> sig;
-  std::vector<int32_t> next(n);
-  while (true) {
-    sig_ids.Clear(static_cast<size_t>(n));
-    for (int32_t s = 0; s < n; ++s) {
-      sig.assign(1, cls[s]);
-      int prev_hi = -2, prev_cls = -1;
-      for (const auto& e : dfa.byte_edges[s]) {
-        int c = cls[e.target];
-        if (e.lo == prev_hi + 1 && c == prev_cls) {
-          sig.back() = e.hi;  // extend the previous merged range
-        } else {
-          sig.push_back(-1);
-          sig.push_back(e.lo);
-          sig.push_back(c);
-          sig.push_back(e.hi);
-        }
-        prev_hi = e.hi;
-        prev_cls = c;
-      }
-      sig.push_back(-2);
-      for (const auto& e : dfa.rule_edges[s]) {
-        sig.push_back(e.rule);
-        sig.push_back(cls[e.target]);
-      }
-      bool inserted = false;
-      next[s] = sig_ids.Intern(sig, &inserted);
+// The signature of state s under the partition `cls`: finality, byte ranges by target class
+// (adjacent ranges into one class merged) and rule edges by target class.
+void StateSignature(const RuleDfa& dfa, const std::vector<int32_t>& cls, int32_t s, std::vector<int32_t>* sig) {
+  sig->assign(1, dfa.is_final[s]);
+  int prev_hi = -2, prev_cls = -1;
+  for (const auto& e : dfa.byte_edges[s]) {
+    int c = cls[e.target];
+    if (e.lo == prev_hi + 1 && c == prev_cls) {
+      sig->back() = e.hi;  // extend the previous merged range
+    } else {
+      sig->push_back(-1);
+      sig->push_back(e.lo);
+      sig->push_back(c);
+      sig->push_back(e.hi);
     }
-    int32_t count = sig_ids.size();
-    cls.swap(next);
-    if (count == num_classes) break;
-    num_classes = count;
+    prev_hi = e.hi;
+    prev_cls = c;
   }
+  sig->push_back(-2);
+  for (const auto& e : dfa.rule_edges[s]) {
+    sig->push_back(e.rule);
+    sig->push_back(cls[e.target]);
+  }
+}
+
+// Partition refinement with a worklist: a state's signature changes only when one of its
+// successors changes block, so only the predecessors of states that moved are re-examined
+// (Moore's rounds recompute every state, which is quadratic on the long chains of literal
+// keys). Within a block the states not re-examined share one signature, so a re-examined
+// state stays iff it matches one of them; the others split off grouped by signature. Never
+// splitting equivalent states and stopping only when every block is uniform gives the
+// coarsest stable partition, i.e. the minimal DFA.
+RuleDfa Minimize(const RuleDfa& dfa) {
+  const int32_t n = dfa.num_states();
+  // Predecessors (CSR), byte and rule edges alike.
+  std::vector<int32_t> pred_begin(n + 1, 0), preds;
+  for (int32_t s = 0; s < n; ++s) {
+    for (const auto& e : dfa.byte_edges[s]) ++pred_begin[e.target + 1];
+    for (const auto& e : dfa.rule_edges[s]) ++pred_begin[e.target + 1];
+  }
+  for (int32_t s = 0; s < n; ++s) pred_begin[s + 1] += pred_begin[s];
+  preds.resize(pred_begin[n]);
+  {
+    std::vector<int32_t> fill(pred_begin.begin(), pred_begin.end() - 1);
+    for (int32_t s = 0; s < n; ++s) {
+      for (const auto& e : dfa.byte_edges[s]) preds[fill[e.target]++] = s;
+      for (const auto& e : dfa.rule_edges[s]) preds[fill[e.target]++] = s;
+    }
+  }
+  // Blocks start as final / non-final.
+  std::vector<int32_t> cls(n), pos(n);
+  std::vector<std::vector<int32_t>> members;
+  {
+    int32_t id_of[2] = {-1, -1};
+    for (int32_t s = 0; s < n; ++s) {
+      int f = dfa.is_final[s] ? 1 : 0;
+      if (id_of[f] < 0) {
+        id_of[f] = static_cast<int32_t>(members.size());
+        members.emplace_back();
+      }
+      cls[s] = id_of[f];
+      pos[s] = static_cast<int32_t>(members[cls[s]].size());
+      members[cls[s]].push_back(s);
+    }
+  }
+  std::vector<int32_t> pending(n), batch;
+  for (int32_t s = 0; s < n; ++s) pending[s] = s;
+  std::vector<uint8_t> is_pending(n, 1), in_batch(n, 0);
+  std::vector<int32_t> sig, group_of, group_count, moved;
+  SequenceInterner sigs;
+  while (!pending.empty()) {
+    batch.swap(pending);
+    pending.clear();
+    for (int32_t s : batch) {
+      is_pending[s] = 0;
+      in_batch[s] = 1;
+    }
+    // Process the batch block by block.
+    std::sort(batch.begin(), batch.end(), [&](int32_t a, int32_t b) { return cls[a] < cls[b]; });
+    for (size_t lo = 0; lo < batch.size();) {
+      size_t hi = lo;
+      const int32_t block = cls[batch[lo]];
+      while (hi < batch.size() && cls[batch[hi]] == block) ++hi;
+      const int32_t examined = static_cast<int32_t>(hi - lo);
+      const auto& mem = members[block];
+      int32_t clean = -1;
+      if (static_cast<size_t>(examined) < mem.size()) {
+        for (int32_t s : mem)
+          if (!in_batch[s]) {
+            clean = s;
+            break;
+          }
+      }
+      sigs.Clear(static_cast<size_t>(examined) + 1);
+      bool inserted = false;
+      if (clean >= 0) {
+        StateSignature(dfa, cls, clean, &sig);
+        sigs.Intern(sig, &inserted);  // group 0 stays
+      }
+      group_of.resize(examined);
+      for (int32_t k = 0; k < examined; ++k) {
+        StateSignature(dfa, cls, batch[lo + k], &sig);
+        group_of[k] = sigs.Intern(sig, &inserted);
+      }
+      const int32_t num_groups = sigs.size();
+      if (num_groups > 1) {
+        // The group that stays: the clean members' one, else the largest.
+        int32_t stay = 0;
+        if (clean < 0) {
+          group_count.assign(num_groups, 0);
+          for (int32_t k = 0; k < examined; ++k) ++group_count[group_of[k]];
+          stay = static_cast<int32_t>(std::max_element(group_count.begin(), group_count.end()) - group_count.begin());
+        }
+        std::vector<int32_t> new_block(num_groups, -1);
+        moved.clear();
+        for (int32_t k = 0; k < examined; ++k) {
+          const int32_t g = group_of[k];
+          if (g == stay) continue;
+          if (new_block[g] < 0) {
+            new_block[g] = static_cast<int32_t>(members.size());
+            members.emplace_back();
+          }
+          const int32_t s = batch[lo + k];
+          // Swap-remove s from its block, append it to the new one.
+          auto& old_mem = members[block];
+          const int32_t last = old_mem.back();
+          old_mem[pos[s]] = last;
+          pos[last] = pos[s];
+          old_mem.pop_back();
+          cls[s] = new_block[g];
+          pos[s] = static_cast<int32_t>(members[cls[s]].size());
+          members[cls[s]].push_back(s);
+          moved.push_back(s);
+        }
+        for (int32_t s : moved)
+          for (int32_t k = pred_begin[s]; k < pred_begin[s + 1]; ++k) {
+            const int32_t p = preds[k];
+            if (!is_pending[p]) {
+              is_pending[p] = 1;
+              pending.push_back(p);
+            }
+          }
+      }
+      for (size_t k = lo; k < hi; ++k) in_batch[batch[k]] = 0;
+      lo = hi;
+    }
+  }
+  const int32_t num_classes = static_cast<int32_t>(members.size());
   // BFS from the start's class.
   std::vector<int32_t> rep(num_classes, -1);
   for (int32_t s = 0; s < n; ++s)

@@ -1,8 +1,38 @@
 #include "compiler/grammar_compiler.h"
 
+#include <cstdio>
 #include <thread>
 
+#include "grammar/expr_hash.h"
+
 namespace xg2 {
+namespace {
+
+// A 128-bit hash of the grammar exactly as stored (every node, rule and the root): the
+// compiled-grammar cache's key. Printing the grammar as EBNF for the key cost as much as a
+// warm compile's mask lookups.
+Hash128 GrammarFingerprint(const Grammar& g) {
+  Hasher h;
+  h.Add(static_cast<uint64_t>(g.num_exprs()));
+  for (ExprId id = 0; id < g.num_exprs(); ++id) {
+    const Expr& e = g.expr(id);
+    HashExprFields(e, &h);
+    if (e.kind == ExprKind::kRuleRef) h.Add(static_cast<uint64_t>(e.rule));
+    h.Add(e.children.size());
+    for (ExprId c : e.children) h.Add(static_cast<uint64_t>(c));
+  }
+  h.Add(static_cast<uint64_t>(g.num_rules()));
+  for (RuleId r = 0; r < g.num_rules(); ++r) {
+    const Rule& rule = g.rule(r);
+    HashBytes(rule.name, &h);
+    h.Add(static_cast<uint64_t>(rule.body));
+    h.Add(static_cast<uint64_t>(rule.lookahead));
+  }
+  h.Add(static_cast<uint64_t>(g.root()));
+  return h.Finish();
+}
+
+}  // namespace
 
 CompiledGrammar::CompiledGrammar(Grammar grammar, std::shared_ptr<const GrammarAutomaton> automaton,
                                  std::shared_ptr<const TokenizerInfo> tokenizer)
@@ -63,7 +93,11 @@ std::shared_ptr<CompiledGrammar> GrammarCompiler::Compile(const Grammar& grammar
   }
   std::string key;
   if (cache_enabled_) {
-    key = grammar.ToEbnf();
+    const Hash128 fingerprint = GrammarFingerprint(grammar);
+    char hex[40];
+    std::snprintf(hex, sizeof(hex), "%016llx%016llx", static_cast<unsigned long long>(fingerprint.hi),
+                  static_cast<unsigned long long>(fingerprint.lo));
+    key = hex;
     key.push_back(options.precompute_masks ? 'E' : 'L');
     key += std::to_string(options.limits.max_unrolled_repeat) + "/" + std::to_string(options.limits.max_nfa_states) +
            "/" + std::to_string(options.limits.max_dfa_states);

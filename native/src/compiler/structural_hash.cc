@@ -142,4 +142,111 @@ Hash128 MaskEntryKey(const GrammarAutomaton& g, const RuleHashes& hashes, int32_
   return h.Finish();
 }
 
+std::vector<Hash128> ComputeFollowFingerprints(const GrammarAutomaton& g, const RuleHashes& hashes) {
+  const int32_t num_rules = g.num_rules();
+  // What a follow target state can still read, serialised breadth first from it (its rule's
+  // states after it, callees by their hashes): the caller's states before the call do not
+  // matter, so a tool's rules keep their fingerprints inside any set of tools.
+  std::vector<int32_t> local(g.num_states(), -1), queue;
+  constexpr size_t kMaxForwardStates = 4096;
+  auto forward = [&](int32_t t) {
+    Hasher h;
+    queue.assign(1, t);
+    local[t] = 0;
+    bool complete = true;
+    auto number = [&](int32_t s) {
+      if (local[s] < 0) {
+        local[s] = static_cast<int32_t>(queue.size());
+        queue.push_back(s);
+      }
+      return static_cast<uint64_t>(local[s]);
+    };
+    for (size_t q = 0; q < queue.size(); ++q) {
+      if (queue.size() > kMaxForwardStates) {
+        complete = false;
+        break;
+      }
+      const int32_t s = queue[q];
+      h.Add(g.state_final[s]);
+      h.Add(static_cast<uint64_t>(g.byte_edge_begin[s + 1] - g.byte_edge_begin[s]));
+      for (int32_t k = g.byte_edge_begin[s]; k < g.byte_edge_begin[s + 1]; ++k) {
+        const auto& e = g.byte_edges[k];
+        h.Add((static_cast<uint64_t>(e.lo) << 40) | (static_cast<uint64_t>(e.hi) << 32) | number(e.target));
+      }
+      h.Add(static_cast<uint64_t>(g.rule_edge_begin[s + 1] - g.rule_edge_begin[s]));
+      for (int32_t k = g.rule_edge_begin[s]; k < g.rule_edge_begin[s + 1]; ++k) {
+        h.Add(hashes.rule[g.rule_edges[k].rule]);
+        h.Add(number(g.rule_edges[k].target));
+      }
+    }
+    for (int32_t s : queue) local[s] = -1;
+    if (complete) return h.Finish();
+    // Too large to serialise: the whole rule and the position stand for it.
+    Hasher whole;
+    whole.Add(hashes.rule[g.state_rule[t]]);
+    whole.Add(static_cast<uint64_t>(t - hashes.first_state[g.state_rule[t]]));
+    return whole.Finish();
+  };
+  std::vector<std::vector<std::pair<Hash128, RuleId>>> targets(num_rules);
+  std::unordered_map<int32_t, Hash128> forward_of;  // a state is the target of many calls
+  for (RuleId r = 0; r < num_rules; ++r) {
+    for (int32_t t : g.rule_follow_targets[r]) {
+      Hash128 th;
+      if (!g.is_virtual(t)) {
+        auto it = forward_of.find(t);
+        if (it == forward_of.end()) it = forward_of.emplace(t, forward(t)).first;
+        th = it->second;
+      } else if (g.is_loop_state(t)) {
+        const auto& rep = g.RepeatOf(t);
+        Hasher h;
+        h.Add(hashes.rule[rep.rule]);
+        h.Add(0x4C4F4F50ull);  // "LOOP"
+        h.Add(static_cast<uint64_t>(t - rep.base));
+        th = h.Finish();
+      } else {
+        return {};  // any-order states are made on demand: not fingerprinted
+      }
+      targets[r].push_back({th, g.RuleOf(t)});
+    }
+  }
+  // A rule's label: per follow target, what the target reads and the label of the target's
+  // rule (whose completion continues into its own follow targets).
+  // Where the follow closure is acyclic the labels stop changing after its depth in rounds,
+  // and the value is the hash of the unfolded closure, the same in any grammar. Where it has
+  // a cycle (a rule called from inside a recursive rule) they never settle: no fingerprint.
+  std::vector<Hash128> label(num_rules), next(num_rules);
+  std::vector<Hash128> items;
+  auto relabel = [&](RuleId r) {
+    items.clear();
+    for (const auto& [th, owner] : targets[r]) {
+      Hasher h;
+      h.Add(th);
+      h.Add(label[owner]);
+      items.push_back(h.Finish());
+    }
+    std::sort(items.begin(), items.end(),
+              [](const Hash128& a, const Hash128& b) { return a.hi != b.hi ? a.hi < b.hi : a.lo < b.lo; });
+    Hasher h;
+    h.Add(0x464F4C4C4F57ull);  // "FOLLOW"
+    h.Add(items.size());
+    for (const auto& x : items) h.Add(x);
+    return h.Finish();
+  };
+  // A closure deeper than this many levels of callers gets no fingerprint either (each
+  // round costs a pass over every follow target; grammars with a cycle run them all).
+  constexpr int32_t kMaxDepth = 24;
+  for (int32_t round = 0; round <= std::min(num_rules, kMaxDepth); ++round) {
+    bool settled = true;
+    for (RuleId r = 0; r < num_rules; ++r) {
+      next[r] = relabel(r);
+      settled = settled && next[r] == label[r];
+    }
+    label.swap(next);
+    if (settled) return label;
+  }
+  // Fixed points have fingerprints; the rest (cyclic or too deep closures) get none.
+  for (RuleId r = 0; r < num_rules; ++r) next[r] = relabel(r) == label[r] ? label[r] : Hash128{};
+  return next;
+}
+
 }  // namespace xg2

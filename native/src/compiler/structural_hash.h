@@ -25,4 +25,13 @@ RuleHashes ComputeRuleHashes(const GrammarAutomaton& g);
 Hash128 MaskEntryKey(const GrammarAutomaton& g, const RuleHashes& hashes, int32_t state,
                      int32_t loop_state);
 
+// Per rule, a hash of what may follow the rule's completion in this grammar: its follow
+// targets (rule hash and offset of each state), and through each target's rule the
+// targets that follow that one in turn, to any depth (the FOLLOW closure that
+// EarleyParser::AfterRule parses). Rules with equal fingerprints in any two grammars have
+// the same follow language. Computed by iterated refinement over the follow graph until the
+// classes are stable. Empty (no fingerprints) when the grammar has any-order states among
+// follow targets.
+std::vector<Hash128> ComputeFollowFingerprints(const GrammarAutomaton& g, const RuleHashes& hashes);
+
 }  // namespace xg2

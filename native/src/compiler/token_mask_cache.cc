@@ -1,5 +1,7 @@
 #include "compiler/token_mask_cache.h"
 
+#include "compiler/follow_suffix_cache.h"
+
 #include <algorithm>
 #include <mutex>
 #include <optional>
@@ -221,7 +223,30 @@ TokenMaskEntry TokenMaskCache::BuildEntry(int32_t state, int32_t loop_state) {
                        std::make_shared<const MaskCore>(ComputeCore(automaton_, *tokenizer_, state, loop_state, memo_.get())));
   }
   const RuleId rule = loop_state >= 0 ? automaton_->RepeatOf(loop_state).rule : automaton_->RuleOf(state);
-  return FinishEntry(std::move(core), automaton_, *tokenizer_, rule);
+  if (core->dead_nodes.empty()) return FinishEntry(std::move(core), automaton_, *tokenizer_, rule);
+  // The pruned suffixes from the pool when another grammar had this core under the same
+  // follow language.
+  std::call_once(follow_once_, [this] { follow_fingerprints_ = ComputeFollowFingerprints(*automaton_, rule_hashes_); });
+  const Hash128 follow = follow_fingerprints_.empty() ? Hash128{} : follow_fingerprints_[rule];
+  if (follow == Hash128{}) return FinishEntry(std::move(core), automaton_, *tokenizer_, rule);
+  Hasher h;
+  h.Add(key);
+  h.Add(follow);
+  const Hash128 suffix_key = h.Finish();
+  FollowSuffixCache& suffixes = FollowSuffixCache::Global();
+  if (auto finished = suffixes.Find(tokenizer, suffix_key)) {
+    TokenMaskEntry entry;
+    entry.core = std::move(core);
+    entry.uncertain_suffixes = finished->trie;
+    entry.num_uncertain_suffixes = finished->count;
+    return entry;
+  }
+  TokenMaskEntry entry = FinishEntry(std::move(core), automaton_, *tokenizer_, rule);
+  auto finished = std::make_shared<FinishedSuffixes>();
+  finished->trie = entry.uncertain_suffixes;
+  finished->count = entry.num_uncertain_suffixes;
+  suffixes.Insert(tokenizer, suffix_key, std::move(finished));
+  return entry;
 }
 
 namespace {

@@ -116,6 +116,10 @@ class TokenMaskCache {
   int32_t num_words_;
   int32_t max_token_bytes_ = 0;
   RuleHashes rule_hashes_;
+  // Follow fingerprints per rule (ComputeFollowFingerprints), made on the first entry that
+  // has uncertain suffixes; empty or zero where none.
+  std::once_flag follow_once_;
+  std::vector<Hash128> follow_fingerprints_;
   std::unique_ptr<SubtreeMemo> memo_;
   // Entries of states inside counted loops, keyed by (state, loop context).
   mutable std::mutex loop_mu_;

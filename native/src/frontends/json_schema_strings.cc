@@ -1,10 +1,14 @@
 // Strings of the JSON Schema front end: JSON-encoded characters with length bounds counted in
 // decoded characters, literal strings with every escape spelling, key exclusion, formats and
 // the mapping of regex expressions (over decoded text) onto JSON string content.
+#include <algorithm>
 #include <map>
+#include <memory>
+#include <mutex>
 #include <unordered_map>
 
 #include "automata/byte_dfa_ops.h"
+#include "frontends/json_schema.h"
 #include "frontends/json_schema_internal.h"
 #include "xg2/errors.h"
 #include "support/utf8.h"
@@ -276,14 +280,60 @@ ExprId TrieExclusion(Grammar* g, const std::vector<TrieNode>& nodes, int n, Expr
 // Above this many states the key exclusion falls back to the expression form.
 constexpr int64_t kMaxKeyDfaStates = 20000;
 
+namespace {
+
+// Key-exclusion automata by excluded-name set: requests that repeat an object shape (the
+// same tool wrapper, the same open object) rebuild the same product otherwise. Bounded by
+// count; cleared with the other process-wide caches.
+class KeyExclusionCache {
+ public:
+  std::shared_ptr<const ByteDfaSpec> Find(const std::string& key) {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = map_.find(key);
+    return it == map_.end() ? nullptr : it->second;
+  }
+  void Insert(const std::string& key, std::shared_ptr<const ByteDfaSpec> dfa) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (map_.size() >= kMaxEntries) map_.clear();
+    map_.emplace(key, std::move(dfa));
+  }
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    map_.clear();
+  }
+  static KeyExclusionCache& Global() {
+    static KeyExclusionCache* cache = new KeyExclusionCache();  // never destroyed
+    return *cache;
+  }
+
+ private:
+  static constexpr size_t kMaxEntries = 1024;
+  std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<const ByteDfaSpec>> map_;
+};
+
+}  // namespace
+
 ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, ExprId rest) {
   // As one automaton when it stays small: the string contents minus the excluded spellings,
   // built by a DFA product. The expression form below puts a complement character class at
   // every trie node, whose UTF-8 automata made many-property objects slow to compile.
+  std::vector<std::string> names = excluded;
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  std::string cache_key;
+  for (const auto& n : names) {
+    cache_key += std::to_string(n.size());
+    cache_key.push_back(':');
+    cache_key += n;
+  }
+  if (auto cached = KeyExclusionCache::Global().Find(cache_key)) {
+    return g->AddSequence({Lit(g, "\""), g->AddByteDfa(ByteDfaSpec(*cached)), Lit(g, "\"")});
+  }
   try {
     Grammar scratch;
     std::vector<ExprId> spelled;
-    for (const auto& key : excluded) {
+    for (const auto& key : names) {
       bool ok;
       std::vector<ExprId> chars;
       for (uint32_t cp : DecodeUtf8(key, &ok)) chars.push_back(KeyCharSpellings(&scratch, cp));
@@ -295,8 +345,9 @@ ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, Exp
     }();
     ByteDfaProduct product = ProductWithParts(
         kContents, {ByteDfaOfExpr(scratch, scratch.AddChoice(spelled), kMaxKeyDfaStates)}, kMaxKeyDfaStates);
-    ByteDfaSpec kept = TrimAndMinimize(SelectByParts(product, 1, 0), /*minimize=*/false);
-    return g->AddSequence({Lit(g, "\""), g->AddByteDfa(std::move(kept)), Lit(g, "\"")});
+    auto kept = std::make_shared<const ByteDfaSpec>(TrimAndMinimize(SelectByParts(product, 1, 0), /*minimize=*/false));
+    KeyExclusionCache::Global().Insert(cache_key, kept);
+    return g->AddSequence({Lit(g, "\""), g->AddByteDfa(ByteDfaSpec(*kept)), Lit(g, "\"")});
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kLimitExceeded) throw;
   }
@@ -593,3 +644,7 @@ bool CodepointLengthRange(const Grammar& g, ExprId e, int64_t* lo, int64_t* hi) 
 }
 
 }  // namespace xg2::jsonschema
+
+namespace xg2 {
+void ClearKeyExclusionCache() { jsonschema::KeyExclusionCache::Global().Clear(); }
+}  // namespace xg2

@@ -1,0 +1,53 @@
+// A process-wide pool of finished suffix tries: a mask entry's uncertain suffixes pruned by
+// what may follow its rule (TokenMaskCache::FinishEntry) depend only on the entry's core and
+// on that follow language, so grammars that share both (the same tool inside different tool
+// sets) reuse the pruning instead of re-parsing every suffix. Keyed by the tokenizer, the
+// entry's key and the rule's follow fingerprint (ComputeFollowFingerprints); bounded in
+// bytes, emptied when full.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <unordered_map>
+
+#include "compiler/suffix_trie.h"
+#include "support/hash.h"
+
+namespace xg2 {
+
+struct FinishedSuffixes {
+  SuffixTrie trie;
+  int32_t count = 0;
+};
+
+struct FollowSuffixCacheStats {
+  int64_t hits = 0;
+  int64_t misses = 0;
+  int64_t entries = 0;
+  int64_t bytes = 0;
+};
+
+class FollowSuffixCache {
+ public:
+  static FollowSuffixCache& Global();
+
+  std::shared_ptr<const FinishedSuffixes> Find(uint64_t tokenizer, const Hash128& key);
+  void Insert(uint64_t tokenizer, const Hash128& key, std::shared_ptr<const FinishedSuffixes> value);
+  FollowSuffixCacheStats Stats() const;
+  void SetLimit(int64_t bytes);  // 0 disables the pool
+  void Clear();
+
+ private:
+  struct KeyHash {
+    size_t operator()(const Hash128& k) const { return static_cast<size_t>(k.lo ^ (k.hi >> 7)); }
+  };
+  static Hash128 Combine(uint64_t tokenizer, const Hash128& key);
+
+  mutable std::mutex mu_;
+  std::unordered_map<Hash128, std::shared_ptr<const FinishedSuffixes>, KeyHash> map_;
+  FollowSuffixCacheStats stats_;
+  int64_t limit_bytes_ = int64_t{128} << 20;
+};
+
+}  // namespace xg2
