@@ -158,6 +158,15 @@ TOOL = {"type": "object", "properties": {"q": {"type": "string"}, "n": {"type": 
         "required": ["q"], "additionalProperties": False}
 OTHER = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"],
          "additionalProperties": False}
+# A free-form value: the any-JSON rules are recursive, so the follow closure of the strings
+# inside it is cyclic (fingerprinted by serialising the follow graph).
+FREE = {"type": "object", "properties": {"meta": {}, "tag": {"type": "string"}}, "required": ["meta"],
+        "additionalProperties": False}
+# A recursive node in two places: '}' follows a node only inside the object, so a token such
+# as '"}}' ending a string of the node is pruned in the array and kept in the object.
+NODE_DEFS = {"node": {"type": "object", "properties": {
+    "v": {"type": "string"}, "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+    "required": ["v"], "additionalProperties": False}}
 
 
 def tool_call(name, params):
@@ -171,12 +180,23 @@ FOLLOW_SCHEMAS = [
     {"type": "array", "items": TOOL},
     {"type": "object", "properties": {"x": TOOL, "y": {"type": "string"}}, "required": ["x"],
      "additionalProperties": False},
+    {"anyOf": [tool_call("free", FREE), tool_call("search", TOOL)]},
+    {"anyOf": [tool_call("weather", OTHER), tool_call("free", FREE)]},
+    {"type": "array", "items": FREE},
+    {"$defs": NODE_DEFS, "type": "array", "items": {"$ref": "#/$defs/node"}},
+    {"$defs": NODE_DEFS, "type": "object", "properties": {"t": {"$ref": "#/$defs/node"}}, "required": ["t"],
+     "additionalProperties": False},
 ]
 FOLLOW_DOCS = [
     [{"name": "search", "arguments": {"q": "a \"b\"", "n": 3}}, {"name": "weather", "arguments": {"city": "Oslo"}}],
     [{"name": "search", "arguments": {"q": "x,y}", "n": -1}}, {"name": "w2", "arguments": {"city": "\"Q\""}}],
     [[{"q": "a", "n": 1}, {"q": "b\"],"}], []],
     [{"x": {"q": "}\","}, "y": "z"}, {"x": {"q": "", "n": 0}}],
+    [{"name": "free", "arguments": {"meta": {"a": ["b\"]", {"c": "d}"}]}, "tag": "t"}}],
+    [{"name": "free", "arguments": {"meta": ["x\",", 1, {"y": "}"}]}}],
+    [[{"meta": {"k": "v\"}"}, "tag": "],"}, {"meta": "s"}]],
+    [[{"v": "a", "kids": [{"v": "b}"}]}, {"v": "c"}]],
+    [{"t": {"v": "a", "kids": [{"v": "b", "kids": []}]}}, {"t": {"v": "x"}}],
 ]
 
 

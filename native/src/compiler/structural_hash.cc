@@ -213,7 +213,7 @@ std::vector<Hash128> ComputeFollowFingerprints(const GrammarAutomaton& g, const 
   // rule (whose completion continues into its own follow targets).
   // Where the follow closure is acyclic the labels stop changing after its depth in rounds,
   // and the value is the hash of the unfolded closure, the same in any grammar. Where it has
-  // a cycle (a rule called from inside a recursive rule) they never settle: no fingerprint.
+  // a cycle (a rule called from inside a recursive rule) they never settle (see below).
   std::vector<Hash128> label(num_rules), next(num_rules);
   std::vector<Hash128> items;
   auto relabel = [&](RuleId r) {
@@ -232,8 +232,8 @@ std::vector<Hash128> ComputeFollowFingerprints(const GrammarAutomaton& g, const 
     for (const auto& x : items) h.Add(x);
     return h.Finish();
   };
-  // A closure deeper than this many levels of callers gets no fingerprint either (each
-  // round costs a pass over every follow target; grammars with a cycle run them all).
+  // Labels settle within this many rounds for closures up to this deep; each round is a pass
+  // over every follow target, and grammars with a cycle run them all.
   constexpr int32_t kMaxDepth = 24;
   for (int32_t round = 0; round <= std::min(num_rules, kMaxDepth); ++round) {
     bool settled = true;
@@ -244,8 +244,49 @@ std::vector<Hash128> ComputeFollowFingerprints(const GrammarAutomaton& g, const 
     label.swap(next);
     if (settled) return label;
   }
-  // Fixed points have fingerprints; the rest (cyclic or too deep closures) get none.
-  for (RuleId r = 0; r < num_rules; ++r) next[r] = relabel(r) == label[r] ? label[r] : Hash128{};
+  // Rules whose labels did not settle (cyclic or deep closures): the follow graph reachable
+  // from the rule, serialised breadth first (each rule's targets ordered by structure, then
+  // by the owner's label), describes the closure exactly; it is canonical wherever that
+  // order has no ties, and a tie only costs reuse, never correctness.
+  std::vector<std::vector<std::pair<Hash128, RuleId>>> sorted_targets(num_rules);
+  auto key_less = [&](const std::pair<Hash128, RuleId>& a, const std::pair<Hash128, RuleId>& b) {
+    if (!(a.first == b.first)) return a.first.hi != b.first.hi ? a.first.hi < b.first.hi : a.first.lo < b.first.lo;
+    const Hash128 &la = label[a.second], &lb = label[b.second];
+    return la.hi != lb.hi ? la.hi < lb.hi : la.lo < lb.lo;
+  };
+  constexpr size_t kMaxClosureRules = 256;
+  std::vector<int32_t> local_rule(num_rules, -1);
+  std::vector<RuleId> order;
+  auto serialise = [&](RuleId r) {
+    Hasher h;
+    h.Add(0x4359434C4943ull);  // "CYCLIC"
+    order.assign(1, r);
+    local_rule[r] = 0;
+    bool complete = true;
+    for (size_t q = 0; q < order.size(); ++q) {
+      if (order.size() > kMaxClosureRules) {
+        complete = false;
+        break;
+      }
+      auto& edges = sorted_targets[order[q]];
+      if (edges.empty() && !targets[order[q]].empty()) {
+        edges = targets[order[q]];
+        std::sort(edges.begin(), edges.end(), key_less);
+      }
+      h.Add(edges.size());
+      for (const auto& [th, owner] : edges) {
+        if (local_rule[owner] < 0) {
+          local_rule[owner] = static_cast<int32_t>(order.size());
+          order.push_back(owner);
+        }
+        h.Add(th);
+        h.Add(static_cast<uint64_t>(local_rule[owner]));
+      }
+    }
+    for (RuleId x : order) local_rule[x] = -1;
+    return complete ? h.Finish() : Hash128{};
+  };
+  for (RuleId r = 0; r < num_rules; ++r) next[r] = relabel(r) == label[r] ? label[r] : serialise(r);
   return next;
 }
 

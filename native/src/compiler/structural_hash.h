@@ -29,9 +29,10 @@ Hash128 MaskEntryKey(const GrammarAutomaton& g, const RuleHashes& hashes, int32_
 // targets (rule hash and offset of each state), and through each target's rule the
 // targets that follow that one in turn, to any depth (the FOLLOW closure that
 // EarleyParser::AfterRule parses). Rules with equal fingerprints in any two grammars have
-// the same follow language. Computed by iterated refinement over the follow graph until the
-// classes are stable. Empty (no fingerprints) when the grammar has any-order states among
-// follow targets.
+// the same follow language. Acyclic closures: iterated hashing until the labels settle;
+// cyclic ones: a breadth-first serialisation of the follow graph from the rule (zero, i.e.
+// none, beyond 256 rules). Empty (no fingerprints) when the grammar has any-order states
+// among follow targets.
 std::vector<Hash128> ComputeFollowFingerprints(const GrammarAutomaton& g, const RuleHashes& hashes);
 
 }  // namespace xg2
