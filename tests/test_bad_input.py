@@ -554,11 +554,13 @@ def test_deserialize_forged_limits():
 # --------------------------------------------------------------------------- configurable limits
 def test_compile_time_limit_names_the_limit():
     """A request-sized schema that would pin a core for long is cut off by time_limit_s."""
+    # The automaton-size limits are raised so that the time limit is the one that trips.
     res = run_isolated("""
         tok = xg.TokenizerInfo(["a", "b", '"', "v", "0", "1", "2", "</s>"], stop_token_ids=[7])
         grammar = xg.Grammar.from_json_schema({"enum": [f"value-{i}-{i * 7919 % 100003}" for i in range(200000)]})
         def call():
-            return xg.GrammarCompiler(tok, time_limit_s=0.5).compile_grammar(grammar)
+            return xg.GrammarCompiler(tok, time_limit_s=0.5, max_nfa_states=1 << 30,
+                                      max_dfa_states=1 << 30).compile_grammar(grammar)
     """, timeout=120)
     assert res["outcome"] == "raised" and res["type"] == "LimitExceededError", res
     assert "time_limit_s" in res["msg"], res

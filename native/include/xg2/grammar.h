@@ -122,7 +122,11 @@ struct Rule {
 
 class Grammar {
  public:
-  // Expression constructors; each returns the new node's id.
+  // Expression constructors; each returns the node's id. Nodes are immutable and
+  // hash-consed: adding a node equal to an existing one (same kind, fields and children)
+  // returns the existing id, so front ends that rebuild the same pieces (whitespace, string
+  // bodies, a schema used in many places) leave one copy for every pass to process. Rule
+  // references are the exception: each AddRuleRef is a new node (one per reference site).
   ExprId AddEmpty();
   ExprId AddBytes(std::string bytes);
   ExprId AddCharClass(std::vector<CodepointRange> ranges, bool negated);
@@ -161,7 +165,11 @@ class Grammar {
   std::string ToEbnf() const;
 
  private:
+  ExprId Intern(Expr e);
+
   std::vector<Expr> exprs_;
+  std::vector<uint64_t> expr_hashes_;   // per node, for Intern
+  std::vector<int32_t> intern_table_;   // open addressing over node ids (-1: empty)
   std::vector<Rule> rules_;
   std::unordered_map<std::string, RuleId> rule_index_;  // name -> id, for FindRule
   RuleId root_ = -1;

@@ -95,21 +95,40 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
 
   // Productive rules: the start state reaches a final state through bytes and productive rules.
   std::vector<uint8_t> productive(num_rules, 0);
+  // Live states: those from which a final state is reachable through bytes and productive
+  // rules, by a backward search from the final states.
+  std::vector<int32_t> pred_begin, preds, fill, live_stack;
   auto reaches_final = [&](const RuleDfa& d, std::vector<uint8_t>* live) {
-    // Backward fixpoint over states: live if final or an edge leads to a live state.
-    int32_t n = d.num_states();
+    const int32_t n = d.num_states();
     live->assign(n, 0);
-    bool changed = true;
-    while (changed) {
-      changed = false;
-      for (int32_t s = n - 1; s >= 0; --s) {
-        if ((*live)[s]) continue;
-        bool ok = d.is_final[s] != 0;
-        for (const auto& e : d.byte_edges[s]) ok = ok || (*live)[e.target];
-        for (const auto& e : d.rule_edges[s]) ok = ok || (productive[e.rule] && (*live)[e.target]);
-        if (ok) {
-          (*live)[s] = 1;
-          changed = true;
+    pred_begin.assign(n + 1, 0);
+    for (int32_t s = 0; s < n; ++s) {
+      for (const auto& e : d.byte_edges[s]) ++pred_begin[e.target + 1];
+      for (const auto& e : d.rule_edges[s])
+        if (productive[e.rule]) ++pred_begin[e.target + 1];
+    }
+    for (int32_t s = 0; s < n; ++s) pred_begin[s + 1] += pred_begin[s];
+    preds.resize(pred_begin[n]);
+    fill.assign(pred_begin.begin(), pred_begin.end() - 1);
+    for (int32_t s = 0; s < n; ++s) {
+      for (const auto& e : d.byte_edges[s]) preds[fill[e.target]++] = s;
+      for (const auto& e : d.rule_edges[s])
+        if (productive[e.rule]) preds[fill[e.target]++] = s;
+    }
+    live_stack.clear();
+    for (int32_t s = 0; s < n; ++s) {
+      if (d.is_final[s]) {
+        (*live)[s] = 1;
+        live_stack.push_back(s);
+      }
+    }
+    while (!live_stack.empty()) {
+      const int32_t t = live_stack.back();
+      live_stack.pop_back();
+      for (int32_t k = pred_begin[t]; k < pred_begin[t + 1]; ++k) {
+        if (!(*live)[preds[k]]) {
+          (*live)[preds[k]] = 1;
+          live_stack.push_back(preds[k]);
         }
       }
     }
@@ -133,15 +152,31 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
     int64_t room = sp.max_count >= 0 ? sp.max_count : INT64_MAX;
     return need <= std::min(available, room);
   };
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    for (RuleId r = 0; r < num_rules; ++r) {
-      if (productive[r]) continue;
-      reaches_final(dfas[r], &live[r]);
-      if (any_order_of[r] >= 0 ? any_order_productive(lowered_any_order[any_order_of[r]]) : live[r][0] != 0) {
-        productive[r] = 1;
-        changed = true;
+  // Worklist: a rule is re-examined only when one of its callees (or any-order members)
+  // became productive; sweeping every rule until nothing changed took one sweep per level
+  // of nesting.
+  std::vector<std::vector<RuleId>> callers(num_rules);
+  for (RuleId r = 0; r < num_rules; ++r) {
+    for (const auto& edges : dfas[r].rule_edges)
+      for (const auto& e : edges) callers[e.rule].push_back(r);
+    for (RuleId m : member_rules[r]) callers[m].push_back(r);
+  }
+  std::vector<RuleId> work(num_rules);
+  std::vector<uint8_t> queued(num_rules, 1);
+  for (RuleId r = 0; r < num_rules; ++r) work[r] = num_rules - 1 - r;
+  while (!work.empty()) {
+    const RuleId r = work.back();
+    work.pop_back();
+    queued[r] = 0;
+    if (productive[r]) continue;
+    reaches_final(dfas[r], &live[r]);
+    if (any_order_of[r] >= 0 ? any_order_productive(lowered_any_order[any_order_of[r]]) : live[r][0] != 0) {
+      productive[r] = 1;
+      for (RuleId c : callers[r]) {
+        if (!productive[c] && !queued[c]) {
+          queued[c] = 1;
+          work.push_back(c);
+        }
       }
     }
   }
@@ -193,7 +228,7 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
   }
 
   // Nullable rules: the start reaches a final state through nullable rule references only.
-  changed = true;
+  bool changed = true;
   while (changed) {
     changed = false;
     for (RuleId r = 0; r < num_rules; ++r) {

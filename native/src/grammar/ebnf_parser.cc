@@ -798,26 +798,34 @@ Grammar EbnfParser::BuildResult(const std::string& root_rule_name) const {
   Grammar result;
   std::vector<RuleId> renumbered(scratch_.num_rules(), -1);
   for (RuleId r : definition_order_) renumbered[r] = result.DeclareRule(scratch_.rule(r).name);
-  // Copying in arena order keeps every expression id unchanged.
+  // Copying in arena order keeps children before parents; ids are mapped (equal nodes fold).
+  std::vector<ExprId> map(scratch_.num_exprs(), kNoExpr);
+  auto mapped = [&](const std::vector<ExprId>& ids) {
+    std::vector<ExprId> out(ids);
+    for (ExprId& id : out) id = map[id];
+    return out;
+  };
   for (ExprId id = 0; id < scratch_.num_exprs(); ++id) {
     const Expr& e = scratch_.expr(id);
+    ExprId out = kNoExpr;
     switch (e.kind) {
-      case ExprKind::kEmpty: result.AddEmpty(); break;
-      case ExprKind::kBytes: result.AddBytes(e.bytes); break;
-      case ExprKind::kCharClass: result.AddCharClass(e.ranges, e.negated); break;
-      case ExprKind::kSequence: result.AddSequence(e.children); break;
-      case ExprKind::kChoice: result.AddChoice(e.children); break;
-      case ExprKind::kRuleRef: result.AddRuleRef(renumbered[e.rule]); break;
-      case ExprKind::kRepeat: result.AddRepeat(e.children[0], e.min, e.max); break;
-      case ExprKind::kTagDispatch: result.AddTagDispatch(*e.dispatch, e.children); break;
-      case ExprKind::kByteDfa: result.AddByteDfa(*e.dfa); break;
-      case ExprKind::kAnyOrder: result.AddAnyOrder(*e.any_order, e.children); break;
+      case ExprKind::kEmpty: out = result.AddEmpty(); break;
+      case ExprKind::kBytes: out = result.AddBytes(e.bytes); break;
+      case ExprKind::kCharClass: out = result.AddCharClass(e.ranges, e.negated); break;
+      case ExprKind::kSequence: out = result.AddSequence(mapped(e.children)); break;
+      case ExprKind::kChoice: out = result.AddChoice(mapped(e.children)); break;
+      case ExprKind::kRuleRef: out = result.AddRuleRef(renumbered[e.rule]); break;
+      case ExprKind::kRepeat: out = result.AddRepeat(map[e.children[0]], e.min, e.max); break;
+      case ExprKind::kTagDispatch: out = result.AddTagDispatch(*e.dispatch, mapped(e.children)); break;
+      case ExprKind::kByteDfa: out = result.AddByteDfa(*e.dfa); break;
+      case ExprKind::kAnyOrder: out = result.AddAnyOrder(*e.any_order, mapped(e.children)); break;
     }
+    map[id] = out;
   }
   for (RuleId r : definition_order_) {
-    result.SetRuleBody(renumbered[r], scratch_.rule(r).body);
+    if (scratch_.rule(r).body != kNoExpr) result.SetRuleBody(renumbered[r], map[scratch_.rule(r).body]);
     if (scratch_.rule(r).lookahead != kNoExpr) {
-      result.SetRuleLookahead(renumbered[r], scratch_.rule(r).lookahead);
+      result.SetRuleLookahead(renumbered[r], map[scratch_.rule(r).lookahead]);
     }
   }
   result.set_root(renumbered[scratch_root]);

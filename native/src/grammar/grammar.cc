@@ -6,6 +6,7 @@
 #include <utility>
 #include <vector>
 
+#include "grammar/expr_hash.h"
 #include "xg2/errors.h"
 #include "xg2/grammar.h"
 
@@ -51,17 +52,61 @@ std::vector<CodepointRange> NormalizeRanges(std::vector<CodepointRange> ranges) 
   return merged;
 }
 
-ExprId Grammar::AddEmpty() {
-  exprs_.emplace_back();
+namespace {
+
+bool SameExpr(const Expr& a, const Expr& b) {
+  if (a.kind != b.kind || a.negated != b.negated || a.rule != b.rule || a.min != b.min || a.max != b.max ||
+      a.bytes != b.bytes || a.children != b.children || a.ranges.size() != b.ranges.size()) {
+    return false;
+  }
+  for (size_t i = 0; i < a.ranges.size(); ++i) {
+    if (a.ranges[i].lo != b.ranges[i].lo || a.ranges[i].hi != b.ranges[i].hi) return false;
+  }
+  auto same = [](const auto& x, const auto& y) { return x == y || (x && y && *x == *y); };
+  return same(a.dispatch, b.dispatch) && same(a.dfa, b.dfa) && same(a.any_order, b.any_order);
+}
+
+}  // namespace
+
+ExprId Grammar::Intern(Expr e) {
+  Hasher h;
+  HashExprFields(e, &h);
+  h.Add(static_cast<uint64_t>(e.rule) + 1);
+  h.Add(e.children.size());
+  for (ExprId c : e.children) h.Add(static_cast<uint64_t>(c));
+  const uint64_t hash = h.Finish().lo;
+  if (2 * (exprs_.size() + 1) > intern_table_.size()) {
+    // Grow and re-place every node by its stored hash.
+    std::vector<int32_t> table(std::max<size_t>(64, 2 * intern_table_.size()), -1);
+    const size_t mask = table.size() - 1;
+    for (ExprId id = 0; id < num_exprs(); ++id) {
+      size_t i = expr_hashes_[id] & mask;
+      while (table[i] >= 0) i = (i + 1) & mask;
+      table[i] = id;
+    }
+    intern_table_.swap(table);
+  }
+  const size_t mask = intern_table_.size() - 1;
+  size_t i = hash & mask;
+  // Rule references stay one node per site: the inliner counts sites by reference nodes.
+  const bool shareable = e.kind != ExprKind::kRuleRef;
+  for (; intern_table_[i] >= 0; i = (i + 1) & mask) {
+    const ExprId id = intern_table_[i];
+    if (shareable && expr_hashes_[id] == hash && SameExpr(exprs_[id], e)) return id;
+  }
+  intern_table_[i] = num_exprs();
+  expr_hashes_.push_back(hash);
+  exprs_.push_back(std::move(e));
   return num_exprs() - 1;
 }
+
+ExprId Grammar::AddEmpty() { return Intern(Expr()); }
 
 ExprId Grammar::AddBytes(std::string bytes) {
   Expr e;
   e.kind = ExprKind::kBytes;
   e.bytes = std::move(bytes);
-  exprs_.push_back(std::move(e));
-  return num_exprs() - 1;
+  return Intern(std::move(e));
 }
 
 ExprId Grammar::AddCharClass(std::vector<CodepointRange> ranges, bool negated) {
@@ -75,8 +120,7 @@ ExprId Grammar::AddCharClass(std::vector<CodepointRange> ranges, bool negated) {
   e.kind = ExprKind::kCharClass;
   e.negated = negated;
   e.ranges = NormalizeRanges(std::move(ranges));
-  exprs_.push_back(std::move(e));
-  return num_exprs() - 1;
+  return Intern(std::move(e));
 }
 
 ExprId Grammar::AddSequence(std::vector<ExprId> children) {
@@ -88,8 +132,7 @@ ExprId Grammar::AddSequence(std::vector<ExprId> children) {
   Expr e;
   e.kind = ExprKind::kSequence;
   e.children = std::move(children);
-  exprs_.push_back(std::move(e));
-  return num_exprs() - 1;
+  return Intern(std::move(e));
 }
 
 ExprId Grammar::AddChoice(std::vector<ExprId> children) {
@@ -101,8 +144,7 @@ ExprId Grammar::AddChoice(std::vector<ExprId> children) {
   Expr e;
   e.kind = ExprKind::kChoice;
   e.children = std::move(children);
-  exprs_.push_back(std::move(e));
-  return num_exprs() - 1;
+  return Intern(std::move(e));
 }
 
 ExprId Grammar::AddRuleRef(RuleId rule) {
@@ -112,8 +154,7 @@ ExprId Grammar::AddRuleRef(RuleId rule) {
   Expr e;
   e.kind = ExprKind::kRuleRef;
   e.rule = rule;
-  exprs_.push_back(std::move(e));
-  return num_exprs() - 1;
+  return Intern(std::move(e));
 }
 
 ExprId Grammar::AddRepeat(ExprId child, int64_t min, int64_t max) {
@@ -129,8 +170,7 @@ ExprId Grammar::AddRepeat(ExprId child, int64_t min, int64_t max) {
   e.min = min;
   e.max = max;
   e.children = {child};
-  exprs_.push_back(std::move(e));
-  return num_exprs() - 1;
+  return Intern(std::move(e));
 }
 
 ExprId Grammar::AddTagDispatch(TagDispatchSpec spec, std::vector<ExprId> children) {
@@ -150,8 +190,7 @@ ExprId Grammar::AddTagDispatch(TagDispatchSpec spec, std::vector<ExprId> childre
   e.kind = ExprKind::kTagDispatch;
   e.children = std::move(children);
   e.dispatch = std::make_shared<const TagDispatchSpec>(std::move(spec));
-  exprs_.push_back(std::move(e));
-  return num_exprs() - 1;
+  return Intern(std::move(e));
 }
 
 ExprId Grammar::AddAnyOrder(AnyOrderSpec spec, std::vector<ExprId> children) {
@@ -169,8 +208,7 @@ ExprId Grammar::AddAnyOrder(AnyOrderSpec spec, std::vector<ExprId> children) {
   e.kind = ExprKind::kAnyOrder;
   e.children = std::move(children);
   e.any_order = std::make_shared<const AnyOrderSpec>(spec);
-  exprs_.push_back(std::move(e));
-  return num_exprs() - 1;
+  return Intern(std::move(e));
 }
 
 ExprId Grammar::AddByteDfa(ByteDfaSpec spec) {
@@ -195,8 +233,7 @@ ExprId Grammar::AddByteDfa(ByteDfaSpec spec) {
   Expr e;
   e.kind = ExprKind::kByteDfa;
   e.dfa = std::make_shared<const ByteDfaSpec>(std::move(spec));
-  exprs_.push_back(std::move(e));
-  return num_exprs() - 1;
+  return Intern(std::move(e));
 }
 
 RuleId Grammar::DeclareRule(const std::string& name) {
@@ -243,31 +280,34 @@ RuleId Grammar::FindRule(const std::string& name) const {
 RuleId ImportGrammar(Grammar* dst, const Grammar& src, const std::string& prefix) {
   std::vector<RuleId> rules(src.num_rules());
   for (RuleId r = 0; r < src.num_rules(); ++r) rules[r] = dst->DeclareRule(prefix + src.rule(r).name);
-  const ExprId base = dst->num_exprs();
-  auto shifted = [&](const std::vector<ExprId>& ids) {
+  // Copying in arena order keeps children before parents; equal nodes may fold into nodes
+  // dst already has (hash-consing), so ids are mapped, not shifted.
+  std::vector<ExprId> map(src.num_exprs(), kNoExpr);
+  auto mapped = [&](const std::vector<ExprId>& ids) {
     std::vector<ExprId> out(ids);
-    for (ExprId& id : out) id += base;
+    for (ExprId& id : out) id = map[id];
     return out;
   };
-  // Copying in arena order keeps children before parents, so ids shift by a constant.
   for (ExprId id = 0; id < src.num_exprs(); ++id) {
     const Expr& e = src.expr(id);
+    ExprId out = kNoExpr;
     switch (e.kind) {
-      case ExprKind::kEmpty: dst->AddEmpty(); break;
-      case ExprKind::kBytes: dst->AddBytes(e.bytes); break;
-      case ExprKind::kCharClass: dst->AddCharClass(e.ranges, e.negated); break;
-      case ExprKind::kSequence: dst->AddSequence(shifted(e.children)); break;
-      case ExprKind::kChoice: dst->AddChoice(shifted(e.children)); break;
-      case ExprKind::kRuleRef: dst->AddRuleRef(rules[e.rule]); break;
-      case ExprKind::kRepeat: dst->AddRepeat(e.children[0] + base, e.min, e.max); break;
-      case ExprKind::kTagDispatch: dst->AddTagDispatch(*e.dispatch, shifted(e.children)); break;
-      case ExprKind::kByteDfa: dst->AddByteDfa(*e.dfa); break;
-      case ExprKind::kAnyOrder: dst->AddAnyOrder(*e.any_order, shifted(e.children)); break;
+      case ExprKind::kEmpty: out = dst->AddEmpty(); break;
+      case ExprKind::kBytes: out = dst->AddBytes(e.bytes); break;
+      case ExprKind::kCharClass: out = dst->AddCharClass(e.ranges, e.negated); break;
+      case ExprKind::kSequence: out = dst->AddSequence(mapped(e.children)); break;
+      case ExprKind::kChoice: out = dst->AddChoice(mapped(e.children)); break;
+      case ExprKind::kRuleRef: out = dst->AddRuleRef(rules[e.rule]); break;
+      case ExprKind::kRepeat: out = dst->AddRepeat(map[e.children[0]], e.min, e.max); break;
+      case ExprKind::kTagDispatch: out = dst->AddTagDispatch(*e.dispatch, mapped(e.children)); break;
+      case ExprKind::kByteDfa: out = dst->AddByteDfa(*e.dfa); break;
+      case ExprKind::kAnyOrder: out = dst->AddAnyOrder(*e.any_order, mapped(e.children)); break;
     }
+    map[id] = out;
   }
   for (RuleId r = 0; r < src.num_rules(); ++r) {
-    if (src.rule(r).body != kNoExpr) dst->SetRuleBody(rules[r], src.rule(r).body + base);
-    if (src.rule(r).lookahead != kNoExpr) dst->SetRuleLookahead(rules[r], src.rule(r).lookahead + base);
+    if (src.rule(r).body != kNoExpr) dst->SetRuleBody(rules[r], map[src.rule(r).body]);
+    if (src.rule(r).lookahead != kNoExpr) dst->SetRuleLookahead(rules[r], map[src.rule(r).lookahead]);
   }
   return rules[src.root()];
 }
