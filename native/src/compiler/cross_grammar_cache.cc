@@ -1,5 +1,7 @@
 #include "compiler/cross_grammar_cache.h"
 
+#include <algorithm>
+
 namespace xg2 {
 
 CrossGrammarCache& CrossGrammarCache::Global() {
@@ -12,43 +14,73 @@ CrossGrammarCache& CrossGrammarCache::Global() {
   return *cache;
 }
 
+size_t CrossGrammarCache::Probe(uint64_t tokenizer, const Hash128& key) const {
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = (key.lo ^ (tokenizer * 0x9E3779B97F4A7C15ull)) & mask;; i = (i + 1) & mask) {
+    const Slot& s = slots_[i];
+    if (!s.core || (s.key == key && s.tokenizer == tokenizer)) return i;
+  }
+}
+
+void CrossGrammarCache::Rebuild(size_t capacity) {
+  std::vector<Slot> old;
+  old.swap(slots_);
+  slots_.resize(capacity);
+  for (Slot& s : old) {
+    if (s.core) slots_[Probe(s.tokenizer, s.key)] = std::move(s);
+  }
+}
+
 std::shared_ptr<const MaskCore> CrossGrammarCache::Find(uint64_t tokenizer, const Hash128& key) {
   std::lock_guard<std::mutex> lock(mu_);
-  auto it = map_.find(Key{tokenizer, key});
-  if (it == map_.end()) {
-    ++stats_.misses;
-    return nullptr;
+  if (!slots_.empty()) {
+    Slot& s = slots_[Probe(tokenizer, key)];
+    if (s.core) {
+      ++stats_.hits;
+      s.last_used = ++clock_;
+      return s.core;
+    }
   }
-  ++stats_.hits;
-  lru_.splice(lru_.begin(), lru_, it->second.lru);
-  return it->second.core;
+  ++stats_.misses;
+  return nullptr;
 }
 
 std::shared_ptr<const MaskCore> CrossGrammarCache::Insert(uint64_t tokenizer, const Hash128& key,
                                                           std::shared_ptr<const MaskCore> core) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stats_.limit_bytes <= 0) return core;
-  Key k{tokenizer, key};
-  auto it = map_.find(k);
-  if (it != map_.end()) return it->second.core;
-  lru_.push_front(k);
-  int64_t bytes = static_cast<int64_t>(core->MemoryBytes());
-  map_.emplace(k, Slot{core, lru_.begin(), bytes});
-  stats_.bytes += bytes;
-  stats_.entries = static_cast<int64_t>(map_.size());
+  if (2 * static_cast<size_t>(stats_.entries + 1) > slots_.size()) Rebuild(std::max<size_t>(1024, 2 * slots_.size()));
+  Slot& s = slots_[Probe(tokenizer, key)];
+  if (s.core) return s.core;
+  s.tokenizer = tokenizer;
+  s.key = key;
+  s.bytes = static_cast<int64_t>(core->MemoryBytes());
+  s.last_used = ++clock_;
+  s.core = core;
+  stats_.bytes += s.bytes;
+  ++stats_.entries;
   EvictLocked();
   return core;
 }
 
 void CrossGrammarCache::EvictLocked() {
-  while (stats_.bytes > stats_.limit_bytes && !lru_.empty()) {
-    auto it = map_.find(lru_.back());
-    stats_.bytes -= it->second.bytes;
-    map_.erase(it);
-    lru_.pop_back();
+  if (stats_.bytes <= stats_.limit_bytes) return;
+  // Least recently used first, down to 90% of the limit so that eviction (a pass over the
+  // table) is not repeated on every insert near the limit.
+  std::vector<std::pair<uint64_t, size_t>> order;
+  for (size_t i = 0; i < slots_.size(); ++i) {
+    if (slots_[i].core) order.emplace_back(slots_[i].last_used, i);
+  }
+  std::sort(order.begin(), order.end());
+  const int64_t target = stats_.limit_bytes - stats_.limit_bytes / 10;
+  for (const auto& [used, i] : order) {
+    if (stats_.bytes <= target) break;
+    stats_.bytes -= slots_[i].bytes;
+    slots_[i] = Slot();
+    --stats_.entries;
     ++stats_.evictions;
   }
-  stats_.entries = static_cast<int64_t>(map_.size());
+  Rebuild(slots_.size());  // re-place the survivors: probing needs no gaps inside chains
 }
 
 CrossGrammarCacheStats CrossGrammarCache::Stats() const {
@@ -59,13 +91,18 @@ CrossGrammarCacheStats CrossGrammarCache::Stats() const {
 void CrossGrammarCache::SetLimit(int64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   stats_.limit_bytes = bytes < 0 ? 0 : bytes;
-  EvictLocked();
+  if (stats_.limit_bytes == 0) {
+    slots_.clear();
+    stats_.bytes = 0;
+    stats_.entries = 0;
+    return;
+  }
+  if (!slots_.empty()) EvictLocked();
 }
 
 void CrossGrammarCache::Clear() {
   std::lock_guard<std::mutex> lock(mu_);
-  map_.clear();
-  lru_.clear();
+  slots_.clear();
   stats_.bytes = 0;
   stats_.entries = 0;
 }

@@ -5,10 +5,8 @@
 #pragma once
 
 #include <cstdint>
-#include <list>
 #include <memory>
 #include <mutex>
-#include <unordered_map>
 #include <vector>
 
 #include "compiler/structural_hash.h"
@@ -55,24 +53,23 @@ class CrossGrammarCache {
   void Clear();
 
  private:
-  struct Key {
-    uint64_t tokenizer;
-    Hash128 hash;
-    bool operator==(const Key& o) const { return tokenizer == o.tokenizer && hash == o.hash; }
-  };
-  struct KeyHash {
-    size_t operator()(const Key& k) const { return static_cast<size_t>(k.hash.lo ^ (k.tokenizer * 31)); }
-  };
+  // Open addressing over (tokenizer, key); recency is a use counter per slot, not a list:
+  // a hit writes one slot instead of splicing list nodes (lookups are per state of every
+  // compiled grammar, and list and bucket nodes were a cache miss each).
   struct Slot {
-    std::shared_ptr<const MaskCore> core;
-    std::list<Key>::iterator lru;
-    int64_t bytes;
+    uint64_t tokenizer = 0;
+    Hash128 key;
+    std::shared_ptr<const MaskCore> core;  // null: empty slot
+    int64_t bytes = 0;
+    uint64_t last_used = 0;
   };
+  size_t Probe(uint64_t tokenizer, const Hash128& key) const;  // the slot of key, or the empty one to fill
+  void Rebuild(size_t capacity);
   void EvictLocked();
 
   mutable std::mutex mu_;
-  std::unordered_map<Key, Slot, KeyHash> map_;
-  std::list<Key> lru_;  // front: most recently used
+  std::vector<Slot> slots_;  // size a power of two (or 0)
+  uint64_t clock_ = 0;
   CrossGrammarCacheStats stats_;
 };
 

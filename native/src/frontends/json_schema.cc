@@ -112,7 +112,11 @@ class Converter {
   bool Indented() const { return !o_.any_whitespace && o_.indent >= 0; }
   int Depth(int d) const { return Indented() ? std::min(d, 24) : 0; }
   ExprId Ws() {
-    return g_.AddRepeat(Cls(&g_, {{' ', ' '}, {'\t', '\n'}, {'\r', '\r'}}), 0, o_.max_whitespace_cnt >= 0 ? o_.max_whitespace_cnt : kUnbounded);
+    // One node (nodes are hash-consed): built once, not per separator.
+    if (ws_ == kNoExpr) {
+      ws_ = g_.AddRepeat(Cls(&g_, {{' ', ' '}, {'\t', '\n'}, {'\r', '\r'}}), 0, o_.max_whitespace_cnt >= 0 ? o_.max_whitespace_cnt : kUnbounded);
+    }
+    return ws_;
   }
   std::string Newline(int depth) const { return "\n" + std::string(static_cast<size_t>(o_.indent) * depth, ' '); }
   // "{" / "[" followed by what precedes the first member at this depth.
@@ -131,12 +135,18 @@ class Converter {
     return Lit(&g_, std::string(1, open) + close);
   }
   ExprId ItemSep(int depth) {
-    if (o_.any_whitespace) return g_.AddSequence({Ws(), Lit(&g_, item_sep_), Ws()});
+    if (o_.any_whitespace) {
+      if (item_sep_expr_ == kNoExpr) item_sep_expr_ = g_.AddSequence({Ws(), Lit(&g_, item_sep_), Ws()});
+      return item_sep_expr_;
+    }
     if (Indented()) return Lit(&g_, item_sep_ + Newline(depth + 1));
     return Lit(&g_, item_sep_);
   }
   ExprId KeySep() {
-    if (o_.any_whitespace) return g_.AddSequence({Ws(), Lit(&g_, key_sep_), Ws()});
+    if (o_.any_whitespace) {
+      if (key_sep_expr_ == kNoExpr) key_sep_expr_ = g_.AddSequence({Ws(), Lit(&g_, key_sep_), Ws()});
+      return key_sep_expr_;
+    }
     return Lit(&g_, key_sep_);
   }
 
@@ -1536,6 +1546,7 @@ class Converter {
   bool conditions_ignored_ = false;  // a draft 3-6 schema: if/then/else are not keywords
   std::unordered_map<std::string, int64_t> rule_name_count_;
   RuleId string_rest_ = -1;
+  ExprId ws_ = kNoExpr, item_sep_expr_ = kNoExpr, key_sep_expr_ = kNoExpr;  // memoised separators
   int64_t expansion_budget_ = 2000;  // inline lowerings of combinator alternatives
   // oneOf groups (by pointer) rewritten with negations, and those not to rewrite (a first
   // conversion found part of the rewrite unsupported). Inside a rewrite (negation_scope_ not

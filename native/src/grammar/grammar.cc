@@ -37,6 +37,10 @@ std::string SanitizeRuleName(const std::string& name) {
 }  // namespace
 
 std::vector<CodepointRange> NormalizeRanges(std::vector<CodepointRange> ranges) {
+  // Already sorted, disjoint and not touching (most front-end classes): no new vector.
+  bool normal = true;
+  for (size_t i = 1; i < ranges.size() && normal; ++i) normal = uint64_t{ranges[i - 1].hi} + 1 < uint64_t{ranges[i].lo};
+  if (normal) return ranges;
   std::sort(ranges.begin(), ranges.end(), [](const CodepointRange& a, const CodepointRange& b) {
     return a.lo != b.lo ? a.lo < b.lo : a.hi < b.hi;
   });
