@@ -65,6 +65,7 @@ std::shared_ptr<const MaskCore> CrossGrammarCache::Insert(uint64_t tokenizer, co
 
 void CrossGrammarCache::EvictLocked() {
   if (stats_.bytes <= stats_.limit_bytes) return;
+  rules_.clear();
   // Least recently used first, down to 90% of the limit so that eviction (a pass over the
   // table) is not repeated on every insert near the limit.
   std::vector<std::pair<uint64_t, size_t>> order;
@@ -83,6 +84,22 @@ void CrossGrammarCache::EvictLocked() {
   Rebuild(slots_.size());  // re-place the survivors: probing needs no gaps inside chains
 }
 
+std::shared_ptr<const RuleCores> CrossGrammarCache::FindRule(uint64_t tokenizer, const Hash128& rule_hash) {
+  std::lock_guard<std::mutex> lock(mu_);
+  auto it = rules_.find({tokenizer, rule_hash});
+  if (it == rules_.end()) return nullptr;
+  for (const auto& c : it->second->cores) stats_.hits += c ? 1 : 0;
+  return it->second;
+}
+
+void CrossGrammarCache::InsertRule(uint64_t tokenizer, const Hash128& rule_hash, std::shared_ptr<const RuleCores> cores) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stats_.limit_bytes <= 0) return;
+  constexpr size_t kMaxRules = 1 << 16;
+  if (rules_.size() >= kMaxRules) rules_.clear();
+  rules_.emplace(std::make_pair(tokenizer, rule_hash), std::move(cores));
+}
+
 CrossGrammarCacheStats CrossGrammarCache::Stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   return stats_;
@@ -93,6 +110,7 @@ void CrossGrammarCache::SetLimit(int64_t bytes) {
   stats_.limit_bytes = bytes < 0 ? 0 : bytes;
   if (stats_.limit_bytes == 0) {
     slots_.clear();
+    rules_.clear();
     stats_.bytes = 0;
     stats_.entries = 0;
     return;
@@ -103,6 +121,7 @@ void CrossGrammarCache::SetLimit(int64_t bytes) {
 void CrossGrammarCache::Clear() {
   std::lock_guard<std::mutex> lock(mu_);
   slots_.clear();
+  rules_.clear();
   stats_.bytes = 0;
   stats_.entries = 0;
 }

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "compiler/structural_hash.h"
@@ -31,6 +33,13 @@ struct MaskCore {
   }
 };
 
+// The cores of one rule's states by state offset (null where a state has none), pooled
+// under the rule's structural hash once every used scannable state of the rule is built, so
+// a compile that meets a rule already seen takes all of its cores with one lookup.
+struct RuleCores {
+  std::vector<std::shared_ptr<const MaskCore>> cores;
+};
+
 struct CrossGrammarCacheStats {
   int64_t hits = 0;
   int64_t misses = 0;
@@ -48,6 +57,9 @@ class CrossGrammarCache {
   // Keeps an existing core for the key (returned) or stores this one.
   std::shared_ptr<const MaskCore> Insert(uint64_t tokenizer, const Hash128& key,
                                          std::shared_ptr<const MaskCore> core);
+  // A rule's cores (see RuleCores); a served bundle counts one hit per core it holds.
+  std::shared_ptr<const RuleCores> FindRule(uint64_t tokenizer, const Hash128& rule_hash);
+  void InsertRule(uint64_t tokenizer, const Hash128& rule_hash, std::shared_ptr<const RuleCores> cores);
   CrossGrammarCacheStats Stats() const;
   void SetLimit(int64_t bytes);  // 0 disables the cache
   void Clear();
@@ -67,8 +79,17 @@ class CrossGrammarCache {
   void Rebuild(size_t capacity);
   void EvictLocked();
 
+  struct RuleKeyHash {
+    size_t operator()(const std::pair<uint64_t, Hash128>& k) const {
+      return static_cast<size_t>(k.second.lo ^ (k.first * 0x9E3779B97F4A7C15ull));
+    }
+  };
+
   mutable std::mutex mu_;
   std::vector<Slot> slots_;  // size a power of two (or 0)
+  // Bundles hold their cores alive: any eviction drops them all, so evicted cores are not
+  // kept past the limit.
+  std::unordered_map<std::pair<uint64_t, Hash128>, std::shared_ptr<const RuleCores>, RuleKeyHash> rules_;
   uint64_t clock_ = 0;
   CrossGrammarCacheStats stats_;
 };

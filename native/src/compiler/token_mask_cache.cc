@@ -116,13 +116,70 @@ const TokenMaskEntry& TokenMaskCache::Get(int32_t state, int32_t loop_state) {
   }
   TokenMaskEntry* e = entries_[state].load(std::memory_order_acquire);
   if (e) return *e;
-  auto* built = new TokenMaskEntry(BuildEntry(state, -1));
+  return Store(state, BuildEntry(state, -1));
+}
+
+const TokenMaskEntry& TokenMaskCache::Store(int32_t state, TokenMaskEntry entry) {
+  auto* built = new TokenMaskEntry(std::move(entry));
   TokenMaskEntry* expected = nullptr;
   if (entries_[state].compare_exchange_strong(expected, built, std::memory_order_acq_rel)) {
     return *built;
   }
   delete built;  // another thread won the race; its entry is identical
   return *expected;
+}
+
+void TokenMaskCache::FillFromRuleBundles(const std::vector<std::pair<int32_t, int32_t>>& todo,
+                                         std::vector<uint8_t>* bundled) {
+  const uint64_t tokenizer = tokenizer_->fingerprint();
+  CrossGrammarCache& pool = CrossGrammarCache::Global();
+  bundled->assign(automaton_->num_rules(), 0);
+  std::vector<uint8_t> looked(automaton_->num_rules(), 0);
+  std::shared_ptr<const RuleCores> bundle;
+  RuleId bundle_rule = -1;
+  for (const auto& [state, loop_state] : todo) {
+    if (loop_state >= 0) continue;
+    const RuleId r = automaton_->state_rule[state];
+    if (r != bundle_rule) {
+      bundle_rule = r;
+      bundle = nullptr;
+      if (!looked[r]) {
+        looked[r] = 1;
+        bundle = pool.FindRule(tokenizer, rule_hashes_.rule[r]);
+        (*bundled)[r] = bundle ? 1 : 0;
+      }
+    }
+    if (!bundle) continue;
+    const size_t offset = static_cast<size_t>(state - rule_hashes_.first_state[r]);
+    if (offset >= bundle->cores.size() || !bundle->cores[offset] || IsBuilt(state)) continue;
+    const Hash128 key = MaskEntryKey(*automaton_, rule_hashes_, state, -1);
+    Store(state, FinishFromCore(bundle->cores[offset], key, state, -1));
+  }
+}
+
+void TokenMaskCache::PoolRuleBundles(const std::vector<std::pair<int32_t, int32_t>>& todo,
+                                     const std::vector<uint8_t>& bundled) {
+  const uint64_t tokenizer = tokenizer_->fingerprint();
+  CrossGrammarCache& pool = CrossGrammarCache::Global();
+  std::vector<uint8_t> seen(automaton_->num_rules(), 0);
+  for (const auto& [state, loop_state] : todo) {
+    if (loop_state >= 0) continue;
+    const RuleId r = automaton_->state_rule[state];
+    if (bundled[r] || seen[r]) continue;
+    seen[r] = 1;
+    const int32_t first = automaton_->rule_start[r];
+    const int32_t end = r + 1 < automaton_->num_rules() ? automaton_->rule_start[r + 1] : num_states_;
+    auto cores = std::make_shared<RuleCores>();
+    cores->cores.resize(static_cast<size_t>(end - first));
+    bool complete = true;
+    for (int32_t s = first; s < end && complete; ++s) {
+      if (!automaton_->state_used[s] || !automaton_->has_byte_edges(s)) continue;
+      const TokenMaskEntry* e = entries_[s].load(std::memory_order_acquire);
+      if (!e) complete = false;
+      else cores->cores[static_cast<size_t>(s - first)] = e->core;
+    }
+    if (complete) pool.InsertRule(tokenizer, rule_hashes_.rule[r], std::move(cores));
+  }
 }
 
 bool TokenMaskCache::PrecomputeAll(int num_threads, std::chrono::steady_clock::time_point deadline,
@@ -166,6 +223,9 @@ bool TokenMaskCache::PrecomputeAll(int num_threads, std::chrono::steady_clock::t
   std::vector<size_t> order(todo.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return width[a] > width[b]; });
+  // States whose rule another grammar completed: their cores in one lookup per rule.
+  std::vector<uint8_t> bundled;
+  FillFromRuleBundles(todo, &bundled);
   std::atomic<size_t> next{0};
   std::atomic<bool> stopped{false};
   auto work = [&]() {
@@ -187,6 +247,7 @@ bool TokenMaskCache::PrecomputeAll(int num_threads, std::chrono::steady_clock::t
     for (int t = 0; t < n; ++t) threads.emplace_back(work);
     for (auto& t : threads) t.join();
   }
+  if (!stopped) PoolRuleBundles(todo, bundled);
   return !stopped;
 }
 
@@ -222,6 +283,12 @@ TokenMaskEntry TokenMaskCache::BuildEntry(int32_t state, int32_t loop_state) {
     core = pool.Insert(tokenizer, key,
                        std::make_shared<const MaskCore>(ComputeCore(automaton_, *tokenizer_, state, loop_state, memo_.get())));
   }
+  return FinishFromCore(std::move(core), key, state, loop_state);
+}
+
+TokenMaskEntry TokenMaskCache::FinishFromCore(std::shared_ptr<const MaskCore> core, const Hash128& key,
+                                              int32_t state, int32_t loop_state) {
+  const uint64_t tokenizer = tokenizer_->fingerprint();
   const RuleId rule = loop_state >= 0 ? automaton_->RepeatOf(loop_state).rule : automaton_->RuleOf(state);
   if (core->dead_nodes.empty()) return FinishEntry(std::move(core), automaton_, *tokenizer_, rule);
   // The pruned suffixes from the pool when another grammar had this core under the same

@@ -109,6 +109,17 @@ class TokenMaskCache {
   TokenMaskEntry BuildEntry(int32_t state, int32_t loop_state);
 
  private:
+  // The entry from its core: the suffixes pruned by the rule's follow language, from the
+  // suffix pool when another grammar had the same core and follow language.
+  TokenMaskEntry FinishFromCore(std::shared_ptr<const MaskCore> core, const Hash128& key, int32_t state,
+                                int32_t loop_state);
+  // Publishes a state's entry (the first one wins a race; they are identical).
+  const TokenMaskEntry& Store(int32_t state, TokenMaskEntry entry);
+  // PrecomputeAll's use of rule bundles: fills the entries of plain states whose rule the
+  // pool holds (one lookup per rule), and afterwards pools the rules it completed.
+  void FillFromRuleBundles(const std::vector<std::pair<int32_t, int32_t>>& todo, std::vector<uint8_t>* bundled);
+  void PoolRuleBundles(const std::vector<std::pair<int32_t, int32_t>>& todo, const std::vector<uint8_t>& bundled);
+
   std::shared_ptr<const GrammarAutomaton> automaton_;
   std::shared_ptr<const TokenizerInfo> tokenizer_;
   std::unique_ptr<std::atomic<TokenMaskEntry*>[]> entries_;
