@@ -467,6 +467,7 @@ class SubsetConstruction {
       std::sort(bounds_.begin(), bounds_.end());
       bounds_.erase(std::unique(bounds_.begin(), bounds_.end()), bounds_.end());
       std::vector<DfaByteEdge> edges;
+      prev_target_ = -1;
       for (size_t b = 0; b + 1 < bounds_.size(); ++b) {
         int lo = bounds_[b], hi = bounds_[b + 1] - 1;
         seeds_.clear();
@@ -474,7 +475,15 @@ class SubsetConstruction {
           for (int32_t k = nfa_.byte_begin[s]; k < nfa_.byte_begin[s + 1]; ++k)
             if (nfa_.bytes[k].lo <= lo && hi <= nfa_.bytes[k].hi) seeds_.push_back(nfa_.bytes[k].target);
         if (seeds_.empty()) continue;
-        int32_t t = Intern(&dfa);
+        // Neighbouring intervals mostly lead to the same NFA states (a class split only by
+        // another member's edges): reuse the target instead of closing the set again.
+        int32_t t;
+        if (prev_target_ >= 0 && seeds_ == prev_seeds_) {
+          t = prev_target_;
+        } else {
+          prev_seeds_ = seeds_;
+          t = prev_target_ = Intern(&dfa);
+        }
         if (!edges.empty() && edges.back().target == t && edges.back().hi + 1 == lo) {
           edges.back().hi = static_cast<uint8_t>(hi);
         } else {
@@ -557,7 +566,8 @@ class SubsetConstruction {
   uint32_t stamp_ = 0;
   SequenceInterner sets_;
   // Scratch, reused for every DFA state.
-  std::vector<int32_t> set_, bounds_, seeds_, closure_, stack_;
+  std::vector<int32_t> set_, bounds_, seeds_, closure_, stack_, prev_seeds_;
+  int32_t prev_target_ = -1;  // the state interned for prev_seeds_ (-1: none yet)
   std::vector<std::pair<RuleId, int32_t>> rule_targets_;
 };
 
