@@ -100,7 +100,7 @@ TokenMaskCache::~TokenMaskCache() {
   for (int32_t i = 0; i < num_states_; ++i) delete entries_[i].load();
 }
 
-const TokenMaskEntry& TokenMaskCache::Get(int32_t state, int32_t loop_state) {
+const TokenMaskEntry& TokenMaskCache::Get(int32_t state, int32_t loop_state, bool pooled_suffixes) {
   if (loop_state >= 0) {
     const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(loop_state)) << 32) |
                          static_cast<uint32_t>(state);
@@ -109,14 +109,14 @@ const TokenMaskEntry& TokenMaskCache::Get(int32_t state, int32_t loop_state) {
       auto it = loop_entries_.find(key);
       if (it != loop_entries_.end()) return *it->second;
     }
-    auto built = std::make_unique<TokenMaskEntry>(BuildEntry(state, loop_state));
+    auto built = std::make_unique<TokenMaskEntry>(BuildEntry(state, loop_state, pooled_suffixes));
     std::lock_guard<std::mutex> lock(loop_mu_);
     auto it = loop_entries_.emplace(key, std::move(built)).first;  // keeps the first if raced
     return *it->second;
   }
   TokenMaskEntry* e = entries_[state].load(std::memory_order_acquire);
   if (e) return *e;
-  return Store(state, BuildEntry(state, -1));
+  return Store(state, BuildEntry(state, -1, pooled_suffixes));
 }
 
 const TokenMaskEntry& TokenMaskCache::Store(int32_t state, TokenMaskEntry entry) {
@@ -153,7 +153,7 @@ void TokenMaskCache::FillFromRuleBundles(const std::vector<std::pair<int32_t, in
     const size_t offset = static_cast<size_t>(state - rule_hashes_.first_state[r]);
     if (offset >= bundle->cores.size() || !bundle->cores[offset] || IsBuilt(state)) continue;
     const Hash128 key = MaskEntryKey(*automaton_, rule_hashes_, state, -1);
-    Store(state, FinishFromCore(bundle->cores[offset], key, state, -1));
+    Store(state, FinishFromCore(bundle->cores[offset], key, state, -1, /*pooled_suffixes=*/true));
   }
 }
 
@@ -236,7 +236,7 @@ bool TokenMaskCache::PrecomputeAll(int num_threads, std::chrono::steady_clock::t
       }
       size_t i = next.fetch_add(1);
       if (i >= order.size()) return;
-      Get(todo[order[i]].first, todo[order[i]].second);
+      Get(todo[order[i]].first, todo[order[i]].second, /*pooled_suffixes=*/true);
     }
   };
   int n = std::max(1, std::min<int>(num_threads, static_cast<int>(todo.size())));
@@ -274,7 +274,7 @@ TokenMaskCacheStats TokenMaskCache::Stats() const {
   return s;
 }
 
-TokenMaskEntry TokenMaskCache::BuildEntry(int32_t state, int32_t loop_state) {
+TokenMaskEntry TokenMaskCache::BuildEntry(int32_t state, int32_t loop_state, bool pooled_suffixes) {
   const uint64_t tokenizer = tokenizer_->fingerprint();
   const Hash128 key = MaskEntryKey(*automaton_, rule_hashes_, state, loop_state);
   CrossGrammarCache& pool = CrossGrammarCache::Global();
@@ -283,14 +283,14 @@ TokenMaskEntry TokenMaskCache::BuildEntry(int32_t state, int32_t loop_state) {
     core = pool.Insert(tokenizer, key,
                        std::make_shared<const MaskCore>(ComputeCore(automaton_, *tokenizer_, state, loop_state, memo_.get())));
   }
-  return FinishFromCore(std::move(core), key, state, loop_state);
+  return FinishFromCore(std::move(core), key, state, loop_state, pooled_suffixes);
 }
 
 TokenMaskEntry TokenMaskCache::FinishFromCore(std::shared_ptr<const MaskCore> core, const Hash128& key,
-                                              int32_t state, int32_t loop_state) {
+                                              int32_t state, int32_t loop_state, bool pooled_suffixes) {
   const uint64_t tokenizer = tokenizer_->fingerprint();
   const RuleId rule = loop_state >= 0 ? automaton_->RepeatOf(loop_state).rule : automaton_->RuleOf(state);
-  if (core->dead_nodes.empty()) return FinishEntry(std::move(core), automaton_, *tokenizer_, rule);
+  if (core->dead_nodes.empty() || !pooled_suffixes) return FinishEntry(std::move(core), automaton_, *tokenizer_, rule);
   // The pruned suffixes from the pool when another grammar had this core under the same
   // follow language.
   std::call_once(follow_once_, [this] { follow_fingerprints_ = ComputeFollowFingerprints(*automaton_, rule_hashes_); });

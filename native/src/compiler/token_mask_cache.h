@@ -67,7 +67,7 @@ class TokenMaskCache {
 
   // The entry of a scannable state, built now if needed. Thread-safe. For a state of a
   // counted loop's child rule, loop_state is the loop context (see LoopContext).
-  const TokenMaskEntry& Get(int32_t state, int32_t loop_state = -1);
+  const TokenMaskEntry& Get(int32_t state, int32_t loop_state = -1) { return Get(state, loop_state, false); }
   bool IsBuilt(int32_t state) const { return entries_[state].load(std::memory_order_acquire); }
   // Which entry gives the masks of an iteration running under the real loop state
   // `loop_state` (count c). A token of n bytes completes at most n iterations, so far from
@@ -105,14 +105,19 @@ class TokenMaskCache {
   static TokenMaskEntry FinishEntry(std::shared_ptr<const MaskCore> core,
                                     const std::shared_ptr<const GrammarAutomaton>& automaton,
                                     const TokenizerInfo& tokenizer, RuleId rule);
-  // Get's computation: core from the pool (or walked and pooled), then FinishEntry.
-  TokenMaskEntry BuildEntry(int32_t state, int32_t loop_state);
+  // Get's computation: core from the pool (or walked and pooled), then FinishEntry (through
+  // the suffix pool when pooled_suffixes).
+  TokenMaskEntry BuildEntry(int32_t state, int32_t loop_state, bool pooled_suffixes = false);
 
  private:
+  // Get; pooled_suffixes (PrecomputeAll) goes through the suffix pool, whose first use in a
+  // grammar computes every rule's follow fingerprint: worth it for a whole compile, not for
+  // the few entries of a lazy grammar's first fill.
+  const TokenMaskEntry& Get(int32_t state, int32_t loop_state, bool pooled_suffixes);
   // The entry from its core: the suffixes pruned by the rule's follow language, from the
-  // suffix pool when another grammar had the same core and follow language.
+  // suffix pool (when pooled_suffixes) if another grammar had the same core and follow language.
   TokenMaskEntry FinishFromCore(std::shared_ptr<const MaskCore> core, const Hash128& key, int32_t state,
-                                int32_t loop_state);
+                                int32_t loop_state, bool pooled_suffixes);
   // Publishes a state's entry (the first one wins a race; they are identical).
   const TokenMaskEntry& Store(int32_t state, TokenMaskEntry entry);
   // PrecomputeAll's use of rule bundles: fills the entries of plain states whose rule the
