@@ -148,7 +148,7 @@ std::vector<Hash128> ComputeFollowFingerprints(const GrammarAutomaton& g, const 
   // states after it, callees by their hashes): the caller's states before the call do not
   // matter, so a tool's rules keep their fingerprints inside any set of tools.
   std::vector<int32_t> local(g.num_states(), -1), queue;
-  constexpr size_t kMaxForwardStates = 4096;
+  constexpr size_t kMaxForwardStates = 64;
   auto forward = [&](int32_t t) {
     Hasher h;
     queue.assign(1, t);
@@ -181,7 +181,9 @@ std::vector<Hash128> ComputeFollowFingerprints(const GrammarAutomaton& g, const 
     }
     for (int32_t s : queue) local[s] = -1;
     if (complete) return h.Finish();
-    // Too large to serialise: the whole rule and the position stand for it.
+    // Longer: the whole rule and the position stand for it (as exact; a rule of that size is
+    // usually the same object in every grammar that has it, while short remainders, such as
+    // the end of a top-level choice, are what differ between grammars).
     Hasher whole;
     whole.Add(hashes.rule[g.state_rule[t]]);
     whole.Add(static_cast<uint64_t>(t - hashes.first_state[g.state_rule[t]]));

@@ -111,6 +111,12 @@ class Converter {
   // ------------------------------------------------------------------ formatting
   bool Indented() const { return !o_.any_whitespace && o_.indent >= 0; }
   int Depth(int d) const { return Indented() ? std::min(d, 24) : 0; }
+  // A JSON string of min_len..max_len characters; the character expression is built once
+  // per grammar (it is the same node everywhere, nodes being hash-consed).
+  ExprId AnyString(int64_t min_len, int64_t max_len) {
+    if (json_char_ == kNoExpr) json_char_ = JsonCharExpr(&g_);
+    return g_.AddSequence({Lit(&g_, "\""), g_.AddRepeat(json_char_, min_len, max_len), Lit(&g_, "\"")});
+  }
   ExprId Ws() {
     // One node (nodes are hash-consed): built once, not per separator.
     if (ws_ == kNoExpr) {
@@ -1134,7 +1140,7 @@ class Converter {
     if (!m.not_patterns.empty() || !m.not_strings.empty()) {
       ExprId e = NegatedPatternString(m);
       if (e != kNoExpr) return e;
-      return JsonStringExpr(&g_, m.min_len, m.max_len);  // reported (warn mode widens)
+      return AnyString(m.min_len, m.max_len);  // reported (warn mode widens)
     }
     bool bounded = m.min_len > 0 || m.max_len >= 0;
     std::vector<ExprId> contents;
@@ -1152,10 +1158,10 @@ class Converter {
     if ((bounded && languages >= 1) || languages > 1) {
       if (languages > 64) {
         Unsupported("pattern", (m.patterns.empty() ? m.formats[0] : m.patterns[0]).ptr, "more than 64 patterns and formats");
-        return JsonStringExpr(&g_, m.min_len, m.max_len);
+        return AnyString(m.min_len, m.max_len);
       }
       ExprId e = LengthBoundedPattern(m.patterns, m.formats, m.min_len, m.max_len);
-      if (e == kNoExpr) return JsonStringExpr(&g_, m.min_len, m.max_len);  // reported (warn keeps the bounds)
+      if (e == kNoExpr) return AnyString(m.min_len, m.max_len);  // reported (warn keeps the bounds)
       return g_.AddSequence({Lit(&g_, "\""), e, Lit(&g_, "\"")});
     }
     // Here at most one pattern or format, and no bounds beside it.
@@ -1172,7 +1178,7 @@ class Converter {
     }
     if (contents.empty()) {
       if (m.max_len >= 0 && m.min_len > m.max_len) return Never();
-      return JsonStringExpr(&g_, m.min_len, m.max_len);
+      return AnyString(m.min_len, m.max_len);
     }
     return g_.AddSequence({Lit(&g_, "\""), contents[0], Lit(&g_, "\"")});
   }
@@ -1259,7 +1265,7 @@ class Converter {
   }
 
   ExprId KeyExprFromNames(const std::vector<Ref>& names, const std::vector<std::string>& declared) {
-    if (names.empty()) return declared.empty() ? JsonStringExpr(&g_, 0, kUnbounded) : JsonStringNotIn(&g_, declared, StringRest());
+    if (names.empty()) return declared.empty() ? AnyString(0, kUnbounded) : JsonStringNotIn(&g_, declared, StringRest());
     Merged nm;
     for (const auto& r : names) MergeInto(&nm, r, 0);
     if (nm.is_false) return kNoExpr;
@@ -1547,6 +1553,7 @@ class Converter {
   std::unordered_map<std::string, int64_t> rule_name_count_;
   RuleId string_rest_ = -1;
   ExprId ws_ = kNoExpr, item_sep_expr_ = kNoExpr, key_sep_expr_ = kNoExpr;  // memoised separators
+  ExprId json_char_ = kNoExpr;
   int64_t expansion_budget_ = 2000;  // inline lowerings of combinator alternatives
   // oneOf groups (by pointer) rewritten with negations, and those not to rewrite (a first
   // conversion found part of the rewrite unsupported). Inside a rewrite (negation_scope_ not
