@@ -284,7 +284,7 @@ namespace {
 
 // Key-exclusion automata by excluded-name set: requests that repeat an object shape (the
 // same tool wrapper, the same open object) rebuild the same product otherwise. Bounded by
-// count; cleared with the other process-wide caches.
+// count and bytes; cleared with the other process-wide caches.
 class KeyExclusionCache {
  public:
   std::shared_ptr<const ByteDfaSpec> Find(const std::string& key) {
@@ -293,13 +293,16 @@ class KeyExclusionCache {
     return it == map_.end() ? nullptr : it->second;
   }
   void Insert(const std::string& key, std::shared_ptr<const ByteDfaSpec> dfa) {
+    size_t bytes = key.size() + dfa->is_final.size() * (1 + sizeof(dfa->edges[0]));
+    for (const auto& edges : dfa->edges) bytes += edges.size() * sizeof(ByteDfaEdge);
     std::lock_guard<std::mutex> lock(mu_);
-    if (map_.size() >= kMaxEntries) map_.clear();
-    map_.emplace(key, std::move(dfa));
+    if (bytes > kMaxBytes) return;
+    if (map_.size() >= kMaxEntries || bytes_ + bytes > kMaxBytes) Clear(lock);
+    if (map_.emplace(key, std::move(dfa)).second) bytes_ += bytes;
   }
   void Clear() {
     std::lock_guard<std::mutex> lock(mu_);
-    map_.clear();
+    Clear(lock);
   }
   static KeyExclusionCache& Global() {
     static KeyExclusionCache* cache = new KeyExclusionCache();  // never destroyed
@@ -307,9 +310,16 @@ class KeyExclusionCache {
   }
 
  private:
+  void Clear(const std::lock_guard<std::mutex>&) {
+    map_.clear();
+    bytes_ = 0;
+  }
+
   static constexpr size_t kMaxEntries = 1024;
+  static constexpr size_t kMaxBytes = size_t{32} << 20;  // objects with thousands of names make large automata
   std::mutex mu_;
   std::unordered_map<std::string, std::shared_ptr<const ByteDfaSpec>> map_;
+  size_t bytes_ = 0;
 };
 
 }  // namespace
