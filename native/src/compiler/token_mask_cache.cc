@@ -134,7 +134,7 @@ void TokenMaskCache::FillFromRuleBundles(const std::vector<std::pair<int32_t, in
   const uint64_t tokenizer = tokenizer_->fingerprint();
   CrossGrammarCache& pool = CrossGrammarCache::Global();
   bundled->assign(automaton_->num_rules(), 0);
-  std::vector<uint8_t> looked(automaton_->num_rules(), 0);
+  // todo lists the plain states in state order, so a rule's states are consecutive.
   std::shared_ptr<const RuleCores> bundle;
   RuleId bundle_rule = -1;
   for (const auto& [state, loop_state] : todo) {
@@ -142,12 +142,8 @@ void TokenMaskCache::FillFromRuleBundles(const std::vector<std::pair<int32_t, in
     const RuleId r = automaton_->state_rule[state];
     if (r != bundle_rule) {
       bundle_rule = r;
-      bundle = nullptr;
-      if (!looked[r]) {
-        looked[r] = 1;
-        bundle = pool.FindRule(tokenizer, rule_hashes_.rule[r]);
-        (*bundled)[r] = bundle ? 1 : 0;
-      }
+      bundle = pool.FindRule(tokenizer, rule_hashes_.rule[r]);
+      (*bundled)[r] = bundle ? 1 : 0;
     }
     if (!bundle) continue;
     const size_t offset = static_cast<size_t>(state - rule_hashes_.first_state[r]);
@@ -167,8 +163,8 @@ void TokenMaskCache::PoolRuleBundles(const std::vector<std::pair<int32_t, int32_
     const RuleId r = automaton_->state_rule[state];
     if (bundled[r] || seen[r]) continue;
     seen[r] = 1;
-    const int32_t first = automaton_->rule_start[r];
-    const int32_t end = r + 1 < automaton_->num_rules() ? automaton_->rule_start[r + 1] : num_states_;
+    const int32_t first = rule_hashes_.first_state[r];
+    const int32_t end = r + 1 < automaton_->num_rules() ? rule_hashes_.first_state[r + 1] : num_states_;
     auto cores = std::make_shared<RuleCores>();
     cores->cores.resize(static_cast<size_t>(end - first));
     bool complete = true;
@@ -541,8 +537,9 @@ TokenMaskEntry TokenMaskCache::FinishEntry(std::shared_ptr<const MaskCore> core,
   const TokenTrie& trie = tokenizer.trie();
   // Bytes that may come first after the rule completes (in any context): suffixes starting
   // otherwise are dropped before they are built.
+  EarleyParser follow = EarleyParser::AfterRule(automaton, rule);
   uint64_t follow_first[4];
-  EarleyParser::AfterRule(automaton, rule).NextBytes(follow_first);
+  follow.NextBytes(follow_first);
   std::vector<std::pair<std::string, int32_t>> suffix_pairs;
   for (size_t n = 0; n < c.dead_nodes.size(); ++n) {
     const int32_t node = c.dead_nodes[n];
@@ -563,7 +560,6 @@ TokenMaskEntry TokenMaskCache::FinishEntry(std::shared_ptr<const MaskCore> core,
   // Keep the suffixes that what may follow the rule (in any context) can take.
   std::sort(suffix_pairs.begin(), suffix_pairs.end());
   suffix_pairs.erase(std::unique(suffix_pairs.begin(), suffix_pairs.end()), suffix_pairs.end());
-  EarleyParser follow = EarleyParser::AfterRule(automaton, rule);
   std::vector<std::pair<std::string, int32_t>> kept;
   const std::string* prev = nullptr;
   size_t dead_at = std::string::npos;  // prev's prefix of this length + 1 was rejected

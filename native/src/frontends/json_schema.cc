@@ -115,7 +115,7 @@ class Converter {
   // per grammar (it is the same node everywhere, nodes being hash-consed).
   ExprId AnyString(int64_t min_len, int64_t max_len) {
     if (json_char_ == kNoExpr) json_char_ = JsonCharExpr(&g_);
-    return g_.AddSequence({Lit(&g_, "\""), g_.AddRepeat(json_char_, min_len, max_len), Lit(&g_, "\"")});
+    return JsonStringExpr(&g_, min_len, max_len, json_char_);
   }
   ExprId Ws() {
     // One node (nodes are hash-consed): built once, not per separator.

@@ -28,7 +28,8 @@ ExprId Opt(Grammar* g, ExprId e);
 // or one escape (a \u surrogate pair counts as one character).
 ExprId JsonCharExpr(Grammar* g);
 // A JSON string (with quotes) of min..max decoded characters (max -1: unbounded).
-ExprId JsonStringExpr(Grammar* g, int64_t min_len, int64_t max_len);
+// json_char: a JsonCharExpr node already in g (built here when kNoExpr).
+ExprId JsonStringExpr(Grammar* g, int64_t min_len, int64_t max_len, ExprId json_char = kNoExpr);
 // Every JSON encoding (raw or escaped) of the given decoded text, without quotes.
 ExprId JsonStringContentLiteral(Grammar* g, const std::string& text);
 // A quoted JSON string whose decoded text is not any of `excluded`. Raw and short-escape

@@ -187,8 +187,9 @@ ExprId JsonCharExpr(Grammar* g) {
   return g->AddChoice({raw, esc});
 }
 
-ExprId JsonStringExpr(Grammar* g, int64_t min_len, int64_t max_len) {
-  return g->AddSequence({Lit(g, "\""), g->AddRepeat(JsonCharExpr(g), min_len, max_len), Lit(g, "\"")});
+ExprId JsonStringExpr(Grammar* g, int64_t min_len, int64_t max_len, ExprId json_char) {
+  if (json_char == kNoExpr) json_char = JsonCharExpr(g);
+  return g->AddSequence({Lit(g, "\""), g->AddRepeat(json_char, min_len, max_len), Lit(g, "\"")});
 }
 
 ExprId JsonStringContentLiteral(Grammar* g, const std::string& text) {
@@ -337,30 +338,30 @@ ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, Exp
     cache_key.push_back(':');
     cache_key += n;
   }
-  if (auto cached = KeyExclusionCache::Global().Find(cache_key)) {
-    return g->AddSequence({Lit(g, "\""), g->AddByteDfa(ByteDfaSpec(*cached)), Lit(g, "\"")});
-  }
-  try {
-    Grammar scratch;
-    std::vector<ExprId> spelled;
-    for (const auto& key : names) {
-      bool ok;
-      std::vector<ExprId> chars;
-      for (uint32_t cp : DecodeUtf8(key, &ok)) chars.push_back(KeyCharSpellings(&scratch, cp));
-      spelled.push_back(chars.empty() ? scratch.AddEmpty() : scratch.AddSequence(chars));
+  std::shared_ptr<const ByteDfaSpec> kept = KeyExclusionCache::Global().Find(cache_key);
+  if (!kept) {
+    try {
+      Grammar scratch;
+      std::vector<ExprId> spelled;
+      for (const auto& key : names) {
+        bool ok;
+        std::vector<ExprId> chars;
+        for (uint32_t cp : DecodeUtf8(key, &ok)) chars.push_back(KeyCharSpellings(&scratch, cp));
+        spelled.push_back(chars.empty() ? scratch.AddEmpty() : scratch.AddSequence(chars));
+      }
+      static const ByteDfaSpec kContents = [] {
+        Grammar u;
+        return ByteDfaOfExpr(u, u.AddRepeat(JsonCharExpr(&u), 0, kUnbounded), kMaxKeyDfaStates);
+      }();
+      ByteDfaProduct product = ProductWithParts(
+          kContents, {ByteDfaOfExpr(scratch, scratch.AddChoice(spelled), kMaxKeyDfaStates)}, kMaxKeyDfaStates);
+      kept = std::make_shared<const ByteDfaSpec>(TrimAndMinimize(SelectByParts(product, 1, 0), /*minimize=*/false));
+      KeyExclusionCache::Global().Insert(cache_key, kept);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kLimitExceeded) throw;
     }
-    static const ByteDfaSpec kContents = [] {
-      Grammar u;
-      return ByteDfaOfExpr(u, u.AddRepeat(JsonCharExpr(&u), 0, kUnbounded), kMaxKeyDfaStates);
-    }();
-    ByteDfaProduct product = ProductWithParts(
-        kContents, {ByteDfaOfExpr(scratch, scratch.AddChoice(spelled), kMaxKeyDfaStates)}, kMaxKeyDfaStates);
-    auto kept = std::make_shared<const ByteDfaSpec>(TrimAndMinimize(SelectByParts(product, 1, 0), /*minimize=*/false));
-    KeyExclusionCache::Global().Insert(cache_key, kept);
-    return g->AddSequence({Lit(g, "\""), g->AddByteDfa(ByteDfaSpec(*kept)), Lit(g, "\"")});
-  } catch (const Error& e) {
-    if (e.kind() != ErrorKind::kLimitExceeded) throw;
   }
+  if (kept) return g->AddSequence({Lit(g, "\""), g->AddByteDfa(ByteDfaSpec(*kept)), Lit(g, "\"")});
   // Too large for one automaton: the expression form over a trie of the names.
   std::vector<TrieNode> nodes(1);
   for (const auto& key : excluded) {
