@@ -101,12 +101,10 @@ class NfaBuilder {
         break;
       }
       case ExprKind::kChoice:
-        for (ExprId c : e.children) {
-          int32_t s = NewState(), t = NewState();
-          Eps(a, s);
-          Build(c, s, t);
-          Eps(t, b);
-        }
+        // Alternatives share the entry and exit states: no construction here adds edges into
+        // its entry state (loops get a fresh state), so paths cannot cross between branches,
+        // and branches that end alike reach the same NFA sets (fewer DFA states to merge).
+        for (ExprId c : e.children) Build(c, a, b);
         break;
       case ExprKind::kRuleRef:
         rules_.push_back({a, NfaRuleEdge{e.rule, b}});
@@ -321,11 +319,31 @@ class NfaBuilder {
         Utf8RangeSequences(lo, hi, &seqs);
       }
     }
+    // Sequences share the state before a common tail (the continuation bytes of a lead-byte
+    // range): one state per distinct tail, so the DFA has no copies to merge afterwards.
+    std::vector<std::pair<std::vector<ByteRange>, int32_t>> tails;
+    auto tail_state = [&](const std::vector<ByteRange>& seq, size_t from) {
+      for (const auto& t : tails) {
+        if (t.first.size() == seq.size() - from &&
+            std::equal(t.first.begin(), t.first.end(), seq.begin() + static_cast<std::ptrdiff_t>(from),
+                       [](const ByteRange& x, const ByteRange& y) { return x.lo == y.lo && x.hi == y.hi; })) {
+          return std::make_pair(t.second, false);
+        }
+      }
+      const int32_t state = NewState();
+      tails.emplace_back(std::vector<ByteRange>(seq.begin() + static_cast<std::ptrdiff_t>(from), seq.end()), state);
+      return std::make_pair(state, true);
+    };
     for (const auto& seq : seqs) {
       int32_t cur = a;
       for (size_t i = 0; i < seq.size(); ++i) {
-        int32_t next = (i + 1 == seq.size()) ? b : NewState();
+        if (i + 1 == seq.size()) {
+          ByteEdge(cur, seq[i].lo, seq[i].hi, b);
+          break;
+        }
+        auto [next, fresh] = tail_state(seq, i + 1);
         ByteEdge(cur, seq[i].lo, seq[i].hi, next);
+        if (!fresh) break;  // the tail from `next` is already built
         cur = next;
       }
     }
@@ -446,8 +464,13 @@ class SequenceInterner {
 class SubsetConstruction {
  public:
   SubsetConstruction(const Nfa& nfa, int32_t nfa_final, const AutomatonLimits& limits)
-      : nfa_(nfa), nfa_final_(nfa_final), limits_(limits), mark_(nfa.num_states, 0) {
+      : nfa_(nfa), nfa_final_(nfa_final), limits_(limits), mark_(nfa.num_states, 0), kept_(nfa.num_states, 0) {
     sets_.Clear();
+    // A DFA state is identified by the NFA states of its closure that read something or
+    // accept; states with only epsilon edges add nothing their closure does not.
+    for (int32_t s = 0; s < nfa.num_states; ++s) {
+      kept_[s] = nfa.byte_begin[s + 1] > nfa.byte_begin[s] || nfa.rule_begin[s + 1] > nfa.rule_begin[s] || s == nfa_final;
+    }
   }
 
   RuleDfa Run(int32_t nfa_start) {
@@ -457,32 +480,57 @@ class SubsetConstruction {
     for (int32_t i = 0; i < sets_.size(); ++i) {
       // Interning below appends to the pool: work on a copy of this set.
       set_.assign(sets_.data(i), sets_.data(i) + sets_.length(i));
-      // Byte edges: split at every boundary, then collect targets per elementary interval.
+      // Byte edges: split at every boundary, then sweep the elementary intervals in order,
+      // keeping the edges that cover the current one (each edge covers a contiguous run).
       bounds_.clear();
+      edges_.clear();
       for (int32_t s : set_)
         for (int32_t k = nfa_.byte_begin[s]; k < nfa_.byte_begin[s + 1]; ++k) {
-          bounds_.push_back(nfa_.bytes[k].lo);
-          bounds_.push_back(nfa_.bytes[k].hi + 1);
+          const NfaByteEdge& e = nfa_.bytes[k];
+          bounds_.push_back(e.lo);
+          bounds_.push_back(e.hi + 1);
+          edges_.push_back(e);
         }
       std::sort(bounds_.begin(), bounds_.end());
       bounds_.erase(std::unique(bounds_.begin(), bounds_.end()), bounds_.end());
+      std::sort(edges_.begin(), edges_.end(), [](const NfaByteEdge& x, const NfaByteEdge& y) { return x.lo < y.lo; });
       std::vector<DfaByteEdge> edges;
       prev_target_ = -1;
+      prev_seeds_.clear();
+      active_.clear();
+      size_t next_edge = 0;
       for (size_t b = 0; b + 1 < bounds_.size(); ++b) {
-        int lo = bounds_[b], hi = bounds_[b + 1] - 1;
-        seeds_.clear();
-        for (int32_t s : set_)
-          for (int32_t k = nfa_.byte_begin[s]; k < nfa_.byte_begin[s + 1]; ++k)
-            if (nfa_.bytes[k].lo <= lo && hi <= nfa_.bytes[k].hi) seeds_.push_back(nfa_.bytes[k].target);
-        if (seeds_.empty()) continue;
+        const int lo = bounds_[b], hi = bounds_[b + 1] - 1;
+        bool changed = false;
+        for (size_t k = 0; k < active_.size();) {
+          if (active_[k].hi < lo) {
+            active_[k] = active_.back();
+            active_.pop_back();
+            changed = true;
+          } else {
+            ++k;
+          }
+        }
+        for (; next_edge < edges_.size() && edges_[next_edge].lo == lo; ++next_edge) {
+          active_.push_back(edges_[next_edge]);
+          changed = true;
+        }
+        if (active_.empty()) {
+          prev_target_ = -1;
+          continue;
+        }
         // Neighbouring intervals mostly lead to the same NFA states (a class split only by
         // another member's edges): reuse the target instead of closing the set again.
-        int32_t t;
-        if (prev_target_ >= 0 && seeds_ == prev_seeds_) {
-          t = prev_target_;
-        } else {
-          prev_seeds_ = seeds_;
-          t = prev_target_ = Intern(&dfa);
+        int32_t t = prev_target_;
+        if (changed || t < 0) {
+          seeds_.clear();
+          for (const NfaByteEdge& e : active_) seeds_.push_back(e.target);
+          std::sort(seeds_.begin(), seeds_.end());
+          seeds_.erase(std::unique(seeds_.begin(), seeds_.end()), seeds_.end());
+          if (t < 0 || seeds_ != prev_seeds_) {
+            prev_seeds_ = seeds_;
+            t = prev_target_ = Intern(&dfa);
+          }
         }
         if (!edges.empty() && edges.back().target == t && edges.back().hi + 1 == lo) {
           edges.back().hi = static_cast<uint8_t>(hi);
@@ -523,7 +571,7 @@ class SubsetConstruction {
     while (!stack_.empty()) {
       int32_t s = stack_.back();
       stack_.pop_back();
-      closure_.push_back(s);
+      if (kept_[s]) closure_.push_back(s);
       for (int32_t k = nfa_.eps_begin[s]; k < nfa_.eps_begin[s + 1]; ++k) {
         int32_t t = nfa_.eps[k];
         if (mark_[t] != stamp_) {
@@ -563,10 +611,12 @@ class SubsetConstruction {
   int32_t nfa_final_;
   const AutomatonLimits& limits_;
   std::vector<uint32_t> mark_;
+  std::vector<uint8_t> kept_;  // per NFA state: part of a DFA state's identity
   uint32_t stamp_ = 0;
   SequenceInterner sets_;
   // Scratch, reused for every DFA state.
   std::vector<int32_t> set_, bounds_, seeds_, closure_, stack_, prev_seeds_;
+  std::vector<NfaByteEdge> edges_, active_;  // the set's byte edges (by lo), those covering the interval
   int32_t prev_target_ = -1;  // the state interned for prev_seeds_ (-1: none yet)
   std::vector<std::pair<RuleId, int32_t>> rule_targets_;
 };
