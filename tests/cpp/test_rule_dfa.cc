@@ -29,10 +29,10 @@ int32_t ReferenceMinimalStates(const RuleDfa& d) {
       // Signature over every byte (not ranges), so range splitting cannot matter.
       std::vector<int32_t> sig{cls[s]};
       std::vector<int32_t> by_byte(256, -1);
-      for (const auto& e : d.byte_edges[s])
+      for (const auto& e : d.byte_edges(s))
         for (int b = e.lo; b <= e.hi; ++b) by_byte[b] = cls[e.target];
       sig.insert(sig.end(), by_byte.begin(), by_byte.end());
-      for (const auto& e : d.rule_edges[s]) {
+      for (const auto& e : d.rule_edges(s)) {
         sig.push_back(e.rule);
         sig.push_back(cls[e.target]);
       }
@@ -53,8 +53,8 @@ int32_t ReferenceMinimalStates(const RuleDfa& d) {
     auto visit = [&](int32_t t) {
       if (seen.insert(t).second) stack.push_back(t);
     };
-    for (const auto& e : d.byte_edges[s]) visit(e.target);
-    for (const auto& e : d.rule_edges[s]) visit(e.target);
+    for (const auto& e : d.byte_edges(s)) visit(e.target);
+    for (const auto& e : d.rule_edges(s)) visit(e.target);
   }
   return static_cast<int32_t>(classes.size());
 }
@@ -62,11 +62,11 @@ int32_t ReferenceMinimalStates(const RuleDfa& d) {
 int32_t Step(const RuleDfa& d, int32_t s, int symbol) {  // symbol < 256: byte, else rule
   if (s < 0) return -1;
   if (symbol < 256) {
-    for (const auto& e : d.byte_edges[s])
+    for (const auto& e : d.byte_edges(s))
       if (e.lo <= symbol && symbol <= e.hi) return e.target;
     return -1;
   }
-  for (const auto& e : d.rule_edges[s])
+  for (const auto& e : d.rule_edges(s))
     if (e.rule == symbol - 256) return e.target;
   return -1;
 }
@@ -92,17 +92,15 @@ RuleDfa RandomDfa(std::mt19937& rng, int shape) {
   std::uniform_int_distribution<int> coin(0, 99);
   const int n = 2 + static_cast<int>(rng() % (shape == 0 ? 300 : 40));
   RuleDfa d;
-  d.is_final.resize(n);
-  d.byte_edges.resize(n);
-  d.rule_edges.resize(n);
+  for (int s = 0; s < n; ++s) d.AddState(coin(rng) < (shape == 0 ? 5 : 30) || s == n - 1);
+  // Ranges are added as they are drawn: AddByteEdge merging two into one is fine.
   for (int s = 0; s < n; ++s) {
-    d.is_final[s] = coin(rng) < (shape == 0 ? 5 : 30);
     if (shape == 0) {
       // Chains of literal bytes with a few branches and back edges (keys, loops).
       const auto c = static_cast<uint8_t>('a' + rng() % 3);
-      if (s + 1 < n) d.byte_edges[s].push_back({c, c, s + 1});
-      if (coin(rng) < 10) d.byte_edges[s].push_back({'x', 'z', static_cast<int32_t>(rng() % n)});
-      if (coin(rng) < 10) d.rule_edges[s].push_back({static_cast<RuleId>(rng() % 3), static_cast<int32_t>(rng() % n)});
+      if (s + 1 < n) d.AddByteEdge(c, c, s + 1);
+      if (coin(rng) < 10) d.AddByteEdge('x', 'z', static_cast<int32_t>(rng() % n));
+      if (coin(rng) < 10) d.AddRuleEdge(static_cast<RuleId>(rng() % 3), static_cast<int32_t>(rng() % n));
     } else {
       // Dense random: a few disjoint ranges over a small alphabet.
       int lo = 'a';
@@ -110,14 +108,14 @@ RuleDfa RandomDfa(std::mt19937& rng, int shape) {
         int hi = lo + static_cast<int>(rng() % 3);
         if (hi > 'f') hi = 'f';
         if (coin(rng) < 60)
-          d.byte_edges[s].push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), static_cast<int32_t>(rng() % n)});
+          d.AddByteEdge(static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), static_cast<int32_t>(rng() % n));
         lo = hi + 1;
       }
       for (RuleId r = 0; r < 2; ++r)
-        if (coin(rng) < 30) d.rule_edges[s].push_back({r, static_cast<int32_t>(rng() % n)});
+        if (coin(rng) < 30) d.AddRuleEdge(r, static_cast<int32_t>(rng() % n));
     }
+    d.CloseState();
   }
-  d.is_final[n - 1] = 1;
   return d;
 }
 
@@ -141,11 +139,11 @@ int main() {
   // A long chain: every state distinct (each is a different distance from the end).
   RuleDfa chain;
   const int n = 5000;
-  chain.is_final.assign(n, 0);
-  chain.is_final[n - 1] = 1;
-  chain.byte_edges.resize(n);
-  chain.rule_edges.resize(n);
-  for (int s = 0; s + 1 < n; ++s) chain.byte_edges[s].push_back({'a', 'a', s + 1});
+  for (int s = 0; s < n; ++s) chain.AddState(s == n - 1);
+  for (int s = 0; s < n; ++s) {
+    if (s + 1 < n) chain.AddByteEdge('a', 'a', s + 1);
+    chain.CloseState();
+  }
   CHECK_EQ(MinimizeRuleDfa(chain).num_states(), n);
   if (g_failures == 0) std::printf("test_rule_dfa: OK\n");
   return g_failures ? 1 : 0;

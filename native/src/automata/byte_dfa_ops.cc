@@ -90,8 +90,8 @@ ByteDfaSpec ByteDfaOfExpr(const Grammar& g, ExprId e, int64_t max_states) {
   out.is_final = r.is_final;
   out.edges.resize(r.num_states());
   for (int32_t s = 0; s < r.num_states(); ++s) {
-    if (!r.rule_edges[s].empty()) throw Error(ErrorKind::kInvalidArgument, "a byte automaton cannot reference rules");
-    for (const auto& x : r.byte_edges[s]) out.edges[s].push_back({x.lo, x.hi, x.target});
+    if (!r.rule_edges(s).empty()) throw Error(ErrorKind::kInvalidArgument, "a byte automaton cannot reference rules");
+    for (const auto& x : r.byte_edges(s)) out.edges[s].push_back({x.lo, x.hi, x.target});
   }
   return out;
 }
@@ -318,12 +318,12 @@ ByteDfaSpec TrimAndMinimize(const ByteDfaSpec& dfa, bool minimize) {
   }
   RuleDfa r;
   r.is_final = dfa.is_final;
-  r.byte_edges.resize(n);
-  r.rule_edges.resize(n);
   for (int32_t s = 0; s < n; ++s) {
-    if (!live[s]) continue;
-    for (const auto& e : dfa.edges[s])
-      if (live[e.target]) r.byte_edges[s].push_back({e.lo, e.hi, e.target});
+    if (live[s]) {
+      for (const auto& e : dfa.edges[s])
+        if (live[e.target]) r.byte_list.push_back({e.lo, e.hi, e.target});
+    }
+    r.CloseState();
   }
   // Moore refinement is quadratic on long chains; larger automata stay as trimmed.
   constexpr int32_t kMaxStatesToMinimize = 4096;
@@ -333,15 +333,13 @@ ByteDfaSpec TrimAndMinimize(const ByteDfaSpec& dfa, bool minimize) {
     std::vector<int32_t> order(n, -1), queue{0};
     order[0] = 0;
     for (size_t i = 0; i < queue.size(); ++i)
-      for (const auto& e : r.byte_edges[queue[i]])
+      for (const auto& e : r.byte_edges(queue[i]))
         if (order[e.target] < 0) order[e.target] = static_cast<int32_t>(queue.size()), queue.push_back(e.target);
     RuleDfa b;
-    b.is_final.resize(queue.size());
-    b.byte_edges.resize(queue.size());
-    b.rule_edges.resize(queue.size());
-    for (size_t i = 0; i < queue.size(); ++i) {
-      b.is_final[i] = r.is_final[queue[i]];
-      for (const auto& e : r.byte_edges[queue[i]]) b.byte_edges[i].push_back({e.lo, e.hi, order[e.target]});
+    for (int32_t s : queue) b.AddState(r.is_final[s] != 0);
+    for (int32_t s : queue) {
+      for (const auto& e : r.byte_edges(s)) b.byte_list.push_back({e.lo, e.hi, order[e.target]});
+      b.CloseState();
     }
     r = std::move(b);
   }
@@ -349,7 +347,7 @@ ByteDfaSpec TrimAndMinimize(const ByteDfaSpec& dfa, bool minimize) {
   out.is_final = r.is_final;
   out.edges.resize(r.num_states());
   for (int32_t s = 0; s < r.num_states(); ++s)
-    for (const auto& e : r.byte_edges[s]) out.edges[s].push_back({e.lo, e.hi, e.target});
+    for (const auto& e : r.byte_edges(s)) out.edges[s].push_back({e.lo, e.hi, e.target});
   return out;
 }
 

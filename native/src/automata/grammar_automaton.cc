@@ -103,16 +103,16 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
     live->assign(n, 0);
     pred_begin.assign(n + 1, 0);
     for (int32_t s = 0; s < n; ++s) {
-      for (const auto& e : d.byte_edges[s]) ++pred_begin[e.target + 1];
-      for (const auto& e : d.rule_edges[s])
+      for (const auto& e : d.byte_edges(s)) ++pred_begin[e.target + 1];
+      for (const auto& e : d.rule_edges(s))
         if (productive[e.rule]) ++pred_begin[e.target + 1];
     }
     for (int32_t s = 0; s < n; ++s) pred_begin[s + 1] += pred_begin[s];
     preds.resize(pred_begin[n]);
     fill.assign(pred_begin.begin(), pred_begin.end() - 1);
     for (int32_t s = 0; s < n; ++s) {
-      for (const auto& e : d.byte_edges[s]) preds[fill[e.target]++] = s;
-      for (const auto& e : d.rule_edges[s])
+      for (const auto& e : d.byte_edges(s)) preds[fill[e.target]++] = s;
+      for (const auto& e : d.rule_edges(s))
         if (productive[e.rule]) preds[fill[e.target]++] = s;
     }
     live_stack.clear();
@@ -157,8 +157,7 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
   // of nesting.
   std::vector<std::vector<RuleId>> callers(num_rules);
   for (RuleId r = 0; r < num_rules; ++r) {
-    for (const auto& edges : dfas[r].rule_edges)
-      for (const auto& e : edges) callers[e.rule].push_back(r);
+    for (const auto& e : dfas[r].rule_list) callers[e.rule].push_back(r);
     for (RuleId m : member_rules[r]) callers[m].push_back(r);
   }
   std::vector<RuleId> work(num_rules);
@@ -212,12 +211,12 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
       out->state_rule[gs] = r;
       out->state_final[gs] = d.is_final[s];
       // Keep only edges into live states (and references to productive rules).
-      for (const auto& e : d.byte_edges[s]) {
+      for (const auto& e : d.byte_edges(s)) {
         if (!live[r][e.target]) continue;
         out->byte_edges.push_back({e.lo, e.hi, offset[r] + e.target});
         if (e.hi == kVirtualTokenLead) out->scans_virtual_tokens = true;
       }
-      for (const auto& e : d.rule_edges[s]) {
+      for (const auto& e : d.rule_edges(s)) {
         if (productive[e.rule] && live[r][e.target]) {
           out->rule_edges.push_back({e.rule, offset[r] + e.target});
         }

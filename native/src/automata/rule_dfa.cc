@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <array>
+#include <memory>
 #include <unordered_map>
 
 #include "automata/aho_corasick.h"
@@ -36,18 +37,38 @@ struct Nfa {
 // Groups (source, edge) pairs by source, keeping their order within a source.
 template <typename Edge>
 void GroupBySource(const std::vector<std::pair<int32_t, Edge>>& edges, int32_t num_states,
-                   std::vector<int32_t>* begin, std::vector<Edge>* out) {
+                   std::vector<int32_t>* begin, std::vector<Edge>* out, std::vector<int32_t>* fill) {
   begin->assign(num_states + 1, 0);
   for (const auto& e : edges) ++(*begin)[e.first + 1];
   for (int32_t s = 0; s < num_states; ++s) (*begin)[s + 1] += (*begin)[s];
   out->resize(edges.size());
-  std::vector<int32_t> fill(begin->begin(), begin->end() - 1);
-  for (const auto& e : edges) (*out)[fill[e.first]++] = e.second;
+  fill->assign(begin->begin(), begin->end() - 1);
+  for (const auto& e : edges) (*out)[(*fill)[e.first]++] = e.second;
 }
+
+// Edges as the NFA builder appends them, before Finish() groups them by source, and its
+// character class buffers.
+struct NfaEdgeLists {
+  std::vector<std::pair<int32_t, int32_t>> eps;  // (source, target)
+  std::vector<std::pair<int32_t, NfaByteEdge>> bytes;
+  std::vector<std::pair<int32_t, NfaRuleEdge>> rules;
+  std::vector<CodepointRange> char_ranges;
+  std::vector<Utf8RangeSeq> utf8_seqs;
+  std::vector<std::pair<Utf8RangeSeq, int32_t>> utf8_tails;
+  void Clear() {
+    eps.clear();
+    bytes.clear();
+    rules.clear();
+  }
+};
 
 class NfaBuilder {
  public:
-  NfaBuilder(const Grammar& g, const AutomatonLimits& limits) : g_(g), limits_(limits) {}
+  NfaBuilder(const Grammar& g, const AutomatonLimits& limits, NfaEdgeLists* lists)
+      : g_(g), limits_(limits), eps_(lists->eps), bytes_(lists->bytes), rules_(lists->rules),
+        char_ranges_(lists->char_ranges), utf8_seqs_(lists->utf8_seqs), utf8_tails_(lists->utf8_tails) {
+    lists->Clear();
+  }
 
   int32_t NewState() {
     if (num_states_ >= limits_.max_nfa_states) {
@@ -124,11 +145,11 @@ class NfaBuilder {
   }
 
   // The NFA built so far, its edges grouped by source state.
-  void Finish(Nfa* nfa) const {
+  void Finish(Nfa* nfa, std::vector<int32_t>* fill) const {
     nfa->num_states = num_states_;
-    GroupBySource(eps_, num_states_, &nfa->eps_begin, &nfa->eps);
-    GroupBySource(bytes_, num_states_, &nfa->byte_begin, &nfa->bytes);
-    GroupBySource(rules_, num_states_, &nfa->rule_begin, &nfa->rules);
+    GroupBySource(eps_, num_states_, &nfa->eps_begin, &nfa->eps, fill);
+    GroupBySource(bytes_, num_states_, &nfa->byte_begin, &nfa->bytes, fill);
+    GroupBySource(rules_, num_states_, &nfa->rule_begin, &nfa->rules, fill);
   }
 
  private:
@@ -297,7 +318,8 @@ class NfaBuilder {
   }
 
   void BuildCharClass(const Expr& e, int32_t a, int32_t b) {
-    std::vector<CodepointRange> ranges;
+    std::vector<CodepointRange>& ranges = char_ranges_;
+    ranges.clear();
     if (e.negated) {
       uint32_t next = 0;
       for (const auto& r : e.ranges) {
@@ -306,9 +328,10 @@ class NfaBuilder {
       }
       if (next <= 0x10FFFF) ranges.push_back({next, 0x10FFFF});
     } else {
-      ranges = e.ranges;
+      ranges.assign(e.ranges.begin(), e.ranges.end());
     }
-    std::vector<std::vector<ByteRange>> seqs;
+    std::vector<Utf8RangeSeq>& seqs = utf8_seqs_;
+    seqs.clear();
     for (const auto& r : ranges) {
       uint32_t lo = r.lo, hi = std::min<uint32_t>(r.hi, 0x10FFFF);
       // Surrogates have no UTF-8 encoding.
@@ -321,28 +344,33 @@ class NfaBuilder {
     }
     // Sequences share the state before a common tail (the continuation bytes of a lead-byte
     // range): one state per distinct tail, so the DFA has no copies to merge afterwards.
-    std::vector<std::pair<std::vector<ByteRange>, int32_t>> tails;
-    auto tail_state = [&](const std::vector<ByteRange>& seq, size_t from) {
+    std::vector<std::pair<Utf8RangeSeq, int32_t>>& tails = utf8_tails_;
+    tails.clear();
+    auto tail_state = [&](const Utf8RangeSeq& seq, int from) {
+      const int len = seq.len - from;
       for (const auto& t : tails) {
-        if (t.first.size() == seq.size() - from &&
-            std::equal(t.first.begin(), t.first.end(), seq.begin() + static_cast<std::ptrdiff_t>(from),
+        if (t.first.len == len &&
+            std::equal(t.first.ranges, t.first.ranges + len, seq.ranges + from,
                        [](const ByteRange& x, const ByteRange& y) { return x.lo == y.lo && x.hi == y.hi; })) {
           return std::make_pair(t.second, false);
         }
       }
       const int32_t state = NewState();
-      tails.emplace_back(std::vector<ByteRange>(seq.begin() + static_cast<std::ptrdiff_t>(from), seq.end()), state);
+      Utf8RangeSeq tail;
+      tail.len = static_cast<uint8_t>(len);
+      std::copy(seq.ranges + from, seq.ranges + seq.len, tail.ranges);
+      tails.emplace_back(tail, state);
       return std::make_pair(state, true);
     };
     for (const auto& seq : seqs) {
       int32_t cur = a;
-      for (size_t i = 0; i < seq.size(); ++i) {
-        if (i + 1 == seq.size()) {
-          ByteEdge(cur, seq[i].lo, seq[i].hi, b);
+      for (int i = 0; i < seq.len; ++i) {
+        if (i + 1 == seq.len) {
+          ByteEdge(cur, seq.ranges[i].lo, seq.ranges[i].hi, b);
           break;
         }
         auto [next, fresh] = tail_state(seq, i + 1);
-        ByteEdge(cur, seq[i].lo, seq[i].hi, next);
+        ByteEdge(cur, seq.ranges[i].lo, seq.ranges[i].hi, next);
         if (!fresh) break;  // the tail from `next` is already built
         cur = next;
       }
@@ -376,9 +404,12 @@ class NfaBuilder {
   const Grammar& g_;
   const AutomatonLimits& limits_;
   int32_t num_states_ = 0;
-  std::vector<std::pair<int32_t, int32_t>> eps_;  // (source, target)
-  std::vector<std::pair<int32_t, NfaByteEdge>> bytes_;
-  std::vector<std::pair<int32_t, NfaRuleEdge>> rules_;
+  std::vector<std::pair<int32_t, int32_t>>& eps_;
+  std::vector<std::pair<int32_t, NfaByteEdge>>& bytes_;
+  std::vector<std::pair<int32_t, NfaRuleEdge>>& rules_;
+  std::vector<CodepointRange>& char_ranges_;  // character class buffers
+  std::vector<Utf8RangeSeq>& utf8_seqs_;
+  std::vector<std::pair<Utf8RangeSeq, int32_t>>& utf8_tails_;
 };
 
 // Sets of ints in one flat pool, found again by content through an open-addressing table.
@@ -396,6 +427,7 @@ class SequenceInterner {
     table_.assign(capacity, -1);
   }
   int32_t size() const { return static_cast<int32_t>(begin_.size() - 1); }
+  size_t RetainedBytes() const { return (pool_.capacity() + begin_.capacity() + table_.capacity()) * sizeof(int32_t); }
   const int32_t* data(int32_t id) const { return pool_.data() + begin_[id]; }
   int32_t length(int32_t id) const { return begin_[id + 1] - begin_[id]; }
 
@@ -461,10 +493,25 @@ class SequenceInterner {
   std::vector<int32_t> table_ = std::vector<int32_t>(64, -1);
 };
 
+// The subset construction's buffers, kept between rules.
+struct SubsetScratch {
+  std::vector<uint32_t> mark;
+  std::vector<uint8_t> kept;
+  SequenceInterner sets;
+  std::vector<int32_t> set, bounds, seeds, closure, stack, prev_seeds;
+  std::vector<NfaByteEdge> edges, active;
+  std::vector<std::pair<RuleId, int32_t>> rule_targets;
+};
+
 class SubsetConstruction {
  public:
-  SubsetConstruction(const Nfa& nfa, int32_t nfa_final, const AutomatonLimits& limits)
-      : nfa_(nfa), nfa_final_(nfa_final), limits_(limits), mark_(nfa.num_states, 0), kept_(nfa.num_states, 0) {
+  SubsetConstruction(const Nfa& nfa, int32_t nfa_final, const AutomatonLimits& limits, SubsetScratch* scratch)
+      : nfa_(nfa), nfa_final_(nfa_final), limits_(limits), mark_(scratch->mark), kept_(scratch->kept),
+        sets_(scratch->sets), set_(scratch->set), bounds_(scratch->bounds), seeds_(scratch->seeds),
+        closure_(scratch->closure), stack_(scratch->stack), prev_seeds_(scratch->prev_seeds),
+        edges_(scratch->edges), active_(scratch->active), rule_targets_(scratch->rule_targets) {
+    mark_.assign(nfa.num_states, 0);
+    kept_.assign(nfa.num_states, 0);
     sets_.Clear();
     // A DFA state is identified by the NFA states of its closure that read something or
     // accept; states with only epsilon edges add nothing their closure does not.
@@ -494,7 +541,6 @@ class SubsetConstruction {
       std::sort(bounds_.begin(), bounds_.end());
       bounds_.erase(std::unique(bounds_.begin(), bounds_.end()), bounds_.end());
       std::sort(edges_.begin(), edges_.end(), [](const NfaByteEdge& x, const NfaByteEdge& y) { return x.lo < y.lo; });
-      std::vector<DfaByteEdge> edges;
       prev_target_ = -1;
       prev_seeds_.clear();
       active_.clear();
@@ -532,11 +578,7 @@ class SubsetConstruction {
             t = prev_target_ = Intern(&dfa);
           }
         }
-        if (!edges.empty() && edges.back().target == t && edges.back().hi + 1 == lo) {
-          edges.back().hi = static_cast<uint8_t>(hi);
-        } else {
-          edges.push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), t});
-        }
+        dfa.AddByteEdge(static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), t);
       }
       // Rule edges: one per rule, to the closure of all its targets, in rule order.
       rule_targets_.clear();
@@ -544,15 +586,14 @@ class SubsetConstruction {
         for (int32_t k = nfa_.rule_begin[s]; k < nfa_.rule_begin[s + 1]; ++k)
           rule_targets_.emplace_back(nfa_.rules[k].rule, nfa_.rules[k].target);
       std::sort(rule_targets_.begin(), rule_targets_.end());
-      std::vector<DfaRuleEdge> rule_edges;
       for (size_t k = 0; k < rule_targets_.size();) {
         const RuleId rule = rule_targets_[k].first;
         seeds_.clear();
         for (; k < rule_targets_.size() && rule_targets_[k].first == rule; ++k) seeds_.push_back(rule_targets_[k].second);
-        rule_edges.push_back({rule, Intern(&dfa)});
+        const int32_t t = Intern(&dfa);
+        dfa.AddRuleEdge(rule, t);
       }
-      dfa.byte_edges[i] = std::move(edges);
-      dfa.rule_edges[i] = std::move(rule_edges);
+      dfa.CloseState();
     }
     return dfa;
   }
@@ -600,25 +641,31 @@ class SubsetConstruction {
                       " DFA states (limit max_dfa_states, a GrammarCompiler option, or 64x the NFA)");
     }
     if ((before & 1023) == 0) limits_.CheckDeadline();
-    bool final = std::binary_search(closure_.begin(), closure_.end(), nfa_final_);
-    dfa->is_final.push_back(final ? 1 : 0);
-    dfa->byte_edges.emplace_back();
-    dfa->rule_edges.emplace_back();
+    dfa->AddState(std::binary_search(closure_.begin(), closure_.end(), nfa_final_));
     return id;
   }
 
   const Nfa& nfa_;
   int32_t nfa_final_;
   const AutomatonLimits& limits_;
-  std::vector<uint32_t> mark_;
-  std::vector<uint8_t> kept_;  // per NFA state: part of a DFA state's identity
+  std::vector<uint32_t>& mark_;
+  std::vector<uint8_t>& kept_;  // per NFA state: part of a DFA state's identity
   uint32_t stamp_ = 0;
-  SequenceInterner sets_;
-  // Scratch, reused for every DFA state.
-  std::vector<int32_t> set_, bounds_, seeds_, closure_, stack_, prev_seeds_;
-  std::vector<NfaByteEdge> edges_, active_;  // the set's byte edges (by lo), those covering the interval
+  SequenceInterner& sets_;
+  // Reused for every DFA state.
+  std::vector<int32_t>&set_, &bounds_, &seeds_, &closure_, &stack_, &prev_seeds_;
+  std::vector<NfaByteEdge>&edges_, &active_;  // the set's byte edges (by lo), those covering the interval
   int32_t prev_target_ = -1;  // the state interned for prev_seeds_ (-1: none yet)
-  std::vector<std::pair<RuleId, int32_t>> rule_targets_;
+  std::vector<std::pair<RuleId, int32_t>>& rule_targets_;
+};
+
+// Minimization's buffers, kept between rules.
+struct MinimizeScratch {
+  std::vector<int32_t> pred_begin, preds, fill, cls, pos, pending, batch, sig, group_of, group_count, moved, new_block,
+      rep, order_of, queue;
+  std::vector<uint8_t> is_pending, in_batch;
+  std::vector<std::vector<int32_t>> members;
+  SequenceInterner sigs;
 };
 
 // Moore partition refinement, then renumbering in BFS order from the start state.
@@ -627,7 +674,7 @@ class SubsetConstruction {
 void StateSignature(const RuleDfa& dfa, const std::vector<int32_t>& cls, int32_t s, std::vector<int32_t>* sig) {
   sig->assign(1, dfa.is_final[s]);
   int prev_hi = -2, prev_cls = -1;
-  for (const auto& e : dfa.byte_edges[s]) {
+  for (const auto& e : dfa.byte_edges(s)) {
     int c = cls[e.target];
     if (e.lo == prev_hi + 1 && c == prev_cls) {
       sig->back() = e.hi;  // extend the previous merged range
@@ -641,7 +688,7 @@ void StateSignature(const RuleDfa& dfa, const std::vector<int32_t>& cls, int32_t
     prev_cls = c;
   }
   sig->push_back(-2);
-  for (const auto& e : dfa.rule_edges[s]) {
+  for (const auto& e : dfa.rule_edges(s)) {
     sig->push_back(e.rule);
     sig->push_back(cls[e.target]);
   }
@@ -654,44 +701,60 @@ void StateSignature(const RuleDfa& dfa, const std::vector<int32_t>& cls, int32_t
 // state stays iff it matches one of them; the others split off grouped by signature. Never
 // splitting equivalent states and stopping only when every block is uniform gives the
 // coarsest stable partition, i.e. the minimal DFA.
-RuleDfa Minimize(const RuleDfa& dfa) {
+RuleDfa Minimize(const RuleDfa& dfa, MinimizeScratch* w) {
   const int32_t n = dfa.num_states();
   // Predecessors (CSR), byte and rule edges alike.
-  std::vector<int32_t> pred_begin(n + 1, 0), preds;
+  std::vector<int32_t>& pred_begin = w->pred_begin;
+  std::vector<int32_t>& preds = w->preds;
+  pred_begin.assign(n + 1, 0);
   for (int32_t s = 0; s < n; ++s) {
-    for (const auto& e : dfa.byte_edges[s]) ++pred_begin[e.target + 1];
-    for (const auto& e : dfa.rule_edges[s]) ++pred_begin[e.target + 1];
+    for (const auto& e : dfa.byte_edges(s)) ++pred_begin[e.target + 1];
+    for (const auto& e : dfa.rule_edges(s)) ++pred_begin[e.target + 1];
   }
   for (int32_t s = 0; s < n; ++s) pred_begin[s + 1] += pred_begin[s];
   preds.resize(pred_begin[n]);
   {
-    std::vector<int32_t> fill(pred_begin.begin(), pred_begin.end() - 1);
+    std::vector<int32_t>& fill = w->fill;
+    fill.assign(pred_begin.begin(), pred_begin.end() - 1);
     for (int32_t s = 0; s < n; ++s) {
-      for (const auto& e : dfa.byte_edges[s]) preds[fill[e.target]++] = s;
-      for (const auto& e : dfa.rule_edges[s]) preds[fill[e.target]++] = s;
+      for (const auto& e : dfa.byte_edges(s)) preds[fill[e.target]++] = s;
+      for (const auto& e : dfa.rule_edges(s)) preds[fill[e.target]++] = s;
     }
   }
   // Blocks start as final / non-final.
-  std::vector<int32_t> cls(n), pos(n);
-  std::vector<std::vector<int32_t>> members;
+  std::vector<int32_t>& cls = w->cls;
+  std::vector<int32_t>& pos = w->pos;
+  cls.assign(n, 0);
+  pos.assign(n, 0);
+  // Blocks' member lists; their vectors are kept between rules (num_blocks in use).
+  std::vector<std::vector<int32_t>>& members = w->members;
+  int32_t num_blocks = 0;
+  auto new_block_id = [&]() {
+    if (static_cast<int32_t>(members.size()) == num_blocks) members.emplace_back();
+    members[num_blocks].clear();
+    return num_blocks++;
+  };
   {
     int32_t id_of[2] = {-1, -1};
     for (int32_t s = 0; s < n; ++s) {
       int f = dfa.is_final[s] ? 1 : 0;
-      if (id_of[f] < 0) {
-        id_of[f] = static_cast<int32_t>(members.size());
-        members.emplace_back();
-      }
+      if (id_of[f] < 0) id_of[f] = new_block_id();
       cls[s] = id_of[f];
       pos[s] = static_cast<int32_t>(members[cls[s]].size());
       members[cls[s]].push_back(s);
     }
   }
-  std::vector<int32_t> pending(n), batch;
+  std::vector<int32_t>& pending = w->pending;
+  std::vector<int32_t>& batch = w->batch;
+  pending.resize(n);
   for (int32_t s = 0; s < n; ++s) pending[s] = s;
-  std::vector<uint8_t> is_pending(n, 1), in_batch(n, 0);
-  std::vector<int32_t> sig, group_of, group_count, moved;
-  SequenceInterner sigs;
+  std::vector<uint8_t>& is_pending = w->is_pending;
+  std::vector<uint8_t>& in_batch = w->in_batch;
+  is_pending.assign(n, 1);
+  in_batch.assign(n, 0);
+  std::vector<int32_t>&sig = w->sig, &group_of = w->group_of, &group_count = w->group_count, &moved = w->moved;
+  std::vector<int32_t>& new_block = w->new_block;
+  SequenceInterner& sigs = w->sigs;
   while (!pending.empty()) {
     batch.swap(pending);
     pending.clear();
@@ -735,15 +798,12 @@ RuleDfa Minimize(const RuleDfa& dfa) {
           for (int32_t k = 0; k < examined; ++k) ++group_count[group_of[k]];
           stay = static_cast<int32_t>(std::max_element(group_count.begin(), group_count.end()) - group_count.begin());
         }
-        std::vector<int32_t> new_block(num_groups, -1);
+        new_block.assign(num_groups, -1);
         moved.clear();
         for (int32_t k = 0; k < examined; ++k) {
           const int32_t g = group_of[k];
           if (g == stay) continue;
-          if (new_block[g] < 0) {
-            new_block[g] = static_cast<int32_t>(members.size());
-            members.emplace_back();
-          }
+          if (new_block[g] < 0) new_block[g] = new_block_id();
           const int32_t s = batch[lo + k];
           // Swap-remove s from its block, append it to the new one.
           auto& old_mem = members[block];
@@ -769,13 +829,16 @@ RuleDfa Minimize(const RuleDfa& dfa) {
       lo = hi;
     }
   }
-  const int32_t num_classes = static_cast<int32_t>(members.size());
+  const int32_t num_classes = num_blocks;
   // BFS from the start's class.
-  std::vector<int32_t> rep(num_classes, -1);
+  std::vector<int32_t>& rep = w->rep;
+  rep.assign(num_classes, -1);
   for (int32_t s = 0; s < n; ++s)
     if (rep[cls[s]] < 0) rep[cls[s]] = s;
-  std::vector<int32_t> order_of(num_classes, -1);
-  std::vector<int32_t> queue{cls[0]};
+  std::vector<int32_t>& order_of = w->order_of;
+  order_of.assign(num_classes, -1);
+  std::vector<int32_t>& queue = w->queue;
+  queue.assign(1, cls[0]);
   order_of[cls[0]] = 0;
   for (size_t qi = 0; qi < queue.size(); ++qi) {
     int32_t s = rep[queue[qi]];
@@ -785,27 +848,20 @@ RuleDfa Minimize(const RuleDfa& dfa) {
         queue.push_back(cls[t]);
       }
     };
-    for (const auto& e : dfa.byte_edges[s]) visit(e.target);
-    for (const auto& e : dfa.rule_edges[s]) visit(e.target);
+    for (const auto& e : dfa.byte_edges(s)) visit(e.target);
+    for (const auto& e : dfa.rule_edges(s)) visit(e.target);
   }
   RuleDfa out;
   int32_t m = static_cast<int32_t>(queue.size());
-  out.is_final.resize(m);
-  out.byte_edges.resize(m);
-  out.rule_edges.resize(m);
+  out.is_final.reserve(m);
+  out.byte_begin.reserve(m + 1);
+  out.rule_begin.reserve(m + 1);
+  for (int32_t i = 0; i < m; ++i) out.AddState(dfa.is_final[rep[queue[i]]] != 0);
   for (int32_t i = 0; i < m; ++i) {
     int32_t s = rep[queue[i]];
-    out.is_final[i] = dfa.is_final[s];
-    for (const auto& e : dfa.byte_edges[s]) {
-      int32_t t = order_of[cls[e.target]];
-      auto& edges = out.byte_edges[i];
-      if (!edges.empty() && edges.back().target == t && edges.back().hi + 1 == e.lo) {
-        edges.back().hi = e.hi;
-      } else {
-        edges.push_back({e.lo, e.hi, t});
-      }
-    }
-    for (const auto& e : dfa.rule_edges[s]) out.rule_edges[i].push_back({e.rule, order_of[cls[e.target]]});
+    for (const auto& e : dfa.byte_edges(s)) out.AddByteEdge(e.lo, e.hi, order_of[cls[e.target]]);
+    for (const auto& e : dfa.rule_edges(s)) out.AddRuleEdge(e.rule, order_of[cls[e.target]]);
+    out.CloseState();
   }
   return out;
 }
@@ -819,22 +875,78 @@ void AutomatonLimits::CheckDeadline() const {
   }
 }
 
-RuleDfa MinimizeRuleDfa(const RuleDfa& dfa) { return Minimize(dfa); }
+namespace {
+
+// Every buffer of one rule's construction. A compile builds many small rules, so the buffers
+// are kept per thread between them instead of allocated and freed for each (most of a cold
+// compile's allocations otherwise).
+struct RuleDfaScratch {
+  NfaEdgeLists lists;
+  Nfa nfa;
+  std::vector<int32_t> fill;
+  SubsetScratch subsets;
+  MinimizeScratch minimize;
+  bool in_use = false;
+  // Roughly the bytes held by the buffers that grow with a rule's size.
+  size_t RetainedBytes() const {
+    auto bytes = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
+    return bytes(lists.eps) + bytes(lists.bytes) + bytes(lists.rules) + bytes(nfa.eps) + bytes(nfa.bytes) +
+           bytes(nfa.rules) + bytes(nfa.eps_begin) * 3 + bytes(subsets.mark) + bytes(subsets.kept) +
+           subsets.sets.RetainedBytes() + minimize.sigs.RetainedBytes() + bytes(minimize.preds) +
+           bytes(minimize.cls) * 8;
+  }
+};
+
+// The calling thread's scratch (a fresh one if it is already in use further up the stack),
+// released once it holds more than kKeepBytes so that a thread does not keep a large rule's.
+class ScratchLease {
+ public:
+  ScratchLease() {
+    thread_local RuleDfaScratch kept;
+    if (kept.in_use) {
+      owned_ = std::make_unique<RuleDfaScratch>();
+      scratch_ = owned_.get();
+    } else {
+      scratch_ = &kept;
+    }
+    scratch_->in_use = true;
+  }
+  ~ScratchLease() {
+    scratch_->in_use = false;
+    constexpr size_t kKeepBytes = size_t{4} << 20;
+    if (!owned_ && scratch_->RetainedBytes() > kKeepBytes) *scratch_ = RuleDfaScratch();
+  }
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
+  RuleDfaScratch* operator->() const { return scratch_; }
+
+ private:
+  std::unique_ptr<RuleDfaScratch> owned_;
+  RuleDfaScratch* scratch_ = nullptr;
+};
+
+}  // namespace
+
+RuleDfa MinimizeRuleDfa(const RuleDfa& dfa) {
+  ScratchLease scratch;
+  return Minimize(dfa, &scratch->minimize);
+}
 
 RuleDfa BuildRuleDfa(const Grammar& g, ExprId body, const AutomatonLimits& limits) {
-  NfaBuilder builder(g, limits);
+  ScratchLease scratch;
+  NfaBuilder builder(g, limits, &scratch->lists);
   int32_t start = builder.NewState();
   int32_t final = builder.NewState();
   builder.Build(body, start, final);
-  Nfa nfa;
-  builder.Finish(&nfa);
-  SubsetConstruction subsets(nfa, final, limits);
+  Nfa& nfa = scratch->nfa;
+  builder.Finish(&nfa, &scratch->fill);
+  SubsetConstruction subsets(nfa, final, limits, &scratch->subsets);
   RuleDfa dfa = subsets.Run(start);
   // Moore refinement needs up to one round per state on chains (quadratic); large DFAs
   // (long unrolled repetitions) are kept as built, which is correct, only not minimal.
   constexpr int32_t kMaxStatesToMinimize = 1024;
   if (dfa.num_states() > kMaxStatesToMinimize) return dfa;
-  return Minimize(dfa);
+  return Minimize(dfa, &scratch->minimize);
 }
 
 }  // namespace xg2

@@ -21,12 +21,58 @@ struct DfaRuleEdge {
   int32_t target;
 };
 
+// A contiguous run of edges (one state's).
+template <typename Edge>
+struct EdgeSpan {
+  const Edge* first;
+  const Edge* last;
+  const Edge* begin() const { return first; }
+  const Edge* end() const { return last; }
+  size_t size() const { return static_cast<size_t>(last - first); }
+  bool empty() const { return first == last; }
+  const Edge& operator[](size_t i) const { return first[i]; }
+};
+
 // A DFA for one rule body, states numbered in breadth-first order from the start state 0.
+// Edges are stored grouped by source state (CSR): a compile builds thousands of small rule
+// automata, and a vector per state was most of its allocations. Builders append states in
+// order: AddState for each state (it may be added before its edges), then the edges of the
+// states in turn, each state's closed by CloseState.
 struct RuleDfa {
   std::vector<uint8_t> is_final;
-  std::vector<std::vector<DfaByteEdge>> byte_edges;  // sorted by lo, disjoint
-  std::vector<std::vector<DfaRuleEdge>> rule_edges;  // sorted by rule, one edge per rule
+  std::vector<int32_t> byte_begin{0};  // closed states + 1 offsets into byte_list
+  std::vector<DfaByteEdge> byte_list;  // per state sorted by lo, disjoint
+  std::vector<int32_t> rule_begin{0};  // closed states + 1 offsets into rule_list
+  std::vector<DfaRuleEdge> rule_list;  // per state sorted by rule, one edge per rule
+
   int32_t num_states() const { return static_cast<int32_t>(is_final.size()); }
+  EdgeSpan<DfaByteEdge> byte_edges(int32_t s) const {
+    return {byte_list.data() + byte_begin[s], byte_list.data() + byte_begin[s + 1]};
+  }
+  EdgeSpan<DfaRuleEdge> rule_edges(int32_t s) const {
+    return {rule_list.data() + rule_begin[s], rule_list.data() + rule_begin[s + 1]};
+  }
+  int32_t AddState(bool final) {
+    is_final.push_back(final ? 1 : 0);
+    return num_states() - 1;
+  }
+  // An edge of the first state not yet closed; a range that continues the previous edge of
+  // that state to the same target extends it.
+  void AddByteEdge(uint8_t lo, uint8_t hi, int32_t target) {
+    if (byte_list.size() > static_cast<size_t>(byte_begin.back())) {
+      DfaByteEdge& prev = byte_list.back();
+      if (prev.target == target && prev.hi + 1 == lo) {
+        prev.hi = hi;
+        return;
+      }
+    }
+    byte_list.push_back({lo, hi, target});
+  }
+  void AddRuleEdge(RuleId rule, int32_t target) { rule_list.push_back({rule, target}); }
+  void CloseState() {
+    byte_begin.push_back(static_cast<int32_t>(byte_list.size()));
+    rule_begin.push_back(static_cast<int32_t>(rule_list.size()));
+  }
 };
 
 // Limits on automaton construction (the caller reports them in typed errors).
@@ -44,9 +90,8 @@ struct AutomatonLimits {
 // The automaton of a rule that nothing reaches: one non-final state without edges.
 inline RuleDfa DeadRuleDfa() {
   RuleDfa d;
-  d.is_final.assign(1, 0);
-  d.byte_edges.resize(1);
-  d.rule_edges.resize(1);
+  d.AddState(false);
+  d.CloseState();
   return d;
 }
 

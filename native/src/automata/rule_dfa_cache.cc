@@ -50,10 +50,8 @@ class BodyKey {
 };
 
 size_t DfaBytes(const RuleDfa& d) {
-  size_t n = sizeof(RuleDfa) + d.is_final.size() * (1 + 2 * sizeof(std::vector<int>));
-  for (const auto& v : d.byte_edges) n += v.size() * sizeof(DfaByteEdge);
-  for (const auto& v : d.rule_edges) n += v.size() * sizeof(DfaRuleEdge);
-  return n;
+  return sizeof(RuleDfa) + d.is_final.size() * (1 + 2 * sizeof(int32_t)) + d.byte_list.size() * sizeof(DfaByteEdge) +
+         d.rule_list.size() * sizeof(DfaRuleEdge);
 }
 
 class Cache {
@@ -129,15 +127,16 @@ RuleDfa CachedRuleDfa(const Grammar& g, ExprId body, const AutomatonLimits& limi
   if (!GlobalCache().Find(key, &dfa)) {
     dfa = BuildRuleDfa(g, body, limits);
     RuleDfa keyed = dfa;  // rule edges by slot
-    for (auto& edges : keyed.rule_edges) {
-      for (auto& e : edges) e.rule = static_cast<RuleId>(std::find(slots.begin(), slots.end(), e.rule) - slots.begin());
+    for (auto& e : keyed.rule_list) {
+      e.rule = static_cast<RuleId>(std::find(slots.begin(), slots.end(), e.rule) - slots.begin());
     }
     GlobalCache().Insert(key, keyed);
     return dfa;
   }
-  for (auto& edges : dfa.rule_edges) {
-    for (auto& e : edges) e.rule = slots[e.rule];
-    std::sort(edges.begin(), edges.end(), [](const DfaRuleEdge& a, const DfaRuleEdge& b) { return a.rule < b.rule; });
+  for (auto& e : dfa.rule_list) e.rule = slots[e.rule];
+  for (int32_t s = 0; s < dfa.num_states(); ++s) {
+    std::sort(dfa.rule_list.begin() + dfa.rule_begin[s], dfa.rule_list.begin() + dfa.rule_begin[s + 1],
+              [](const DfaRuleEdge& a, const DfaRuleEdge& b) { return a.rule < b.rule; });
   }
   return dfa;
 }

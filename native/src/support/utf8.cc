@@ -68,7 +68,7 @@ void EncodeFixed(uint32_t cp, uint8_t* bytes) {
 
 }  // namespace
 
-void Utf8RangeSequences(uint32_t lo, uint32_t hi, std::vector<std::vector<ByteRange>>* out) {
+void Utf8RangeSequences(uint32_t lo, uint32_t hi, std::vector<Utf8RangeSeq>* out) {
   if (lo > hi) return;
   // Split at the encoding-length boundaries first.
   static const uint32_t kMaxForLen[4] = {0x7F, 0x7FF, 0xFFFF, 0x10FFFF};
@@ -82,7 +82,10 @@ void Utf8RangeSequences(uint32_t lo, uint32_t hi, std::vector<std::vector<ByteRa
   }
   int n = Utf8Length(lo);
   if (n == 1) {
-    out->push_back({ByteRange{static_cast<uint8_t>(lo), static_cast<uint8_t>(hi)}});
+    Utf8RangeSeq seq;
+    seq.len = 1;
+    seq.ranges[0] = ByteRange{static_cast<uint8_t>(lo), static_cast<uint8_t>(hi)};
+    out->push_back(seq);
     return;
   }
   // Split until every continuation position covers a full or aligned sub-range.
@@ -104,9 +107,10 @@ void Utf8RangeSequences(uint32_t lo, uint32_t hi, std::vector<std::vector<ByteRa
   uint8_t a[4], b[4];
   EncodeFixed(lo, a);
   EncodeFixed(hi, b);
-  std::vector<ByteRange> seq;
-  for (int i = 0; i < n; ++i) seq.push_back(ByteRange{a[i], b[i]});
-  out->push_back(std::move(seq));
+  Utf8RangeSeq seq;
+  seq.len = static_cast<uint8_t>(n);
+  for (int i = 0; i < n; ++i) seq.ranges[i] = ByteRange{a[i], b[i]};
+  out->push_back(seq);
 }
 
 }  // namespace xg2

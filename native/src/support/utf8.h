@@ -19,8 +19,14 @@ void AppendUtf8(uint32_t cp, std::string* out);
 // Returns the byte offset of the first invalid UTF-8 sequence in s, or -1 if s is valid.
 int64_t FindInvalidUtf8(const std::string& s);
 
+// Up to four byte ranges whose concatenation encodes a run of code points.
+struct Utf8RangeSeq {
+  uint8_t len = 0;
+  ByteRange ranges[4];
+};
+
 // Splits the code point range [lo, hi] (surrogates excluded by the caller) into sequences of
 // byte ranges whose concatenations encode exactly the code points of the range.
-void Utf8RangeSequences(uint32_t lo, uint32_t hi, std::vector<std::vector<ByteRange>>* out);
+void Utf8RangeSequences(uint32_t lo, uint32_t hi, std::vector<Utf8RangeSeq>* out);
 
 }  // namespace xg2
