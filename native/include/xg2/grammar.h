@@ -140,6 +140,8 @@ class Grammar {
   // Throws Error(kInvalidArgument) for no states, a final-flag count that differs from the
   // state count, an edge target out of range, or edges not sorted and disjoint.
   ExprId AddByteDfa(ByteDfaSpec spec);
+  // The same over a shared automaton (not copied: kept by the node).
+  ExprId AddByteDfa(std::shared_ptr<const ByteDfaSpec> spec);
   // children = {separator, members...} as AnyOrderSpec describes. Throws
   // Error(kInvalidArgument) for a member count that differs from the spec's, no members, or
   // bounds that are negative or crossed.

@@ -98,9 +98,9 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
   // Live states: those from which a final state is reachable through bytes and productive
   // rules, by a backward search from the final states.
   std::vector<int32_t> pred_begin, preds, fill, live_stack;
-  auto reaches_final = [&](const RuleDfa& d, std::vector<uint8_t>* live) {
+  auto reaches_final = [&](const RuleDfa& d, uint8_t* live) {
     const int32_t n = d.num_states();
-    live->assign(n, 0);
+    std::fill(live, live + n, uint8_t{0});
     pred_begin.assign(n + 1, 0);
     for (int32_t s = 0; s < n; ++s) {
       for (const auto& e : d.byte_edges(s)) ++pred_begin[e.target + 1];
@@ -118,7 +118,7 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
     live_stack.clear();
     for (int32_t s = 0; s < n; ++s) {
       if (d.is_final[s]) {
-        (*live)[s] = 1;
+        live[s] = 1;
         live_stack.push_back(s);
       }
     }
@@ -126,14 +126,18 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
       const int32_t t = live_stack.back();
       live_stack.pop_back();
       for (int32_t k = pred_begin[t]; k < pred_begin[t + 1]; ++k) {
-        if (!(*live)[preds[k]]) {
-          (*live)[preds[k]] = 1;
+        if (!live[preds[k]]) {
+          live[preds[k]] = 1;
           live_stack.push_back(preds[k]);
         }
       }
     }
   };
-  std::vector<std::vector<uint8_t>> live(num_rules);
+  // Per rule r, live[live_begin[r] + s] for its states s (one buffer for all rules).
+  std::vector<int32_t> live_begin(num_rules + 1, 0);
+  for (RuleId r = 0; r < num_rules; ++r) live_begin[r + 1] = live_begin[r] + dfas[r].num_states();
+  std::vector<uint8_t> live_states(static_cast<size_t>(live_begin[num_rules]), 0);
+  auto live = [&](RuleId r) { return live_states.data() + live_begin[r]; };
   // An any-order rule completes if its required members do and enough members can complete
   // to reach min_count within max_count.
   std::vector<int32_t> any_order_of(num_rules, -1);
@@ -168,8 +172,8 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
     work.pop_back();
     queued[r] = 0;
     if (productive[r]) continue;
-    reaches_final(dfas[r], &live[r]);
-    if (any_order_of[r] >= 0 ? any_order_productive(lowered_any_order[any_order_of[r]]) : live[r][0] != 0) {
+    reaches_final(dfas[r], live(r));
+    if (any_order_of[r] >= 0 ? any_order_productive(lowered_any_order[any_order_of[r]]) : live(r)[0] != 0) {
       productive[r] = 1;
       for (RuleId c : callers[r]) {
         if (!productive[c] && !queued[c]) {
@@ -179,7 +183,7 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
       }
     }
   }
-  for (RuleId r = 0; r < num_rules; ++r) reaches_final(dfas[r], &live[r]);
+  for (RuleId r = 0; r < num_rules; ++r) reaches_final(dfas[r], live(r));
   RuleId root = g.root();
   if (root < 0 || root >= num_rules) {
     throw Error(ErrorKind::kGrammarSemantic, "the grammar has no root rule");
@@ -212,12 +216,12 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
       out->state_final[gs] = d.is_final[s];
       // Keep only edges into live states (and references to productive rules).
       for (const auto& e : d.byte_edges(s)) {
-        if (!live[r][e.target]) continue;
+        if (!live(r)[e.target]) continue;
         out->byte_edges.push_back({e.lo, e.hi, offset[r] + e.target});
         if (e.hi == kVirtualTokenLead) out->scans_virtual_tokens = true;
       }
       for (const auto& e : d.rule_edges(s)) {
-        if (productive[e.rule] && live[r][e.target]) {
+        if (productive[e.rule] && live(r)[e.target]) {
           out->rule_edges.push_back({e.rule, offset[r] + e.target});
         }
       }
@@ -228,13 +232,17 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
 
   // Nullable rules: the start reaches a final state through nullable rule references only.
   bool changed = true;
+  std::vector<int32_t> null_stack;
+  std::vector<uint32_t> null_seen(static_cast<size_t>(total), 0);  // == stamp: seen in this search
+  uint32_t null_stamp = 0;
   while (changed) {
     changed = false;
     for (RuleId r = 0; r < num_rules; ++r) {
       if (out->rule_nullable[r] || !productive[r]) continue;
-      std::vector<int32_t> stack{out->rule_start[r]};
-      std::vector<uint8_t> seen(dfas[r].num_states(), 0);
-      seen[0] = 1;
+      std::vector<int32_t>& stack = null_stack;
+      stack.assign(1, out->rule_start[r]);
+      ++null_stamp;
+      null_seen[out->rule_start[r]] = null_stamp;
       bool nullable = false;
       while (!stack.empty() && !nullable) {
         int32_t s = stack.back();
@@ -242,8 +250,8 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
         if (out->state_final[s]) nullable = true;
         for (int32_t k = out->rule_edge_begin[s]; k < out->rule_edge_begin[s + 1]; ++k) {
           const auto& e = out->rule_edges[k];
-          if (out->rule_nullable[e.rule] && !seen[e.target - offset[r]]) {
-            seen[e.target - offset[r]] = 1;
+          if (out->rule_nullable[e.rule] && null_seen[e.target] != null_stamp) {
+            null_seen[e.target] = null_stamp;
             stack.push_back(e.target);
           }
         }

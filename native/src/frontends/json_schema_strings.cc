@@ -361,7 +361,7 @@ ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, Exp
       if (e.kind() != ErrorKind::kLimitExceeded) throw;
     }
   }
-  if (kept) return g->AddSequence({Lit(g, "\""), g->AddByteDfa(ByteDfaSpec(*kept)), Lit(g, "\"")});
+  if (kept) return g->AddSequence({Lit(g, "\""), g->AddByteDfa(kept), Lit(g, "\"")});
   // Too large for one automaton: the expression form over a trie of the names.
   std::vector<TrieNode> nodes(1);
   for (const auto& key : excluded) {

@@ -817,7 +817,7 @@ Grammar EbnfParser::BuildResult(const std::string& root_rule_name) const {
       case ExprKind::kRuleRef: out = result.AddRuleRef(renumbered[e.rule]); break;
       case ExprKind::kRepeat: out = result.AddRepeat(map[e.children[0]], e.min, e.max); break;
       case ExprKind::kTagDispatch: out = result.AddTagDispatch(*e.dispatch, mapped(e.children)); break;
-      case ExprKind::kByteDfa: out = result.AddByteDfa(*e.dfa); break;
+      case ExprKind::kByteDfa: out = result.AddByteDfa(e.dfa); break;
       case ExprKind::kAnyOrder: out = result.AddAnyOrder(*e.any_order, mapped(e.children)); break;
     }
     map[id] = out;

@@ -4,7 +4,6 @@
 
 #include <functional>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "xg2/grammar.h"
@@ -51,13 +50,15 @@ void RewriteRuleBodies(Grammar* g, Rewrite&& rewrite) {
 // Rewrites every rule body bottom-up: a node's children first, then lower(e, kids, owner) may
 // replace the node (kNoExpr keeps it, rebuilt over kids if one changed). A node shared by
 // several bodies is rewritten once. The lowering passes (repeats, any-order) share this.
+// Only nodes with children are passed to `lower` (a leaf has nothing to lower).
 template <class Lower>
 void LowerNodesBottomUp(Grammar* g, Lower&& lower) {
-  std::unordered_map<ExprId, ExprId> memo;
+  // Indexed by node id: only nodes that exist now are looked up (new nodes are results).
+  std::vector<ExprId> memo(static_cast<size_t>(g->num_exprs()), kNoExpr);
   std::function<ExprId(ExprId, const std::string&)> rewrite = [&](ExprId id, const std::string& owner) -> ExprId {
-    auto it = memo.find(id);
-    if (it != memo.end()) return it->second;
-    const Expr e = g->expr(id);
+    if (memo[id] != kNoExpr) return memo[id];
+    if (g->expr(id).children.empty()) return memo[id] = id;
+    const Expr e = g->expr(id);  // a copy: the arena may grow below
     std::vector<ExprId> kids;
     const bool changed = MapChildren(e, [&](ExprId c) { return rewrite(c, owner); }, &kids);
     ExprId result = lower(e, kids, owner);

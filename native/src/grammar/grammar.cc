@@ -216,6 +216,12 @@ ExprId Grammar::AddAnyOrder(AnyOrderSpec spec, std::vector<ExprId> children) {
 }
 
 ExprId Grammar::AddByteDfa(ByteDfaSpec spec) {
+  return AddByteDfa(std::make_shared<const ByteDfaSpec>(std::move(spec)));
+}
+
+ExprId Grammar::AddByteDfa(std::shared_ptr<const ByteDfaSpec> shared) {
+  if (!shared) throw Error(ErrorKind::kInvalidArgument, "ByteDfa needs an automaton");
+  const ByteDfaSpec& spec = *shared;
   const int32_t n = spec.num_states();
   if (n == 0) throw Error(ErrorKind::kInvalidArgument, "ByteDfa needs at least one state");
   if (spec.edges.size() != spec.is_final.size()) {
@@ -236,7 +242,7 @@ ExprId Grammar::AddByteDfa(ByteDfaSpec spec) {
   }
   Expr e;
   e.kind = ExprKind::kByteDfa;
-  e.dfa = std::make_shared<const ByteDfaSpec>(std::move(spec));
+  e.dfa = std::move(shared);
   return Intern(std::move(e));
 }
 
@@ -304,7 +310,7 @@ RuleId ImportGrammar(Grammar* dst, const Grammar& src, const std::string& prefix
       case ExprKind::kRuleRef: out = dst->AddRuleRef(rules[e.rule]); break;
       case ExprKind::kRepeat: out = dst->AddRepeat(map[e.children[0]], e.min, e.max); break;
       case ExprKind::kTagDispatch: out = dst->AddTagDispatch(*e.dispatch, mapped(e.children)); break;
-      case ExprKind::kByteDfa: out = dst->AddByteDfa(*e.dfa); break;
+      case ExprKind::kByteDfa: out = dst->AddByteDfa(e.dfa); break;
       case ExprKind::kAnyOrder: out = dst->AddAnyOrder(*e.any_order, mapped(e.children)); break;
     }
     map[id] = out;
