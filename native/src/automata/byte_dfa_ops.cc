@@ -317,7 +317,11 @@ ByteDfaProduct ProductWithParts(const ByteDfaSpec& universe, const std::vector<B
 }
 
 ByteDfaSpec SelectByParts(const ByteDfaProduct& p, uint64_t care, uint64_t want) {
-  ByteDfaSpec out = p.dfa;
+  return SelectByParts(ByteDfaProduct(p), care, want);
+}
+
+ByteDfaSpec SelectByParts(ByteDfaProduct&& p, uint64_t care, uint64_t want) {
+  ByteDfaSpec out = std::move(p.dfa);
   for (size_t s = 0; s < out.is_final.size(); ++s) out.is_final[s] = out.is_final[s] && (p.accepted_by[s] & care) == want;
   return out;
 }
@@ -338,10 +342,17 @@ bool ByteDfaEmpty(const ByteDfaSpec& dfa) {
 
 ByteDfaSpec TrimAndMinimize(const ByteDfaSpec& dfa, bool minimize) {
   const int32_t n = dfa.num_states();
-  // Co-reachability: reverse edges from the final states.
-  std::vector<std::vector<int32_t>> rev(n);
+  // Co-reachability: reverse edges (grouped by target) from the final states.
+  std::vector<int32_t> rev_begin(n + 1, 0), rev;
   for (int32_t s = 0; s < n; ++s)
-    for (const auto& e : dfa.edges[s]) rev[e.target].push_back(s);
+    for (const auto& e : dfa.edges[s]) ++rev_begin[e.target + 1];
+  for (int32_t s = 0; s < n; ++s) rev_begin[s + 1] += rev_begin[s];
+  rev.resize(rev_begin[n]);
+  {
+    std::vector<int32_t> fill(rev_begin.begin(), rev_begin.end() - 1);
+    for (int32_t s = 0; s < n; ++s)
+      for (const auto& e : dfa.edges[s]) rev[fill[e.target]++] = s;
+  }
   std::vector<uint8_t> live(n, 0);
   std::vector<int32_t> stack;
   for (int32_t s = 0; s < n; ++s)
@@ -349,8 +360,8 @@ ByteDfaSpec TrimAndMinimize(const ByteDfaSpec& dfa, bool minimize) {
   while (!stack.empty()) {
     int32_t s = stack.back();
     stack.pop_back();
-    for (int32_t p : rev[s])
-      if (!live[p]) live[p] = 1, stack.push_back(p);
+    for (int32_t k = rev_begin[s]; k < rev_begin[s + 1]; ++k)
+      if (!live[rev[k]]) live[rev[k]] = 1, stack.push_back(rev[k]);
   }
   if (!live[0]) {
     ByteDfaSpec empty;

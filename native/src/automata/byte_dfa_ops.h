@@ -50,6 +50,8 @@ ByteDfaProduct ProductWithParts(const ByteDfaSpec& universe, const std::vector<B
 
 // The product's strings whose accepting parts, restricted to `care`, are exactly `want`.
 ByteDfaSpec SelectByParts(const ByteDfaProduct& p, uint64_t care, uint64_t want);
+// The same, taking the product's automaton over (no copy of its states).
+ByteDfaSpec SelectByParts(ByteDfaProduct&& p, uint64_t care, uint64_t want);
 
 // Whether the DFA accepts no string.
 bool ByteDfaEmpty(const ByteDfaSpec& dfa);

@@ -261,7 +261,7 @@ class Converter {
     for (const auto& kv : s.members()) {
       const std::string& k = kv.first;
       const JsonValue& v = kv.second;
-      std::string kp = P + "/" + JsonPointerEscape(k);
+      std::string kp = JsonPointerChild(P, k);
       if (IsAnnotation(k)) continue;
       if (ref_only && k != "$ref") continue;
       if (k == "$ref") {
@@ -401,7 +401,7 @@ class Converter {
       } else if (k == "properties") {
         if (!v.is_object()) Invalid(kp, "'properties' must be an object");
         for (const auto& pm : v.members()) {
-          Ref pr{&pm.second, kp + "/" + JsonPointerEscape(pm.first)};
+          Ref pr{&pm.second, JsonPointerChild(kp, pm.first)};
           auto it = std::find_if(m->props.begin(), m->props.end(), [&](const auto& x) { return x.first == pm.first; });
           if (it == m->props.end()) {
             m->props.push_back({pm.first, {pr}});
@@ -424,7 +424,7 @@ class Converter {
         for (const auto& pm : v.members()) {
           // The pattern text lives in the member's key; keep a pointer to a string we own.
           pattern_keys_.push_back(std::make_unique<JsonValue>(JsonValue::String(pm.first)));
-          m->pattern_props.push_back({Ref{pattern_keys_.back().get(), kp}, One(&pm.second, kp + "/" + JsonPointerEscape(pm.first))});
+          m->pattern_props.push_back({Ref{pattern_keys_.back().get(), kp}, One(&pm.second, JsonPointerChild(kp, pm.first))});
         }
       } else if (k == "propertyNames") {
         m->property_names.push_back(Ref{&v, kp});
@@ -570,7 +570,7 @@ class Converter {
     if (!v.is_object()) Invalid(kp, "'" + k + "' must be an object");
     m->constrained = true;
     for (const auto& dm : v.members()) {
-      const std::string dp = kp + "/" + JsonPointerEscape(dm.first);
+      const std::string dp = JsonPointerChild(kp, dm.first);
       const JsonValue& dep = dm.second;
       const bool names = dep.is_array();
       if (k == "dependentRequired" && !names) Invalid(dp, "'dependentRequired' values must be arrays of names");

@@ -355,7 +355,7 @@ ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, Exp
       }();
       ByteDfaProduct product = ProductWithParts(
           kContents, {ByteDfaOfExpr(scratch, scratch.AddChoice(spelled), kMaxKeyDfaStates)}, kMaxKeyDfaStates);
-      kept = std::make_shared<const ByteDfaSpec>(TrimAndMinimize(SelectByParts(product, 1, 0), /*minimize=*/false));
+      kept = std::make_shared<const ByteDfaSpec>(TrimAndMinimize(SelectByParts(std::move(product), 1, 0), /*minimize=*/false));
       KeyExclusionCache::Global().Insert(cache_key, kept);
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kLimitExceeded) throw;

@@ -86,17 +86,34 @@ std::string JsonQuote(const std::string& s) {
   return out;
 }
 
-std::string JsonPointerEscape(const std::string& token) {
-  std::string out;
+namespace {
+void AppendJsonPointerToken(const std::string& token, std::string* out) {
   for (char c : token) {
     if (c == '~') {
-      out += "~0";
+      *out += "~0";
     } else if (c == '/') {
-      out += "~1";
+      *out += "~1";
     } else {
-      out += c;
+      *out += c;
     }
   }
+}
+}  // namespace
+
+std::string JsonPointerEscape(const std::string& token) {
+  std::string out;
+  AppendJsonPointerToken(token, &out);
+  return out;
+}
+
+std::string JsonPointerChild(const std::string& parent, const std::string& token) {
+  size_t escapes = 0;
+  for (char c : token) escapes += (c == '~' || c == '/') ? 1 : 0;
+  std::string out;
+  out.reserve(parent.size() + 1 + token.size() + escapes);
+  out += parent;
+  out += '/';
+  AppendJsonPointerToken(token, &out);
   return out;
 }
 

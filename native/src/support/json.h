@@ -67,5 +67,8 @@ std::string JsonQuote(const std::string& s);
 
 // Encodes a JSON pointer reference token ("~" -> "~0", "/" -> "~1").
 std::string JsonPointerEscape(const std::string& token);
+// parent + "/" + the escaped token, built in one allocation (the JSON Schema front end makes
+// one per keyword it reads).
+std::string JsonPointerChild(const std::string& parent, const std::string& token);
 
 }  // namespace xg2
