@@ -378,7 +378,7 @@ ByteDfaSpec TrimAndMinimize(const ByteDfaSpec& dfa, bool minimize) {
     }
     r.CloseState();
   }
-  // Moore refinement is quadratic on long chains; larger automata stay as trimmed.
+  // Larger automata stay as trimmed (correct, only not minimal), as rule automata do.
   constexpr int32_t kMaxStatesToMinimize = 4096;
   if (minimize && n <= kMaxStatesToMinimize) r = MinimizeRuleDfa(r);
   else {

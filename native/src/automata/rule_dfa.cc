@@ -1,4 +1,4 @@
-// Thompson NFA -> subset construction -> Moore minimisation -> BFS numbering.
+// Thompson NFA -> subset construction -> minimisation (partition refinement) -> BFS numbering.
 #include "automata/rule_dfa.h"
 
 #include <algorithm>
@@ -668,7 +668,7 @@ struct MinimizeScratch {
   SequenceInterner sigs;
 };
 
-// Moore partition refinement, then renumbering in BFS order from the start state.
+// Partition refinement, then renumbering in BFS order from the start state.
 // The signature of state s under the partition `cls`: finality, byte ranges by target class
 // (adjacent ranges into one class merged) and rule edges by target class.
 void StateSignature(const RuleDfa& dfa, const std::vector<int32_t>& cls, int32_t s, std::vector<int32_t>* sig) {
@@ -942,8 +942,8 @@ RuleDfa BuildRuleDfa(const Grammar& g, ExprId body, const AutomatonLimits& limit
   builder.Finish(&nfa, &scratch->fill);
   SubsetConstruction subsets(nfa, final, limits, &scratch->subsets);
   RuleDfa dfa = subsets.Run(start);
-  // Moore refinement needs up to one round per state on chains (quadratic); large DFAs
-  // (long unrolled repetitions) are kept as built, which is correct, only not minimal.
+  // Large DFAs (long unrolled repetitions) are kept as built, which is correct, only not
+  // minimal; the cap bounds the minimisation's share of a compile.
   constexpr int32_t kMaxStatesToMinimize = 1024;
   if (dfa.num_states() > kMaxStatesToMinimize) return dfa;
   return Minimize(dfa, &scratch->minimize);

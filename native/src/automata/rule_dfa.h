@@ -98,8 +98,8 @@ inline RuleDfa DeadRuleDfa() {
 // Builds the minimal DFA of expression `body` of grammar g. Repeat nodes are expanded.
 RuleDfa BuildRuleDfa(const Grammar& g, ExprId body, const AutomatonLimits& limits);
 
-// The minimal DFA of `dfa` (Moore refinement), states renumbered in BFS order; unreachable
-// states dropped. Quadratic on long chains: callers bound the size they pass.
+// The minimal DFA of `dfa` (partition refinement with a worklist), states renumbered in BFS
+// order; unreachable states dropped.
 RuleDfa MinimizeRuleDfa(const RuleDfa& dfa);
 
 }  // namespace xg2
