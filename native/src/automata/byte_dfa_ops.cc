@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "support/sequence_interner.h"
 #include "xg2/errors.h"
 
 namespace xg2 {
@@ -206,63 +207,15 @@ ByteDfaSpec JsonCharLoop(const ByteDfaSpec& content, int32_t s) {
   return out;
 }
 
-// Fixed-width tuples of ints in one flat pool, found again by content (open addressing): the
-// product interns one tuple per byte segment, and a map keyed by vectors allocated for each.
-class TupleTable {
- public:
-  explicit TupleTable(size_t width) : width_(width), slots_(64, -1) {}
-  int32_t size() const { return static_cast<int32_t>(pool_.size() / width_); }
-  const int32_t* tuple(int32_t id) const { return pool_.data() + static_cast<size_t>(id) * width_; }
-  // The id of tuple t (width ints); *inserted tells whether it is new.
-  int32_t Intern(const int32_t* t, bool* inserted) {
-    const uint64_t h = Hash(t);
-    const size_t mask = slots_.size() - 1;
-    for (size_t i = h & mask;; i = (i + 1) & mask) {
-      const int32_t id = slots_[i];
-      if (id < 0) break;
-      if (std::equal(t, t + width_, tuple(id))) {
-        *inserted = false;
-        return id;
-      }
-    }
-    const int32_t id = size();
-    pool_.insert(pool_.end(), t, t + width_);
-    if (2 * static_cast<size_t>(size()) > slots_.size()) {
-      slots_.assign(slots_.size() * 2, -1);
-      for (int32_t k = 0; k < size(); ++k) Place(k, Hash(tuple(k)));
-    } else {
-      Place(id, h);
-    }
-    *inserted = true;
-    return id;
-  }
-
- private:
-  uint64_t Hash(const int32_t* t) const {
-    uint64_t h = 1469598103934665603ull;
-    for (size_t k = 0; k < width_; ++k) h = (h ^ static_cast<uint32_t>(t[k])) * 1099511628211ull;
-    return h ^ (h >> 29);
-  }
-  void Place(int32_t id, uint64_t h) {
-    const size_t mask = slots_.size() - 1;
-    size_t i = h & mask;
-    while (slots_[i] >= 0) i = (i + 1) & mask;
-    slots_[i] = id;
-  }
-  size_t width_;
-  std::vector<int32_t> pool_;
-  std::vector<int32_t> slots_;
-};
-
 ByteDfaProduct ProductWithParts(const ByteDfaSpec& universe, const std::vector<ByteDfaSpec>& parts, int64_t max_states) {
   if (parts.size() > 64) throw Error(ErrorKind::kLimitExceeded, "automaton product of more than 64 languages");
   // A tuple: the universe's state, then each part's (-1: that part is dead).
   const size_t width = parts.size() + 1;
-  TupleTable tuples(width);
+  SequenceInterner tuples;
   ByteDfaProduct out;
   auto id_of = [&](const std::vector<int32_t>& t) {
     bool inserted = false;
-    const int32_t id = tuples.Intern(t.data(), &inserted);
+    const int32_t id = tuples.Intern(t, &inserted);
     if (inserted) {
       if (static_cast<int64_t>(id) >= max_states) TooLarge(max_states);
       uint64_t mask = 0;
@@ -279,7 +232,7 @@ ByteDfaProduct ProductWithParts(const ByteDfaSpec& universe, const std::vector<B
   std::vector<int> cuts;
   for (int32_t i = 0; i < tuples.size(); ++i) {
     // The interning below appends to the pool: read this tuple from a copy.
-    from.assign(tuples.tuple(i), tuples.tuple(i) + width);
+    from.assign(tuples.data(i), tuples.data(i) + width);
     std::vector<ByteDfaEdge> edges;
     // Within a universe edge the tuple only changes where some part's edge begins or ends:
     // one step per such segment rather than per byte.

@@ -133,11 +133,12 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
       }
     }
   };
-  // Per rule r, live[live_begin[r] + s] for its states s (one buffer for all rules).
-  std::vector<int32_t> live_begin(num_rules + 1, 0);
-  for (RuleId r = 0; r < num_rules; ++r) live_begin[r + 1] = live_begin[r] + dfas[r].num_states();
-  std::vector<uint8_t> live_states(static_cast<size_t>(live_begin[num_rules]), 0);
-  auto live = [&](RuleId r) { return live_states.data() + live_begin[r]; };
+  // Rule r's states are offset[r] .. offset[r + 1] - 1 in the global numbering; liveness uses
+  // the same layout (one buffer for all rules).
+  std::vector<int32_t> offset(num_rules + 1, 0);
+  for (RuleId r = 0; r < num_rules; ++r) offset[r + 1] = offset[r] + dfas[r].num_states();
+  std::vector<uint8_t> live_states(static_cast<size_t>(offset[num_rules]), 0);
+  auto live = [&](RuleId r) { return live_states.data() + offset[r]; };
   // An any-order rule completes if its required members do and enough members can complete
   // to reach min_count within max_count.
   std::vector<int32_t> any_order_of(num_rules, -1);
@@ -199,8 +200,6 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
   out->rule_start.resize(num_rules);
   out->rule_nullable.assign(num_rules, 0);
   for (RuleId r = 0; r < num_rules; ++r) out->rule_names.push_back(g.rule(r).name);
-  std::vector<int32_t> offset(num_rules + 1, 0);
-  for (RuleId r = 0; r < num_rules; ++r) offset[r + 1] = offset[r] + dfas[r].num_states();
   int32_t total = offset[num_rules];
   out->state_rule.resize(total);
   out->state_final.resize(total);
@@ -239,20 +238,19 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
     changed = false;
     for (RuleId r = 0; r < num_rules; ++r) {
       if (out->rule_nullable[r] || !productive[r]) continue;
-      std::vector<int32_t>& stack = null_stack;
-      stack.assign(1, out->rule_start[r]);
+      null_stack.assign(1, out->rule_start[r]);
       ++null_stamp;
       null_seen[out->rule_start[r]] = null_stamp;
       bool nullable = false;
-      while (!stack.empty() && !nullable) {
-        int32_t s = stack.back();
-        stack.pop_back();
+      while (!null_stack.empty() && !nullable) {
+        int32_t s = null_stack.back();
+        null_stack.pop_back();
         if (out->state_final[s]) nullable = true;
         for (int32_t k = out->rule_edge_begin[s]; k < out->rule_edge_begin[s + 1]; ++k) {
           const auto& e = out->rule_edges[k];
           if (out->rule_nullable[e.rule] && null_seen[e.target] != null_stamp) {
             null_seen[e.target] = null_stamp;
-            stack.push_back(e.target);
+            null_stack.push_back(e.target);
           }
         }
       }

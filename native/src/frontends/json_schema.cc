@@ -201,7 +201,7 @@ class Converter {
           key += tok[i];
         }
       }
-      ptr += "/" + JsonPointerEscape(key);
+      ptr = JsonPointerChild(ptr, key);
       if (cur->is_object()) {
         cur = cur->Find(key);
       } else if (cur->is_array()) {

@@ -107,10 +107,8 @@ std::string JsonPointerEscape(const std::string& token) {
 }
 
 std::string JsonPointerChild(const std::string& parent, const std::string& token) {
-  size_t escapes = 0;
-  for (char c : token) escapes += (c == '~' || c == '/') ? 1 : 0;
   std::string out;
-  out.reserve(parent.size() + 1 + token.size() + escapes);
+  out.reserve(parent.size() + 1 + token.size());  // escapes ("~0", "~1") are rare
   out += parent;
   out += '/';
   AppendJsonPointerToken(token, &out);
