@@ -27,28 +27,96 @@ struct TrieWalkResult {
     if (!runs.empty() && runs.back().second == begin) runs.back().second = end;
     else runs.emplace_back(begin, end);
   }
-  void Append(const TrieWalkResult& o) {
-    for (const auto& [b, e] : o.runs) Accept(b, e);
-    for (size_t n = 0; n < o.dead_nodes.size(); ++n) {
+  // Appends o's runs [run_begin, run_end) and dead nodes [dead_begin, dead_end).
+  void AppendPart(const TrieWalkResult& o, size_t run_begin, size_t run_end, size_t dead_begin, size_t dead_end) {
+    for (size_t r = run_begin; r < run_end; ++r) Accept(o.runs[r].first, o.runs[r].second);
+    for (size_t n = dead_begin; n < dead_end; ++n) {
       dead_nodes.push_back(o.dead_nodes[n]);
       dead_offsets.insert(dead_offsets.end(), o.dead_offsets.begin() + o.dead_offset_begin[n],
                           o.dead_offsets.begin() + o.dead_offset_begin[n + 1]);
       dead_offset_begin.push_back(static_cast<int32_t>(dead_offsets.size()));
     }
   }
-  size_t MemoryBytes() const {
-    return sizeof(*this) + 8 * runs.size() + 4 * (dead_nodes.size() + dead_offset_begin.size() + dead_offsets.size());
+  void Append(const TrieWalkResult& o) { AppendPart(o, 0, o.runs.size(), 0, o.dead_nodes.size()); }
+  void Clear() {
+    runs.clear();
+    dead_nodes.clear();
+    dead_offset_begin.assign(1, 0);
+    dead_offsets.clear();
+  }
+  size_t CapacityBytes() const {
+    return 8 * runs.capacity() + 4 * (dead_nodes.capacity() + dead_offset_begin.capacity() + dead_offsets.capacity());
   }
 };
 
 // Walks of one depth-1 trie subtree from one automaton state, shared by the states of a
 // grammar: text-like states (free text, JSON string bodies) mostly reach the same state
 // after their first byte, and from there their subtrees' results are identical.
-struct SubtreeMemo {
-  std::mutex mu;
-  std::unordered_map<uint64_t, std::shared_ptr<const TrieWalkResult>> walks;  // (state, node)
-  size_t bytes = 0;
+// The walks are stored back to back in one set of arrays: a grammar memoises thousands of
+// them, and a few blocks per walk were most of what a lazily compiled grammar allocated
+// (and what freeing it handed back to the allocator).
+class SubtreeMemo {
+ public:
+  // Appends the walk memoised under key (state << 32 | trie node, never 0) to out; false if none.
+  bool AppendTo(uint64_t key, TrieWalkResult* out) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (keys_.empty()) return false;
+    const int32_t w = slot_walk_[Find(key)];
+    if (w < 0) return false;
+    const Slice& s = slices_[w];
+    out->AppendPart(arena_, s.run_begin, s.run_end, s.dead_begin, s.dead_end);
+    return true;
+  }
+  void Insert(uint64_t key, const TrieWalkResult& walk) {
+    std::lock_guard<std::mutex> lock(mu_);
+    if (arena_.CapacityBytes() + 12 * keys_.capacity() + sizeof(Slice) * slices_.capacity() >= kMaxBytes) return;
+    if (2 * (slices_.size() + 1) > keys_.size()) Grow();
+    const size_t slot = Find(key);
+    if (slot_walk_[slot] >= 0) return;  // another thread walked it too
+    keys_[slot] = key;
+    slot_walk_[slot] = static_cast<int32_t>(slices_.size());
+    Slice s;
+    s.run_begin = arena_.runs.size();
+    s.dead_begin = arena_.dead_nodes.size();
+    // Raw runs (Accept would merge the first one into the previous walk's last).
+    arena_.runs.insert(arena_.runs.end(), walk.runs.begin(), walk.runs.end());
+    arena_.AppendPart(walk, 0, 0, 0, walk.dead_nodes.size());
+    s.run_end = arena_.runs.size();
+    s.dead_end = arena_.dead_nodes.size();
+    slices_.push_back(s);
+  }
+
+ private:
   static constexpr size_t kMaxBytes = size_t{64} << 20;
+  struct Slice {
+    size_t run_begin, run_end, dead_begin, dead_end;
+  };
+  // The slot holding key, or the empty slot where it would go (open addressing, linear).
+  size_t Find(uint64_t key) const {
+    const size_t mask = keys_.size() - 1;
+    size_t i = static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 20) & mask;
+    while (keys_[i] != 0 && keys_[i] != key) i = (i + 1) & mask;
+    return i;
+  }
+  void Grow() {
+    std::vector<uint64_t> old_keys = std::move(keys_);
+    std::vector<int32_t> old_walks = std::move(slot_walk_);
+    const size_t capacity = old_keys.empty() ? 256 : 2 * old_keys.size();
+    keys_.assign(capacity, 0);
+    slot_walk_.assign(capacity, -1);
+    for (size_t i = 0; i < old_keys.size(); ++i) {
+      if (old_keys[i] == 0) continue;
+      const size_t slot = Find(old_keys[i]);
+      keys_[slot] = old_keys[i];
+      slot_walk_[slot] = old_walks[i];
+    }
+  }
+
+  std::mutex mu_;
+  TrieWalkResult arena_;  // every memoised walk, back to back
+  std::vector<Slice> slices_;
+  std::vector<uint64_t> keys_;     // size a power of two (or 0); 0 = empty
+  std::vector<int32_t> slot_walk_; // index into slices_, -1 = empty
 };
 
 TokenMaskCache::TokenMaskCache(std::shared_ptr<const GrammarAutomaton> automaton,
@@ -450,6 +518,7 @@ MaskCore TokenMaskCache::ComputeCore(const std::shared_ptr<const GrammarAutomato
   }
   // Subtree by subtree below the root, through the memo where the first byte leads to a
   // state without rule edges.
+  TrieWalkResult fresh;  // one subtree's walk, before it is memoised
   for (int32_t c = 1; c < trie.num_nodes(); c = trie.subtree_end[c]) {
     const int32_t first = dfa.Step(path_state[0], trie.byte[c]);
     if (first < 0) continue;  // dead at depth 1: nothing accepted, no completion inside
@@ -459,22 +528,11 @@ MaskCore TokenMaskCache::ComputeCore(const std::shared_ptr<const GrammarAutomato
       continue;
     }
     const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(target)) << 32) | static_cast<uint32_t>(c);
-    std::shared_ptr<const TrieWalkResult> walk;
-    {
-      std::lock_guard<std::mutex> lock(memo->mu);
-      auto it = memo->walks.find(key);
-      if (it != memo->walks.end()) walk = it->second;
-    }
-    if (!walk) {
-      auto fresh = std::make_shared<TrieWalkResult>();
-      WalkTrie(trie, c, trie.subtree_end[c], step, fresh.get());
-      walk = fresh;
-      std::lock_guard<std::mutex> lock(memo->mu);
-      if (memo->bytes < SubtreeMemo::kMaxBytes && memo->walks.emplace(key, walk).second) {
-        memo->bytes += walk->MemoryBytes() + 64;
-      }
-    }
-    out.Append(*walk);
+    if (memo->AppendTo(key, &out)) continue;
+    fresh.Clear();
+    WalkTrie(trie, c, trie.subtree_end[c], step, &fresh);
+    memo->Insert(key, fresh);
+    out.Append(fresh);
   }
   return FinishCore(out, tokenizer);
 }
