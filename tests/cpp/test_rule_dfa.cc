@@ -2,14 +2,21 @@
 // minimized by MinimizeRuleDfa and by Moore's round-based refinement written here; the state
 // counts must agree (both minimal) and the minimized DFA must accept the same language as
 // the input (a product walk over byte and rule symbols).
+// Construction against a reference: random expression DAGs (hash-consed, so subexpressions
+// are shared between alternatives, sequences and repeats as the front ends share them) are
+// built by BuildRuleDfa, and every string of up to 6 bytes over the alphabet is accepted
+// exactly when a recursive matcher over the expression says it is in the language.
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <random>
 #include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
 #include "automata/rule_dfa.h"
+#include "xg2/grammar.h"
 #include "check.h"
 
 using namespace xg2;
@@ -119,6 +126,117 @@ RuleDfa RandomDfa(std::mt19937& rng, int shape) {
   return d;
 }
 
+// The end positions of matches of expression `id` in `text` starting at `start`.
+std::set<size_t> Ends(const Grammar& g, ExprId id, const std::string& text, size_t start) {
+  const Expr& e = g.expr(id);
+  std::set<size_t> out;
+  switch (e.kind) {
+    case ExprKind::kEmpty:
+      out.insert(start);
+      break;
+    case ExprKind::kBytes:
+      if (text.compare(start, e.bytes.size(), e.bytes) == 0 && start + e.bytes.size() <= text.size())
+        out.insert(start + e.bytes.size());
+      break;
+    case ExprKind::kCharClass:
+      if (start < text.size()) {
+        bool in = false;
+        for (const auto& r : e.ranges) in |= r.lo <= static_cast<uint8_t>(text[start]) && static_cast<uint8_t>(text[start]) <= r.hi;
+        if (in != e.negated) out.insert(start + 1);
+      }
+      break;
+    case ExprKind::kSequence: {
+      std::set<size_t> cur{start};
+      for (ExprId c : e.children) {
+        std::set<size_t> next;
+        for (size_t p : cur) {
+          auto ends = Ends(g, c, text, p);
+          next.insert(ends.begin(), ends.end());
+        }
+        cur = std::move(next);
+      }
+      out = std::move(cur);
+      break;
+    }
+    case ExprKind::kChoice:
+      for (ExprId c : e.children) {
+        auto ends = Ends(g, c, text, start);
+        out.insert(ends.begin(), ends.end());
+      }
+      break;
+    case ExprKind::kRepeat: {
+      // Ends after exactly k iterations, k = 0, 1, ...; positions only grow, so unbounded
+      // repeats stop once an iteration adds no new end.
+      std::set<size_t> cur{start};
+      for (int64_t k = 0; !cur.empty(); ++k) {
+        if (k >= e.min) out.insert(cur.begin(), cur.end());
+        if (e.max != kUnbounded && k == e.max) break;
+        std::set<size_t> next;
+        for (size_t p : cur) {
+          auto ends = Ends(g, e.children[0], text, p);
+          next.insert(ends.begin(), ends.end());
+        }
+        if (k >= e.min && std::includes(out.begin(), out.end(), next.begin(), next.end())) break;
+        cur = std::move(next);
+      }
+      break;
+    }
+    default:
+      break;
+  }
+  return out;
+}
+
+bool DfaAccepts(const RuleDfa& d, const std::string& text) {
+  int32_t s = 0;
+  for (unsigned char c : text) {
+    s = Step(d, s, c);
+    if (s < 0) return false;
+  }
+  return d.is_final[s];
+}
+
+// Random expressions over bytes a..c, each built from earlier ones (a DAG with sharing).
+void CheckConstruction(std::mt19937& rng) {
+  Grammar g;
+  std::vector<ExprId> pool = {g.AddBytes("a"), g.AddBytes("b"), g.AddBytes("c"), g.AddBytes("ab"),
+                              g.AddCharClass({{'a', 'b'}}, false), g.AddCharClass({{'b', 'b'}}, true), g.AddEmpty()};
+  auto pick = [&]() { return pool[rng() % pool.size()]; };
+  for (int k = 0; k < 14; ++k) {
+    switch (rng() % 4) {
+      case 0:
+        pool.push_back(g.AddSequence({pick(), pick(), pick()}));
+        break;
+      case 1:
+        pool.push_back(g.AddChoice({pick(), pick()}));
+        break;
+      case 2:
+        pool.push_back(g.AddSequence({pick(), g.AddChoice({pick(), pick()}), pick()}));
+        break;
+      default: {
+        const int64_t min = rng() % 2;
+        pool.push_back(g.AddRepeat(pick(), min, rng() % 3 == 0 ? kUnbounded : min + 1 + rng() % 2));
+      }
+    }
+  }
+  std::vector<std::string> texts = {""};
+  for (size_t i = 0; i < texts.size() && texts[i].size() < 6; ++i)
+    for (char c : {'a', 'b', 'c'}) texts.push_back(texts[i] + c);
+  AutomatonLimits limits;
+  for (size_t body = pool.size() - 4; body < pool.size(); ++body) {
+    const RuleDfa d = BuildRuleDfa(g, pool[body], limits);
+    for (const auto& t : texts) {
+      const bool want = Ends(g, pool[body], t, 0).count(t.size()) > 0;
+      if (DfaAccepts(d, t) != want) {
+        std::printf("construction: \"%s\" accepted=%d expected=%d (expression %d of %zu)\n", t.c_str(), !want,
+                    want, pool[body], pool.size());
+        CHECK(false);
+        return;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -145,6 +263,7 @@ int main() {
     chain.CloseState();
   }
   CHECK_EQ(MinimizeRuleDfa(chain).num_states(), n);
+  for (int iter = 0; iter < 300 && g_failures == 0; ++iter) CheckConstruction(rng);
   if (g_failures == 0) std::printf("test_rule_dfa: OK\n");
   return g_failures ? 1 : 0;
 }

@@ -56,6 +56,14 @@ struct NfaEdgeLists {
   std::vector<CodepointRange> char_ranges;
   std::vector<Utf8RangeSeq> utf8_seqs;
   std::vector<std::pair<Utf8RangeSeq, int32_t>> utf8_tails;
+  // Shared fragments (see NfaBuilder::Build): per expression node, the body's stamp when it
+  // was last counted and its references (up to 2); the built fragments by (node, exit).
+  std::vector<uint32_t> ref_stamp;
+  std::vector<uint8_t> refs;
+  uint32_t stamp = 0;
+  std::vector<int32_t> stack, key;
+  SequenceInterner fragments;
+  std::vector<int32_t> fragment_entry;
   void Clear() {
     eps.clear();
     bytes.clear();
@@ -66,9 +74,68 @@ struct NfaEdgeLists {
 class NfaBuilder {
  public:
   NfaBuilder(const Grammar& g, const AutomatonLimits& limits, NfaEdgeLists* lists)
-      : g_(g), limits_(limits), eps_(lists->eps), bytes_(lists->bytes), rules_(lists->rules),
+      : g_(g), limits_(limits), lists_(*lists), eps_(lists->eps), bytes_(lists->bytes), rules_(lists->rules),
         char_ranges_(lists->char_ranges), utf8_seqs_(lists->utf8_seqs), utf8_tails_(lists->utf8_tails) {
     lists->Clear();
+  }
+
+  // Counts, for the nodes under `body`, how many parent slots refer to each (up to 2); the
+  // nodes with two or more may be built more than once (see Build). Call before Build.
+  void CountReferences(ExprId body) {
+    NfaEdgeLists& l = lists_;
+    if (l.ref_stamp.size() < static_cast<size_t>(g_.num_exprs())) {
+      l.ref_stamp.resize(g_.num_exprs(), 0);
+      l.refs.resize(g_.num_exprs(), 0);
+    }
+    if (++l.stamp == 0) {  // wrapped: forget every old stamp
+      std::fill(l.ref_stamp.begin(), l.ref_stamp.end(), 0);
+      l.stamp = 1;
+    }
+    l.fragments.Clear();
+    l.fragment_entry.clear();
+    l.stack.assign(1, body);
+    l.ref_stamp[body] = l.stamp;
+    l.refs[body] = 1;
+    while (!l.stack.empty()) {
+      const ExprId id = l.stack.back();
+      l.stack.pop_back();
+      for (ExprId c : g_.expr(id).children) {
+        if (l.ref_stamp[c] != l.stamp) {
+          l.ref_stamp[c] = l.stamp;
+          l.refs[c] = 1;
+          l.stack.push_back(c);
+        } else if (l.refs[c] < 2) {
+          l.refs[c] = 2;
+        }
+      }
+    }
+  }
+
+  // Adds transitions that consume one string of `id` from state a to state b.
+  // A node the body refers to from several places (hash-consed grammars share the tails of
+  // alternatives, such as the optional properties after each possible first property of an
+  // object) is built once per exit state: later uses enter the first copy through an epsilon
+  // edge. The copy has an entry state of its own, so no edge of another construction leaves
+  // from inside it; the subset construction then meets one set of NFA states where it met
+  // a copy per use before (fewer DFA states to build and merge; the minimal DFA is the same).
+  void Build(ExprId id, int32_t a, int32_t b) {
+    const Expr& e = g_.expr(id);
+    if (lists_.refs[id] < 2 || e.kind == ExprKind::kEmpty || e.kind == ExprKind::kRuleRef ||
+        (e.kind == ExprKind::kBytes && e.bytes.size() < 2)) {
+      BuildNode(e, a, b);
+      return;
+    }
+    lists_.key.assign({id, b});
+    bool inserted = false;
+    const int32_t k = lists_.fragments.Intern(lists_.key, &inserted);
+    if (!inserted) {
+      Eps(a, lists_.fragment_entry[k]);
+      return;
+    }
+    const int32_t entry = NewState();
+    lists_.fragment_entry.push_back(entry);
+    Eps(a, entry);
+    BuildNode(e, entry, b);
   }
 
   int32_t NewState() {
@@ -85,9 +152,7 @@ class NfaBuilder {
   void Eps(int32_t a, int32_t b) { eps_.emplace_back(a, b); }
   void ByteEdge(int32_t a, uint8_t lo, uint8_t hi, int32_t b) { bytes_.push_back({a, NfaByteEdge{lo, hi, b}}); }
 
-  // Adds transitions that consume one string of `id` from state a to state b.
-  void Build(ExprId id, int32_t a, int32_t b) {
-    const Expr& e = g_.expr(id);
+  void BuildNode(const Expr& e, int32_t a, int32_t b) {
     switch (e.kind) {
       case ExprKind::kEmpty:
         Eps(a, b);
@@ -404,6 +469,7 @@ class NfaBuilder {
 
   const Grammar& g_;
   const AutomatonLimits& limits_;
+  NfaEdgeLists& lists_;
   int32_t num_states_ = 0;
   std::vector<std::pair<int32_t, int32_t>>& eps_;
   std::vector<std::pair<int32_t, NfaByteEdge>>& bytes_;
@@ -807,11 +873,12 @@ struct RuleDfaScratch {
   SubsetScratch subsets;
   MinimizeScratch minimize;
   bool in_use = false;
-  // Roughly the bytes held by the buffers that grow with a rule's size.
+  // Roughly the bytes held by the buffers that grow with a rule's size (not the reference
+  // counts, which grow with the grammar and are kept for its other rules).
   size_t RetainedBytes() const {
     auto bytes = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
     return bytes(lists.eps) + bytes(lists.bytes) + bytes(lists.rules) + bytes(nfa.eps) + bytes(nfa.bytes) +
-           bytes(nfa.rules) + bytes(nfa.eps_begin) * 3 + bytes(subsets.mark) + bytes(subsets.kept) +
+           bytes(nfa.rules) + bytes(nfa.eps_begin) * 3 + lists.fragments.RetainedBytes() + bytes(subsets.mark) + bytes(subsets.kept) +
            subsets.sets.RetainedBytes() + minimize.sigs.RetainedBytes() + bytes(minimize.preds) +
            bytes(minimize.cls) * 8;
   }
@@ -857,6 +924,7 @@ RuleDfa BuildRuleDfa(const Grammar& g, ExprId body, const AutomatonLimits& limit
   NfaBuilder builder(g, limits, &scratch->lists);
   int32_t start = builder.NewState();
   int32_t final = builder.NewState();
+  builder.CountReferences(body);
   builder.Build(body, start, final);
   Nfa& nfa = scratch->nfa;
   builder.Finish(&nfa, &scratch->fill);
