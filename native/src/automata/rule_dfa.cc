@@ -842,6 +842,8 @@ RuleDfa Minimize(const RuleDfa& dfa, MinimizeScratch* w) {
   out.is_final.reserve(m);
   out.byte_begin.reserve(m + 1);
   out.rule_begin.reserve(m + 1);
+  out.byte_list.reserve(dfa.byte_list.size());
+  out.rule_list.reserve(dfa.rule_list.size());
   for (int32_t i = 0; i < m; ++i) out.AddState(dfa.is_final[rep[queue[i]]] != 0);
   for (int32_t i = 0; i < m; ++i) {
     int32_t s = rep[queue[i]];

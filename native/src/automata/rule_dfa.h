@@ -66,7 +66,12 @@ struct RuleDfa {
         return;
       }
     }
-    byte_list.push_back({lo, hi, target});
+    // Field by field into place: a braced temporary was stored byte-wise and reloaded as one
+    // word (a store-forwarding stall on every edge of every automaton built).
+    DfaByteEdge& e = byte_list.emplace_back();
+    e.lo = lo;
+    e.hi = hi;
+    e.target = target;
   }
   void AddRuleEdge(RuleId rule, int32_t target) { rule_list.push_back({rule, target}); }
   void CloseState() {
