@@ -168,11 +168,20 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
   std::vector<RuleId> work(num_rules);
   std::vector<uint8_t> queued(num_rules, 1);
   for (RuleId r = 0; r < num_rules; ++r) work[r] = num_rules - 1 - r;
+  // Liveness computed while every rule the automaton references was already productive is
+  // final; the others are computed again once productivity is known.
+  std::vector<uint8_t> live_final(num_rules, 0);
+  auto callees_productive = [&](RuleId r) {
+    for (const auto& e : dfas[r].rule_list)
+      if (!productive[e.rule]) return false;
+    return true;
+  };
   while (!work.empty()) {
     const RuleId r = work.back();
     work.pop_back();
     queued[r] = 0;
     if (productive[r]) continue;
+    live_final[r] = callees_productive(r);
     reaches_final(dfas[r], live(r));
     if (any_order_of[r] >= 0 ? any_order_productive(lowered_any_order[any_order_of[r]]) : live(r)[0] != 0) {
       productive[r] = 1;
@@ -184,7 +193,8 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
       }
     }
   }
-  for (RuleId r = 0; r < num_rules; ++r) reaches_final(dfas[r], live(r));
+  for (RuleId r = 0; r < num_rules; ++r)
+    if (!live_final[r]) reaches_final(dfas[r], live(r));
   RuleId root = g.root();
   if (root < 0 || root >= num_rules) {
     throw Error(ErrorKind::kGrammarSemantic, "the grammar has no root rule");
