@@ -10,7 +10,8 @@
 
 namespace xg2 {
 
-inline void HashBytes(const std::string& s, Hasher* h) {
+template <class H>
+inline void HashBytes(const std::string& s, H* h) {
   h->Add(s.size());
   uint64_t word = 0;
   size_t n = 0;
@@ -22,7 +23,9 @@ inline void HashBytes(const std::string& s, Hasher* h) {
 }
 
 // Everything but rule references (kRuleRef adds nothing here) and children.
-inline void HashExprFields(const Expr& e, Hasher* h) {
+// H: Hasher, or anything with Add(uint64_t) (Grammar's node table uses a one-lane hash).
+template <class H>
+inline void HashExprFields(const Expr& e, H* h) {
   h->Add(static_cast<uint64_t>(e.kind) + 1);
   switch (e.kind) {
     case ExprKind::kBytes: HashBytes(e.bytes, h); break;

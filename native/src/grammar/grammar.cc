@@ -73,32 +73,36 @@ bool SameExpr(const Expr& a, const Expr& b) {
 }  // namespace
 
 ExprId Grammar::Intern(Expr e) {
-  Hasher h;
+  TableHasher h;
   HashExprFields(e, &h);
   h.Add(static_cast<uint64_t>(e.rule) + 1);
   h.Add(e.children.size());
   for (ExprId c : e.children) h.Add(static_cast<uint64_t>(c));
-  const uint64_t hash = h.Finish().lo;
+  const uint64_t hash = h.Finish();
   if (2 * (exprs_.size() + 1) > intern_table_.size()) {
     // Grow and re-place every node by its stored hash.
     std::vector<int32_t> table(std::max<size_t>(64, 2 * intern_table_.size()), -1);
     const size_t mask = table.size() - 1;
     for (ExprId id = 0; id < num_exprs(); ++id) {
+      if (exprs_[id].kind == ExprKind::kRuleRef) continue;  // never looked up (below)
       size_t i = expr_hashes_[id] & mask;
       while (table[i] >= 0) i = (i + 1) & mask;
       table[i] = id;
     }
     intern_table_.swap(table);
   }
-  const size_t mask = intern_table_.size() - 1;
-  size_t i = hash & mask;
-  // Rule references stay one node per site: the inliner counts sites by reference nodes.
-  const bool shareable = e.kind != ExprKind::kRuleRef;
-  for (; intern_table_[i] >= 0; i = (i + 1) & mask) {
-    const ExprId id = intern_table_[i];
-    if (shareable && expr_hashes_[id] == hash && SameExpr(exprs_[id], e)) return id;
+  // Rule references stay one node per site (the inliner counts sites by reference nodes), so
+  // they are never looked up and stay out of the table: every reference to a rule hashes
+  // alike, and probing past the earlier ones made adding the k-th reference cost k.
+  if (e.kind != ExprKind::kRuleRef) {
+    const size_t mask = intern_table_.size() - 1;
+    size_t i = hash & mask;
+    for (; intern_table_[i] >= 0; i = (i + 1) & mask) {
+      const ExprId id = intern_table_[i];
+      if (expr_hashes_[id] == hash && SameExpr(exprs_[id], e)) return id;
+    }
+    intern_table_[i] = num_exprs();
   }
-  intern_table_[i] = num_exprs();
   expr_hashes_.push_back(hash);
   exprs_.push_back(std::move(e));
   return num_exprs() - 1;

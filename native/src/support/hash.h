@@ -34,4 +34,22 @@ class Hasher {
   uint64_t b_ = 0x13198A2E03707344ull;
 };
 
+// A one-lane 64-bit hash for hash tables whose hits are confirmed by comparison (one
+// multiply per word; Hasher's two lanes and full mixing are for structural fingerprints).
+class TableHasher {
+ public:
+  void Add(uint64_t x) {
+    h_ ^= x;
+    h_ = ((h_ << 23) | (h_ >> 41)) * 0x9E3779B97F4A7C15ull;
+  }
+  uint64_t Finish() const {
+    uint64_t z = h_;
+    z = (z ^ (z >> 31)) * 0xBF58476D1CE4E5B9ull;
+    return z ^ (z >> 29);
+  }
+
+ private:
+  uint64_t h_ = 0x243F6A8885A308D3ull;
+};
+
 }  // namespace xg2
