@@ -74,8 +74,9 @@ struct NfaEdgeLists {
 class NfaBuilder {
  public:
   NfaBuilder(const Grammar& g, const AutomatonLimits& limits, NfaEdgeLists* lists)
-      : g_(g), limits_(limits), lists_(*lists), eps_(lists->eps), bytes_(lists->bytes), rules_(lists->rules),
-        char_ranges_(lists->char_ranges), utf8_seqs_(lists->utf8_seqs), utf8_tails_(lists->utf8_tails) {
+      : g_(g), limits_(limits), lists_(*lists), eps_(lists->eps), bytes_(lists->bytes),
+        rules_(lists->rules), char_ranges_(lists->char_ranges), utf8_seqs_(lists->utf8_seqs),
+        utf8_tails_(lists->utf8_tails) {
     lists->Clear();
   }
 
@@ -880,8 +881,8 @@ struct RuleDfaScratch {
   size_t RetainedBytes() const {
     auto bytes = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
     return bytes(lists.eps) + bytes(lists.bytes) + bytes(lists.rules) + bytes(nfa.eps) + bytes(nfa.bytes) +
-           bytes(nfa.rules) + bytes(nfa.eps_begin) * 3 + lists.fragments.RetainedBytes() + bytes(subsets.mark) + bytes(subsets.kept) +
-           subsets.sets.RetainedBytes() + minimize.sigs.RetainedBytes() + bytes(minimize.preds) +
+           bytes(nfa.rules) + bytes(nfa.eps_begin) * 3 + lists.fragments.RetainedBytes() + bytes(subsets.mark) +
+           bytes(subsets.kept) + subsets.sets.RetainedBytes() + minimize.sigs.RetainedBytes() + bytes(minimize.preds) +
            bytes(minimize.cls) * 8;
   }
 };
