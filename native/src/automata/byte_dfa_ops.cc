@@ -269,14 +269,20 @@ ByteDfaProduct ProductWithParts(const ByteDfaSpec& universe, const std::vector<B
   return out;
 }
 
+namespace {
+// `dfa` (the product's automaton, copied or taken over) final where the product selects.
+ByteDfaSpec KeepFinalWhere(ByteDfaSpec dfa, const std::vector<uint64_t>& accepted_by, uint64_t care, uint64_t want) {
+  for (size_t s = 0; s < dfa.is_final.size(); ++s) dfa.is_final[s] = dfa.is_final[s] && (accepted_by[s] & care) == want;
+  return dfa;
+}
+}  // namespace
+
 ByteDfaSpec SelectByParts(const ByteDfaProduct& p, uint64_t care, uint64_t want) {
-  return SelectByParts(ByteDfaProduct(p), care, want);
+  return KeepFinalWhere(p.dfa, p.accepted_by, care, want);
 }
 
 ByteDfaSpec SelectByParts(ByteDfaProduct&& p, uint64_t care, uint64_t want) {
-  ByteDfaSpec out = std::move(p.dfa);
-  for (size_t s = 0; s < out.is_final.size(); ++s) out.is_final[s] = out.is_final[s] && (p.accepted_by[s] & care) == want;
-  return out;
+  return KeepFinalWhere(std::move(p.dfa), p.accepted_by, care, want);
 }
 
 bool ByteDfaEmpty(const ByteDfaSpec& dfa) {

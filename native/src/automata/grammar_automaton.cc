@@ -98,14 +98,19 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
   // Live states: those from which a final state is reachable through bytes and productive
   // rules, by a backward search from the final states.
   std::vector<int32_t> pred_begin, preds, fill, live_stack;
+  // Returns whether every rule the automaton references was productive (then the result is
+  // final: productivity only grows).
   auto reaches_final = [&](const RuleDfa& d, uint8_t* live) {
     const int32_t n = d.num_states();
     std::fill(live, live + n, uint8_t{0});
     pred_begin.assign(n + 1, 0);
+    bool callees_productive = true;
     for (int32_t s = 0; s < n; ++s) {
       for (const auto& e : d.byte_edges(s)) ++pred_begin[e.target + 1];
-      for (const auto& e : d.rule_edges(s))
+      for (const auto& e : d.rule_edges(s)) {
         if (productive[e.rule]) ++pred_begin[e.target + 1];
+        else callees_productive = false;
+      }
     }
     for (int32_t s = 0; s < n; ++s) pred_begin[s + 1] += pred_begin[s];
     preds.resize(pred_begin[n]);
@@ -132,6 +137,7 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
         }
       }
     }
+    return callees_productive;
   };
   // Rule r's states are offset[r] .. offset[r + 1] - 1 in the global numbering; liveness uses
   // the same layout (one buffer for all rules).
@@ -171,18 +177,12 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
   // Liveness computed while every rule the automaton references was already productive is
   // final; the others are computed again once productivity is known.
   std::vector<uint8_t> live_final(num_rules, 0);
-  auto callees_productive = [&](RuleId r) {
-    for (const auto& e : dfas[r].rule_list)
-      if (!productive[e.rule]) return false;
-    return true;
-  };
   while (!work.empty()) {
     const RuleId r = work.back();
     work.pop_back();
     queued[r] = 0;
     if (productive[r]) continue;
-    live_final[r] = callees_productive(r);
-    reaches_final(dfas[r], live(r));
+    live_final[r] = reaches_final(dfas[r], live(r));
     if (any_order_of[r] >= 0 ? any_order_productive(lowered_any_order[any_order_of[r]]) : live(r)[0] != 0) {
       productive[r] = 1;
       for (RuleId c : callers[r]) {

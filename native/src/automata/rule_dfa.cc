@@ -74,14 +74,99 @@ struct NfaEdgeLists {
 class NfaBuilder {
  public:
   NfaBuilder(const Grammar& g, const AutomatonLimits& limits, NfaEdgeLists* lists)
-      : g_(g), limits_(limits), lists_(*lists), eps_(lists->eps), bytes_(lists->bytes),
-        rules_(lists->rules), char_ranges_(lists->char_ranges), utf8_seqs_(lists->utf8_seqs),
-        utf8_tails_(lists->utf8_tails) {
+      : g_(g), limits_(limits), lists_(*lists) {
     lists->Clear();
   }
 
+  // Adds the transitions of rule body `body` from state a to state b.
+  void BuildBody(ExprId body, int32_t a, int32_t b) {
+    CountReferences(body);
+    Build(body, a, b);
+  }
+
+  int32_t NewState() {
+    if (num_states_ >= limits_.max_nfa_states) {
+      throw Error(ErrorKind::kLimitExceeded,
+                  "rule automaton exceeds " + std::to_string(limits_.max_nfa_states) +
+                      " NFA states (a repetition bound or literal is too large; limit max_nfa_states, a "
+                      "GrammarCompiler option)");
+    }
+    if ((num_states_ & 4095) == 0) limits_.CheckDeadline();
+    return num_states_++;
+  }
+
+  // The NFA built so far, its edges grouped by source state.
+  void Finish(Nfa* nfa, std::vector<int32_t>* fill) const {
+    nfa->num_states = num_states_;
+    GroupBySource(lists_.eps, num_states_, &nfa->eps_begin, &nfa->eps, fill);
+    GroupBySource(lists_.bytes, num_states_, &nfa->byte_begin, &nfa->bytes, fill);
+    GroupBySource(lists_.rules, num_states_, &nfa->rule_begin, &nfa->rules, fill);
+  }
+
+ private:
+  void Eps(int32_t a, int32_t b) { lists_.eps.emplace_back(a, b); }
+  void ByteEdge(int32_t a, uint8_t lo, uint8_t hi, int32_t b) { lists_.bytes.push_back({a, NfaByteEdge{lo, hi, b}}); }
+
+  void BuildNode(const Expr& e, int32_t a, int32_t b) {
+    switch (e.kind) {
+      case ExprKind::kEmpty:
+        Eps(a, b);
+        break;
+      case ExprKind::kBytes: {
+        if (e.bytes.empty()) {
+          Eps(a, b);
+          break;
+        }
+        int32_t cur = a;
+        for (size_t i = 0; i < e.bytes.size(); ++i) {
+          int32_t next = (i + 1 == e.bytes.size()) ? b : NewState();
+          uint8_t c = static_cast<uint8_t>(e.bytes[i]);
+          ByteEdge(cur, c, c, next);
+          cur = next;
+        }
+        break;
+      }
+      case ExprKind::kCharClass:
+        BuildCharClass(e, a, b);
+        break;
+      case ExprKind::kSequence: {
+        if (e.children.empty()) {
+          Eps(a, b);
+          break;
+        }
+        int32_t cur = a;
+        for (size_t i = 0; i < e.children.size(); ++i) {
+          int32_t next = (i + 1 == e.children.size()) ? b : NewState();
+          Build(e.children[i], cur, next);
+          cur = next;
+        }
+        break;
+      }
+      case ExprKind::kChoice:
+        // Alternatives share the entry and exit states: no construction here adds edges into
+        // its entry state (loops get a fresh state), so paths cannot cross between branches,
+        // and branches that end alike reach the same NFA sets (fewer DFA states to merge).
+        for (ExprId c : e.children) Build(c, a, b);
+        break;
+      case ExprKind::kRuleRef:
+        lists_.rules.push_back({a, NfaRuleEdge{e.rule, b}});
+        break;
+      case ExprKind::kRepeat:
+        BuildRepeat(e, a, b);
+        break;
+      case ExprKind::kTagDispatch:
+        BuildTagDispatch(e, a, b);
+        break;
+      case ExprKind::kByteDfa:
+        BuildByteDfa(*e.dfa, a, b);
+        break;
+      case ExprKind::kAnyOrder:  // lowered to its own rule first (grammar/any_order_lowering.h)
+        throw Error(ErrorKind::kGrammarSemantic, "an AnyOrder node must be lowered before building automata");
+    }
+  }
+
   // Counts, for the nodes under `body`, how many parent slots refer to each (up to 2); the
-  // nodes with two or more may be built more than once (see Build). Call before Build.
+  // nodes with two or more may be built more than once (see Build).
   void CountReferences(ExprId body) {
     NfaEdgeLists& l = lists_;
     if (l.ref_stamp.size() < static_cast<size_t>(g_.num_exprs())) {
@@ -139,87 +224,6 @@ class NfaBuilder {
     BuildNode(e, entry, b);
   }
 
-  int32_t NewState() {
-    if (num_states_ >= limits_.max_nfa_states) {
-      throw Error(ErrorKind::kLimitExceeded,
-                  "rule automaton exceeds " + std::to_string(limits_.max_nfa_states) +
-                      " NFA states (a repetition bound or literal is too large; limit max_nfa_states, a "
-                      "GrammarCompiler option)");
-    }
-    if ((num_states_ & 4095) == 0) limits_.CheckDeadline();
-    return num_states_++;
-  }
-
-  void Eps(int32_t a, int32_t b) { eps_.emplace_back(a, b); }
-  void ByteEdge(int32_t a, uint8_t lo, uint8_t hi, int32_t b) { bytes_.push_back({a, NfaByteEdge{lo, hi, b}}); }
-
-  void BuildNode(const Expr& e, int32_t a, int32_t b) {
-    switch (e.kind) {
-      case ExprKind::kEmpty:
-        Eps(a, b);
-        break;
-      case ExprKind::kBytes: {
-        if (e.bytes.empty()) {
-          Eps(a, b);
-          break;
-        }
-        int32_t cur = a;
-        for (size_t i = 0; i < e.bytes.size(); ++i) {
-          int32_t next = (i + 1 == e.bytes.size()) ? b : NewState();
-          uint8_t c = static_cast<uint8_t>(e.bytes[i]);
-          ByteEdge(cur, c, c, next);
-          cur = next;
-        }
-        break;
-      }
-      case ExprKind::kCharClass:
-        BuildCharClass(e, a, b);
-        break;
-      case ExprKind::kSequence: {
-        if (e.children.empty()) {
-          Eps(a, b);
-          break;
-        }
-        int32_t cur = a;
-        for (size_t i = 0; i < e.children.size(); ++i) {
-          int32_t next = (i + 1 == e.children.size()) ? b : NewState();
-          Build(e.children[i], cur, next);
-          cur = next;
-        }
-        break;
-      }
-      case ExprKind::kChoice:
-        // Alternatives share the entry and exit states: no construction here adds edges into
-        // its entry state (loops get a fresh state), so paths cannot cross between branches,
-        // and branches that end alike reach the same NFA sets (fewer DFA states to merge).
-        for (ExprId c : e.children) Build(c, a, b);
-        break;
-      case ExprKind::kRuleRef:
-        rules_.push_back({a, NfaRuleEdge{e.rule, b}});
-        break;
-      case ExprKind::kRepeat:
-        BuildRepeat(e, a, b);
-        break;
-      case ExprKind::kTagDispatch:
-        BuildTagDispatch(e, a, b);
-        break;
-      case ExprKind::kByteDfa:
-        BuildByteDfa(*e.dfa, a, b);
-        break;
-      case ExprKind::kAnyOrder:  // lowered to its own rule first (grammar/any_order_lowering.h)
-        throw Error(ErrorKind::kGrammarSemantic, "an AnyOrder node must be lowered before building automata");
-    }
-  }
-
-  // The NFA built so far, its edges grouped by source state.
-  void Finish(Nfa* nfa, std::vector<int32_t>* fill) const {
-    nfa->num_states = num_states_;
-    GroupBySource(eps_, num_states_, &nfa->eps_begin, &nfa->eps, fill);
-    GroupBySource(bytes_, num_states_, &nfa->byte_begin, &nfa->bytes, fill);
-    GroupBySource(rules_, num_states_, &nfa->rule_begin, &nfa->rules, fill);
-  }
-
- private:
   // UTF-8 decoder states: a complete character read, or the continuation bytes still due
   // (with the narrowed second-byte ranges after E0, ED, F0 and F4).
   // kVirt3..kVirt1: inside a special token's virtual string (see VirtualTokenBytes), with 3..1
@@ -385,7 +389,7 @@ class NfaBuilder {
   }
 
   void BuildCharClass(const Expr& e, int32_t a, int32_t b) {
-    std::vector<CodepointRange>& ranges = char_ranges_;
+    std::vector<CodepointRange>& ranges = lists_.char_ranges;
     ranges.clear();
     if (e.negated) {
       uint32_t next = 0;
@@ -397,7 +401,7 @@ class NfaBuilder {
     } else {
       ranges.assign(e.ranges.begin(), e.ranges.end());
     }
-    std::vector<Utf8RangeSeq>& seqs = utf8_seqs_;
+    std::vector<Utf8RangeSeq>& seqs = lists_.utf8_seqs;
     seqs.clear();
     for (const auto& r : ranges) {
       uint32_t lo = r.lo, hi = std::min<uint32_t>(r.hi, 0x10FFFF);
@@ -411,7 +415,7 @@ class NfaBuilder {
     }
     // Sequences share the state before a common tail (the continuation bytes of a lead-byte
     // range): one state per distinct tail, so the DFA has no copies to merge afterwards.
-    std::vector<std::pair<Utf8RangeSeq, int32_t>>& tails = utf8_tails_;
+    std::vector<std::pair<Utf8RangeSeq, int32_t>>& tails = lists_.utf8_tails;
     tails.clear();
     auto tail_state = [&](const Utf8RangeSeq& seq, int from) {
       const int len = seq.len - from;
@@ -470,85 +474,79 @@ class NfaBuilder {
 
   const Grammar& g_;
   const AutomatonLimits& limits_;
-  NfaEdgeLists& lists_;
+  NfaEdgeLists& lists_;  // edges and buffers, kept between rules
   int32_t num_states_ = 0;
-  std::vector<std::pair<int32_t, int32_t>>& eps_;
-  std::vector<std::pair<int32_t, NfaByteEdge>>& bytes_;
-  std::vector<std::pair<int32_t, NfaRuleEdge>>& rules_;
-  std::vector<CodepointRange>& char_ranges_;  // character class buffers
-  std::vector<Utf8RangeSeq>& utf8_seqs_;
-  std::vector<std::pair<Utf8RangeSeq, int32_t>>& utf8_tails_;
 };
 
 // The subset construction's buffers, kept between rules.
 struct SubsetScratch {
   std::vector<uint32_t> mark;
-  std::vector<uint8_t> kept;
-  SequenceInterner sets;
+  std::vector<uint8_t> kept;  // per NFA state: part of a DFA state's identity
+  SequenceInterner sets;      // the DFA states' NFA sets
+  // Reused for every DFA state.
   std::vector<int32_t> set, bounds, seeds, closure, stack, prev_seeds;
-  std::vector<NfaByteEdge> edges, active;
+  std::vector<NfaByteEdge> edges, active;  // the set's byte edges (by lo), those covering the interval
   std::vector<std::pair<RuleId, int32_t>> rule_targets;
 };
 
 class SubsetConstruction {
  public:
   SubsetConstruction(const Nfa& nfa, int32_t nfa_final, const AutomatonLimits& limits, SubsetScratch* scratch)
-      : nfa_(nfa), nfa_final_(nfa_final), limits_(limits), mark_(scratch->mark), kept_(scratch->kept),
-        sets_(scratch->sets), set_(scratch->set), bounds_(scratch->bounds), seeds_(scratch->seeds),
-        closure_(scratch->closure), stack_(scratch->stack), prev_seeds_(scratch->prev_seeds),
-        edges_(scratch->edges), active_(scratch->active), rule_targets_(scratch->rule_targets) {
-    mark_.assign(nfa.num_states, 0);
-    kept_.assign(nfa.num_states, 0);
-    sets_.Clear();
+      : nfa_(nfa), nfa_final_(nfa_final), limits_(limits), w_(*scratch) {
+    w_.mark.assign(nfa.num_states, 0);
+    w_.kept.assign(nfa.num_states, 0);
+    w_.sets.Clear();
     // A DFA state is identified by the NFA states of its closure that read something or
     // accept; states with only epsilon edges add nothing their closure does not.
     for (int32_t s = 0; s < nfa.num_states; ++s) {
-      kept_[s] = nfa.byte_begin[s + 1] > nfa.byte_begin[s] || nfa.rule_begin[s + 1] > nfa.rule_begin[s] || s == nfa_final;
+      w_.kept[s] =
+          nfa.byte_begin[s + 1] > nfa.byte_begin[s] || nfa.rule_begin[s + 1] > nfa.rule_begin[s] || s == nfa_final;
     }
   }
 
   RuleDfa Run(int32_t nfa_start) {
     RuleDfa dfa;
-    seeds_.assign(1, nfa_start);
+    w_.seeds.assign(1, nfa_start);
     Intern(&dfa);
-    for (int32_t i = 0; i < sets_.size(); ++i) {
+    for (int32_t i = 0; i < w_.sets.size(); ++i) {
       // Interning below appends to the pool: work on a copy of this set.
-      set_.assign(sets_.data(i), sets_.data(i) + sets_.length(i));
+      w_.set.assign(w_.sets.data(i), w_.sets.data(i) + w_.sets.length(i));
       // Byte edges: split at every boundary, then sweep the elementary intervals in order,
       // keeping the edges that cover the current one (each edge covers a contiguous run).
-      bounds_.clear();
-      edges_.clear();
-      for (int32_t s : set_)
+      w_.bounds.clear();
+      w_.edges.clear();
+      for (int32_t s : w_.set)
         for (int32_t k = nfa_.byte_begin[s]; k < nfa_.byte_begin[s + 1]; ++k) {
           const NfaByteEdge& e = nfa_.bytes[k];
-          bounds_.push_back(e.lo);
-          bounds_.push_back(e.hi + 1);
-          edges_.push_back(e);
+          w_.bounds.push_back(e.lo);
+          w_.bounds.push_back(e.hi + 1);
+          w_.edges.push_back(e);
         }
-      std::sort(bounds_.begin(), bounds_.end());
-      bounds_.erase(std::unique(bounds_.begin(), bounds_.end()), bounds_.end());
-      std::sort(edges_.begin(), edges_.end(), [](const NfaByteEdge& x, const NfaByteEdge& y) { return x.lo < y.lo; });
+      std::sort(w_.bounds.begin(), w_.bounds.end());
+      w_.bounds.erase(std::unique(w_.bounds.begin(), w_.bounds.end()), w_.bounds.end());
+      std::sort(w_.edges.begin(), w_.edges.end(),
+                [](const NfaByteEdge& x, const NfaByteEdge& y) { return x.lo < y.lo; });
       prev_target_ = -1;
-      prev_seeds_.clear();
-      active_.clear();
+      w_.prev_seeds.clear();
+      w_.active.clear();
       size_t next_edge = 0;
-      for (size_t b = 0; b + 1 < bounds_.size(); ++b) {
-        const int lo = bounds_[b], hi = bounds_[b + 1] - 1;
+      for (size_t b = 0; b + 1 < w_.bounds.size(); ++b) {
+        const int lo = w_.bounds[b], hi = w_.bounds[b + 1] - 1;
         bool changed = false;
-        for (size_t k = 0; k < active_.size();) {
-          if (active_[k].hi < lo) {
-            active_[k] = active_.back();
-            active_.pop_back();
+        for (size_t k = 0; k < w_.active.size();) {
+          if (w_.active[k].hi < lo) {
+            w_.active[k] = w_.active.back();
+            w_.active.pop_back();
             changed = true;
           } else {
             ++k;
           }
         }
-        for (; next_edge < edges_.size() && edges_[next_edge].lo == lo; ++next_edge) {
-          active_.push_back(edges_[next_edge]);
+        for (; next_edge < w_.edges.size() && w_.edges[next_edge].lo == lo; ++next_edge) {
+          w_.active.push_back(w_.edges[next_edge]);
           changed = true;
         }
-        if (active_.empty()) {
+        if (w_.active.empty()) {
           prev_target_ = -1;
           continue;
         }
@@ -556,27 +554,28 @@ class SubsetConstruction {
         // another member's edges): reuse the target instead of closing the set again.
         int32_t t = prev_target_;
         if (changed || t < 0) {
-          seeds_.clear();
-          for (const NfaByteEdge& e : active_) seeds_.push_back(e.target);
-          std::sort(seeds_.begin(), seeds_.end());
-          seeds_.erase(std::unique(seeds_.begin(), seeds_.end()), seeds_.end());
-          if (t < 0 || seeds_ != prev_seeds_) {
-            prev_seeds_ = seeds_;
+          w_.seeds.clear();
+          for (const NfaByteEdge& e : w_.active) w_.seeds.push_back(e.target);
+          std::sort(w_.seeds.begin(), w_.seeds.end());
+          w_.seeds.erase(std::unique(w_.seeds.begin(), w_.seeds.end()), w_.seeds.end());
+          if (t < 0 || w_.seeds != w_.prev_seeds) {
+            w_.prev_seeds = w_.seeds;
             t = prev_target_ = Intern(&dfa);
           }
         }
         dfa.AddByteEdge(static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), t);
       }
       // Rule edges: one per rule, to the closure of all its targets, in rule order.
-      rule_targets_.clear();
-      for (int32_t s : set_)
+      w_.rule_targets.clear();
+      for (int32_t s : w_.set)
         for (int32_t k = nfa_.rule_begin[s]; k < nfa_.rule_begin[s + 1]; ++k)
-          rule_targets_.emplace_back(nfa_.rules[k].rule, nfa_.rules[k].target);
-      std::sort(rule_targets_.begin(), rule_targets_.end());
-      for (size_t k = 0; k < rule_targets_.size();) {
-        const RuleId rule = rule_targets_[k].first;
-        seeds_.clear();
-        for (; k < rule_targets_.size() && rule_targets_[k].first == rule; ++k) seeds_.push_back(rule_targets_[k].second);
+          w_.rule_targets.emplace_back(nfa_.rules[k].rule, nfa_.rules[k].target);
+      std::sort(w_.rule_targets.begin(), w_.rule_targets.end());
+      for (size_t k = 0; k < w_.rule_targets.size();) {
+        const RuleId rule = w_.rule_targets[k].first;
+        w_.seeds.clear();
+        for (; k < w_.rule_targets.size() && w_.rule_targets[k].first == rule; ++k)
+          w_.seeds.push_back(w_.rule_targets[k].second);
         const int32_t t = Intern(&dfa);
         dfa.AddRuleEdge(rule, t);
       }
@@ -586,32 +585,32 @@ class SubsetConstruction {
   }
 
  private:
-  // The epsilon closure of seeds_, sorted, into closure_.
+  // The epsilon closure of w_.seeds, sorted, into w_.closure.
   void Closure() {
     ++stamp_;
-    closure_.clear();
-    stack_.clear();
-    for (int32_t s : seeds_)
-      if (mark_[s] != stamp_) {
-        mark_[s] = stamp_;
-        stack_.push_back(s);
+    w_.closure.clear();
+    w_.stack.clear();
+    for (int32_t s : w_.seeds)
+      if (w_.mark[s] != stamp_) {
+        w_.mark[s] = stamp_;
+        w_.stack.push_back(s);
       }
-    while (!stack_.empty()) {
-      int32_t s = stack_.back();
-      stack_.pop_back();
-      if (kept_[s]) closure_.push_back(s);
+    while (!w_.stack.empty()) {
+      int32_t s = w_.stack.back();
+      w_.stack.pop_back();
+      if (w_.kept[s]) w_.closure.push_back(s);
       for (int32_t k = nfa_.eps_begin[s]; k < nfa_.eps_begin[s + 1]; ++k) {
         int32_t t = nfa_.eps[k];
-        if (mark_[t] != stamp_) {
-          mark_[t] = stamp_;
-          stack_.push_back(t);
+        if (w_.mark[t] != stamp_) {
+          w_.mark[t] = stamp_;
+          w_.stack.push_back(t);
         }
       }
     }
-    std::sort(closure_.begin(), closure_.end());
+    std::sort(w_.closure.begin(), w_.closure.end());
   }
 
-  // The DFA state of the closure of seeds_ (a new one if that set is new).
+  // The DFA state of the closure of w_.seeds (a new one if that set is new).
   int32_t Intern(RuleDfa* dfa) {
     Closure();
     bool inserted = false;
@@ -619,8 +618,8 @@ class SubsetConstruction {
     // repetition whose items overlap what follows); the caller may retry with counted loops.
     const int64_t cap = std::min<int64_t>(limits_.max_dfa_states,
                                           std::max<int64_t>(65536, 64 * static_cast<int64_t>(nfa_.num_states)));
-    const int32_t before = sets_.size();
-    const int32_t id = sets_.Intern(closure_, &inserted);
+    const int32_t before = w_.sets.size();
+    const int32_t id = w_.sets.Intern(w_.closure, &inserted);
     if (!inserted) return id;
     if (static_cast<int64_t>(before) >= cap) {
       throw Error(ErrorKind::kLimitExceeded,
@@ -628,22 +627,16 @@ class SubsetConstruction {
                       " DFA states (limit max_dfa_states, a GrammarCompiler option, or 64x the NFA)");
     }
     if ((before & 1023) == 0) limits_.CheckDeadline();
-    dfa->AddState(std::binary_search(closure_.begin(), closure_.end(), nfa_final_));
+    dfa->AddState(std::binary_search(w_.closure.begin(), w_.closure.end(), nfa_final_));
     return id;
   }
 
   const Nfa& nfa_;
   int32_t nfa_final_;
   const AutomatonLimits& limits_;
-  std::vector<uint32_t>& mark_;
-  std::vector<uint8_t>& kept_;  // per NFA state: part of a DFA state's identity
+  SubsetScratch& w_;
   uint32_t stamp_ = 0;
-  SequenceInterner& sets_;
-  // Reused for every DFA state.
-  std::vector<int32_t>&set_, &bounds_, &seeds_, &closure_, &stack_, &prev_seeds_;
-  std::vector<NfaByteEdge>&edges_, &active_;  // the set's byte edges (by lo), those covering the interval
-  int32_t prev_target_ = -1;  // the state interned for prev_seeds_ (-1: none yet)
-  std::vector<std::pair<RuleId, int32_t>>& rule_targets_;
+  int32_t prev_target_ = -1;  // the state interned for w_.prev_seeds (-1: none yet)
 };
 
 // Minimization's buffers, kept between rules.
@@ -927,8 +920,7 @@ RuleDfa BuildRuleDfa(const Grammar& g, ExprId body, const AutomatonLimits& limit
   NfaBuilder builder(g, limits, &scratch->lists);
   int32_t start = builder.NewState();
   int32_t final = builder.NewState();
-  builder.CountReferences(body);
-  builder.Build(body, start, final);
+  builder.BuildBody(body, start, final);
   Nfa& nfa = scratch->nfa;
   builder.Finish(&nfa, &scratch->fill);
   SubsetConstruction subsets(nfa, final, limits, &scratch->subsets);

@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "parser/earley_parser.h"
+#include "support/sequence_interner.h"
 
 namespace xg2 {
 
@@ -57,24 +58,23 @@ struct TrieWalkResult {
 // (and what freeing it handed back to the allocator).
 class SubtreeMemo {
  public:
-  // Appends the walk memoised under key (state << 32 | trie node, never 0) to out; false if none.
-  bool AppendTo(uint64_t key, TrieWalkResult* out) {
+  // Appends the walk memoised for (state, trie node) to out; false if none.
+  bool AppendTo(int32_t state, int32_t node, TrieWalkResult* out) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (keys_.empty()) return false;
-    const int32_t w = slot_walk_[Find(key)];
+    key_.assign({state, node});
+    const int32_t w = walks_.Find(key_);
     if (w < 0) return false;
     const Slice& s = slices_[w];
     out->AppendPart(arena_, s.run_begin, s.run_end, s.dead_begin, s.dead_end);
     return true;
   }
-  void Insert(uint64_t key, const TrieWalkResult& walk) {
+  void Insert(int32_t state, int32_t node, const TrieWalkResult& walk) {
     std::lock_guard<std::mutex> lock(mu_);
-    if (arena_.CapacityBytes() + 12 * keys_.capacity() + sizeof(Slice) * slices_.capacity() >= kMaxBytes) return;
-    if (2 * (slices_.size() + 1) > keys_.size()) Grow();
-    const size_t slot = Find(key);
-    if (slot_walk_[slot] >= 0) return;  // another thread walked it too
-    keys_[slot] = key;
-    slot_walk_[slot] = static_cast<int32_t>(slices_.size());
+    if (arena_.CapacityBytes() + walks_.RetainedBytes() + sizeof(Slice) * slices_.capacity() >= kMaxBytes) return;
+    key_.assign({state, node});
+    bool inserted = false;
+    walks_.Intern(key_, &inserted);  // ids count up with slices_
+    if (!inserted) return;  // another thread walked it too
     Slice s;
     s.run_begin = arena_.runs.size();
     s.dead_begin = arena_.dead_nodes.size();
@@ -91,32 +91,12 @@ class SubtreeMemo {
   struct Slice {
     size_t run_begin, run_end, dead_begin, dead_end;
   };
-  // The slot holding key, or the empty slot where it would go (open addressing, linear).
-  size_t Find(uint64_t key) const {
-    const size_t mask = keys_.size() - 1;
-    size_t i = static_cast<size_t>((key * 0x9E3779B97F4A7C15ull) >> 20) & mask;
-    while (keys_[i] != 0 && keys_[i] != key) i = (i + 1) & mask;
-    return i;
-  }
-  void Grow() {
-    std::vector<uint64_t> old_keys = std::move(keys_);
-    std::vector<int32_t> old_walks = std::move(slot_walk_);
-    const size_t capacity = old_keys.empty() ? 256 : 2 * old_keys.size();
-    keys_.assign(capacity, 0);
-    slot_walk_.assign(capacity, -1);
-    for (size_t i = 0; i < old_keys.size(); ++i) {
-      if (old_keys[i] == 0) continue;
-      const size_t slot = Find(old_keys[i]);
-      keys_[slot] = old_keys[i];
-      slot_walk_[slot] = old_walks[i];
-    }
-  }
 
   std::mutex mu_;
-  TrieWalkResult arena_;  // every memoised walk, back to back
+  TrieWalkResult arena_;      // every memoised walk, back to back
   std::vector<Slice> slices_;
-  std::vector<uint64_t> keys_;     // size a power of two (or 0); 0 = empty
-  std::vector<int32_t> slot_walk_; // index into slices_, -1 = empty
+  SequenceInterner walks_;    // (state, trie node) -> index into slices_
+  std::vector<int32_t> key_;  // the key being looked up
 };
 
 TokenMaskCache::TokenMaskCache(std::shared_ptr<const GrammarAutomaton> automaton,
@@ -527,11 +507,10 @@ MaskCore TokenMaskCache::ComputeCore(const std::shared_ptr<const GrammarAutomato
       WalkTrie(trie, c, trie.subtree_end[c], step, &out);
       continue;
     }
-    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(target)) << 32) | static_cast<uint32_t>(c);
-    if (memo->AppendTo(key, &out)) continue;
+    if (memo->AppendTo(target, c, &out)) continue;
     fresh.Clear();
     WalkTrie(trie, c, trie.subtree_end[c], step, &fresh);
-    memo->Insert(key, fresh);
+    memo->Insert(target, c, fresh);
     out.Append(fresh);
   }
   return FinishCore(out, tokenizer);

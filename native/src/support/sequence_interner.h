@@ -31,15 +31,10 @@ class SequenceInterner {
   // whether it is new.
   int32_t Intern(const std::vector<int32_t>& seq, bool* inserted) {
     const uint64_t h = HashOf(seq);
-    size_t mask = table_.size() - 1;
-    for (size_t i = h & mask;; i = (i + 1) & mask) {
-      int32_t id = table_[i];
-      if (id < 0) break;
-      if (length(id) == static_cast<int32_t>(seq.size()) &&
-          std::equal(seq.begin(), seq.end(), data(id))) {
-        *inserted = false;
-        return id;
-      }
+    const int32_t found = Probe(seq, h);
+    if (found >= 0) {
+      *inserted = false;
+      return found;
     }
     const int32_t id = size();
     pool_.insert(pool_.end(), seq.begin(), seq.end());
@@ -53,7 +48,18 @@ class SequenceInterner {
     return id;
   }
 
+  // The id of `seq`, or -1 if it was never interned.
+  int32_t Find(const std::vector<int32_t>& seq) const { return Probe(seq, HashOf(seq)); }
+
  private:
+  int32_t Probe(const std::vector<int32_t>& seq, uint64_t h) const {
+    const size_t mask = table_.size() - 1;
+    for (size_t i = h & mask;; i = (i + 1) & mask) {
+      const int32_t id = table_[i];
+      if (id < 0) return -1;
+      if (length(id) == static_cast<int32_t>(seq.size()) && std::equal(seq.begin(), seq.end(), data(id))) return id;
+    }
+  }
   // Two independent 64-bit lanes of two elements each: signatures and subsets run to hundreds
   // of elements, and a one-element-per-multiply chain was most of minimization's time.
   static uint64_t HashOf(const int32_t* p, size_t n) {
