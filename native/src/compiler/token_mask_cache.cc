@@ -363,79 +363,220 @@ TokenMaskEntry TokenMaskCache::FinishFromCore(std::shared_ptr<const MaskCore> co
 namespace {
 
 // A rule DFA with 256-entry transition rows built only for the states a walk
-// reaches (few: a walk that leaves the broad states dies within a few bytes).
+// reaches (few: a walk that leaves the broad states dies within a few bytes). A transition
+// is a code: kDead, kUnresolved (not looked up yet) or (local << 2) | flags, so the walk's
+// inner loop reads one word per trie node.
 class LazyDfa {
  public:
+  static constexpr int32_t kDead = -1;
+  static constexpr int32_t kUnresolved = -2;
+  static constexpr int32_t kFinal = 1;      // the rule may complete here
+  static constexpr int32_t kRuleEdges = 2;  // the parser must take over here
+
   explicit LazyDfa(const GrammarAutomaton& a) : a_(a) {}
-  int32_t Local(int32_t global) {
+  // The code of a global state, its row made on first use.
+  int32_t Code(int32_t global) {
     auto [it, inserted] = local_.emplace(global, static_cast<int32_t>(global_.size()));
     if (inserted) {
-      std::array<int32_t, 256> row;
-      row.fill(-1);
+      const size_t row = next_.size();
+      next_.resize(row + 256, kDead);
       for (int32_t k = a_.byte_edge_begin[global]; k < a_.byte_edge_begin[global + 1]; ++k) {
-        for (int c = a_.byte_edges[k].lo; c <= a_.byte_edges[k].hi; ++c) row[c] = kUnresolved;
+        for (int c = a_.byte_edges[k].lo; c <= a_.byte_edges[k].hi; ++c) next_[row + c] = kUnresolved;
       }
-      next_.push_back(row);
       global_.push_back(global);
-      final_.push_back(a_.state_final[global]);
+      int32_t flags = a_.state_final[global] ? kFinal : 0;
+      if (a_.rule_edge_begin[global + 1] > a_.rule_edge_begin[global]) flags |= kRuleEdges;
+      codes_.push_back((it->second << 2) | flags);
     }
-    return it->second;
+    return codes_[it->second];
   }
-  int32_t Step(int32_t local, uint8_t byte) {
-    int32_t t = next_[local][byte];
-    if (t != kUnresolved) return t;
-    const int32_t g = global_[local];
+  // The transition rows, 256 per state (valid until the next Resolve or Code).
+  const int32_t* rows() const { return next_.data(); }
+  const int32_t* Row(int32_t code) const { return next_.data() + 256 * static_cast<size_t>(code >> 2); }
+  // Looks up an unresolved transition.
+  int32_t Resolve(int32_t code, uint8_t byte) {
+    const int32_t g = global_[code >> 2];
     int32_t target = -1;
     for (int32_t k = a_.byte_edge_begin[g]; k < a_.byte_edge_begin[g + 1]; ++k) {
       if (byte >= a_.byte_edges[k].lo && byte <= a_.byte_edges[k].hi) target = a_.byte_edges[k].target;
     }
-    t = Local(target);
-    next_[local][byte] = t;
+    const int32_t t = target < 0 ? kDead : Code(target);
+    next_[256 * static_cast<size_t>(code >> 2) + byte] = t;
     return t;
   }
-  bool IsFinal(int32_t local) const { return final_[local] != 0; }
-  int32_t Global(int32_t local) const { return global_[local]; }
+  int32_t Step(int32_t code, uint8_t byte) {
+    const int32_t t = Row(code)[byte];
+    return t == kUnresolved ? Resolve(code, byte) : t;
+  }
+  int32_t Global(int32_t code) const { return global_[code >> 2]; }
 
  private:
-  static constexpr int32_t kUnresolved = -2;
   const GrammarAutomaton& a_;
   std::unordered_map<int32_t, int32_t> local_;
-  std::vector<std::array<int32_t, 256>> next_;
+  std::vector<int32_t> next_;  // 256 codes per local state
   std::vector<int32_t> global_;
-  std::vector<uint8_t> final_;
+  std::vector<int32_t> codes_;
 };
 
-// The vocabulary walk shared by both kinds of states, over trie nodes [begin, end) (a whole
-// subtree, or the whole trie from node 1). step(d, byte) advances the recogniser from its
-// state after the first d - 1 bytes of the current path and returns whether it is still
-// alive and whether the state's rule may complete here: {alive, can_end}.
-template <class Step>
-void WalkTrie(const TokenTrie& trie, int32_t begin, int32_t end, Step&& step, TrieWalkResult* out) {
-  // Per depth along the current path (alive at every ancestor): the rule may complete after
-  // this many bytes. end_offsets lists those depths >= 1 in order.
-  std::vector<int32_t> end_offsets;
-  int32_t i = begin;
-  while (i < end) {
-    const int32_t d = trie.depth[i];
-    while (!end_offsets.empty() && end_offsets.back() >= d) end_offsets.pop_back();
-    const auto [alive, can_end] = step(d, trie.byte[i]);
-    if (alive) {
-      if (can_end) end_offsets.push_back(d);
-      out->Accept(trie.token_begin[i], trie.token_begin[i + 1]);
+// The vocabulary walk of one state over the token trie. Along the current path it keeps the
+// depths (>= 1) after which the rule may complete; a subtree that dies below such a depth is
+// recorded as dead with them (its tokens can only pass through that completion). A
+// completion before the token (k = 0) needs nothing: the matcher's row already holds the
+// callers' continuations, whose entries cover it.
+//
+// While the path stays in states without rule edges the Earley row is the one top item, so a
+// DFA step replaces the parser (most of a broad state's walk). At a state with rule edges the
+// parser takes over for that subtree, replaying the path's bytes once.
+class VocabWalker {
+ public:
+  // Out of line: inlined, its by-reference arguments would keep the walk's run in memory.
+  [[gnu::noinline]] static void AcceptRun(TrieWalkResult* out, int32_t begin, int32_t end) { out->Accept(begin, end); }
+
+  VocabWalker(const std::shared_ptr<const GrammarAutomaton>& automaton, const TokenTrie& trie, int32_t state,
+              int32_t loop_state)
+      : automaton_(automaton), trie_(trie), state_(state), loop_state_(loop_state), dfa_(*automaton) {
+    const size_t depth = static_cast<size_t>(trie.max_token_bytes) + 2;
+    code_.assign(depth, LazyDfa::kDead);
+    path_.assign(depth, 0);
+    ends_.assign(depth, 0);
+  }
+
+  // The code of the state a walk starts in, or -1 if the parser walks from the start (the
+  // state has rule edges, or runs under a loop context).
+  int32_t StartCode() {
+    const GrammarAutomaton& a = *automaton_;
+    if (loop_state_ >= 0 || a.rule_edge_begin[state_ + 1] > a.rule_edge_begin[state_]) return -1;
+    return dfa_.Code(state_);
+  }
+  LazyDfa& dfa() { return dfa_; }
+
+  // Nodes [begin, end) of whole subtrees whose paths start at depth 1 from `start` (a DFA code).
+  // Most of a broad state's walk: kept to locals (the stores into `out` would otherwise make
+  // the compiler reload every member per node).
+  void WalkDfa(int32_t start, int32_t begin, int32_t end, TrieWalkResult* out) {
+    const uint8_t* byte = trie_.byte.data();
+    const int32_t* depth = trie_.depth.data();
+    const int32_t* subtree_end = trie_.subtree_end.data();
+    const int32_t* token_begin = trie_.token_begin.data();
+    int32_t* code_at = code_.data();
+    uint8_t* path = path_.data();
+    int32_t* ends = ends_.data();
+    int32_t num_ends = 0;
+    const int32_t* rows = dfa_.rows();
+    int32_t run_begin = 0, run_end = 0;  // the accepted run being extended
+    code_at[0] = start;
+    int32_t i = begin;
+    while (i < end) {
+      const int32_t d = depth[i];
+      while (num_ends > 0 && ends[num_ends - 1] >= d) --num_ends;
+      const uint8_t b = byte[i];
+      const int32_t from = code_at[d - 1];
+      int32_t code = rows[256 * static_cast<size_t>(from >> 2) + b];
+      path[d] = b;
+      // One test for the common case (alive, not final, no rule edges), so one branch.
+      if (__builtin_expect((code & (INT32_MIN | LazyDfa::kFinal | LazyDfa::kRuleEdges)) != 0, 0)) {
+        if (code == LazyDfa::kUnresolved) {
+          code = dfa_.Resolve(from, b);
+          rows = dfa_.rows();
+        }
+        if (code == LazyDfa::kDead) {
+          if (num_ends > 0) Dead(i, ends, num_ends, out);
+          i = subtree_end[i];
+          continue;
+        }
+        if (code & LazyDfa::kRuleEdges) {
+          AcceptRun(out, run_begin, run_end);
+          run_begin = run_end = 0;
+          ParserSubtree(i, d, ends, num_ends, out);
+          rows = dfa_.rows();
+          i = subtree_end[i];
+          continue;
+        }
+        if (code & LazyDfa::kFinal) ends[num_ends++] = d;
+      }
+      code_at[d] = code;
+      // Extends the run (or starts one after a gap). No test for a node without tokens: a
+      // data-dependent branch the predictor misses on, and tb == te == run_end there anyway
+      // unless a gap precedes it (then an empty run starts).
+      const int32_t tb = token_begin[i];
+      if (tb != run_end) {
+        AcceptRun(out, run_begin, run_end);
+        run_begin = tb;
+      }
+      run_end = token_begin[i + 1];
       ++i;
-      continue;
     }
-    // Dead here: the subtree's tokens can only pass through a completion of the rule at an
-    // offset on the alive path. (A completion before the token, k = 0, needs nothing: the
-    // matcher's row already holds the callers' continuations, whose entries cover it.)
-    if (!end_offsets.empty() && trie.token_begin[i] < trie.token_begin[trie.subtree_end[i]]) {
+    AcceptRun(out, run_begin, run_end);
+  }
+
+  // The whole trie with the parser.
+  void WalkParser(TrieWalkResult* out) {
+    parser_ends_.clear();
+    EarleyParser& p = Parser();
+    p.TruncateRows(rows0_);
+    WalkParserNodes(1, trie_.num_nodes(), out);
+  }
+
+ private:
+  EarleyParser& Parser() {
+    if (!parser_) {
+      parser_.emplace(loop_state_ >= 0 ? EarleyParser::InLoop(automaton_, state_, loop_state_)
+                                       : EarleyParser(automaton_, state_));
+      rows0_ = parser_->num_rows();
+    }
+    return *parser_;
+  }
+
+  // Node i died below the completion depths ends[0, num_ends).
+  void Dead(int32_t i, const int32_t* ends, int32_t num_ends, TrieWalkResult* out) {
+    if (num_ends > 0 && trie_.token_begin[i] < trie_.token_begin[trie_.subtree_end[i]]) {
       out->dead_nodes.push_back(i);
-      out->dead_offsets.insert(out->dead_offsets.end(), end_offsets.begin(), end_offsets.end());
+      out->dead_offsets.insert(out->dead_offsets.end(), ends, ends + num_ends);
       out->dead_offset_begin.push_back(static_cast<int32_t>(out->dead_offsets.size()));
     }
-    i = trie.subtree_end[i];
   }
-}
+
+  // Node i (depth d, its path's first d - 1 bytes alive in the DFA) and its subtree, with the
+  // parser; the completion depths along the path so far carry over.
+  void ParserSubtree(int32_t i, int32_t d, const int32_t* ends, int32_t num_ends, TrieWalkResult* out) {
+    EarleyParser& p = Parser();
+    p.TruncateRows(rows0_);
+    for (int32_t k = 1; k < d; ++k) p.Advance(path_[k]);  // alive: the DFA says so
+    parser_ends_.assign(ends, ends + num_ends);
+    WalkParserNodes(i, trie_.subtree_end[i], out);
+  }
+
+  // Nodes [begin, end), whole subtrees, the parser holding the path before begin.
+  void WalkParserNodes(int32_t begin, int32_t end, TrieWalkResult* out) {
+    EarleyParser& p = *parser_;
+    int32_t i = begin;
+    while (i < end) {
+      const int32_t d = trie_.depth[i];
+      while (!parser_ends_.empty() && parser_ends_.back() >= d) parser_ends_.pop_back();
+      p.TruncateRows(rows0_ + d - 1);
+      if (!p.Advance(trie_.byte[i])) {
+        Dead(i, parser_ends_.data(), static_cast<int32_t>(parser_ends_.size()), out);
+        i = trie_.subtree_end[i];
+        continue;
+      }
+      if (p.CanEnd()) parser_ends_.push_back(d);
+      out->Accept(trie_.token_begin[i], trie_.token_begin[i + 1]);
+      ++i;
+    }
+  }
+
+  const std::shared_ptr<const GrammarAutomaton>& automaton_;
+  const TokenTrie& trie_;
+  const int32_t state_;
+  const int32_t loop_state_;
+  LazyDfa dfa_;
+  std::optional<EarleyParser> parser_;  // built on first need: most DFA walks never reach a rule edge
+  int32_t rows0_ = 0;                   // the parser's rows before the first byte
+  std::vector<int32_t> code_;           // per depth: the DFA code after the path's first d bytes
+  std::vector<uint8_t> path_;           // per depth: the path's byte there
+  std::vector<int32_t> ends_;           // WalkDfa's depths where the rule may complete, increasing
+  std::vector<int32_t> parser_ends_;    // the same for the parser's walks
+};
 
 }  // namespace
 
@@ -446,70 +587,30 @@ MaskCore TokenMaskCache::ComputeCore(const std::shared_ptr<const GrammarAutomato
   TrieWalkResult out;
   // Inside a counted loop the top item is the loop (so iterations chain with exact or star
   // counting and the loop's completion is what may end); elsewhere it is the state itself.
-  // Built on first need: most walks of states without rule edges never reach one.
-  std::optional<EarleyParser> parser;
-  int32_t rows0 = 0;  // rows before the first byte
-  auto inner = [&]() -> EarleyParser& {
-    if (!parser) {
-      parser.emplace(loop_state >= 0 ? EarleyParser::InLoop(automaton, state, loop_state)
-                                     : EarleyParser(automaton, state));
-      rows0 = parser->num_rows();
-    }
-    return *parser;
-  };
-  const GrammarAutomaton& a = *automaton;
-  auto has_rule_edges = [&](int32_t s) { return a.rule_edge_begin[s + 1] > a.rule_edge_begin[s]; };
-  // While the path stays in states without rule edges the Earley row is the one top item, so
-  // a DFA step replaces the parser (most of a broad state's walk). At a state with rule
-  // edges the parser takes over for that subtree, replaying the path's bytes once.
-  constexpr int32_t kParser = -1;
-  LazyDfa dfa(a);
-  const bool dfa_start = loop_state < 0 && !has_rule_edges(state);
-  std::vector<int32_t> path_state(1, dfa_start ? dfa.Local(state) : kParser);
-  std::vector<uint8_t> path_bytes(1, 0);
-  auto step = [&](int32_t d, uint8_t byte) -> std::pair<bool, bool> {
-    if (static_cast<int32_t>(path_state.size()) <= d) {
-      path_state.resize(d + 1);
-      path_bytes.resize(d + 1);
-    }
-    path_bytes[d] = byte;
-    const int32_t from = path_state[d - 1];
-    if (from != kParser) {
-      const int32_t next = dfa.Step(from, byte);
-      if (next < 0) return {false, false};
-      if (!has_rule_edges(dfa.Global(next))) {
-        path_state[d] = next;
-        return {true, dfa.IsFinal(next)};
-      }
-      EarleyParser& p = inner();
-      p.TruncateRows(rows0);
-      for (int32_t k = 1; k < d; ++k) p.Advance(path_bytes[k]);  // alive: the DFA says so
-    } else {
-      EarleyParser& p = inner();  // first: it sets rows0
-      p.TruncateRows(rows0 + d - 1);
-    }
-    if (!inner().Advance(byte)) return {false, false};
-    path_state[d] = kParser;
-    return {true, inner().CanEnd()};
-  };
-  if (!dfa_start || memo == nullptr) {
-    WalkTrie(trie, 1, trie.num_nodes(), step, &out);
+  VocabWalker walker(automaton, trie, state, loop_state);
+  const int32_t start = walker.StartCode();
+  if (start < 0) {
+    walker.WalkParser(&out);
+    return FinishCore(out, tokenizer);
+  }
+  if (memo == nullptr) {
+    walker.WalkDfa(start, 1, trie.num_nodes(), &out);
     return FinishCore(out, tokenizer);
   }
   // Subtree by subtree below the root, through the memo where the first byte leads to a
   // state without rule edges.
   TrieWalkResult fresh;  // one subtree's walk, before it is memoised
   for (int32_t c = 1; c < trie.num_nodes(); c = trie.subtree_end[c]) {
-    const int32_t first = dfa.Step(path_state[0], trie.byte[c]);
-    if (first < 0) continue;  // dead at depth 1: nothing accepted, no completion inside
-    const int32_t target = dfa.Global(first);
-    if (has_rule_edges(target)) {
-      WalkTrie(trie, c, trie.subtree_end[c], step, &out);
+    const int32_t first = walker.dfa().Step(start, trie.byte[c]);
+    if (first == LazyDfa::kDead) continue;  // dead at depth 1: nothing accepted, no completion inside
+    if (first & LazyDfa::kRuleEdges) {
+      walker.WalkDfa(start, c, trie.subtree_end[c], &out);
       continue;
     }
+    const int32_t target = walker.dfa().Global(first);
     if (memo->AppendTo(target, c, &out)) continue;
     fresh.Clear();
-    WalkTrie(trie, c, trie.subtree_end[c], step, &fresh);
+    walker.WalkDfa(start, c, trie.subtree_end[c], &fresh);
     memo->Insert(target, c, fresh);
     out.Append(fresh);
   }
@@ -530,14 +631,27 @@ MaskCore TokenMaskCache::FinishCore(const TrieWalkResult& walk, const TokenizerI
   core.num_accepted = num_accepted;
   // Smallest storage: a list costs 32 bits per id, the bitset one bit per vocabulary entry.
   // Runs are in trie order; a bitset pass sorts the ids in O(V / 32 + n) (a comparison sort
-  // of a vocabulary-sized list dominated broad states' cost).
+  // of a vocabulary-sized list dominated broad states' cost). The bitset marks whichever is
+  // fewer, the accepted tokens or the rest (each mark is a scattered write).
   int64_t bitset_words = (vocab_size + 31) / 32;
   std::vector<uint32_t> mark(bitset_words, 0);
-  for (const auto& [b, e] : walk.runs) {
+  auto mark_range = [&](int32_t b, int32_t e) {
     for (int32_t k = b; k < e; ++k) {
       const int32_t t = trie.sorted_tokens[k];
       mark[t >> 5] |= 1u << (t & 31);
     }
+  };
+  const bool mark_rejected = num_accepted > num_not_accepted;
+  if (mark_rejected) {
+    int32_t next = 0;  // runs are increasing: the gaps between them are the rejected tokens
+    for (const auto& [b, e] : walk.runs) {
+      mark_range(next, b);
+      next = e;
+    }
+    mark_range(next, num_normal);
+    for (int64_t w = 0; w < bitset_words; ++w) mark[w] = trie.normal_bitset[w] & ~mark[w];
+  } else {
+    for (const auto& [b, e] : walk.runs) mark_range(b, e);
   }
   auto collect = [&](auto word_of) {
     for (int64_t w = 0; w < bitset_words; ++w) {
