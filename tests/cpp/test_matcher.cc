@@ -23,7 +23,11 @@ namespace {
 std::vector<std::string> Vocab() {
   std::vector<std::string> v = {"</s>", "", "{", "}", "[", "]", ",", ":", " ", "\"", "a", "b",
                                 "ab", "\"a", "a\"", "\",", "1", "12", "-", ".", "e", "true",
-                                "null", "{\"", "\":", "é", "\xc3", "\xa9", "\\", "\\n", "x", "yes", "no"};
+                                "null", "{\"", "\":", "é", "\xc3", "\xa9", "\\", "\\n", "x", "yes", "no",
+                                // Text tokens above non-text ones, and the UTF-8 edge cases
+                                // of the text slice (tokenizer/text_slice.h).
+                                "ab\"", "ab\",", "é\"", "a\x01", "\x7f", "\xe0\xa0\x80", "\xed\xa0\x80",
+                                "\xf4\x8f\xbf\xbf", "\xf4\x90\x80\x80", "x\\", "yes!"};
   return v;
 }
 
@@ -52,14 +56,16 @@ void CheckAlong(const std::shared_ptr<xg2::CompiledGrammar>& compiled, const std
   CHECK(matcher.IsCompleted());
 }
 
-// The cores a compiled grammar built (through its subtree memo, shared by its states) equal
-// a direct walk of the vocabulary from each state.
+// The cores a compiled grammar built (through its subtree memo, shared by its states, and
+// taking text-only subtrees whole) equal a direct node-by-node walk of the vocabulary from
+// each state.
 void CheckCoresMatchUnmemoised(const std::shared_ptr<xg2::CompiledGrammar>& compiled) {
   const auto& a = *compiled->automaton();
   for (int32_t s = 0; s < a.num_states(); ++s) {
     if (a.byte_edge_begin[s] == a.byte_edge_begin[s + 1]) continue;
     const xg2::MaskCore& got = *compiled->mask_cache().Get(s).core;
-    const xg2::MaskCore want = xg2::TokenMaskCache::ComputeCore(compiled->automaton(), *compiled->tokenizer(), s, -1);
+    const xg2::MaskCore want = xg2::TokenMaskCache::ComputeCore(compiled->automaton(), *compiled->tokenizer(), s, -1,
+                                                                      nullptr, /*skip_text=*/false);
     CHECK(got.storage == want.storage && got.ids == want.ids && got.bitset == want.bitset &&
           got.num_accepted == want.num_accepted && got.dead_nodes == want.dead_nodes &&
           got.dead_offset_begin == want.dead_offset_begin && got.dead_offsets == want.dead_offsets);
@@ -69,7 +75,7 @@ void CheckCoresMatchUnmemoised(const std::shared_ptr<xg2::CompiledGrammar>& comp
 }  // namespace
 
 int main() {
-  auto tok = std::make_shared<xg2::TokenizerInfo>(Vocab(), xg2::VocabType::kRaw, 40,
+  auto tok = std::make_shared<xg2::TokenizerInfo>(Vocab(), xg2::VocabType::kRaw, 48,
                                                   std::vector<int32_t>{0}, std::vector<int32_t>{},
                                                   false);
   xg2::GrammarCompiler compiler(tok, 2, true);
@@ -84,6 +90,11 @@ int main() {
       {"root ::= e\ne ::= t | e \"-\" t\nt ::= \"1\" | \"(\" e \")\"", {"1-(1-1)"}},
       // A recursive rule (kept, not inlined) that may end inside tokens such as "a\"" and "ab".
       {"root ::= \"[\" item (\",\" item)* \"]\"\nitem ::= [a-b]+ | \"[\" item \"]\"", {"[ab,[a],b]"}},
+      // String bodies that accept all text, and ones that do not (é, DEL, a rule inside).
+      {"root ::= \"\\\"\" [^\"\\\\]* \"\\\"\" \",\"?", {"\"ab\xc3\xa9x\",", "\"\""}},
+      {"root ::= \"\\\"\" [^\"\\\\\u00e9]* \"\\\"\"", {"\"ab\""}},
+      {"root ::= \"\\\"\" [ -~]* \"\\\"\"", {"\"yes!\""}},
+      {"root ::= \"\\\"\" ([^\"\\\\] | esc)* \"\\\"\"\nesc ::= \"\\\\\" [n\\\\] | \"\\\\\" esc", {"\"a\\\\n\""}},
   };
   for (const auto& c : cases) {
     for (bool eager : {true, false}) {

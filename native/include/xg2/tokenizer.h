@@ -37,6 +37,8 @@ struct TokenTrie {
   // the tokens of at least kLongTokenBytes bytes, longest first.
   static constexpr int32_t kLongTokenBytes = 16;
   std::vector<uint32_t> normal_bitset;
+  // Per node: 1 where every token in the node's subtree is text (tokenizer/text_slice.h).
+  std::vector<uint8_t> text_subtree;
   int32_t max_token_bytes = 0;
   std::vector<std::pair<int32_t, int32_t>> long_tokens;
   int32_t num_nodes() const { return static_cast<int32_t>(byte.size()); }

@@ -12,6 +12,7 @@
 
 #include "parser/earley_parser.h"
 #include "support/sequence_interner.h"
+#include "tokenizer/text_slice.h"
 
 namespace xg2 {
 
@@ -450,10 +451,45 @@ class VocabWalker {
   }
   LazyDfa& dfa() { return dfa_; }
 
+  // Whether the DFA stays alive on every text string (tokenizer/text_slice.h) from `start`:
+  // then every text token is accepted (and none of them lies in a dead subtree), and WalkDfa
+  // may take a subtree holding only text tokens whole. Explores the pairs (DFA state, text
+  // state) that text reaches; few for a string body, and a state that rejects text mostly
+  // fails on the first bytes it tries.
+  bool TextContained(int32_t start) {
+    constexpr size_t kMaxPairs = 4096;
+    std::vector<std::pair<int32_t, int32_t>> todo;
+    std::vector<uint8_t> seen;  // by (local state, text state)
+    auto visit = [&](int32_t code, int32_t text) {
+      const size_t key = static_cast<size_t>(code >> 2) * kTextStates + text;
+      if (key >= seen.size()) seen.resize(key + 1, 0);
+      if (seen[key]) return;
+      seen[key] = 1;
+      todo.emplace_back(code, text);
+    };
+    visit(start, 0);
+    for (size_t n = 0; !todo.empty(); ++n) {
+      if (n >= kMaxPairs) return false;
+      const auto [code, text] = todo.back();
+      todo.pop_back();
+      for (int b = 0; b < 256; ++b) {
+        const int32_t next_text = TextStep(text, static_cast<uint8_t>(b));
+        if (next_text == kTextDead) continue;
+        const int32_t next = dfa_.Step(code, static_cast<uint8_t>(b));
+        if (next == LazyDfa::kDead) return false;
+        visit(next, next_text);
+      }
+    }
+    return true;
+  }
+
   // Nodes [begin, end) of whole subtrees whose paths start at depth 1 from `start` (a DFA code).
   // Most of a broad state's walk: kept to locals (the stores into `out` would otherwise make
-  // the compiler reload every member per node).
+  // the compiler reload every member per node). With kSkipText (TextContained(start) holds) a
+  // subtree of text tokens only is accepted whole.
+  template <bool kSkipText>
   void WalkDfa(int32_t start, int32_t begin, int32_t end, TrieWalkResult* out) {
+    const uint8_t* text_subtree = trie_.text_subtree.data();
     const uint8_t* byte = trie_.byte.data();
     const int32_t* depth = trie_.depth.data();
     const int32_t* subtree_end = trie_.subtree_end.data();
@@ -467,6 +503,18 @@ class VocabWalker {
     code_at[0] = start;
     int32_t i = begin;
     while (i < end) {
+      if constexpr (kSkipText) {
+        if (text_subtree[i]) {
+          const int32_t tb = token_begin[i];
+          if (tb != run_end) {
+            AcceptRun(out, run_begin, run_end);
+            run_begin = tb;
+          }
+          i = subtree_end[i];
+          run_end = token_begin[i];
+          continue;
+        }
+      }
       const int32_t d = depth[i];
       while (num_ends > 0 && ends[num_ends - 1] >= d) --num_ends;
       const uint8_t b = byte[i];
@@ -582,7 +630,7 @@ class VocabWalker {
 
 MaskCore TokenMaskCache::ComputeCore(const std::shared_ptr<const GrammarAutomaton>& automaton,
                                      const TokenizerInfo& tokenizer, int32_t state, int32_t loop_state,
-                                     SubtreeMemo* memo) {
+                                     SubtreeMemo* memo, bool skip_text_subtrees) {
   const TokenTrie& trie = tokenizer.trie();
   TrieWalkResult out;
   // Inside a counted loop the top item is the loop (so iterations chain with exact or star
@@ -593,8 +641,13 @@ MaskCore TokenMaskCache::ComputeCore(const std::shared_ptr<const GrammarAutomato
     walker.WalkParser(&out);
     return FinishCore(out, tokenizer);
   }
+  const bool skip_text = skip_text_subtrees && walker.TextContained(start);
+  auto walk_dfa = [&](int32_t begin, int32_t end, TrieWalkResult* result) {
+    if (skip_text) walker.WalkDfa<true>(start, begin, end, result);
+    else walker.WalkDfa<false>(start, begin, end, result);
+  };
   if (memo == nullptr) {
-    walker.WalkDfa(start, 1, trie.num_nodes(), &out);
+    walk_dfa(1, trie.num_nodes(), &out);
     return FinishCore(out, tokenizer);
   }
   // Subtree by subtree below the root, through the memo where the first byte leads to a
@@ -604,13 +657,13 @@ MaskCore TokenMaskCache::ComputeCore(const std::shared_ptr<const GrammarAutomato
     const int32_t first = walker.dfa().Step(start, trie.byte[c]);
     if (first == LazyDfa::kDead) continue;  // dead at depth 1: nothing accepted, no completion inside
     if (first & LazyDfa::kRuleEdges) {
-      walker.WalkDfa(start, c, trie.subtree_end[c], &out);
+      walk_dfa(c, trie.subtree_end[c], &out);
       continue;
     }
     const int32_t target = walker.dfa().Global(first);
     if (memo->AppendTo(target, c, &out)) continue;
     fresh.Clear();
-    walker.WalkDfa(start, c, trie.subtree_end[c], &fresh);
+    walk_dfa(c, trie.subtree_end[c], &fresh);
     memo->Insert(target, c, fresh);
     out.Append(fresh);
   }

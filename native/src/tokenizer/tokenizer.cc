@@ -2,6 +2,8 @@
 // builds the preorder byte trie over the normal tokens (see xg2/tokenizer.h).
 #include "xg2/tokenizer.h"
 
+#include "tokenizer/text_slice.h"
+
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -332,6 +334,14 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded_vocab, Voca
   t.normal_bitset.assign((static_cast<size_t>(vocab_size_) + 31) / 32, 0);
   for (int32_t id : t.sorted_tokens) t.normal_bitset[id >> 5] |= 1u << (id & 31);
   for (int32_t d : t.depth) t.max_token_bytes = std::max(t.max_token_bytes, d);
+  // Children follow their parent, so a backward pass sees every child before its parent.
+  t.text_subtree.assign(t.byte.size(), 0);
+  for (int32_t i = t.num_nodes() - 1; i >= 1; --i) {
+    bool text = true;
+    for (int32_t k = t.token_begin[i]; k < t.token_begin[i + 1] && text; ++k) text = IsText(decoded_[t.sorted_tokens[k]]);
+    for (int32_t c = i + 1; c < t.subtree_end[i] && text; c = t.subtree_end[c]) text = t.text_subtree[c] != 0;
+    t.text_subtree[i] = text ? 1 : 0;
+  }
   for (int32_t k = 0; k < static_cast<int32_t>(t.sorted_tokens.size()); ++k) {
     int32_t len = static_cast<int32_t>(decoded_[t.sorted_tokens[k]].size());
     if (len >= TokenTrie::kLongTokenBytes) t.long_tokens.emplace_back(len, k);

@@ -1,0 +1,87 @@
+// The text slice (tokenizer/text_slice.h) against a reference: a string is text when it is
+// non-empty, valid UTF-8 (support/utf8.h's validator) and free of '"', '\\' and C0 controls.
+// Every string of up to three bytes and random four- to six-byte strings; then the trie's
+// text_subtree flags against the tokens under each node.
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "support/utf8.h"
+#include "tokenizer/text_slice.h"
+#include "xg2/tokenizer.h"
+
+#include "check.h"
+
+namespace {
+
+bool ReferenceIsText(const std::string& s) {
+  if (s.empty() || xg2::FindInvalidUtf8(s) >= 0) return false;
+  for (char c : s) {
+    const auto b = static_cast<uint8_t>(c);
+    if (b < 0x20 || b == '"' || b == '\\') return false;
+  }
+  return true;
+}
+
+void CheckStrings() {
+  std::string s;
+  int64_t mismatches = 0;
+  auto check = [&] {
+    if (xg2::IsText(s) != ReferenceIsText(s) && ++mismatches <= 5) {
+      std::fprintf(stderr, "IsText mismatch on %zu bytes, first byte %02x\n", s.size(), static_cast<uint8_t>(s[0]));
+    }
+  };
+  check();  // empty
+  for (int a = 0; a < 256; ++a) {
+    s.assign(1, static_cast<char>(a));
+    check();
+    for (int b = 0; b < 256; ++b) {
+      s.assign({static_cast<char>(a), static_cast<char>(b)});
+      check();
+      for (int c = 0; c < 256; ++c) {
+        s.assign({static_cast<char>(a), static_cast<char>(b), static_cast<char>(c)});
+        check();
+      }
+    }
+  }
+  // Longer strings, biased towards UTF-8 lead and continuation bytes.
+  std::mt19937 rng(7);
+  const std::vector<uint8_t> interesting = {0x00, 0x1f, 0x20, 0x22, 0x5c, 0x61, 0x7f, 0x80, 0x8f, 0x90, 0x9f,
+                                            0xa0, 0xbf, 0xc0, 0xc1, 0xc2, 0xdf, 0xe0, 0xe1, 0xec, 0xed, 0xee,
+                                            0xef, 0xf0, 0xf1, 0xf3, 0xf4, 0xf5, 0xff};
+  for (int n = 0; n < 2000000; ++n) {
+    s.resize(4 + rng() % 3);
+    for (char& c : s) c = static_cast<char>(interesting[rng() % interesting.size()]);
+    check();
+  }
+  CHECK(mismatches == 0);
+}
+
+void CheckTrieFlags() {
+  std::vector<std::string> vocab = {"a", "ab", "ab\"", "abc", "b", "\"", "\"a", "é", "\xc3", "\xc3\xa9x",
+                                    "x\x01", "x", "xy", "xyz", "\\n", "\xed\xa0\x80", "\xe0\xa0\x80", "z"};
+  xg2::TokenizerInfo tok(vocab, xg2::VocabType::kRaw, 0, {}, {}, false);
+  const xg2::TokenTrie& t = tok.trie();
+  CHECK(t.text_subtree.size() == t.byte.size());
+  for (int32_t i = 1; i < t.num_nodes(); ++i) {
+    bool all_text = true;
+    for (int32_t k = t.token_begin[i]; k < t.token_begin[t.subtree_end[i]]; ++k) {
+      all_text = all_text && ReferenceIsText(tok.decoded_vocab()[t.sorted_tokens[k]]);
+    }
+    CHECK((t.text_subtree[i] != 0) == all_text);
+  }
+}
+
+}  // namespace
+
+int main() {
+  CheckStrings();
+  CheckTrieFlags();
+  if (g_failures) {
+    std::fprintf(stderr, "%d failures\n", g_failures);
+    return 1;
+  }
+  std::printf("test_text_slice: OK\n");
+  return 0;
+}
