@@ -1,7 +1,9 @@
 // The text slice (tokenizer/text_slice.h) against a reference: a string is text when it is
 // non-empty, valid UTF-8 (support/utf8.h's validator) and free of '"', '\\' and C0 controls.
-// Every string of up to three bytes and random four- to six-byte strings; then the trie's
-// text_subtree flags against the tokens under each node.
+// Every string of up to three bytes and random four- to six-byte strings; the automaton's byte
+// ranges against its step function; then the trie's text_chars against the tokens under each
+// node.
+#include <algorithm>
 #include <cstdio>
 #include <random>
 #include <string>
@@ -58,18 +60,36 @@ void CheckStrings() {
   CHECK(mismatches == 0);
 }
 
+void CheckRanges() {
+  for (int32_t state = 0; state < xg2::kTextStates; ++state) {
+    for (int b = 0; b < 256; ++b) {
+      int32_t by_range = xg2::kTextDead;
+      const xg2::TextRanges ranges = xg2::TextRangesFrom(state);
+      for (const xg2::TextRange* r = ranges.begin; r != ranges.end; ++r) {
+        if (b >= r->lo && b <= r->hi) by_range = r->next;
+      }
+      CHECK(by_range == xg2::TextStep(state, static_cast<uint8_t>(b)));
+    }
+  }
+}
+
 void CheckTrieFlags() {
-  std::vector<std::string> vocab = {"a", "ab", "ab\"", "abc", "b", "\"", "\"a", "é", "\xc3", "\xc3\xa9x",
+  std::vector<std::string> vocab = {"a", "ab", "ab\"", "abc", "b", std::string(300, 'w'), "wwww", "\"", "\"a", "é", "\xc3", "\xc3\xa9x",
                                     "x\x01", "x", "xy", "xyz", "\\n", "\xed\xa0\x80", "\xe0\xa0\x80", "z"};
   xg2::TokenizerInfo tok(vocab, xg2::VocabType::kRaw, 0, {}, {}, false);
   const xg2::TokenTrie& t = tok.trie();
-  CHECK(t.text_subtree.size() == t.byte.size());
+  CHECK(t.text_chars.size() == t.byte.size());
   for (int32_t i = 1; i < t.num_nodes(); ++i) {
     bool all_text = true;
+    int32_t most = 0;
     for (int32_t k = t.token_begin[i]; k < t.token_begin[t.subtree_end[i]]; ++k) {
-      all_text = all_text && ReferenceIsText(tok.decoded_vocab()[t.sorted_tokens[k]]);
+      const std::string& bytes = tok.decoded_vocab()[t.sorted_tokens[k]];
+      all_text = all_text && ReferenceIsText(bytes);
+      int32_t chars = 0;
+      for (char c : bytes) chars += (static_cast<uint8_t>(c) & 0xC0) != 0x80;
+      most = std::max(most, chars);
     }
-    CHECK((t.text_subtree[i] != 0) == all_text);
+    CHECK(t.text_chars[i] == (all_text ? std::min(most, 255) : 0));
   }
 }
 
@@ -77,6 +97,7 @@ void CheckTrieFlags() {
 
 int main() {
   CheckStrings();
+  CheckRanges();
   CheckTrieFlags();
   if (g_failures) {
     std::fprintf(stderr, "%d failures\n", g_failures);

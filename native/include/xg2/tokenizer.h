@@ -37,8 +37,9 @@ struct TokenTrie {
   // the tokens of at least kLongTokenBytes bytes, longest first.
   static constexpr int32_t kLongTokenBytes = 16;
   std::vector<uint32_t> normal_bitset;
-  // Per node: 1 where every token in the node's subtree is text (tokenizer/text_slice.h).
-  std::vector<uint8_t> text_subtree;
+  // Per node: if every token in the node's subtree is text (tokenizer/text_slice.h), the
+  // most characters one of them has (at least 1, saturating at 255); else 0.
+  std::vector<uint8_t> text_chars;
   int32_t max_token_bytes = 0;
   std::vector<std::pair<int32_t, int32_t>> long_tokens;
   int32_t num_nodes() const { return static_cast<int32_t>(byte.size()); }

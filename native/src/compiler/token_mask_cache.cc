@@ -59,6 +59,25 @@ struct TrieWalkResult {
 // (and what freeing it handed back to the allocator).
 class SubtreeMemo {
  public:
+  explicit SubtreeMemo(int32_t num_states) : text_bound_(static_cast<size_t>(num_states), -1) {}
+  // Walker::TextBound of a state, once per grammar: an unbounded result holds for every state
+  // the search reached too (the other states of a property-name automaton, say).
+  template <class Walker>
+  int32_t TextBound(int32_t state, Walker& walker) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (text_bound_[state] >= 0) return text_bound_[state];
+    }
+    std::vector<int32_t> reached;
+    const int32_t bound = walker.TextBound(state, &reached);
+    std::lock_guard<std::mutex> lock(mu_);
+    text_bound_[state] = static_cast<int16_t>(bound);
+    if (bound == kTextCharsCap) {
+      for (int32_t s : reached) text_bound_[s] = static_cast<int16_t>(bound);
+    }
+    return bound;
+  }
+
   // Appends the walk memoised for (state, trie node) to out; false if none.
   bool AppendTo(int32_t state, int32_t node, TrieWalkResult* out) {
     std::lock_guard<std::mutex> lock(mu_);
@@ -98,6 +117,7 @@ class SubtreeMemo {
   std::vector<Slice> slices_;
   SequenceInterner walks_;    // (state, trie node) -> index into slices_
   std::vector<int32_t> key_;  // the key being looked up
+  std::vector<int16_t> text_bound_;  // per state, -1 until known
 };
 
 TokenMaskCache::TokenMaskCache(std::shared_ptr<const GrammarAutomaton> automaton,
@@ -108,7 +128,7 @@ TokenMaskCache::TokenMaskCache(std::shared_ptr<const GrammarAutomaton> automaton
   for (int32_t i = 0; i < num_states_; ++i) entries_[i].store(nullptr);
   num_words_ = (tokenizer_->vocab_size() + 31) / 32;
   max_token_bytes_ = tokenizer_->trie().max_token_bytes;
-  memo_ = std::make_unique<SubtreeMemo>();
+  memo_ = std::make_unique<SubtreeMemo>(num_states_);
   rule_hashes_ = ComputeRuleHashes(*automaton_);
 }
 
@@ -451,45 +471,62 @@ class VocabWalker {
   }
   LazyDfa& dfa() { return dfa_; }
 
-  // Whether the DFA stays alive on every text string (tokenizer/text_slice.h) from `start`:
-  // then every text token is accepted (and none of them lies in a dead subtree), and WalkDfa
-  // may take a subtree holding only text tokens whole. Explores the pairs (DFA state, text
-  // state) that text reaches; few for a string body, and a state that rejects text mostly
-  // fails on the first bytes it tries.
-  bool TextContained(int32_t start) {
-    constexpr size_t kMaxPairs = 4096;
-    std::vector<std::pair<int32_t, int32_t>> todo;
-    std::vector<uint8_t> seen;  // by (local state, text state)
-    auto visit = [&](int32_t code, int32_t text) {
-      const size_t key = static_cast<size_t>(code >> 2) * kTextStates + text;
-      if (key >= seen.size()) seen.resize(key + 1, 0);
-      if (seen[key]) return;
-      seen[key] = 1;
-      todo.emplace_back(code, text);
-    };
-    visit(start, 0);
-    for (size_t n = 0; !todo.empty(); ++n) {
-      if (n >= kMaxPairs) return false;
-      const auto [code, text] = todo.back();
-      todo.pop_back();
-      for (int b = 0; b < 256; ++b) {
-        const int32_t next_text = TextStep(text, static_cast<uint8_t>(b));
-        if (next_text == kTextDead) continue;
-        const int32_t next = dfa_.Step(code, static_cast<uint8_t>(b));
-        if (next == LazyDfa::kDead) return false;
-        visit(next, next_text);
+  // The most characters k such that the automaton stays alive from `state` (a character
+  // boundary) on every text string (tokenizer/text_slice.h) of up to k characters, at most
+  // kTextCharsCap - 1; kTextCharsCap if it does on all text. Every text token of at most k
+  // characters is then accepted (none lies in a dead subtree), so WalkDfa may take a subtree
+  // whose tokens are all such text whole. A breadth-first search over the states text reaches
+  // at character boundaries, by the number of characters first reaching them: a string body
+  // reaches one or two, a bounded one (maxLength unrolled) one per length, and a state that
+  // rejects some text character fails at once.
+  // reached (optional) gets the boundary states the search met (when the bound is
+  // kTextCharsCap, it holds for each of them as well).
+  int32_t TextBound(int32_t state, std::vector<int32_t>* reached = nullptr) {
+    const GrammarAutomaton& a = *automaton_;
+    std::vector<uint8_t> seen(static_cast<size_t>(a.num_states()), 0);
+    std::vector<int32_t> level{state}, next;
+    seen[state] = 1;
+    // One character from (s, text state): every byte range text allows must be covered by
+    // byte edges of s (DFA edges do not overlap, so covered bytes add up).
+    auto expand = [&](auto&& self, int32_t s, int32_t text) -> bool {
+      const TextRanges ranges = TextRangesFrom(text);
+      for (const TextRange* r = ranges.begin; r != ranges.end; ++r) {
+        int32_t covered = 0;
+        for (int32_t k = a.byte_edge_begin[s]; k < a.byte_edge_begin[s + 1]; ++k) {
+          const DfaByteEdge& e = a.byte_edges[k];
+          const int32_t lo = std::max<int32_t>(e.lo, r->lo), hi = std::min<int32_t>(e.hi, r->hi);
+          if (lo > hi) continue;
+          covered += hi - lo + 1;
+          if (r->next != 0) {
+            if (!self(self, e.target, r->next)) return false;
+          } else if (!seen[e.target]) {
+            seen[e.target] = 1;
+            next.push_back(e.target);
+          }
+        }
+        if (covered != r->hi - r->lo + 1) return false;
       }
+      return true;
+    };
+    for (int32_t chars = 0; !level.empty(); ++chars) {
+      if (chars >= kTextCharsCap - 1) return kTextCharsCap - 1;
+      for (int32_t s : level) {
+        if (!expand(expand, s, 0)) return chars;
+      }
+      if (reached != nullptr) reached->insert(reached->end(), level.begin(), level.end());
+      level.swap(next);
+      next.clear();
     }
-    return true;
+    return kTextCharsCap;
   }
 
   // Nodes [begin, end) of whole subtrees whose paths start at depth 1 from `start` (a DFA code).
   // Most of a broad state's walk: kept to locals (the stores into `out` would otherwise make
-  // the compiler reload every member per node). With kSkipText (TextContained(start) holds) a
-  // subtree of text tokens only is accepted whole.
+  // the compiler reload every member per node). With kSkipText, a subtree whose tokens are
+  // all text of at most text_bound (TextBound of the start) characters is accepted whole.
   template <bool kSkipText>
-  void WalkDfa(int32_t start, int32_t begin, int32_t end, TrieWalkResult* out) {
-    const uint8_t* text_subtree = trie_.text_subtree.data();
+  void WalkDfa(int32_t start, int32_t begin, int32_t end, TrieWalkResult* out, int32_t text_bound = 0) {
+    const uint8_t* text_chars = trie_.text_chars.data();
     const uint8_t* byte = trie_.byte.data();
     const int32_t* depth = trie_.depth.data();
     const int32_t* subtree_end = trie_.subtree_end.data();
@@ -504,7 +541,8 @@ class VocabWalker {
     int32_t i = begin;
     while (i < end) {
       if constexpr (kSkipText) {
-        if (text_subtree[i]) {
+        // text_chars - 1 wraps 0 (not all text) to 255, above any bound.
+        if (static_cast<uint8_t>(text_chars[i] - 1) < text_bound) {
           const int32_t tb = token_begin[i];
           if (tb != run_end) {
             AcceptRun(out, run_begin, run_end);
@@ -641,9 +679,10 @@ MaskCore TokenMaskCache::ComputeCore(const std::shared_ptr<const GrammarAutomato
     walker.WalkParser(&out);
     return FinishCore(out, tokenizer);
   }
-  const bool skip_text = skip_text_subtrees && walker.TextContained(start);
+  int32_t text_bound = 0;
+  if (skip_text_subtrees) text_bound = memo != nullptr ? memo->TextBound(state, walker) : walker.TextBound(state);
   auto walk_dfa = [&](int32_t begin, int32_t end, TrieWalkResult* result) {
-    if (skip_text) walker.WalkDfa<true>(start, begin, end, result);
+    if (text_bound > 0) walker.WalkDfa<true>(start, begin, end, result, text_bound);
     else walker.WalkDfa<false>(start, begin, end, result);
   };
   if (memo == nullptr) {

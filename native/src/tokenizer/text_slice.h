@@ -17,7 +17,24 @@ constexpr int32_t kTextStates = 8;
 constexpr int32_t kTextDead = -1;
 int32_t TextStep(int32_t state, uint8_t byte);
 
+// The same automaton as byte ranges: the bytes [lo, hi] lead from a state to `next`.
+struct TextRange {
+  uint8_t lo, hi;
+  int32_t next;
+};
+struct TextRanges {
+  const TextRange* begin;
+  const TextRange* end;
+};
+TextRanges TextRangesFrom(int32_t state);
+
 // Whether a token's bytes are text (see above).
 bool IsText(const std::string& bytes);
+// The characters of valid UTF-8 (its bytes other than continuation bytes).
+int32_t CountChars(const std::string& utf8);
+
+// The trie's per-node text measure (TokenTrie::text_chars) saturates here: 255 means "all
+// text, some token of at least 255 characters".
+constexpr int32_t kTextCharsCap = 255;
 
 }  // namespace xg2

@@ -335,12 +335,20 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded_vocab, Voca
   for (int32_t id : t.sorted_tokens) t.normal_bitset[id >> 5] |= 1u << (id & 31);
   for (int32_t d : t.depth) t.max_token_bytes = std::max(t.max_token_bytes, d);
   // Children follow their parent, so a backward pass sees every child before its parent.
-  t.text_subtree.assign(t.byte.size(), 0);
+  t.text_chars.assign(t.byte.size(), 0);
   for (int32_t i = t.num_nodes() - 1; i >= 1; --i) {
+    int32_t most = 0;
     bool text = true;
-    for (int32_t k = t.token_begin[i]; k < t.token_begin[i + 1] && text; ++k) text = IsText(decoded_[t.sorted_tokens[k]]);
-    for (int32_t c = i + 1; c < t.subtree_end[i] && text; c = t.subtree_end[c]) text = t.text_subtree[c] != 0;
-    t.text_subtree[i] = text ? 1 : 0;
+    for (int32_t k = t.token_begin[i]; k < t.token_begin[i + 1] && text; ++k) {
+      const std::string& bytes = decoded_[t.sorted_tokens[k]];
+      text = IsText(bytes);
+      most = std::max(most, CountChars(bytes));
+    }
+    for (int32_t c = i + 1; c < t.subtree_end[i] && text; c = t.subtree_end[c]) {
+      text = t.text_chars[c] != 0;
+      most = std::max<int32_t>(most, t.text_chars[c]);
+    }
+    t.text_chars[i] = text ? static_cast<uint8_t>(std::min(most, kTextCharsCap)) : 0;
   }
   for (int32_t k = 0; k < static_cast<int32_t>(t.sorted_tokens.size()); ++k) {
     int32_t len = static_cast<int32_t>(decoded_[t.sorted_tokens[k]].size());
