@@ -177,12 +177,18 @@ class Grammar:
         if indent is not None and indent < 0:
             raise ValueError("indent must be None or >= 0")
         item_sep, key_sep = separators if separators is not None else ("", "")
-        text = _schema_to_text(schema)
+        options = (any_whitespace, -1 if indent is None else int(indent), item_sep, key_sep,
+                   strict_mode, -1 if max_whitespace_cnt is None else int(max_whitespace_cnt),
+                   any_order, on_unsupported == "warn")
         try:
-            handle, warns = _core.grammar_from_json_schema(
-                text, any_whitespace, -1 if indent is None else int(indent), item_sep, key_sep,
-                strict_mode, -1 if max_whitespace_cnt is None else int(max_whitespace_cnt),
-                any_order, on_unsupported == "warn")
+            # A dict goes to the core as it is (no json.dumps and re-parse); the core returns
+            # None when it holds something only json.dumps' rules cover.
+            result = None
+            if isinstance(schema, (dict, bool)):
+                result = _core.grammar_from_json_schema(schema, *options)
+            if result is None:
+                result = _core.grammar_from_json_schema(_schema_to_text(schema), *options)
+            handle, warns = result
         except GrammarError as e:
             if str(e).startswith("unsupported"):
                 raise UnsupportedSchemaError(str(e)) from None
