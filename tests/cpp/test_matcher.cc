@@ -27,7 +27,10 @@ std::vector<std::string> Vocab() {
                                 // Text tokens above non-text ones, and the UTF-8 edge cases
                                 // of the text slice (tokenizer/text_slice.h).
                                 "ab\"", "ab\",", "é\"", "a\x01", "\x7f", "\xe0\xa0\x80", "\xed\xa0\x80",
-                                "\xf4\x8f\xbf\xbf", "\xf4\x90\x80\x80", "x\\", "yes!"};
+                                "\xf4\x8f\xbf\xbf", "\xf4\x90\x80\x80", "x\\", "yes!",
+                                // Tokens that open and close a nested rule (a string inside a
+                                // value) and go on in the caller.
+                                "\"a\",", "\"ab\":", "\"x\"}", "[\"a\"]", "\"\xc3\xa9\"", "1,\"a"};
   return v;
 }
 
@@ -65,17 +68,42 @@ void CheckCoresMatchUnmemoised(const std::shared_ptr<xg2::CompiledGrammar>& comp
     if (a.byte_edge_begin[s] == a.byte_edge_begin[s + 1]) continue;
     const xg2::MaskCore& got = *compiled->mask_cache().Get(s).core;
     const xg2::MaskCore want = xg2::TokenMaskCache::ComputeCore(compiled->automaton(), *compiled->tokenizer(), s, -1,
-                                                                      nullptr, /*skip_text=*/false);
+                                                                      nullptr, /*fast_paths=*/false);
     CHECK(got.storage == want.storage && got.ids == want.ids && got.bitset == want.bitset &&
           got.num_accepted == want.num_accepted && got.dead_nodes == want.dead_nodes &&
           got.dead_offset_begin == want.dead_offset_begin && got.dead_offsets == want.dead_offsets);
   }
 }
 
+// Under every loop context of every counted loop (star, star without completion, each exact
+// count), from every state of the loop's rule: the walk with fast paths (a loop of a plain
+// rule as a DFA, text subtrees whole) equals the parser's node-by-node walk.
+int g_loop_cores = 0;  // contexts compared, over all grammars
+
+void CheckLoopCores(const std::shared_ptr<xg2::CompiledGrammar>& compiled) {
+  const auto& a = *compiled->automaton();
+  for (const auto& r : a.repeats) {
+    std::vector<int32_t> contexts = {r.star(), r.star_no_complete()};
+    for (int32_t c = 0; c < r.span; ++c) contexts.push_back(r.base + c);
+    for (int32_t s = a.rule_start[r.child]; s < a.num_states() && a.state_rule[s] == r.child; ++s) {
+      if (a.byte_edge_begin[s] == a.byte_edge_begin[s + 1]) continue;
+      for (int32_t loop : contexts) {
+        const auto fast = xg2::TokenMaskCache::ComputeCore(compiled->automaton(), *compiled->tokenizer(), s, loop);
+        const auto want = xg2::TokenMaskCache::ComputeCore(compiled->automaton(), *compiled->tokenizer(), s, loop,
+                                                           nullptr, /*fast_paths=*/false);
+        CHECK(fast.storage == want.storage && fast.ids == want.ids && fast.bitset == want.bitset &&
+              fast.num_accepted == want.num_accepted && fast.dead_nodes == want.dead_nodes &&
+              fast.dead_offset_begin == want.dead_offset_begin && fast.dead_offsets == want.dead_offsets);
+        ++g_loop_cores;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
-  auto tok = std::make_shared<xg2::TokenizerInfo>(Vocab(), xg2::VocabType::kRaw, 48,
+  auto tok = std::make_shared<xg2::TokenizerInfo>(Vocab(), xg2::VocabType::kRaw, 64,
                                                   std::vector<int32_t>{0}, std::vector<int32_t>{},
                                                   false);
   xg2::GrammarCompiler compiler(tok, 2, true);
@@ -97,6 +125,14 @@ int main() {
       // Bounded string bodies: text up to so many characters (the bound falls with each one).
       {"root ::= \"\\\"\" [^\"\\\\]{0,3} \"\\\"\"", {"\"y\xc3\xa9s\"", "\"\""}},
       {"root ::= \"\\\"\" [^\"\\\\]{2,4} \"\\\"\" \",\"", {"\"yes!\",", "\"ab\","}},
+      // Counted loops (bounds above the unrolling limit): plain iterations (one character,
+      // two alternatives of different lengths) run as a DFA, the last one by the parser (its
+      // final state has byte edges).
+      {"root ::= \"\\\"\" [^\"\\\\]{0,40} \"\\\"\"", {"\"yes\xc3\xa9" "ab\"", "\"\""}},
+      {"root ::= [a-z]{35,60} \",\"", {std::string(36, 'a') + ","}},
+      {"root ::= (\"ab\" | \"e\"){2,40} \"!\"", {"abeab!"}},
+      {"root ::= \"[\" ([a-b] [0-9]*){0,40} \"]\"", {"[a1b]"}},
+      {"root ::= \"\\\"\" [^\"\\\\]{40,} \"\\\"\"", {"\"" + std::string(41, 'x') + "\""}},
       {"root ::= \"\\\"\" ([^\"\\\\] | esc)* \"\\\"\"\nesc ::= \"\\\\\" [n\\\\] | \"\\\\\" esc", {"\"a\\\\n\""}},
   };
   for (const auto& c : cases) {
@@ -106,8 +142,10 @@ int main() {
       auto compiled = compiler.Compile(xg2::ParseEbnf(c.ebnf), options);
       for (const auto& text : c.texts) CheckAlong(compiled, text);
       CheckCoresMatchUnmemoised(compiled);
+      CheckLoopCores(compiled);
     }
   }
+  CHECK(g_loop_cores > 100);
   // Misuse raises and leaves the matcher usable.
   auto compiled = compiler.Compile(xg2::ParseEbnf("root ::= \"a\""), xg2::CompileOptions());
   xg2::GrammarMatcher m(compiled, {}, false);

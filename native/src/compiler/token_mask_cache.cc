@@ -387,42 +387,52 @@ namespace {
 // reaches (few: a walk that leaves the broad states dies within a few bytes). A transition
 // is a code: kDead, kUnresolved (not looked up yet) or (local << 2) | flags, so the walk's
 // inner loop reads one word per trie node.
+//
+// Under a counted loop (ForLoop) a local state is a configuration (state of the iteration's
+// rule, loop state before the iteration completes, whether the loop may end here): when the
+// iteration's rule is plain (no rule edges, final states without byte edges, start not
+// final) the loop is a DFA over these, and completing an iteration is forced and
+// deterministic: the loop state advances (VirtualNext) and the next iteration starts.
 class LazyDfa {
  public:
   static constexpr int32_t kDead = -1;
   static constexpr int32_t kUnresolved = -2;
-  static constexpr int32_t kFinal = 1;      // the rule may complete here
+  static constexpr int32_t kFinal = 1;      // the rule (the loop, under a loop) may complete here
   static constexpr int32_t kRuleEdges = 2;  // the parser must take over here
 
   explicit LazyDfa(const GrammarAutomaton& a) : a_(a) {}
-  // The code of a global state, its row made on first use.
-  int32_t Code(int32_t global) {
-    auto [it, inserted] = local_.emplace(global, static_cast<int32_t>(global_.size()));
-    if (inserted) {
-      const size_t row = next_.size();
-      next_.resize(row + 256, kDead);
-      for (int32_t k = a_.byte_edge_begin[global]; k < a_.byte_edge_begin[global + 1]; ++k) {
-        for (int c = a_.byte_edges[k].lo; c <= a_.byte_edges[k].hi; ++c) next_[row + c] = kUnresolved;
-      }
-      global_.push_back(global);
-      int32_t flags = a_.state_final[global] ? kFinal : 0;
-      if (a_.rule_edge_begin[global + 1] > a_.rule_edge_begin[global]) flags |= kRuleEdges;
-      codes_.push_back((it->second << 2) | flags);
+  // Loop mode, when the loop of `loop_state` repeats a plain rule; false otherwise.
+  bool ForLoop(int32_t loop_state) {
+    const auto& r = a_.RepeatOf(loop_state);
+    const int32_t start = a_.rule_start[r.child];
+    if (a_.state_final[start]) return false;
+    for (int32_t s = start; s < a_.num_states() && a_.state_rule[s] == r.child; ++s) {
+      if (a_.rule_edge_begin[s + 1] > a_.rule_edge_begin[s]) return false;
+      if (a_.state_final[s] && a_.byte_edge_begin[s + 1] > a_.byte_edge_begin[s]) return false;
     }
-    return codes_[it->second];
+    loop_child_start_ = start;
+    loop_mode_ = true;
+    return true;
+  }
+  // The code of a global state (in loop mode: of the state with the loop at loop_state,
+  // completing it first if it is final), its row made on first use.
+  int32_t Code(int32_t global, int32_t loop_state = 0) {
+    if (loop_mode_ && a_.state_final[global]) return Completed(loop_state);
+    return Config(global, loop_state, 0);
   }
   // The transition rows, 256 per state (valid until the next Resolve or Code).
   const int32_t* rows() const { return next_.data(); }
   const int32_t* Row(int32_t code) const { return next_.data() + 256 * static_cast<size_t>(code >> 2); }
   // Looks up an unresolved transition.
   int32_t Resolve(int32_t code, uint8_t byte) {
-    const int32_t g = global_[code >> 2];
+    const int32_t local = code >> 2;
+    const int32_t g = global_[local];
     int32_t target = -1;
     for (int32_t k = a_.byte_edge_begin[g]; k < a_.byte_edge_begin[g + 1]; ++k) {
       if (byte >= a_.byte_edges[k].lo && byte <= a_.byte_edges[k].hi) target = a_.byte_edges[k].target;
     }
-    const int32_t t = target < 0 ? kDead : Code(target);
-    next_[256 * static_cast<size_t>(code >> 2) + byte] = t;
+    const int32_t t = target < 0 ? kDead : Code(target, loop_[local]);
+    next_[256 * static_cast<size_t>(local) + byte] = t;
     return t;
   }
   int32_t Step(int32_t code, uint8_t byte) {
@@ -432,10 +442,50 @@ class LazyDfa {
   int32_t Global(int32_t code) const { return global_[code >> 2]; }
 
  private:
+  // The iteration just completed with the loop at loop_state.
+  int32_t Completed(int32_t loop_state) {
+    const int32_t after = a_.VirtualNext(loop_state);
+    if (after < 0) return Config(-1, loop_state, 0);  // the loop allowed no such iteration
+    const int32_t may_end = a_.VirtualIsFinal(after) ? 1 : 0;
+    // No further iteration: a state with no byte edges (alive, but only as an ending).
+    const int32_t next = a_.VirtualNext(after) >= 0 ? loop_child_start_ : -1;
+    return Config(next, after, may_end);
+  }
+  // The code of (state or -1, loop state, may end), its row made on first use.
+  int32_t Config(int32_t global, int32_t loop_state, int32_t may_end) {
+    const uint64_t key = loop_mode_ ? (static_cast<uint64_t>(static_cast<uint32_t>(global + 1)) << 33) |
+                                          (static_cast<uint64_t>(static_cast<uint32_t>(loop_state)) << 1) |
+                                          static_cast<uint64_t>(may_end)
+                                    : static_cast<uint64_t>(static_cast<uint32_t>(global));
+    auto [it, inserted] = local_.emplace(key, static_cast<int32_t>(global_.size()));
+    if (inserted) {
+      const size_t row = next_.size();
+      next_.resize(row + 256, kDead);
+      int32_t flags = 0;
+      if (global >= 0) {
+        for (int32_t k = a_.byte_edge_begin[global]; k < a_.byte_edge_begin[global + 1]; ++k) {
+          for (int c = a_.byte_edges[k].lo; c <= a_.byte_edges[k].hi; ++c) next_[row + c] = kUnresolved;
+        }
+        if (!loop_mode_) {
+          if (a_.state_final[global]) flags |= kFinal;
+          if (a_.rule_edge_begin[global + 1] > a_.rule_edge_begin[global]) flags |= kRuleEdges;
+        }
+      }
+      if (may_end) flags |= kFinal;
+      global_.push_back(global);
+      loop_.push_back(loop_state);
+      codes_.push_back((it->second << 2) | flags);
+    }
+    return codes_[it->second];
+  }
+
   const GrammarAutomaton& a_;
-  std::unordered_map<int32_t, int32_t> local_;
+  bool loop_mode_ = false;
+  int32_t loop_child_start_ = -1;
+  std::unordered_map<uint64_t, int32_t> local_;
   std::vector<int32_t> next_;  // 256 codes per local state
-  std::vector<int32_t> global_;
+  std::vector<int32_t> global_;  // per local: the rule state (-1: none, in loop mode)
+  std::vector<int32_t> loop_;    // per local: the loop state (loop mode)
   std::vector<int32_t> codes_;
 };
 
@@ -453,11 +503,20 @@ class VocabWalker {
   // Out of line: inlined, its by-reference arguments would keep the walk's run in memory.
   [[gnu::noinline]] static void AcceptRun(TrieWalkResult* out, int32_t begin, int32_t end) { out->Accept(begin, end); }
 
+  // fast_paths: a counted loop of a plain rule is walked as a DFA, and so are the parser's
+  // lexical stretches (else by the parser, node by node: the reference for tests).
   VocabWalker(const std::shared_ptr<const GrammarAutomaton>& automaton, const TokenTrie& trie, int32_t state,
-              int32_t loop_state)
-      : automaton_(automaton), trie_(trie), state_(state), loop_state_(loop_state), dfa_(*automaton) {
+              int32_t loop_state, bool fast_paths)
+      : automaton_(automaton),
+        trie_(trie),
+        state_(state),
+        loop_state_(loop_state),
+        fast_paths_(fast_paths),
+        dfa_(*automaton) {
     const size_t depth = static_cast<size_t>(trie.max_token_bytes) + 2;
     code_.assign(depth, LazyDfa::kDead);
+    row_code_.assign(depth, kParserRow);
+    has_row_.assign(depth, 0);
     path_.assign(depth, 0);
     ends_.assign(depth, 0);
   }
@@ -466,9 +525,16 @@ class VocabWalker {
   // state has rule edges, or runs under a loop context).
   int32_t StartCode() {
     const GrammarAutomaton& a = *automaton_;
-    if (loop_state_ >= 0 || a.rule_edge_begin[state_ + 1] > a.rule_edge_begin[state_]) return -1;
+    if (loop_state_ >= 0) {
+      if (!fast_paths_ || !dfa_.ForLoop(loop_state_)) return -1;
+      loop_mode_ = true;
+      return dfa_.Code(state_, loop_state_);
+    }
+    if (a.rule_edge_begin[state_ + 1] > a.rule_edge_begin[state_]) return -1;
     return dfa_.Code(state_);
   }
+  // The walk runs a counted loop as a DFA (LazyDfa::ForLoop).
+  bool loop_mode() const { return loop_mode_; }
   LazyDfa& dfa() { return dfa_; }
 
   // The most characters k such that the automaton stays alive from `state` (a character
@@ -514,6 +580,47 @@ class VocabWalker {
         if (!expand(expand, s, 0)) return chars;
       }
       if (reached != nullptr) reached->insert(reached->end(), level.begin(), level.end());
+      level.swap(next);
+      next.clear();
+    }
+    return kTextCharsCap;
+  }
+
+  // TextBound over the lazy DFA's codes from `start` (loop mode, where a state is a loop
+  // configuration): byte by byte, each (state, text state) pair inside a character expanded
+  // once.
+  int32_t TextBoundOfCode(int32_t start) {
+    std::vector<uint8_t> seen;  // per local state: bit 0 at a boundary, bit (1 + text state) inside
+    auto mark = [&](int32_t code, int32_t text) {
+      const size_t local = static_cast<size_t>(code >> 2);
+      if (local >= seen.size()) seen.resize(local + 1, 0);
+      const uint8_t bit = static_cast<uint8_t>(1u << (text == 0 ? 0 : text));
+      if (seen[local] & bit) return false;
+      seen[local] |= bit;
+      return true;
+    };
+    std::vector<int32_t> level{start}, next;
+    mark(start, 0);
+    auto expand = [&](auto&& self, int32_t code, int32_t text) -> bool {
+      const TextRanges ranges = TextRangesFrom(text);
+      for (const TextRange* r = ranges.begin; r != ranges.end; ++r) {
+        for (int b = r->lo; b <= r->hi; ++b) {
+          const int32_t t = dfa_.Step(code, static_cast<uint8_t>(b));
+          if (t == LazyDfa::kDead) return false;
+          if (r->next == 0) {
+            if (mark(t, 0)) next.push_back(t);
+          } else if (mark(t, r->next) && !self(self, t, r->next)) {
+            return false;
+          }
+        }
+      }
+      return true;
+    };
+    for (int32_t chars = 0; !level.empty(); ++chars) {
+      if (chars >= kTextCharsCap - 1) return kTextCharsCap - 1;
+      for (int32_t code : level) {
+        if (!expand(expand, code, 0)) return chars;
+      }
       level.swap(next);
       next.clear();
     }
@@ -600,10 +707,14 @@ class VocabWalker {
     parser_ends_.clear();
     EarleyParser& p = Parser();
     p.TruncateRows(rows0_);
+    row_code_[0] = kParserRow;
+    has_row_[0] = 1;
     WalkParserNodes(1, trie_.num_nodes(), out);
   }
 
  private:
+  static constexpr int32_t kParserRow = -1;  // row_code_: the row needs the parser
+
   EarleyParser& Parser() {
     if (!parser_) {
       parser_.emplace(loop_state_ >= 0 ? EarleyParser::InLoop(automaton_, state_, loop_state_)
@@ -628,22 +739,62 @@ class VocabWalker {
     EarleyParser& p = Parser();
     p.TruncateRows(rows0_);
     for (int32_t k = 1; k < d; ++k) p.Advance(path_[k]);  // alive: the DFA says so
+    row_code_[d - 1] = kParserRow;
+    for (int32_t k = 0; k < d; ++k) has_row_[k] = 1;
     parser_ends_.assign(ends, ends + num_ends);
     WalkParserNodes(i, trie_.subtree_end[i], out);
   }
 
-  // Nodes [begin, end), whole subtrees, the parser holding the path before begin.
+  // Nodes [begin, end), whole subtrees, the parser holding the rows of the path before begin.
+  // Where a row is one item in a state without rule edges that is not final (a lexical
+  // stretch: a string body inside a called rule, say), the children step the lazy DFA from
+  // that state instead, for as long as it stays in such states (the parser would make the
+  // same one-item rows, and nothing completes); the rows are made, replaying the path, when a
+  // node needs the parser again (a final state or one with rule edges).
   void WalkParserNodes(int32_t begin, int32_t end, TrieWalkResult* out) {
     EarleyParser& p = *parser_;
+    const GrammarAutomaton& a = *automaton_;
     int32_t i = begin;
     while (i < end) {
       const int32_t d = trie_.depth[i];
       while (!parser_ends_.empty() && parser_ends_.back() >= d) parser_ends_.pop_back();
+      const uint8_t b = trie_.byte[i];
+      path_[d] = b;
+      const int32_t from = row_code_[d - 1];
+      if (from != kParserRow) {
+        const int32_t code = dfa_.Step(from, b);
+        if (code == LazyDfa::kDead) {
+          Dead(i, parser_ends_.data(), static_cast<int32_t>(parser_ends_.size()), out);
+          i = trie_.subtree_end[i];
+          continue;
+        }
+        if ((code & (LazyDfa::kFinal | LazyDfa::kRuleEdges)) == 0) {
+          row_code_[d] = code;
+          has_row_[d] = 0;
+          out->Accept(trie_.token_begin[i], trie_.token_begin[i + 1]);
+          ++i;
+          continue;
+        }
+        // Make the rows up to the parent: from the deepest one the parser holds.
+        int32_t held = d - 1;
+        while (!has_row_[held]) --held;
+        p.TruncateRows(rows0_ + held);
+        for (int32_t k = held + 1; k < d; ++k) {
+          p.Advance(path_[k]);  // alive: the DFA says so
+          has_row_[k] = 1;
+        }
+      }
       p.TruncateRows(rows0_ + d - 1);
-      if (!p.Advance(trie_.byte[i])) {
+      if (!p.Advance(b)) {
         Dead(i, parser_ends_.data(), static_cast<int32_t>(parser_ends_.size()), out);
         i = trie_.subtree_end[i];
         continue;
+      }
+      has_row_[d] = 1;
+      row_code_[d] = kParserRow;
+      if (fast_paths_ && p.last_row_end() - p.last_row_begin() == 1) {
+        const int32_t s = p.last_row_begin()->state;
+        if (!a.is_virtual(s) && (a.closure_trivial[s] & 2)) row_code_[d] = dfa_.Code(s);
       }
       if (p.CanEnd()) parser_ends_.push_back(d);
       out->Accept(trie_.token_begin[i], trie_.token_begin[i + 1]);
@@ -655,32 +806,42 @@ class VocabWalker {
   const TokenTrie& trie_;
   const int32_t state_;
   const int32_t loop_state_;
+  const bool fast_paths_;
   LazyDfa dfa_;
+  bool loop_mode_ = false;
   std::optional<EarleyParser> parser_;  // built on first need: most DFA walks never reach a rule edge
   int32_t rows0_ = 0;                   // the parser's rows before the first byte
   std::vector<int32_t> code_;           // per depth: the DFA code after the path's first d bytes
   std::vector<uint8_t> path_;           // per depth: the path's byte there
   std::vector<int32_t> ends_;           // WalkDfa's depths where the rule may complete, increasing
   std::vector<int32_t> parser_ends_;    // the same for the parser's walks
+  std::vector<int32_t> row_code_;       // per depth: the DFA code a lexical stretch is in, or kParserRow
+  std::vector<uint8_t> has_row_;        // per depth: the parser holds the path's row
 };
 
 }  // namespace
 
 MaskCore TokenMaskCache::ComputeCore(const std::shared_ptr<const GrammarAutomaton>& automaton,
                                      const TokenizerInfo& tokenizer, int32_t state, int32_t loop_state,
-                                     SubtreeMemo* memo, bool skip_text_subtrees) {
+                                     SubtreeMemo* memo, bool fast_paths) {
   const TokenTrie& trie = tokenizer.trie();
   TrieWalkResult out;
   // Inside a counted loop the top item is the loop (so iterations chain with exact or star
   // counting and the loop's completion is what may end); elsewhere it is the state itself.
-  VocabWalker walker(automaton, trie, state, loop_state);
+  VocabWalker walker(automaton, trie, state, loop_state, fast_paths);
   const int32_t start = walker.StartCode();
   if (start < 0) {
     walker.WalkParser(&out);
     return FinishCore(out, tokenizer);
   }
+  if (walker.loop_mode()) {  // configurations are not states: no memo
+    const int32_t text_bound = fast_paths ? walker.TextBoundOfCode(start) : 0;
+    if (text_bound > 0) walker.WalkDfa<true>(start, 1, trie.num_nodes(), &out, text_bound);
+    else walker.WalkDfa<false>(start, 1, trie.num_nodes(), &out);
+    return FinishCore(out, tokenizer);
+  }
   int32_t text_bound = 0;
-  if (skip_text_subtrees) text_bound = memo != nullptr ? memo->TextBound(state, walker) : walker.TextBound(state);
+  if (fast_paths) text_bound = memo != nullptr ? memo->TextBound(state, walker) : walker.TextBound(state);
   auto walk_dfa = [&](int32_t begin, int32_t end, TrieWalkResult* result) {
     if (text_bound > 0) walker.WalkDfa<true>(start, begin, end, result, text_bound);
     else walker.WalkDfa<false>(start, begin, end, result);

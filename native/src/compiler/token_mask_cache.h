@@ -95,12 +95,13 @@ class TokenMaskCache {
   int32_t num_words() const { return num_words_; }
 
   // The vocabulary walk of one state (shared across grammars through the global pool).
-  // memo (optional) shares subtree walks between the states of one grammar; skip_text takes
-  // the trie's text-only subtrees whole where the state accepts all text (false: node by
-  // node, for tests).
+  // memo (optional) shares subtree walks between the states of one grammar. fast_paths:
+  // text-only trie subtrees taken whole where the state accepts such text, and counted loops
+  // of plain rules walked as a DFA; false walks node by node, loops with the parser (the
+  // reference for tests).
   static MaskCore ComputeCore(const std::shared_ptr<const GrammarAutomaton>& automaton,
                               const TokenizerInfo& tokenizer, int32_t state, int32_t loop_state,
-                              SubtreeMemo* memo = nullptr, bool skip_text = true);
+                              SubtreeMemo* memo = nullptr, bool fast_paths = true);
   // The walk's accepted tokens in the smallest form, with its dead subtrees.
   static MaskCore FinishCore(const TrieWalkResult& walk, const TokenizerInfo& tokenizer);
   // This grammar's entry from a core: the suffixes FOLLOW(rule) may take.
