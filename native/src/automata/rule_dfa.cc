@@ -928,7 +928,7 @@ RuleDfa BuildRuleDfa(const Grammar& g, ExprId body, const AutomatonLimits& limit
   // Large DFAs (long unrolled repetitions) are kept as built, which is correct, only not
   // minimal; the cap bounds the minimisation's share of a compile.
   constexpr int32_t kMaxStatesToMinimize = 1024;
-  if (dfa.num_states() > kMaxStatesToMinimize) return dfa;
+  if (!limits.minimize || dfa.num_states() > kMaxStatesToMinimize) return dfa;
   return Minimize(dfa, &scratch->minimize);
 }
 

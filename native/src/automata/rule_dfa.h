@@ -85,6 +85,10 @@ struct AutomatonLimits {
   int64_t max_nfa_states = 4'000'000;
   int64_t max_dfa_states = 1'000'000;
   int64_t max_unrolled_repeat = 32;  // larger repetition bounds become counted loops
+  // Minimise each rule DFA. A lazily compiled grammar skips it: its masks are made per state
+  // reached, so duplicate states cost little there, while minimising was a quarter of its
+  // automaton time (every automaton is correct either way).
+  bool minimize = true;
   // Compile time limit (time_point::max(): none); time_limit_s is its size, for messages.
   std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
   double time_limit_s = 0;
@@ -100,7 +104,8 @@ inline RuleDfa DeadRuleDfa() {
   return d;
 }
 
-// Builds the minimal DFA of expression `body` of grammar g. Repeat nodes are expanded.
+// Builds the DFA of expression `body` of grammar g, minimal if limits.minimize. Repeat nodes
+// are expanded.
 RuleDfa BuildRuleDfa(const Grammar& g, ExprId body, const AutomatonLimits& limits);
 
 // The minimal DFA of `dfa` (partition refinement with a worklist), states renumbered in BFS

@@ -26,6 +26,7 @@ class BodyKey {
     h_.Add(static_cast<uint64_t>(limits.max_unrolled_repeat));
     h_.Add(static_cast<uint64_t>(limits.max_dfa_states));
     h_.Add(static_cast<uint64_t>(limits.max_nfa_states));
+    h_.Add(static_cast<uint64_t>(limits.minimize));
     Visit(body);
     return h_.Finish();
   }

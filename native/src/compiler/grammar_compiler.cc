@@ -86,6 +86,7 @@ GrammarCompiler::GrammarCompiler(std::shared_ptr<const TokenizerInfo> tokenizer,
 std::shared_ptr<CompiledGrammar> GrammarCompiler::Compile(const Grammar& grammar,
                                                           const CompileOptions& options) {
   AutomatonLimits limits = options.limits;
+  limits.minimize = options.precompute_masks;  // see AutomatonLimits::minimize
   if (options.time_limit_s > 0) {
     limits.time_limit_s = options.time_limit_s;
     limits.deadline = std::chrono::steady_clock::now() +
