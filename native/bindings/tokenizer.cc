@@ -151,7 +151,7 @@ void BindTokenizer(nb::module_& m) {
         size_t bytes = (t.byte.capacity() + t.text_chars.capacity()) * sizeof(uint8_t) +
                        (t.depth.capacity() + t.subtree_end.capacity() +
                         t.token_begin.capacity() + t.sorted_tokens.capacity() +
-                        t.sorted_index.capacity()) *
+                        t.sorted_index.capacity() + t.text_up_to.capacity()) *
                            sizeof(int32_t);
         nb::dict d;
         d["num_nodes"] = t.num_nodes();

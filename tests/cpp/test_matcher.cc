@@ -125,6 +125,10 @@ int main() {
       // Bounded string bodies: text up to so many characters (the bound falls with each one).
       {"root ::= \"\\\"\" [^\"\\\\]{0,3} \"\\\"\"", {"\"y\xc3\xa9s\"", "\"\""}},
       {"root ::= \"\\\"\" [^\"\\\\]{2,4} \"\\\"\" \",\"", {"\"yes!\",", "\"ab\","}},
+      // Text up to a length, but a longer string too; text up to a length where the rule
+      // may end after each character (both walked without text-by-length).
+      {"root ::= \"\\\"\" ([^\"\\\\]{0,2} | \"yes!\") \"\\\"\"", {"\"yes!\"", "\"ab\""}},
+      {"root ::= [^\"\\\\]{0,3}", {"ab", "y\xc3\xa9s"}},
       // Counted loops (bounds above the unrolling limit): plain iterations (one character,
       // two alternatives of different lengths) run as a DFA, the last one by the parser (its
       // final state has byte edges).

@@ -2,7 +2,7 @@
 // non-empty, valid UTF-8 (support/utf8.h's validator) and free of '"', '\\' and C0 controls.
 // Every string of up to three bytes and random four- to six-byte strings; the automaton's byte
 // ranges against its step function; then the trie's text_chars against the tokens under each
-// node.
+// node, and its text-by-length sets against each token.
 #include <algorithm>
 #include <cstdio>
 #include <random>
@@ -90,6 +90,18 @@ void CheckTrieFlags() {
       most = std::max(most, chars);
     }
     CHECK(t.text_chars[i] == (all_text ? std::min(most, 255) : 0));
+  }
+  // The text-by-length sets.
+  const size_t words = t.normal_bitset.size();
+  CHECK(t.text_up_to.size() == words * xg2::TokenTrie::kTextLengthSets);
+  for (int32_t k = 1; k <= xg2::TokenTrie::kTextLengthSets; ++k) {
+    for (int32_t id = 0; id < tok.vocab_size(); ++id) {
+      const std::string& bytes = tok.decoded_vocab()[id];
+      int32_t chars = 0;
+      for (char c : bytes) chars += (static_cast<uint8_t>(c) & 0xC0) != 0x80;
+      const bool want = !tok.is_special(id) && ReferenceIsText(bytes) && chars <= k;
+      CHECK(((t.text_up_to[(k - 1) * words + (id >> 5)] >> (id & 31)) & 1) == (want ? 1u : 0u));
+    }
   }
 }
 

@@ -40,6 +40,11 @@ struct TokenTrie {
   // Per node: if every token in the node's subtree is text (tokenizer/text_slice.h), the
   // most characters one of them has (at least 1, saturating at 255); else 0.
   std::vector<uint8_t> text_chars;
+  // Bitset k - 1 (ceil(vocab_size / 32) words each, back to back) holds the text tokens of at
+  // most k characters, k = 1 .. kTextLengthSets: the accepted text of a state that takes text
+  // up to k characters and no longer (a maxLength string body).
+  static constexpr int32_t kTextLengthSets = 32;
+  std::vector<uint32_t> text_up_to;
   int32_t max_token_bytes = 0;
   std::vector<std::pair<int32_t, int32_t>> long_tokens;
   int32_t num_nodes() const { return static_cast<int32_t>(byte.size()); }

@@ -24,6 +24,9 @@ struct TrieWalkResult {
   std::vector<int32_t> dead_nodes;
   std::vector<int32_t> dead_offset_begin{0};  // size dead_nodes + 1
   std::vector<int32_t> dead_offsets;
+  // Also accepted (not in runs): every text token of at most this many characters
+  // (TokenTrie::text_up_to), from a walk that left the text-only subtrees to that set.
+  int32_t text_up_to = 0;
   void Accept(int32_t begin, int32_t end) {
     if (begin == end) return;
     if (!runs.empty() && runs.back().second == begin) runs.back().second = end;
@@ -586,6 +589,47 @@ class VocabWalker {
     return kTextCharsCap;
   }
 
+  // Whether, from `state`, text of more than k characters always dies (after text of up to k
+  // characters, which TextBound(state) = k keeps alive, no byte of a text character has an
+  // edge), and no state text reaches is final or has rule edges. Then the accepted text
+  // tokens are exactly those of at most k characters, none of the others lies in a dead
+  // subtree that matters (nothing completes on the way), and a walk may leave every
+  // text-only subtree to TokenTrie::text_up_to. Levels of states by exact character count.
+  bool TextExact(int32_t state, int32_t k) {
+    const GrammarAutomaton& a = *automaton_;
+    auto plain = [&](int32_t s) {
+      return !a.state_final[s] && a.rule_edge_begin[s + 1] == a.rule_edge_begin[s];
+    };
+    std::vector<int32_t> level{state}, next;
+    // One character from (s, text state) into `next`; false if a state on the way is not
+    // plain, or (when `last`) if any byte of a text character has an edge at all.
+    auto expand = [&](auto&& self, int32_t s, int32_t text, bool last) -> bool {
+      const TextRanges ranges = TextRangesFrom(text);
+      for (const TextRange* r = ranges.begin; r != ranges.end; ++r) {
+        for (int32_t e = a.byte_edge_begin[s]; e < a.byte_edge_begin[s + 1]; ++e) {
+          const DfaByteEdge& edge = a.byte_edges[e];
+          if (std::max<int32_t>(edge.lo, r->lo) > std::min<int32_t>(edge.hi, r->hi)) continue;
+          if (last && text == 0) return false;
+          if (!plain(edge.target)) return false;
+          if (r->next != 0) {
+            if (!self(self, edge.target, r->next, last)) return false;
+          } else if (std::find(next.begin(), next.end(), edge.target) == next.end()) {
+            next.push_back(edge.target);
+          }
+        }
+      }
+      return true;
+    };
+    for (int32_t chars = 0; chars <= k; ++chars) {
+      for (int32_t s : level) {
+        if (!expand(expand, s, 0, chars == k)) return false;
+      }
+      level.swap(next);
+      next.clear();
+    }
+    return true;
+  }
+
   // TextBound over the lazy DFA's codes from `start` (loop mode, where a state is a loop
   // configuration): byte by byte, each (state, text state) pair inside a character expanded
   // once.
@@ -629,9 +673,15 @@ class VocabWalker {
 
   // Nodes [begin, end) of whole subtrees whose paths start at depth 1 from `start` (a DFA code).
   // Most of a broad state's walk: kept to locals (the stores into `out` would otherwise make
-  // the compiler reload every member per node). With kSkipText, a subtree whose tokens are
-  // all text of at most text_bound (TextBound of the start) characters is accepted whole.
-  template <bool kSkipText>
+  // the compiler reload every member per node). kText says what becomes of subtrees whose
+  // tokens are all text.
+  // What WalkDfa does with a subtree whose tokens are all text.
+  enum class TextSubtrees {
+    kWalk,
+    kAcceptShort,  // its tokens have at most text_bound characters: accepted whole
+    kLeave,        // always skipped: the caller accounts for text by length (TextExact)
+  };
+  template <TextSubtrees kText>
   void WalkDfa(int32_t start, int32_t begin, int32_t end, TrieWalkResult* out, int32_t text_bound = 0) {
     const uint8_t* text_chars = trie_.text_chars.data();
     const uint8_t* byte = trie_.byte.data();
@@ -647,7 +697,13 @@ class VocabWalker {
     code_at[0] = start;
     int32_t i = begin;
     while (i < end) {
-      if constexpr (kSkipText) {
+      if constexpr (kText == TextSubtrees::kLeave) {
+        if (text_chars[i] != 0) {
+          i = subtree_end[i];
+          continue;
+        }
+      }
+      if constexpr (kText == TextSubtrees::kAcceptShort) {
         // text_chars - 1 wraps 0 (not all text) to 255, above any bound.
         if (static_cast<uint8_t>(text_chars[i] - 1) < text_bound) {
           const int32_t tb = token_begin[i];
@@ -836,16 +892,23 @@ MaskCore TokenMaskCache::ComputeCore(const std::shared_ptr<const GrammarAutomato
   }
   if (walker.loop_mode()) {  // configurations are not states: no memo
     const int32_t text_bound = fast_paths ? walker.TextBoundOfCode(start) : 0;
-    if (text_bound > 0) walker.WalkDfa<true>(start, 1, trie.num_nodes(), &out, text_bound);
-    else walker.WalkDfa<false>(start, 1, trie.num_nodes(), &out);
+    if (text_bound > 0) walker.WalkDfa<VocabWalker::TextSubtrees::kAcceptShort>(start, 1, trie.num_nodes(), &out, text_bound);
+    else walker.WalkDfa<VocabWalker::TextSubtrees::kWalk>(start, 1, trie.num_nodes(), &out);
     return FinishCore(out, tokenizer);
   }
   int32_t text_bound = 0;
   if (fast_paths) text_bound = memo != nullptr ? memo->TextBound(state, walker) : walker.TextBound(state);
   auto walk_dfa = [&](int32_t begin, int32_t end, TrieWalkResult* result) {
-    if (text_bound > 0) walker.WalkDfa<true>(start, begin, end, result, text_bound);
-    else walker.WalkDfa<false>(start, begin, end, result);
+    if (text_bound > 0) walker.WalkDfa<VocabWalker::TextSubtrees::kAcceptShort>(start, begin, end, result, text_bound);
+    else walker.WalkDfa<VocabWalker::TextSubtrees::kWalk>(start, begin, end, result);
   };
+  // Text up to a length and no longer (a maxLength string body): text by length, the rest of
+  // the vocabulary walked (no memo: its walks hold no text).
+  if (text_bound > 0 && text_bound <= TokenTrie::kTextLengthSets && walker.TextExact(state, text_bound)) {
+    walker.WalkDfa<VocabWalker::TextSubtrees::kLeave>(start, 1, trie.num_nodes(), &out);
+    out.text_up_to = text_bound;
+    return FinishCore(out, tokenizer);
+  }
   if (memo == nullptr) {
     walk_dfa(1, trie.num_nodes(), &out);
     return FinishCore(out, tokenizer);
@@ -880,6 +943,18 @@ MaskCore TokenMaskCache::FinishCore(const TrieWalkResult& walk, const TokenizerI
   int32_t num_normal = static_cast<int32_t>(trie.sorted_tokens.size());
   int32_t num_accepted = 0;
   for (const auto& [b, e] : walk.runs) num_accepted += e - b;
+  const uint32_t* text = nullptr;  // the text tokens of at most walk.text_up_to characters
+  if (walk.text_up_to > 0) {
+    const size_t words = trie.normal_bitset.size();
+    text = trie.text_up_to.data() + (walk.text_up_to - 1) * words;
+    // The runs may hold some of them too (text tokens above non-text ones): count the union.
+    std::vector<uint32_t> runs_mark(words, 0);
+    for (const auto& [b, e] : walk.runs) {
+      for (int32_t k = b; k < e; ++k) runs_mark[trie.sorted_tokens[k] >> 5] |= 1u << (trie.sorted_tokens[k] & 31);
+    }
+    num_accepted = 0;
+    for (size_t w = 0; w < words; ++w) num_accepted += __builtin_popcount(runs_mark[w] | text[w]);
+  }
   int32_t num_not_accepted = num_normal - num_accepted;
   core.num_accepted = num_accepted;
   // Smallest storage: a list costs 32 bits per id, the bitset one bit per vocabulary entry.
@@ -894,8 +969,11 @@ MaskCore TokenMaskCache::FinishCore(const TrieWalkResult& walk, const TokenizerI
       mark[t >> 5] |= 1u << (t & 31);
     }
   };
-  const bool mark_rejected = num_accepted > num_not_accepted;
-  if (mark_rejected) {
+  const bool mark_rejected = text == nullptr && num_accepted > num_not_accepted;
+  if (text != nullptr) {
+    for (const auto& [b, e] : walk.runs) mark_range(b, e);
+    for (int64_t w = 0; w < bitset_words; ++w) mark[w] |= text[w];
+  } else if (mark_rejected) {
     int32_t next = 0;  // runs are increasing: the gaps between them are the rejected tokens
     for (const auto& [b, e] : walk.runs) {
       mark_range(next, b);

@@ -350,6 +350,15 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded_vocab, Voca
     }
     t.text_chars[i] = text ? static_cast<uint8_t>(std::min(most, kTextCharsCap)) : 0;
   }
+  const size_t words = t.normal_bitset.size();
+  t.text_up_to.assign(words * TokenTrie::kTextLengthSets, 0);
+  for (int32_t id : t.sorted_tokens) {
+    const std::string& bytes = decoded_[id];
+    if (!IsText(bytes)) continue;
+    for (int32_t k = CountChars(bytes); k <= TokenTrie::kTextLengthSets; ++k) {
+      t.text_up_to[(k - 1) * words + (id >> 5)] |= 1u << (id & 31);
+    }
+  }
   for (int32_t k = 0; k < static_cast<int32_t>(t.sorted_tokens.size()); ++k) {
     int32_t len = static_cast<int32_t>(decoded_[t.sorted_tokens[k]].size());
     if (len >= TokenTrie::kLongTokenBytes) t.long_tokens.emplace_back(len, k);
