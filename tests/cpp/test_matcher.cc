@@ -30,7 +30,9 @@ std::vector<std::string> Vocab() {
                                 "\xf4\x8f\xbf\xbf", "\xf4\x90\x80\x80", "x\\", "yes!",
                                 // Tokens that open and close a nested rule (a string inside a
                                 // value) and go on in the caller.
-                                "\"a\",", "\"ab\":", "\"x\"}", "[\"a\"]", "\"\xc3\xa9\"", "1,\"a"};
+                                "\"a\",", "\"ab\":", "\"x\"}", "[\"a\"]", "\"\xc3\xa9\"", "1,\"a",
+                                // Tokens that leave a counted loop and go on in its caller.
+                                "[]", "b]", "[,]", "ab]", "[b]", "[cb]"};
   return v;
 }
 
@@ -137,6 +139,15 @@ int main() {
       {"root ::= (\"ab\" | \"e\"){2,40} \"!\"", {"abeab!"}},
       {"root ::= \"[\" ([a-b] [0-9]*){0,40} \"]\"", {"[a1b]"}},
       {"root ::= \"\\\"\" [^\"\\\\]{40,} \"\\\"\"", {"\"" + std::string(41, 'x') + "\""}},
+      // A walk entering a counted loop from its caller: a string body after a first
+      // character; a loop whose caller goes on with bytes the iterations also take (b, c:
+      // the parser decides); a loop whose caller goes on into another rule; a loop called
+      // inside a nested rule (a parser walk's stretch reaches the call).
+      {"root ::= \"\\\"\" [a-z] [^\"\\\\]{0,40} \"\\\"\" \",\"", {"\"yes\xc3\xa9" "ab\",", "\"a\","}},
+      {"root ::= \"[\" [a-e]{0,40} [b-d] \"]\"", {"[abeb]", "[c]"}},
+      {"root ::= \"[\" [a-b]{35,60} item\nitem ::= \"]\" | \",]\"", {"[" + std::string(36, 'a') + ",]"}},
+      {"root ::= \"[\" [a-b]{0,40} item\nitem ::= \"]\" | \",\" item", {"[ab,]", "[]"}},
+      {"root ::= (\"[\" str \"]\")+\nstr ::= \"\\\"\" [a-z] [^\"\\\\]{0,40} \"\\\"\"", {"[\"ab\"][\"yes\"]"}},
       {"root ::= \"\\\"\" ([^\"\\\\] | esc)* \"\\\"\"\nesc ::= \"\\\\\" [n\\\\] | \"\\\\\" esc", {"\"a\\\\n\""}},
   };
   for (const auto& c : cases) {

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <optional>
 #include <array>
+#include <map>
 #include <unordered_map>
 #include <climits>
 #include <thread>
@@ -403,24 +404,28 @@ class LazyDfa {
   static constexpr int32_t kFinal = 1;      // the rule (the loop, under a loop) may complete here
   static constexpr int32_t kRuleEdges = 2;  // the parser must take over here
 
-  explicit LazyDfa(const GrammarAutomaton& a) : a_(a) {}
+  // loop_calls: states that call a loop of a plain rule continue as configurations
+  // (LoopCall); else they have kRuleEdges like any state with rule edges.
+  LazyDfa(const GrammarAutomaton& a, bool loop_calls) : a_(a), loop_calls_(loop_calls) {}
   // Loop mode, when the loop of `loop_state` repeats a plain rule; false otherwise.
   bool ForLoop(int32_t loop_state) {
-    const auto& r = a_.RepeatOf(loop_state);
-    const int32_t start = a_.rule_start[r.child];
-    if (a_.state_final[start]) return false;
-    for (int32_t s = start; s < a_.num_states() && a_.state_rule[s] == r.child; ++s) {
-      if (a_.rule_edge_begin[s + 1] > a_.rule_edge_begin[s]) return false;
-      if (a_.state_final[s] && a_.byte_edge_begin[s + 1] > a_.byte_edge_begin[s]) return false;
-    }
+    const int32_t start = PlainChildStart(a_.RepeatOf(loop_state));
+    if (start < 0) return false;
     loop_child_start_ = start;
     loop_mode_ = true;
     return true;
   }
+  // Whether a code is a configuration of a loop called from the walk's rule (see LoopCall),
+  // not one automaton state.
+  bool IsLoopCall(int32_t code) const { return after_[code >> 2] >= 0; }
   // The code of a global state (in loop mode: of the state with the loop at loop_state,
   // completing it first if it is final), its row made on first use.
   int32_t Code(int32_t global, int32_t loop_state = 0) {
     if (loop_mode_ && a_.state_final[global]) return Completed(loop_state);
+    if (!loop_mode_ && loop_calls_) {
+      const int32_t call = LoopCall(global);
+      if (call != kNoCall) return call;
+    }
     return Config(global, loop_state, 0);
   }
   // The transition rows, 256 per state (valid until the next Resolve or Code).
@@ -429,12 +434,7 @@ class LazyDfa {
   // Looks up an unresolved transition.
   int32_t Resolve(int32_t code, uint8_t byte) {
     const int32_t local = code >> 2;
-    const int32_t g = global_[local];
-    int32_t target = -1;
-    for (int32_t k = a_.byte_edge_begin[g]; k < a_.byte_edge_begin[g + 1]; ++k) {
-      if (byte >= a_.byte_edges[k].lo && byte <= a_.byte_edges[k].hi) target = a_.byte_edges[k].target;
-    }
-    const int32_t t = target < 0 ? kDead : Code(target, loop_[local]);
+    const int32_t t = after_[local] >= 0 ? ResolveCall(local, byte) : ResolveState(local, byte);
     next_[256 * static_cast<size_t>(local) + byte] = t;
     return t;
   }
@@ -445,6 +445,102 @@ class LazyDfa {
   int32_t Global(int32_t code) const { return global_[code >> 2]; }
 
  private:
+  static constexpr int32_t kNoCall = INT32_MIN;
+
+  // The start of a repeat's child if the child is plain (no rule edges, final states without
+  // byte edges, start not final), else -1.
+  int32_t PlainChildStart(const GrammarAutomaton::CountedRepeat& r) const {
+    const int32_t start = a_.rule_start[r.child];
+    if (a_.state_final[start]) return -1;
+    for (int32_t s = start; s < a_.num_states() && a_.state_rule[s] == r.child; ++s) {
+      if (a_.rule_edge_begin[s + 1] > a_.rule_edge_begin[s]) return -1;
+      if (a_.state_final[s] && a_.byte_edge_begin[s + 1] > a_.byte_edge_begin[s]) return -1;
+    }
+    return start;
+  }
+  int32_t EdgeTarget(int32_t state, uint8_t byte) const {
+    for (int32_t k = a_.byte_edge_begin[state]; k < a_.byte_edge_begin[state + 1]; ++k) {
+      if (byte >= a_.byte_edges[k].lo && byte <= a_.byte_edges[k].hi) return a_.byte_edges[k].target;
+    }
+    return -1;
+  }
+  int32_t ResolveState(int32_t local, uint8_t byte) {
+    const int32_t target = EdgeTarget(global_[local], byte);
+    return target < 0 ? kDead : Code(target, loop_[local]);
+  }
+
+  // A walk's state whose only edge is a call of a counted loop of a plain rule (a long
+  // maxLength or {m,n} inside a string, say) continues as configurations (iteration state,
+  // loop state, the caller's state after the loop, at an iteration's start): the iterations
+  // run as in loop mode, and where the loop may end the caller's state after it is live too.
+  // Where both could take a byte, or the caller's state there has rule edges, the code says
+  // kRuleEdges and the parser takes over. kNoCall for other states.
+  int32_t LoopCall(int32_t global) {
+    if (a_.rule_edge_begin[global + 1] - a_.rule_edge_begin[global] != 1) return kNoCall;
+    if (a_.byte_edge_begin[global + 1] > a_.byte_edge_begin[global]) return kNoCall;
+    const DfaRuleEdge& call = a_.rule_edges[a_.rule_edge_begin[global]];
+    const int32_t rep = a_.rule_repeat[call.rule];
+    if (rep < 0) return kNoCall;
+    const auto& r = a_.repeats[rep];
+    const int32_t child_start = PlainChildStart(r);
+    if (child_start < 0) return kNoCall;
+    const int32_t first = a_.VirtualNext(r.base) >= 0 ? child_start : -1;
+    return CallConfig(first, r.base, call.target, 1, a_.state_final[global] != 0);
+  }
+  // (iteration state or -1, loop state, caller's state after the loop, at an iteration's
+  // start); caller_final: the caller may complete here (its state before the loop is final).
+  int32_t CallConfig(int32_t state, int32_t loop_state, int32_t after, int32_t at_start, bool caller_final = false) {
+    const bool may_exit = at_start && a_.VirtualIsFinal(loop_state);
+    const std::array<int32_t, 4> key = {state, loop_state, after, at_start | (caller_final ? 2 : 0)};
+    auto [it, inserted] = call_local_.emplace(key, static_cast<int32_t>(global_.size()));
+    if (inserted) {
+      const size_t row = next_.size();
+      next_.resize(row + 256, kDead);
+      auto mark = [&](int32_t s) {
+        for (int32_t k = a_.byte_edge_begin[s]; k < a_.byte_edge_begin[s + 1]; ++k) {
+          for (int c = a_.byte_edges[k].lo; c <= a_.byte_edges[k].hi; ++c) next_[row + c] = kUnresolved;
+        }
+      };
+      if (state >= 0) mark(state);
+      int32_t flags = caller_final ? kFinal : 0;
+      if (may_exit) {
+        mark(after);
+        if (a_.state_final[after]) flags |= kFinal;
+        if (a_.rule_edge_begin[after + 1] > a_.rule_edge_begin[after]) flags |= kRuleEdges;
+      }
+      global_.push_back(state);
+      loop_.push_back(loop_state);
+      after_.push_back(after);
+      at_start_.push_back(at_start);
+      codes_.push_back((it->second << 2) | flags);
+    }
+    return codes_[it->second];
+  }
+  int32_t ResolveCall(int32_t local, uint8_t byte) {
+    const int32_t state = global_[local], loop_state = loop_[local], after = after_[local];
+    const int32_t inner = state >= 0 ? EdgeTarget(state, byte) : -1;
+    const int32_t outer = at_start_[local] && a_.VirtualIsFinal(loop_state) ? EdgeTarget(after, byte) : -1;
+    if (inner >= 0 && outer >= 0) return Ambiguous();
+    if (outer >= 0) return Code(outer);
+    if (inner < 0) return kDead;
+    if (!a_.state_final[inner]) return CallConfig(inner, loop_state, after, 0);
+    const int32_t next = a_.VirtualNext(loop_state);  // the iteration completes
+    if (next < 0) return CallConfig(-1, loop_state, after, 0);
+    return CallConfig(a_.VirtualNext(next) >= 0 ? a_.rule_start[a_.RepeatOf(loop_state).child] : -1, next, after, 1);
+  }
+  // A code that only says "the parser takes over here".
+  int32_t Ambiguous() {
+    if (ambiguous_ < 0) {
+      ambiguous_ = static_cast<int32_t>(global_.size());
+      next_.resize(next_.size() + 256, kDead);
+      global_.push_back(-1);
+      loop_.push_back(0);
+      after_.push_back(-1);
+      at_start_.push_back(0);
+      codes_.push_back((ambiguous_ << 2) | kRuleEdges);
+    }
+    return codes_[ambiguous_];
+  }
   // The iteration just completed with the loop at loop_state.
   int32_t Completed(int32_t loop_state) {
     const int32_t after = a_.VirtualNext(loop_state);
@@ -477,18 +573,25 @@ class LazyDfa {
       if (may_end) flags |= kFinal;
       global_.push_back(global);
       loop_.push_back(loop_state);
+      after_.push_back(-1);
+      at_start_.push_back(0);
       codes_.push_back((it->second << 2) | flags);
     }
     return codes_[it->second];
   }
 
   const GrammarAutomaton& a_;
+  const bool loop_calls_;
   bool loop_mode_ = false;
   int32_t loop_child_start_ = -1;
   std::unordered_map<uint64_t, int32_t> local_;
   std::vector<int32_t> next_;  // 256 codes per local state
   std::vector<int32_t> global_;  // per local: the rule state (-1: none, in loop mode)
-  std::vector<int32_t> loop_;    // per local: the loop state (loop mode)
+  std::vector<int32_t> loop_;    // per local: the loop state (loop mode, loop calls)
+  std::vector<int32_t> after_;   // per local: a loop call's caller state after it, else -1
+  std::vector<uint8_t> at_start_;  // per local: a loop call at an iteration's start
+  std::map<std::array<int32_t, 4>, int32_t> call_local_;
+  int32_t ambiguous_ = -1;
   std::vector<int32_t> codes_;
 };
 
@@ -506,8 +609,9 @@ class VocabWalker {
   // Out of line: inlined, its by-reference arguments would keep the walk's run in memory.
   [[gnu::noinline]] static void AcceptRun(TrieWalkResult* out, int32_t begin, int32_t end) { out->Accept(begin, end); }
 
-  // fast_paths: a counted loop of a plain rule is walked as a DFA, and so are the parser's
-  // lexical stretches (else by the parser, node by node: the reference for tests).
+  // fast_paths: a counted loop of a plain rule is walked as a DFA (from inside it or from a
+  // state that calls it), and so are the parser's lexical stretches (else by the parser, node
+  // by node: the reference for tests).
   VocabWalker(const std::shared_ptr<const GrammarAutomaton>& automaton, const TokenTrie& trie, int32_t state,
               int32_t loop_state, bool fast_paths)
       : automaton_(automaton),
@@ -515,7 +619,7 @@ class VocabWalker {
         state_(state),
         loop_state_(loop_state),
         fast_paths_(fast_paths),
-        dfa_(*automaton) {
+        dfa_(*automaton, fast_paths) {
     const size_t depth = static_cast<size_t>(trie.max_token_bytes) + 2;
     code_.assign(depth, LazyDfa::kDead);
     row_code_.assign(depth, kParserRow);
@@ -919,7 +1023,7 @@ MaskCore TokenMaskCache::ComputeCore(const std::shared_ptr<const GrammarAutomato
   for (int32_t c = 1; c < trie.num_nodes(); c = trie.subtree_end[c]) {
     const int32_t first = walker.dfa().Step(start, trie.byte[c]);
     if (first == LazyDfa::kDead) continue;  // dead at depth 1: nothing accepted, no completion inside
-    if (first & LazyDfa::kRuleEdges) {
+    if ((first & LazyDfa::kRuleEdges) || walker.dfa().IsLoopCall(first)) {
       walk_dfa(c, trie.subtree_end[c], &out);
       continue;
     }
