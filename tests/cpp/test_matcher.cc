@@ -147,6 +147,12 @@ int main() {
       {"root ::= \"[\" [a-e]{0,40} [b-d] \"]\"", {"[abeb]", "[c]"}},
       {"root ::= \"[\" [a-b]{35,60} item\nitem ::= \"]\" | \",]\"", {"[" + std::string(36, 'a') + ",]"}},
       {"root ::= \"[\" [a-b]{0,40} item\nitem ::= \"]\" | \",\" item", {"[ab,]", "[]"}},
+      // The caller may end right after the loop; the caller's state before the loop has byte
+      // edges of its own.
+      {"root ::= \"[\" [a-b]{0,40}", {"[ab", "["}},
+      {"root ::= \"[\" ([a-b]{0,40} \"]\" | \",]\")", {"[ab]", "[,]"}},
+      // A loop that may end at once, called again by its caller's state after it.
+      {"root ::= \"[\" ([a-b]{0,40} \",\"?)* \"]\"", {"[ab,b]", "[]"}},
       {"root ::= (\"[\" str \"]\")+\nstr ::= \"\\\"\" [a-z] [^\"\\\\]{0,40} \"\\\"\"", {"[\"ab\"][\"yes\"]"}},
       {"root ::= \"\\\"\" ([^\"\\\\] | esc)* \"\\\"\"\nesc ::= \"\\\\\" [n\\\\] | \"\\\\\" esc", {"\"a\\\\n\""}},
   };

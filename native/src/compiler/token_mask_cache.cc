@@ -7,6 +7,7 @@
 #include <optional>
 #include <array>
 #include <map>
+#include <tuple>
 #include <unordered_map>
 #include <climits>
 #include <thread>
@@ -417,7 +418,7 @@ class LazyDfa {
   }
   // Whether a code is a configuration of a loop called from the walk's rule (see LoopCall),
   // not one automaton state.
-  bool IsLoopCall(int32_t code) const { return after_[code >> 2] >= 0; }
+  bool IsLoopCall(int32_t code) const { return set_index_[code >> 2] >= 0; }
   // The code of a global state (in loop mode: of the state with the loop at loop_state,
   // completing it first if it is final), its row made on first use.
   int32_t Code(int32_t global, int32_t loop_state = 0) {
@@ -434,7 +435,7 @@ class LazyDfa {
   // Looks up an unresolved transition.
   int32_t Resolve(int32_t code, uint8_t byte) {
     const int32_t local = code >> 2;
-    const int32_t t = after_[local] >= 0 ? ResolveCall(local, byte) : ResolveState(local, byte);
+    const int32_t t = set_index_[local] >= 0 ? ResolveSet(local, byte) : ResolveState(local, byte);
     next_[256 * static_cast<size_t>(local) + byte] = t;
     return t;
   }
@@ -469,79 +470,119 @@ class LazyDfa {
     return target < 0 ? kDead : Code(target, loop_[local]);
   }
 
-  // A walk's state whose only edge is a call of a counted loop of a plain rule (a long
-  // maxLength or {m,n} inside a string, say) continues as configurations (iteration state,
-  // loop state, the caller's state after the loop, at an iteration's start): the iterations
-  // run as in loop mode, and where the loop may end the caller's state after it is live too.
-  // Where both could take a byte, or the caller's state there has rule edges, the code says
-  // kRuleEdges and the parser takes over. kNoCall for other states.
+  // Loop calls. A state whose only edge is a call of a counted loop of a plain rule (a long
+  // maxLength or {m,n} inside a string, say) continues as a set of elements: the caller's
+  // states (loop -1) and iterations in progress (iteration state or -1 when no further one
+  // may start, loop state, the caller's state after the loop, at an iteration's start). An
+  // iteration runs as in loop mode; where the loop may end, the caller's state after it joins
+  // the set, so a loop followed by what an iteration could also read (x{0,61} [a-z]) stays a
+  // DFA over sets. A caller's state with other rule edges makes the set kRuleEdges (the parser
+  // takes over there). kNoCall for a state that is no such call.
+  struct Element {
+    int32_t state, loop, after, at_start;
+    bool operator<(const Element& o) const {
+      return std::tie(state, loop, after, at_start) < std::tie(o.state, o.loop, o.after, o.at_start);
+    }
+    bool operator==(const Element& o) const {
+      return state == o.state && loop == o.loop && after == o.after && at_start == o.at_start;
+    }
+  };
   int32_t LoopCall(int32_t global) {
-    if (a_.rule_edge_begin[global + 1] - a_.rule_edge_begin[global] != 1) return kNoCall;
-    if (a_.byte_edge_begin[global + 1] > a_.byte_edge_begin[global]) return kNoCall;
+    if (CallOf(global) == nullptr) return kNoCall;
+    std::vector<Element> set;
+    bool parser = false;
+    callers_.clear();
+    AddCaller(global, &set, &parser);
+    return SetCode(std::move(set), parser);
+  }
+  // The call a caller's state makes (exactly one rule edge, on a repeat of a plain rule), or
+  // nullptr.
+  const DfaRuleEdge* CallOf(int32_t global) const {
+    if (a_.rule_edge_begin[global + 1] - a_.rule_edge_begin[global] != 1) return nullptr;
     const DfaRuleEdge& call = a_.rule_edges[a_.rule_edge_begin[global]];
     const int32_t rep = a_.rule_repeat[call.rule];
-    if (rep < 0) return kNoCall;
-    const auto& r = a_.repeats[rep];
-    const int32_t child_start = PlainChildStart(r);
-    if (child_start < 0) return kNoCall;
-    const int32_t first = a_.VirtualNext(r.base) >= 0 ? child_start : -1;
-    return CallConfig(first, r.base, call.target, 1, a_.state_final[global] != 0);
+    if (rep < 0 || PlainChildStart(a_.repeats[rep]) < 0) return nullptr;
+    return &call;
   }
-  // (iteration state or -1, loop state, caller's state after the loop, at an iteration's
-  // start); caller_final: the caller may complete here (its state before the loop is final).
-  int32_t CallConfig(int32_t state, int32_t loop_state, int32_t after, int32_t at_start, bool caller_final = false) {
-    const bool may_exit = at_start && a_.VirtualIsFinal(loop_state);
-    const std::array<int32_t, 4> key = {state, loop_state, after, at_start | (caller_final ? 2 : 0)};
-    auto [it, inserted] = call_local_.emplace(key, static_cast<int32_t>(global_.size()));
+  // Adds a caller's state, entering the loop it calls; *parser if it has other rule edges.
+  void AddCaller(int32_t global, std::vector<Element>* set, bool* parser) {
+    // Once per set: a loop that may end right away can lead back to its own caller ((x{0,40})*).
+    if (std::find(callers_.begin(), callers_.end(), global) != callers_.end()) return;
+    callers_.push_back(global);
+    if (a_.rule_edge_begin[global + 1] == a_.rule_edge_begin[global]) {
+      set->push_back({global, -1, -1, 0});
+      return;
+    }
+    const DfaRuleEdge* call = CallOf(global);
+    if (call == nullptr) {
+      *parser = true;
+      return;
+    }
+    // Its own byte edges (and final flag) stay with it.
+    if (a_.state_final[global] || a_.byte_edge_begin[global + 1] > a_.byte_edge_begin[global]) {
+      set->push_back({global, -1, -1, 0});
+    }
+    const auto& r = a_.repeats[a_.rule_repeat[call->rule]];
+    AddIterationStart(r.base, call->target, set, parser);
+  }
+  // The loop at loop_state, about to start an iteration (or to end, if it may).
+  void AddIterationStart(int32_t loop_state, int32_t after, std::vector<Element>* set, bool* parser) {
+    const auto& r = a_.RepeatOf(loop_state);
+    const int32_t first = a_.VirtualNext(loop_state) >= 0 ? a_.rule_start[r.child] : -1;
+    set->push_back({first, loop_state, after, 1});
+    if (a_.VirtualIsFinal(loop_state)) AddCaller(after, set, parser);
+  }
+  int32_t ResolveSet(int32_t local, uint8_t byte) {
+    std::vector<Element> next;
+    bool parser = false;
+    callers_.clear();
+    for (const Element& e : sets_[set_index_[local]]) {
+      if (e.state < 0) continue;
+      const int32_t t = EdgeTarget(e.state, byte);
+      if (t < 0) continue;
+      if (e.loop < 0) {
+        AddCaller(t, &next, &parser);
+      } else if (!a_.state_final[t]) {
+        next.push_back({t, e.loop, e.after, 0});
+      } else {  // the iteration completes
+        const int32_t after_iteration = a_.VirtualNext(e.loop);
+        if (after_iteration >= 0) AddIterationStart(after_iteration, e.after, &next, &parser);
+      }
+    }
+    if (next.empty() && !parser) return kDead;
+    return SetCode(std::move(next), parser);
+  }
+  int32_t SetCode(std::vector<Element> set, bool parser) {
+    std::sort(set.begin(), set.end());
+    set.erase(std::unique(set.begin(), set.end()), set.end());
+    // A set of one caller's state without rule edges is that state.
+    if (!parser && set.size() == 1 && set[0].loop < 0) return Config(set[0].state, 0, 0);
+    std::vector<int32_t> key;
+    key.reserve(4 * set.size() + 1);
+    key.push_back(parser ? 1 : 0);
+    for (const Element& e : set) key.insert(key.end(), {e.state, e.loop, e.after, e.at_start});
+    auto [it, inserted] = set_local_.emplace(std::move(key), static_cast<int32_t>(global_.size()));
     if (inserted) {
       const size_t row = next_.size();
       next_.resize(row + 256, kDead);
-      auto mark = [&](int32_t s) {
-        for (int32_t k = a_.byte_edge_begin[s]; k < a_.byte_edge_begin[s + 1]; ++k) {
+      int32_t flags = parser ? kRuleEdges : 0;
+      for (const Element& e : set) {
+        if (e.state < 0) continue;
+        if (e.loop < 0 && a_.state_final[e.state]) flags |= kFinal;
+        for (int32_t k = a_.byte_edge_begin[e.state]; k < a_.byte_edge_begin[e.state + 1]; ++k) {
           for (int c = a_.byte_edges[k].lo; c <= a_.byte_edges[k].hi; ++c) next_[row + c] = kUnresolved;
         }
-      };
-      if (state >= 0) mark(state);
-      int32_t flags = caller_final ? kFinal : 0;
-      if (may_exit) {
-        mark(after);
-        if (a_.state_final[after]) flags |= kFinal;
-        if (a_.rule_edge_begin[after + 1] > a_.rule_edge_begin[after]) flags |= kRuleEdges;
       }
-      global_.push_back(state);
-      loop_.push_back(loop_state);
-      after_.push_back(after);
-      at_start_.push_back(at_start);
+      global_.push_back(-1);
+      loop_.push_back(0);
+      set_index_.push_back(static_cast<int32_t>(sets_.size()));
+      sets_.push_back(std::move(set));
       codes_.push_back((it->second << 2) | flags);
     }
     return codes_[it->second];
   }
-  int32_t ResolveCall(int32_t local, uint8_t byte) {
-    const int32_t state = global_[local], loop_state = loop_[local], after = after_[local];
-    const int32_t inner = state >= 0 ? EdgeTarget(state, byte) : -1;
-    const int32_t outer = at_start_[local] && a_.VirtualIsFinal(loop_state) ? EdgeTarget(after, byte) : -1;
-    if (inner >= 0 && outer >= 0) return Ambiguous();
-    if (outer >= 0) return Code(outer);
-    if (inner < 0) return kDead;
-    if (!a_.state_final[inner]) return CallConfig(inner, loop_state, after, 0);
-    const int32_t next = a_.VirtualNext(loop_state);  // the iteration completes
-    if (next < 0) return CallConfig(-1, loop_state, after, 0);
-    return CallConfig(a_.VirtualNext(next) >= 0 ? a_.rule_start[a_.RepeatOf(loop_state).child] : -1, next, after, 1);
-  }
-  // A code that only says "the parser takes over here".
-  int32_t Ambiguous() {
-    if (ambiguous_ < 0) {
-      ambiguous_ = static_cast<int32_t>(global_.size());
-      next_.resize(next_.size() + 256, kDead);
-      global_.push_back(-1);
-      loop_.push_back(0);
-      after_.push_back(-1);
-      at_start_.push_back(0);
-      codes_.push_back((ambiguous_ << 2) | kRuleEdges);
-    }
-    return codes_[ambiguous_];
-  }
-  // The iteration just completed with the loop at loop_state.
+
+  // Loop mode: the iteration just completed with the loop at loop_state.
   int32_t Completed(int32_t loop_state) {
     const int32_t after = a_.VirtualNext(loop_state);
     if (after < 0) return Config(-1, loop_state, 0);  // the loop allowed no such iteration
@@ -573,8 +614,7 @@ class LazyDfa {
       if (may_end) flags |= kFinal;
       global_.push_back(global);
       loop_.push_back(loop_state);
-      after_.push_back(-1);
-      at_start_.push_back(0);
+      set_index_.push_back(-1);
       codes_.push_back((it->second << 2) | flags);
     }
     return codes_[it->second];
@@ -588,10 +628,10 @@ class LazyDfa {
   std::vector<int32_t> next_;  // 256 codes per local state
   std::vector<int32_t> global_;  // per local: the rule state (-1: none, in loop mode)
   std::vector<int32_t> loop_;    // per local: the loop state (loop mode, loop calls)
-  std::vector<int32_t> after_;   // per local: a loop call's caller state after it, else -1
-  std::vector<uint8_t> at_start_;  // per local: a loop call at an iteration's start
-  std::map<std::array<int32_t, 4>, int32_t> call_local_;
-  int32_t ambiguous_ = -1;
+  std::vector<int32_t> set_index_;  // per local: its loop-call set in sets_, else -1
+  std::vector<std::vector<Element>> sets_;
+  std::map<std::vector<int32_t>, int32_t> set_local_;
+  std::vector<int32_t> callers_;  // the callers' states a set being made holds
   std::vector<int32_t> codes_;
 };
 
