@@ -33,7 +33,7 @@
 
 namespace xg2 {
 
-struct SubtreeMemo;
+class SubtreeMemo;
 struct TrieWalkResult;
 
 // A state's entry in one compiled grammar: the shared core (accepted tokens; see
