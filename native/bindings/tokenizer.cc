@@ -149,6 +149,7 @@ void BindTokenizer(nb::module_& m) {
         int32_t max_depth = 0;
         for (int32_t d : t.depth) max_depth = std::max(max_depth, d);
         size_t bytes = (t.byte.capacity() + t.text_chars.capacity()) * sizeof(uint8_t) +
+                       t.text_skeleton.capacity() * sizeof(TokenTrie::SkeletonNode) +
                        (t.depth.capacity() + t.subtree_end.capacity() +
                         t.token_begin.capacity() + t.sorted_tokens.capacity() +
                         t.sorted_index.capacity() + t.text_up_to.capacity()) *

@@ -528,6 +528,59 @@ class VocabWalker {
     AcceptRun(out, run_begin, run_end);
   }
 
+  // WalkDfa with every text-only subtree accepted whole (the start takes all text), over the
+  // trie's text skeleton entries [begin, end) (whole subtrees; see TokenTrie::text_skeleton).
+  void WalkSkeleton(int32_t start, int32_t begin, int32_t end, TrieWalkResult* out) {
+    const TokenTrie::SkeletonNode* sk = trie_.text_skeleton.data();
+    int32_t* code_at = code_.data();
+    uint8_t* path = path_.data();
+    int32_t* ends = ends_.data();
+    int32_t num_ends = 0;
+    const int32_t* rows = dfa_.rows();
+    int32_t run_begin = 0, run_end = 0;  // the accepted run being extended
+    code_at[0] = start;
+    int32_t k = begin;
+    while (k < end) {
+      const TokenTrie::SkeletonNode& e = sk[k];
+      if (!e.text_root) {
+        const int32_t d = e.depth;
+        while (num_ends > 0 && ends[num_ends - 1] >= d) --num_ends;
+        const uint8_t b = e.byte;
+        const int32_t from = code_at[d - 1];
+        int32_t code = rows[256 * static_cast<size_t>(from >> 2) + b];
+        path[d] = b;
+        if (__builtin_expect((code & (INT32_MIN | LazyDfa::kFinal | LazyDfa::kRuleEdges)) != 0, 0)) {
+          if (code == LazyDfa::kUnresolved) {
+            code = dfa_.Resolve(from, b);
+            rows = dfa_.rows();
+          }
+          if (code == LazyDfa::kDead) {
+            if (num_ends > 0) Dead(e.node, ends, num_ends, out);
+            k = e.next;
+            continue;
+          }
+          if (code & LazyDfa::kRuleEdges) {
+            AcceptRun(out, run_begin, run_end);
+            run_begin = run_end = 0;
+            ParserSubtree(e.node, d, ends, num_ends, out);
+            rows = dfa_.rows();
+            k = e.next;
+            continue;
+          }
+          if (code & LazyDfa::kFinal) ends[num_ends++] = d;
+        }
+        code_at[d] = code;
+      }
+      if (e.token_begin != run_end) {
+        AcceptRun(out, run_begin, run_end);
+        run_begin = e.token_begin;
+      }
+      run_end = e.token_end;
+      ++k;
+    }
+    AcceptRun(out, run_begin, run_end);
+  }
+
   // The whole trie with the parser.
   void WalkParser(TrieWalkResult* out) {
     parser_ends_.clear();
@@ -680,23 +733,31 @@ TrieWalkResult WalkVocabulary(const std::shared_ptr<const GrammarAutomaton>& aut
     return out;
   }
   if (memo == nullptr) {
-    walk_dfa(1, trie.num_nodes(), &out);
+    if (text_bound >= kTextCharsCap) walker.WalkSkeleton(start, 0, static_cast<int32_t>(trie.text_skeleton.size()), &out);
+    else walk_dfa(1, trie.num_nodes(), &out);
     return out;
   }
+  // All text alive: over the text skeleton (root children are all in it, in order).
+  const bool skeleton = text_bound >= kTextCharsCap;
+  int32_t sk = 0;  // the skeleton entry of root child c
+  auto walk_subtree = [&](int32_t c, TrieWalkResult* result) {
+    if (skeleton) walker.WalkSkeleton(start, sk, trie.text_skeleton[sk].next, result);
+    else walk_dfa(c, trie.subtree_end[c], result);
+  };
   // Subtree by subtree below the root, through the memo where the first byte leads to a
   // state without rule edges.
   TrieWalkResult fresh;  // one subtree's walk, before it is memoised
-  for (int32_t c = 1; c < trie.num_nodes(); c = trie.subtree_end[c]) {
+  for (int32_t c = 1; c < trie.num_nodes(); c = trie.subtree_end[c], sk = skeleton ? trie.text_skeleton[sk].next : 0) {
     const int32_t first = walker.dfa().Step(start, trie.byte[c]);
     if (first == LazyDfa::kDead) continue;  // dead at depth 1: nothing accepted, no completion inside
     if ((first & LazyDfa::kRuleEdges) || walker.dfa().IsLoopCall(first)) {
-      walk_dfa(c, trie.subtree_end[c], &out);
+      walk_subtree(c, &out);
       continue;
     }
     const int32_t target = walker.dfa().Global(first);
     if (memo->AppendTo(target, c, &out)) continue;
     fresh.Clear();
-    walk_dfa(c, trie.subtree_end[c], &fresh);
+    walk_subtree(c, &fresh);
     memo->Insert(target, c, fresh);
     out.Append(fresh);
   }

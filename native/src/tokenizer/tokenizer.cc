@@ -350,6 +350,26 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded_vocab, Voca
     }
     t.text_chars[i] = text ? static_cast<uint8_t>(std::min(most, kTextCharsCap)) : 0;
   }
+  {
+    std::vector<int32_t> open;  // skeleton entries whose subtree is not closed yet
+    for (int32_t i = 1; i < t.num_nodes();) {
+      while (!open.empty() && t.subtree_end[t.text_skeleton[open.back()].node] <= i) {
+        t.text_skeleton[open.back()].next = static_cast<int32_t>(t.text_skeleton.size());
+        open.pop_back();
+      }
+      const int32_t index = static_cast<int32_t>(t.text_skeleton.size());
+      if (t.text_chars[i] != 0) {
+        t.text_skeleton.push_back({i, index + 1, t.token_begin[i], t.token_begin[t.subtree_end[i]], t.depth[i],
+                                   t.byte[i], 1});
+        i = t.subtree_end[i];
+      } else {
+        t.text_skeleton.push_back({i, -1, t.token_begin[i], t.token_begin[i + 1], t.depth[i], t.byte[i], 0});
+        open.push_back(index);
+        ++i;
+      }
+    }
+    for (int32_t k : open) t.text_skeleton[k].next = static_cast<int32_t>(t.text_skeleton.size());
+  }
   const size_t words = t.normal_bitset.size();
   t.text_up_to.assign(words * TokenTrie::kTextLengthSets, 0);
   for (int32_t id : t.sorted_tokens) {
