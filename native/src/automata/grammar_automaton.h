@@ -76,6 +76,15 @@ struct GrammarAutomaton {
     return !is_virtual(s) && byte_edge_begin[s + 1] > byte_edge_begin[s];
   }
   const CountedRepeat& RepeatOf(int32_t virtual_state) const;
+  // The target of a real state's byte edge on `byte`, or -1 (edges are sorted and disjoint).
+  int32_t ByteTarget(int32_t state, uint8_t byte) const {
+    for (int32_t k = byte_edge_begin[state]; k < byte_edge_begin[state + 1]; ++k) {
+      const DfaByteEdge& e = byte_edges[k];
+      if (byte < e.lo) return -1;
+      if (byte <= e.hi) return e.target;
+    }
+    return -1;
+  }
   bool IsFinal(int32_t s) const {
     if (!is_virtual(s)) return state_final[s] != 0;
     return any_order->Contains(s) ? any_order->IsFinal(s) : VirtualIsFinal(s);

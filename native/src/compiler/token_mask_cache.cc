@@ -285,22 +285,6 @@ MaskCore TokenMaskCache::FinishCore(const TrieWalkResult& walk, const TokenizerI
   core.dead_offsets = walk.dead_offsets;
   int32_t vocab_size = tokenizer.vocab_size();
   int32_t num_normal = static_cast<int32_t>(trie.sorted_tokens.size());
-  int32_t num_accepted = 0;
-  for (const auto& [b, e] : walk.runs) num_accepted += e - b;
-  const uint32_t* text = nullptr;  // the text tokens of at most walk.text_up_to characters
-  if (walk.text_up_to > 0) {
-    const size_t words = trie.normal_bitset.size();
-    text = trie.text_up_to.data() + (walk.text_up_to - 1) * words;
-    // The runs may hold some of them too (text tokens above non-text ones): count the union.
-    std::vector<uint32_t> runs_mark(words, 0);
-    for (const auto& [b, e] : walk.runs) {
-      for (int32_t k = b; k < e; ++k) runs_mark[trie.sorted_tokens[k] >> 5] |= 1u << (trie.sorted_tokens[k] & 31);
-    }
-    num_accepted = 0;
-    for (size_t w = 0; w < words; ++w) num_accepted += __builtin_popcount(runs_mark[w] | text[w]);
-  }
-  int32_t num_not_accepted = num_normal - num_accepted;
-  core.num_accepted = num_accepted;
   // Smallest storage: a list costs 32 bits per id, the bitset one bit per vocabulary entry.
   // Runs are in trie order; a bitset pass sorts the ids in O(V / 32 + n) (a comparison sort
   // of a vocabulary-sized list dominated broad states' cost). The bitset marks whichever is
@@ -313,11 +297,16 @@ MaskCore TokenMaskCache::FinishCore(const TrieWalkResult& walk, const TokenizerI
       mark[t >> 5] |= 1u << (t & 31);
     }
   };
-  const bool mark_rejected = text == nullptr && num_accepted > num_not_accepted;
-  if (text != nullptr) {
+  int32_t num_accepted = 0;
+  for (const auto& [b, e] : walk.runs) num_accepted += e - b;
+  if (walk.text_up_to > 0) {
+    // Also every text token of at most text_up_to characters; the runs may hold some of them
+    // (text tokens above non-text ones), so the union is counted.
+    const uint32_t* text = trie.text_up_to.data() + (walk.text_up_to - 1) * trie.normal_bitset.size();
     for (const auto& [b, e] : walk.runs) mark_range(b, e);
-    for (int64_t w = 0; w < bitset_words; ++w) mark[w] |= text[w];
-  } else if (mark_rejected) {
+    num_accepted = 0;
+    for (int64_t w = 0; w < bitset_words; ++w) num_accepted += __builtin_popcount(mark[w] |= text[w]);
+  } else if (num_accepted > num_normal - num_accepted) {
     int32_t next = 0;  // runs are increasing: the gaps between them are the rejected tokens
     for (const auto& [b, e] : walk.runs) {
       mark_range(next, b);
@@ -328,6 +317,8 @@ MaskCore TokenMaskCache::FinishCore(const TrieWalkResult& walk, const TokenizerI
   } else {
     for (const auto& [b, e] : walk.runs) mark_range(b, e);
   }
+  const int32_t num_not_accepted = num_normal - num_accepted;
+  core.num_accepted = num_accepted;
   auto collect = [&](auto word_of) {
     for (int64_t w = 0; w < bitset_words; ++w) {
       for (uint32_t bits = word_of(w); bits; bits &= bits - 1) {

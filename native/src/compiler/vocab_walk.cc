@@ -42,6 +42,7 @@ class LazyDfa {
     loop_mode_ = true;
     return true;
   }
+  bool loop_mode() const { return loop_mode_; }
   // Whether a code is a configuration of a loop called from the walk's rule (see LoopCall),
   // not one automaton state.
   bool IsLoopCall(int32_t code) const { return set_index_[code >> 2] >= 0; }
@@ -85,14 +86,14 @@ class LazyDfa {
     }
     return start;
   }
-  int32_t EdgeTarget(int32_t state, uint8_t byte) const {
+  // Marks the bytes `state` has edges on as unresolved in the row starting at next_[row].
+  void MarkEdges(size_t row, int32_t state) {
     for (int32_t k = a_.byte_edge_begin[state]; k < a_.byte_edge_begin[state + 1]; ++k) {
-      if (byte >= a_.byte_edges[k].lo && byte <= a_.byte_edges[k].hi) return a_.byte_edges[k].target;
+      for (int c = a_.byte_edges[k].lo; c <= a_.byte_edges[k].hi; ++c) next_[row + c] = kUnresolved;
     }
-    return -1;
   }
   int32_t ResolveState(int32_t local, uint8_t byte) {
-    const int32_t target = EdgeTarget(global_[local], byte);
+    const int32_t target = a_.ByteTarget(global_[local], byte);
     return target < 0 ? kDead : Code(target, loop_[local]);
   }
 
@@ -164,7 +165,7 @@ class LazyDfa {
     callers_.clear();
     for (const Element& e : sets_[set_index_[local]]) {
       if (e.state < 0) continue;
-      const int32_t t = EdgeTarget(e.state, byte);
+      const int32_t t = a_.ByteTarget(e.state, byte);
       if (t < 0) continue;
       if (e.loop < 0) {
         AddCaller(t, &next, &parser);
@@ -195,9 +196,7 @@ class LazyDfa {
       for (const Element& e : set) {
         if (e.state < 0) continue;
         if (e.loop < 0 && a_.state_final[e.state]) flags |= kFinal;
-        for (int32_t k = a_.byte_edge_begin[e.state]; k < a_.byte_edge_begin[e.state + 1]; ++k) {
-          for (int c = a_.byte_edges[k].lo; c <= a_.byte_edges[k].hi; ++c) next_[row + c] = kUnresolved;
-        }
+        MarkEdges(row, e.state);
       }
       global_.push_back(-1);
       loop_.push_back(0);
@@ -229,9 +228,7 @@ class LazyDfa {
       next_.resize(row + 256, kDead);
       int32_t flags = 0;
       if (global >= 0) {
-        for (int32_t k = a_.byte_edge_begin[global]; k < a_.byte_edge_begin[global + 1]; ++k) {
-          for (int c = a_.byte_edges[k].lo; c <= a_.byte_edges[k].hi; ++c) next_[row + c] = kUnresolved;
-        }
+        MarkEdges(row, global);
         if (!loop_mode_) {
           if (a_.state_final[global]) flags |= kFinal;
           if (a_.rule_edge_begin[global + 1] > a_.rule_edge_begin[global]) flags |= kRuleEdges;
@@ -300,14 +297,13 @@ class VocabWalker {
     const GrammarAutomaton& a = *automaton_;
     if (loop_state_ >= 0) {
       if (!fast_paths_ || !dfa_.ForLoop(loop_state_)) return -1;
-      loop_mode_ = true;
       return dfa_.Code(state_, loop_state_);
     }
     if (a.rule_edge_begin[state_ + 1] > a.rule_edge_begin[state_]) return -1;
     return dfa_.Code(state_);
   }
   // The walk runs a counted loop as a DFA (LazyDfa::ForLoop).
-  bool loop_mode() const { return loop_mode_; }
+  bool loop_mode() const { return dfa_.loop_mode(); }
   LazyDfa& dfa() { return dfa_; }
 
   // The most characters k such that the automaton stays alive from `state` (a character
@@ -441,10 +437,43 @@ class VocabWalker {
     return kTextCharsCap;
   }
 
+  // The DFA step of WalkDfa and WalkSkeleton at node i (depth d, byte b), from the code of its
+  // parent: true if the node is alive and its children follow (its code stored, a completion
+  // depth pushed); false if its subtree is done (dead, or walked by the parser). The walk's
+  // locals come by reference, to stay in registers once inlined.
+  [[gnu::always_inline]] bool StepNode(int32_t i, int32_t d, uint8_t b, int32_t* code_at, uint8_t* path,
+                                       const int32_t*& rows, int32_t* ends, int32_t& num_ends, int32_t& run_begin,
+                                       int32_t& run_end, TrieWalkResult* out) {
+    while (num_ends > 0 && ends[num_ends - 1] >= d) --num_ends;
+    const int32_t from = code_at[d - 1];
+    int32_t code = rows[256 * static_cast<size_t>(from >> 2) + b];
+    path[d] = b;
+    // One test for the common case (alive, not final, no rule edges), so one branch.
+    if (__builtin_expect((code & (INT32_MIN | LazyDfa::kFinal | LazyDfa::kRuleEdges)) != 0, 0)) {
+      if (code == LazyDfa::kUnresolved) {
+        code = dfa_.Resolve(from, b);
+        rows = dfa_.rows();
+      }
+      if (code == LazyDfa::kDead) {
+        if (num_ends > 0) Dead(i, ends, num_ends, out);
+        return false;
+      }
+      if (code & LazyDfa::kRuleEdges) {
+        AcceptRun(out, run_begin, run_end);
+        run_begin = run_end = 0;
+        ParserSubtree(i, d, ends, num_ends, out);
+        rows = dfa_.rows();
+        return false;
+      }
+      if (code & LazyDfa::kFinal) ends[num_ends++] = d;
+    }
+    code_at[d] = code;
+    return true;
+  }
+
   // Nodes [begin, end) of whole subtrees whose paths start at depth 1 from `start` (a DFA code).
   // Most of a broad state's walk: kept to locals (the stores into `out` would otherwise make
-  // the compiler reload every member per node). kText says what becomes of subtrees whose
-  // tokens are all text.
+  // the compiler reload every member per node).
   // What WalkDfa does with a subtree whose tokens are all text.
   enum class TextSubtrees {
     kWalk,
@@ -486,34 +515,10 @@ class VocabWalker {
           continue;
         }
       }
-      const int32_t d = depth[i];
-      while (num_ends > 0 && ends[num_ends - 1] >= d) --num_ends;
-      const uint8_t b = byte[i];
-      const int32_t from = code_at[d - 1];
-      int32_t code = rows[256 * static_cast<size_t>(from >> 2) + b];
-      path[d] = b;
-      // One test for the common case (alive, not final, no rule edges), so one branch.
-      if (__builtin_expect((code & (INT32_MIN | LazyDfa::kFinal | LazyDfa::kRuleEdges)) != 0, 0)) {
-        if (code == LazyDfa::kUnresolved) {
-          code = dfa_.Resolve(from, b);
-          rows = dfa_.rows();
-        }
-        if (code == LazyDfa::kDead) {
-          if (num_ends > 0) Dead(i, ends, num_ends, out);
-          i = subtree_end[i];
-          continue;
-        }
-        if (code & LazyDfa::kRuleEdges) {
-          AcceptRun(out, run_begin, run_end);
-          run_begin = run_end = 0;
-          ParserSubtree(i, d, ends, num_ends, out);
-          rows = dfa_.rows();
-          i = subtree_end[i];
-          continue;
-        }
-        if (code & LazyDfa::kFinal) ends[num_ends++] = d;
+      if (!StepNode(i, depth[i], byte[i], code_at, path, rows, ends, num_ends, run_begin, run_end, out)) {
+        i = subtree_end[i];
+        continue;
       }
-      code_at[d] = code;
       // Extends the run (or starts one after a gap). No test for a node without tokens: a
       // data-dependent branch the predictor misses on, and tb == te == run_end there anyway
       // unless a gap precedes it (then an empty run starts).
@@ -542,34 +547,10 @@ class VocabWalker {
     int32_t k = begin;
     while (k < end) {
       const TokenTrie::SkeletonNode& e = sk[k];
-      if (!e.text_root) {
-        const int32_t d = e.depth;
-        while (num_ends > 0 && ends[num_ends - 1] >= d) --num_ends;
-        const uint8_t b = e.byte;
-        const int32_t from = code_at[d - 1];
-        int32_t code = rows[256 * static_cast<size_t>(from >> 2) + b];
-        path[d] = b;
-        if (__builtin_expect((code & (INT32_MIN | LazyDfa::kFinal | LazyDfa::kRuleEdges)) != 0, 0)) {
-          if (code == LazyDfa::kUnresolved) {
-            code = dfa_.Resolve(from, b);
-            rows = dfa_.rows();
-          }
-          if (code == LazyDfa::kDead) {
-            if (num_ends > 0) Dead(e.node, ends, num_ends, out);
-            k = e.next;
-            continue;
-          }
-          if (code & LazyDfa::kRuleEdges) {
-            AcceptRun(out, run_begin, run_end);
-            run_begin = run_end = 0;
-            ParserSubtree(e.node, d, ends, num_ends, out);
-            rows = dfa_.rows();
-            k = e.next;
-            continue;
-          }
-          if (code & LazyDfa::kFinal) ends[num_ends++] = d;
-        }
-        code_at[d] = code;
+      if (!e.text_root &&
+          !StepNode(e.node, e.depth, e.byte, code_at, path, rows, ends, num_ends, run_begin, run_end, out)) {
+        k = e.next;
+        continue;
       }
       if (e.token_begin != run_end) {
         AcceptRun(out, run_begin, run_end);
@@ -687,7 +668,6 @@ class VocabWalker {
   const int32_t loop_state_;
   const bool fast_paths_;
   LazyDfa dfa_;
-  bool loop_mode_ = false;
   std::optional<EarleyParser> parser_;  // built on first need: most DFA walks never reach a rule edge
   int32_t rows0_ = 0;                   // the parser's rows before the first byte
   std::vector<int32_t> code_;           // per depth: the DFA code after the path's first d bytes
@@ -732,11 +712,6 @@ TrieWalkResult WalkVocabulary(const std::shared_ptr<const GrammarAutomaton>& aut
     out.text_up_to = text_bound;
     return out;
   }
-  if (memo == nullptr) {
-    if (text_bound >= kTextCharsCap) walker.WalkSkeleton(start, 0, static_cast<int32_t>(trie.text_skeleton.size()), &out);
-    else walk_dfa(1, trie.num_nodes(), &out);
-    return out;
-  }
   // All text alive: over the text skeleton (root children are all in it, in order).
   const bool skeleton = text_bound >= kTextCharsCap;
   int32_t sk = 0;  // the skeleton entry of root child c
@@ -744,13 +719,13 @@ TrieWalkResult WalkVocabulary(const std::shared_ptr<const GrammarAutomaton>& aut
     if (skeleton) walker.WalkSkeleton(start, sk, trie.text_skeleton[sk].next, result);
     else walk_dfa(c, trie.subtree_end[c], result);
   };
-  // Subtree by subtree below the root, through the memo where the first byte leads to a
-  // state without rule edges.
+  // Subtree by subtree below the root, through the memo (if any) where the first byte leads
+  // to a state without rule edges.
   TrieWalkResult fresh;  // one subtree's walk, before it is memoised
   for (int32_t c = 1; c < trie.num_nodes(); c = trie.subtree_end[c], sk = skeleton ? trie.text_skeleton[sk].next : 0) {
     const int32_t first = walker.dfa().Step(start, trie.byte[c]);
     if (first == LazyDfa::kDead) continue;  // dead at depth 1: nothing accepted, no completion inside
-    if ((first & LazyDfa::kRuleEdges) || walker.dfa().IsLoopCall(first)) {
+    if (memo == nullptr || (first & LazyDfa::kRuleEdges) || walker.dfa().IsLoopCall(first)) {
       walk_subtree(c, &out);
       continue;
     }

@@ -167,16 +167,6 @@ void EarleyParser::CloseRow(int32_t row) {
   closing_row_ = INT32_MIN;
 }
 
-int32_t EarleyParser::ByteTarget(int32_t state, uint8_t byte) const {
-  const GrammarAutomaton& g = *g_;
-  for (int32_t k = g.byte_edge_begin[state]; k < g.byte_edge_begin[state + 1]; ++k) {
-    const DfaByteEdge& e = g.byte_edges[k];
-    if (byte < e.lo) return -1;  // edges are sorted and disjoint
-    if (byte <= e.hi) return e.target;
-  }
-  return -1;
-}
-
 bool EarleyParser::Advance(uint8_t byte) {
   const GrammarAutomaton& g = *g_;
   int32_t row = num_rows();
@@ -186,7 +176,7 @@ bool EarleyParser::Advance(uint8_t byte) {
     // no closure the row is complete without deduplication.
     const EarleyItem it = items_[prev_begin];
     if (g.is_virtual(it.state)) return false;
-    const int32_t target = ByteTarget(it.state, byte);
+    const int32_t target = g.ByteTarget(it.state, byte);
     if (target < 0) return false;
     const uint8_t trivial = g.closure_trivial[target];
     if ((trivial & 2) || ((trivial & 1) && it.origin == -1)) {
@@ -201,7 +191,7 @@ bool EarleyParser::Advance(uint8_t byte) {
   for (int32_t i = prev_begin; i < prev_end; ++i) {
     const EarleyItem it = items_[i];
     if (it.state >= num_real) continue;  // counted-loop states consume no bytes
-    const int32_t target = ByteTarget(it.state, byte);
+    const int32_t target = g.ByteTarget(it.state, byte);
     if (target >= 0) AddItem(target, it.origin);
   }
   if (static_cast<int32_t>(items_.size()) == prev_end) return false;

@@ -73,8 +73,6 @@ class EarleyParser {
   struct EmptyTag {};
   EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, EmptyTag);
   void AddItem(int32_t state, int32_t origin);
-  // The target of a real state's byte edge on `byte`, or -1.
-  int32_t ByteTarget(int32_t state, uint8_t byte) const;
   void CloseRow(int32_t row);
   void GrowDedup();
   void NewRowStamp();

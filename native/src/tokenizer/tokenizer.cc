@@ -334,15 +334,20 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded_vocab, Voca
   t.normal_bitset.assign((static_cast<size_t>(vocab_size_) + 31) / 32, 0);
   for (int32_t id : t.sorted_tokens) t.normal_bitset[id >> 5] |= 1u << (id & 31);
   for (int32_t d : t.depth) t.max_token_bytes = std::max(t.max_token_bytes, d);
+  // Per token (trie order): its characters if it is text, else 0.
+  std::vector<int32_t> token_text_chars(t.sorted_tokens.size(), 0);
+  for (size_t k = 0; k < t.sorted_tokens.size(); ++k) {
+    const std::string& bytes = decoded_[t.sorted_tokens[k]];
+    if (IsText(bytes)) token_text_chars[k] = CountChars(bytes);
+  }
   // Children follow their parent, so a backward pass sees every child before its parent.
   t.text_chars.assign(t.byte.size(), 0);
   for (int32_t i = t.num_nodes() - 1; i >= 1; --i) {
     int32_t most = 0;
     bool text = true;
     for (int32_t k = t.token_begin[i]; k < t.token_begin[i + 1] && text; ++k) {
-      const std::string& bytes = decoded_[t.sorted_tokens[k]];
-      text = IsText(bytes);
-      most = std::max(most, CountChars(bytes));
+      text = token_text_chars[k] != 0;
+      most = std::max(most, token_text_chars[k]);
     }
     for (int32_t c = i + 1; c < t.subtree_end[i] && text; c = t.subtree_end[c]) {
       text = t.text_chars[c] != 0;
@@ -372,11 +377,11 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded_vocab, Voca
   }
   const size_t words = t.normal_bitset.size();
   t.text_up_to.assign(words * TokenTrie::kTextLengthSets, 0);
-  for (int32_t id : t.sorted_tokens) {
-    const std::string& bytes = decoded_[id];
-    if (!IsText(bytes)) continue;
-    for (int32_t k = CountChars(bytes); k <= TokenTrie::kTextLengthSets; ++k) {
-      t.text_up_to[(k - 1) * words + (id >> 5)] |= 1u << (id & 31);
+  for (size_t k = 0; k < t.sorted_tokens.size(); ++k) {
+    const int32_t id = t.sorted_tokens[k];
+    if (token_text_chars[k] == 0) continue;
+    for (int32_t n = token_text_chars[k]; n <= TokenTrie::kTextLengthSets; ++n) {
+      t.text_up_to[(n - 1) * words + (id >> 5)] |= 1u << (id & 31);
     }
   }
   for (int32_t k = 0; k < static_cast<int32_t>(t.sorted_tokens.size()); ++k) {
