@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 
 import xg2_jax as xg
-from xg2_jax._src import tiny_model as tm
+from xg2_jax import testing as tm
 
 DEFAULT_VOCAB = Path(__file__).resolve().parents[2] / "shared" / "data" / "vocab" / "gpt2.json.gz"
 # A long JSON string: nearly every token is allowed at each step (the busiest masks), and the
@@ -81,7 +81,7 @@ def bench_decoding(tok, steps, repeats, batches=(1, 16)):
     to the unconstrained run of the same repeat (runs next to each other in time see the
     same machine load), the loops' order rotating from repeat to repeat."""
     compiled = xg.GrammarCompiler(tok).compile_grammar(GRAMMAR)
-    cfg = tm.TinyConfig(vocab_size=tok.vocab_size)
+    cfg = tm.RandomModelConfig(vocab_size=tok.vocab_size)
     params = tm.init_params(jax.random.key(0), cfg)
     loops = {"unconstrained": unconstrained_loop,
              "host-overlap": constrained_loop(xg.constrained_generate, compiled),

@@ -118,15 +118,16 @@ def texts(out):
 # ## Batch-sharded masks on a mesh
 #
 # `mask_sharding(mesh)` places the packed (B, W) masks with their rows split over the `data`
-# axis: each device receives only its rows' words. `device_put_masks` is the same transfer for
-# a host array, and `make_global_masks` assembles the rows that each host filled (multi-host).
+# axis: each device receives only its rows' words. `put_masks(masks, mask_sharding(mesh))`
+# transfers a host array that way, and `make_global_masks` assembles the rows that each host
+# filled (multi-host).
 
 # %%
 mesh = Mesh(np.array(devices), ("data",))
 masks = xg.allocate_token_bitmask(B, tok.vocab_size)
 for i in range(B):
     xg.GrammarMatcher(grammars[i % len(grammars)]).fill_next_token_bitmask(masks, i)
-on_mesh = xg.device_put_masks(masks, mesh)
+on_mesh = xg.put_masks(masks, xg.mask_sharding(mesh))
 print("masks", on_mesh.shape, on_mesh.dtype, on_mesh.sharding.spec)
 for shard in on_mesh.addressable_shards[:4]:
     print(f"  {shard.device}: rows {shard.index[0]}")

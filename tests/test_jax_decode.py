@@ -13,7 +13,7 @@ import jax.numpy as jnp  # noqa: E402
 import jsonschema  # noqa: E402
 
 import xg2_jax as xg  # noqa: E402
-from xg2_jax._src import tiny_model as tm  # noqa: E402
+from xg2_jax import testing as tm  # noqa: E402
 
 SCHEMA = {
     "type": "object",
@@ -34,7 +34,7 @@ SAMPLED = xg.SamplingConfig(temperature=0.8, top_k=50)
 def setup(gpt2_tokenizer):
     compiler = xg.GrammarCompiler(gpt2_tokenizer)
     schema = compiler.compile_json_schema(SCHEMA, any_whitespace=False)
-    cfg = tm.TinyConfig(vocab_size=gpt2_tokenizer.vocab_size)
+    cfg = tm.RandomModelConfig(vocab_size=gpt2_tokenizer.vocab_size)
     params = tm.init_params(jax.random.key(0), cfg)
     prompts = (np.arange(BATCH, dtype=np.int32)[:, None] * 997 + np.array([[11, 13]])) % 50000
     return dict(tok=gpt2_tokenizer, compiler=compiler, schema=schema, cfg=cfg, params=params,
@@ -213,15 +213,16 @@ def test_sampling_config_is_a_pytree_with_static_options():
 
 
 def test_temperature_change_does_not_retrace(setup):
-    from xg2_jax._src import decode, ingraph
+    from xg2_jax._src import ingraph
+    from xg2_jax._src.sampling import sample_step
 
     traces = []
 
     @jax.jit
     def traced(logits, key, sampling):
         traces.append(1)  # runs once per trace
-        return decode.sample_step(logits, jnp.full((2, 1), -1, jnp.int32), key,
-                                  jnp.ones(2, bool), sampling=sampling, pad_token_id=0)
+        return sample_step(logits, jnp.full((2, 1), -1, jnp.int32), key,
+                           jnp.ones(2, bool), sampling=sampling, pad_token_id=0)
 
     logits = jnp.zeros((2, 8))
     for t in (0.5, 0.9, 2.0):
@@ -230,10 +231,10 @@ def test_temperature_change_does_not_retrace(setup):
     # The host-overlap and in-graph loops: new temperatures reuse every compiled function.
     for fn in (xg.constrained_generate, xg.ingraph_generate):
         run(fn, setup, setup["schema"], xg.SamplingConfig(temperature=0.6), max_new_tokens=4)
-        sizes = (decode.sample_step._cache_size(), ingraph._build_loop.cache_info().currsize)
+        sizes = (sample_step._cache_size(), ingraph._build_loop.cache_info().currsize)
         for t in (0.8, 1.3):
             run(fn, setup, setup["schema"], xg.SamplingConfig(temperature=t), max_new_tokens=4)
-        assert (decode.sample_step._cache_size(),
+        assert (sample_step._cache_size(),
                 ingraph._build_loop.cache_info().currsize) == sizes
     loop = ingraph._build_loop(tm.step, 4, setup["tok"].vocab_size // 32 + 1, 0)
     assert loop._cache_size() == 1
@@ -267,7 +268,7 @@ def _letters_setup(rows):
     letters = [chr(c) for c in range(ord("a"), ord("z") + 1)]
     tok = xg.TokenizerInfo(letters + ["</s>"], stop_token_ids=[26])
     grammar = xg.GrammarCompiler(tok).compile_grammar('root ::= [a-z]+')
-    cfg = tm.TinyConfig(vocab_size=27, hidden=8, logit_scale=0.1)  # nearly uniform
+    cfg = tm.RandomModelConfig(vocab_size=27, hidden=8, logit_scale=0.1)  # nearly uniform
     params = tm.init_params(jax.random.key(1), cfg)
     return grammar, params, tm.init_cache(cfg, rows)
 

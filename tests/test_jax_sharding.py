@@ -20,7 +20,7 @@ SCRIPT = textwrap.dedent("""
     import numpy as np, jax, jax.numpy as jnp
     from jax.sharding import Mesh
     import xg2_jax as xg
-    from xg2_jax._src import tiny_model as tm
+    from xg2_jax import testing as tm
 
     assert jax.device_count() == 8, jax.devices()
     mesh = Mesh(np.array(jax.devices()).reshape(4, 2), ("data", "vocab"))
@@ -35,7 +35,7 @@ SCRIPT = textwrap.dedent("""
     logits = rng.standard_normal((B, V)).astype(np.float32)
     want = np.asarray(xg.apply_token_bitmask(jnp.asarray(logits), jnp.asarray(masks)))
     lg = jax.device_put(logits, xg.logits_sharding(mesh, vocab_axis="vocab"))
-    md = xg.device_put_masks(masks, mesh)
+    md = xg.put_masks(masks, xg.mask_sharding(mesh))
     got = jax.jit(xg.apply_token_bitmask)(lg, md)
     assert got.sharding.spec == lg.sharding.spec, got.sharding
     np.testing.assert_array_equal(np.asarray(got), want)
@@ -51,7 +51,7 @@ SCRIPT = textwrap.dedent("""
     g = xg.GrammarCompiler(tok).compile_json_schema(
         {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"],
          "additionalProperties": False}, any_whitespace=False)
-    cfg = tm.TinyConfig(vocab_size=tok.vocab_size)
+    cfg = tm.RandomModelConfig(vocab_size=tok.vocab_size)
     params = tm.init_params(jax.random.key(0), cfg)
     prompts = (np.arange(B, dtype=np.int32)[:, None] * 991 + 7) % 50000
     def gen(sharding, cache):

@@ -11,6 +11,21 @@ Example:
     (True, True)
 """
 
+from typing import TYPE_CHECKING
+
+try:
+    from xg2_jax import _core  # noqa: F401 - the native module; imported first to check it
+except ImportError as _error:  # pragma: no cover - exercised by test_packaging in a subprocess
+    import os as _os
+
+    _here = _os.path.dirname(_os.path.abspath(__file__))
+    raise ImportError(
+        f"xg2_jax was imported from {_here}, which has no built native module (_core). "
+        "This happens when Python runs from the repository root: the source folder xg2_jax/ "
+        "shadows the installed package. Run from another folder, or install the package "
+        "editable so the source tree carries the build: pip install --no-build-isolation "
+        "-e . (see README.md, 'Developing')") from _error
+
 from xg2_jax._src.batch import BatchGrammarMatcher, traverse_draft_tree
 from xg2_jax._src.compiler import (
     CompiledGrammar,
@@ -34,6 +49,8 @@ from xg2_jax._src.errors import (
     TensorShapeError,
     TokenizerError,
     UnsupportedModelError,
+    UnsupportedSchemaError,
+    UnsupportedSchemaWarning,
     XG2Error,
 )
 from xg2_jax._src.grammar import Grammar
@@ -60,15 +77,23 @@ from xg2_jax._src.structural_tag import (
     TokenTriggeredTagsFormat,
     TriggeredTagsFormat,
 )
-from xg2_jax._src.matcher import (
-    GrammarMatcher,
-    allocate_token_bitmask,
-    bitmask_to_bool,
-    get_bitmask_shape,
-)
+from xg2_jax._src.bitmask import allocate_token_bitmask, bitmask_to_bool, get_bitmask_shape
+from xg2_jax._src.matcher import GrammarMatcher
 from xg2_jax._src.tokenizer import TokenizerInfo, VocabType, greedy_tokenize
 
 __version__ = "0.1.0"
+
+if TYPE_CHECKING:  # the lazily loaded JAX side, spelled out for type checkers and IDEs
+    from xg2_jax._src.decode import constrained_generate
+    from xg2_jax._src.host_loop import GenerateResult, HostMaskBuffers, put_masks
+    from xg2_jax._src.ingraph import (InGraphMatchers, InGraphStepOutput, ingraph_generate,
+                                      ingraph_matcher_step)
+    from xg2_jax._src.masking import (apply_token_bitmask, bitmask_has_allowed, masked_sample,
+                                      unpack_bitmask)
+    from xg2_jax._src.sampling import SamplingConfig
+    from xg2_jax._src.sharding import logits_sharding, make_global_masks, mask_sharding
+    from xg2_jax._src.speculative import (DraftAcceptance, SpeculativeStepResult,
+                                          accept_draft_tree, draft_tree_masks, speculative_step)
 
 # The JAX side is imported on first use, so `import xg2_jax` stays fast (no jax import).
 _JAX_EXPORTS = {
@@ -76,11 +101,11 @@ _JAX_EXPORTS = {
     "bitmask_has_allowed": "masking",
     "masked_sample": "masking",
     "unpack_bitmask": "masking",
-    "GenerateResult": "decode",
-    "HostMaskBuffers": "decode",
-    "SamplingConfig": "decode",
+    "GenerateResult": "host_loop",
+    "HostMaskBuffers": "host_loop",
+    "SamplingConfig": "sampling",
     "constrained_generate": "decode",
-    "put_masks": "decode",
+    "put_masks": "host_loop",
     "InGraphMatchers": "ingraph",
     "InGraphStepOutput": "ingraph",
     "ingraph_generate": "ingraph",
@@ -90,7 +115,6 @@ _JAX_EXPORTS = {
     "accept_draft_tree": "speculative",
     "draft_tree_masks": "speculative",
     "speculative_step": "speculative",
-    "device_put_masks": "sharding",
     "logits_sharding": "sharding",
     "make_global_masks": "sharding",
     "mask_sharding": "sharding",
@@ -131,6 +155,8 @@ __all__ = [
     "TensorShapeError",
     "TokenizerError",
     "UnsupportedModelError",
+    "UnsupportedSchemaError",
+    "UnsupportedSchemaWarning",
     "TokenizerInfo",
     "greedy_tokenize",
     "VocabType",

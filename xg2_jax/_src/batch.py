@@ -13,7 +13,9 @@ import numpy as np
 
 from xg2_jax import _core
 from xg2_jax._src.errors import InvalidArgumentError
-from xg2_jax._src.matcher import GrammarMatcher, check_host_bitmask
+from xg2_jax._src.bitmask import check_host_bitmask, index_array
+from xg2_jax._src.draft_tree import walk_draft_tree
+from xg2_jax._src.matcher import GrammarMatcher
 
 __all__ = ["BatchGrammarMatcher", "traverse_draft_tree"]
 
@@ -41,17 +43,6 @@ def _int32_list(values: Sequence[int], name: str) -> list[int]:
             raise InvalidArgumentError(f"{name} value {v} does not fit in int32")
         out.append(v)
     return out
-
-
-def _index_array(values, name: str) -> np.ndarray:
-    arr = np.asarray(values)
-    if arr.ndim != 1:
-        raise InvalidArgumentError(f"{name} must be a 1-D array; got shape {arr.shape}")
-    if arr.size and not np.issubdtype(arr.dtype, np.integer):
-        raise InvalidArgumentError(f"{name} must have an integer dtype; got {arr.dtype}")
-    if arr.size and arr.dtype == np.uint64 and int(arr.max()) > np.iinfo(np.int64).max:
-        raise InvalidArgumentError(f"{name} has values that do not fit in int64")
-    return np.ascontiguousarray(arr, dtype=np.int64)
 
 
 class BatchGrammarMatcher:
@@ -185,7 +176,7 @@ class BatchGrammarMatcher:
             raise InvalidArgumentError(
                 f"draft_tokens must have shape (B, N); got {tokens.shape}")
         n = tokens.shape[1]
-        tokens = _index_array(tokens.reshape(-1), "draft_tokens").reshape(tokens.shape)
+        tokens = index_array(tokens.reshape(-1), "draft_tokens").reshape(tokens.shape)
         if isinstance(bitmask, np.ndarray) and bitmask.ndim == 3:
             if bitmask.shape[1] != n or (indices is None and bitmask.shape[0] != len(tokens)):
                 raise InvalidArgumentError(
@@ -205,7 +196,7 @@ class BatchGrammarMatcher:
             arr = np.asarray(a)
             if arr.ndim not in (1, 2):
                 raise InvalidArgumentError(f"{name} must have shape (N,) or (B, N)")
-            flat = _index_array(arr.reshape(-1), name)
+            flat = index_array(arr.reshape(-1), name)
             return flat.reshape(1, -1) if arr.ndim == 1 else flat.reshape(arr.shape)
 
         if parents is not None:
@@ -230,7 +221,7 @@ class BatchGrammarMatcher:
     def _tree_slots(indices, count: int, n: int, bitmask) -> tuple[int, np.ndarray]:
         """Checks ``indices`` (distinct slots of ``n`` rows in ``bitmask``); returns
         ``(first slot, indices)`` for a consecutive run, else ``(-1, indices)``."""
-        idx = _index_array(indices, "indices")
+        idx = index_array(indices, "indices")
         if idx.size != count:
             raise InvalidArgumentError(f"got {count} matchers but {idx.size} indices")
         check_host_bitmask(bitmask)
@@ -298,18 +289,5 @@ def traverse_draft_tree(matcher: GrammarMatcher, draft_tokens, bitmask: np.ndarr
     if not isinstance(matcher, GrammarMatcher):
         raise InvalidArgumentError(
             f"matcher is a {type(matcher).__name__}, not an xg2_jax.GrammarMatcher")
-    tokens = _index_array(draft_tokens, "draft_tokens")
-    check_host_bitmask(bitmask)
-    given = [a is not None for a in (parents, first_child, next_sibling)]
-    if given not in ([True, False, False], [False, True, True]):
-        raise InvalidArgumentError(
-            "give the draft tree either as parents=... or as first_child=... and next_sibling=...")
-    if parents is not None:
-        valid = _core.traverse_draft_tree(matcher._handle, tokens, bitmask,
-                                          parents=_index_array(parents, "parents"))
-    else:
-        valid = _core.traverse_draft_tree(
-            matcher._handle, tokens, bitmask,
-            first_child=_index_array(first_child, "first_child"),
-            next_sibling=_index_array(next_sibling, "next_sibling"))
-    return np.asarray(valid, dtype=bool)
+    return walk_draft_tree(matcher._handle, draft_tokens, bitmask, parents=parents,
+                           first_child=first_child, next_sibling=next_sibling)

@@ -15,7 +15,6 @@ import argparse
 import json
 import sys
 import time
-from importlib import resources
 from pathlib import Path
 from typing import Optional, Sequence
 
@@ -25,16 +24,10 @@ from xg2_jax._src.cli_generate import add_generate_parser, add_structure_options
 from xg2_jax._src.compiler import GrammarCompiler
 from xg2_jax._src.errors import GrammarSyntaxError, XG2Error
 from xg2_jax._src.grammar import Grammar
-from xg2_jax._src.matcher import GrammarMatcher, allocate_token_bitmask
+from xg2_jax._src.bitmask import allocate_token_bitmask
+from xg2_jax._src.matcher import GrammarMatcher
+from xg2_jax._src.package_data import default_vocab_path
 from xg2_jax._src.tokenizer import TokenizerInfo, greedy_tokenize
-
-DEFAULT_VOCAB = "gpt2.json.gz"
-
-
-def default_vocab_path() -> Path:
-    """Path of the vocabulary shipped in the package (GPT-2, byte-level BPE)."""
-    return Path(str(resources.files("xg2_jax") / "data" / DEFAULT_VOCAB))
-
 
 def run_check(args: argparse.Namespace) -> int:
     vocab_path = Path(args.vocab) if args.vocab else default_vocab_path()

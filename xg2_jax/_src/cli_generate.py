@@ -122,7 +122,7 @@ class _Model:
 
     def __init__(self, args: argparse.Namespace):
         from xg2_jax import models
-        from xg2_jax._src.cli import default_vocab_path
+        from xg2_jax._src.package_data import default_vocab_path
         from xg2_jax._src.tokenizer import TokenizerInfo, greedy_tokenize
 
         self.path = Path(args.model) if args.model else models.default_model_path()

@@ -51,8 +51,8 @@ class Grammar:
 
     Example:
         >>> g = Grammar.from_ebnf('root ::= "yes" | "no"')
-        >>> print(g)
-        root ::= ("yes" | "no")
+        >>> print(str(g).strip())
+        root ::= "yes" | "no"
     """
 
     def __init__(self, handle: "_core.Grammar"):

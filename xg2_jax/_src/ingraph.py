@@ -34,8 +34,9 @@ import numpy as np
 from jax.experimental import io_callback
 
 from xg2_jax._src.batch import BatchGrammarMatcher
-from xg2_jax._src.decode import (GenerateResult, MatchersLike, SamplingConfig, _HostRows,
-                                 _mask_width, _prepare, sample_step)
+from xg2_jax._src.host_loop import (GenerateResult, HostRows, MatchersLike, mask_row_words,
+                                    prepare)
+from xg2_jax._src.sampling import SamplingConfig, sample_step
 from xg2_jax._src.matcher import GrammarMatcher
 
 __all__ = ["InGraphMatchers", "InGraphStepOutput", "ingraph_generate", "ingraph_matcher_step",
@@ -83,8 +84,8 @@ class InGraphMatchers:
                  stop_token_ids: Sequence[int] = (),
                  batch_matcher: Optional[BatchGrammarMatcher] = None,
                  mask_width: Optional[int] = None, model_vocab: int = 32):
-        self.rows = _HostRows(matchers, stop_token_ids, batch_matcher)
-        self.mask_width = int(mask_width or _mask_width(self.rows.matchers, model_vocab))
+        self.rows = HostRows(matchers, stop_token_ids, batch_matcher)
+        self.mask_width = int(mask_width or mask_row_words(self.rows.matchers, model_vocab))
         self.batch_size = len(self.rows.matchers)
         with _SESSIONS_LOCK:
             self._id = next(_IDS) % (2**31 - 1)
@@ -230,10 +231,10 @@ def ingraph_generate(step_fn: Callable, params: Any, cache: Any, prompt_tokens,
 
     Example:
         >>> import xg2_jax as xg
-        >>> from xg2_jax._src import tiny_model as tm
+        >>> from xg2_jax import testing as tm
         >>> tok = xg.TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2])
         >>> g = xg.GrammarCompiler(tok).compile_grammar('root ::= "a"+ "b"')
-        >>> cfg = tm.TinyConfig(vocab_size=3, hidden=8)
+        >>> cfg = tm.RandomModelConfig(vocab_size=3, hidden=8)
         >>> model = (tm.step, tm.init_params(jax.random.key(0), cfg), tm.init_cache(cfg, 2),
         ...          np.zeros((2, 1), np.int32))
         >>> kw = dict(max_new_tokens=6, sampling=SamplingConfig(temperature=0.5))
@@ -242,7 +243,7 @@ def ingraph_generate(step_fn: Callable, params: Any, cache: Any, prompt_tokens,
         >>> bool((a.tokens == b.tokens).all()), int(a.lengths.max()) > 1  # as the host loop
         (True, True)
     """
-    pre = _prepare(step_fn, params, cache, prompt_tokens, matchers,
+    pre = prepare(step_fn, params, cache, prompt_tokens, matchers,
                    max_new_tokens=max_new_tokens, key=key)
     with InGraphMatchers(pre.matchers, stop_token_ids=stop_token_ids,
                          batch_matcher=batch_matcher,

@@ -1,4 +1,4 @@
-"""GrammarMatcher and the packed token bitmask helpers."""
+"""GrammarMatcher: one grammar's parser state over a tokenizer's vocabulary."""
 
 from __future__ import annotations
 
@@ -8,60 +8,11 @@ import numpy as np
 
 from xg2_jax import _core
 from xg2_jax._src.compiler import CompiledGrammar
+from xg2_jax._src.bitmask import check_host_bitmask
+from xg2_jax._src.draft_tree import walk_draft_tree
 from xg2_jax._src.errors import InvalidArgumentError, MatcherStateError
 
 _INT32_MAX = 2**31 - 1
-
-
-def check_host_bitmask(bitmask) -> None:
-    """Raises InvalidArgumentError unless ``bitmask`` is a writable numpy array (host memory).
-
-    Masks are filled on the host; a jax.Array is immutable (writing through DLPack would
-    change every array sharing its buffer), so fill a numpy buffer and ``device_put`` it.
-    """
-    if not isinstance(bitmask, np.ndarray):
-        raise InvalidArgumentError(
-            f"bitmask must be a writable numpy int32 array on the CPU host, not "
-            f"{type(bitmask).__module__}.{type(bitmask).__name__}; fill a numpy buffer "
-            f"(allocate_token_bitmask) and device_put it")
-    if not bitmask.flags.writeable:
-        raise InvalidArgumentError("bitmask is read-only; pass a writable numpy int32 array")
-
-
-def get_bitmask_shape(batch_size: int, vocab_size: int) -> tuple[int, int]:
-    """Shape of the packed bitmask for ``batch_size`` rows over ``vocab_size`` logits."""
-    return (batch_size, (vocab_size + 31) // 32)
-
-
-def allocate_token_bitmask(batch_size: int, vocab_size: int) -> np.ndarray:
-    """Allocates a packed token bitmask, every token allowed.
-
-    Token ``t`` of row ``b`` is allowed iff bit ``t % 32`` of ``mask[b, t // 32]`` is 1.
-
-    Args:
-        batch_size: number of rows.
-        vocab_size: the model's logits width.
-
-    Returns:
-        ``np.ndarray`` of dtype int32 and shape ``(batch_size, ceil(vocab_size / 32))``.
-
-    Example:
-        >>> allocate_token_bitmask(2, 100).shape
-        (2, 4)
-    """
-    return np.full(get_bitmask_shape(batch_size, vocab_size), -1, dtype=np.int32)
-
-
-def bitmask_to_bool(bitmask_row: np.ndarray, vocab_size: int) -> np.ndarray:
-    """Unpacks one bitmask row to a boolean array of length ``vocab_size``.
-
-    Example:
-        >>> row = np.array([5], dtype=np.int32)
-        >>> bitmask_to_bool(row, 3).tolist()
-        [True, False, True]
-    """
-    bits = np.unpackbits(np.ascontiguousarray(bitmask_row).view(np.uint8), bitorder="little")
-    return bits[:vocab_size].astype(bool)
 
 
 class GrammarMatcher:
@@ -74,7 +25,7 @@ class GrammarMatcher:
             nothing more can follow, without waiting for a stop token.
 
     Example:
-        >>> from xg2_jax import TokenizerInfo, GrammarCompiler
+        >>> from xg2_jax import TokenizerInfo, GrammarCompiler, allocate_token_bitmask, bitmask_to_bool
         >>> tok = TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2])
         >>> m = GrammarMatcher(GrammarCompiler(tok).compile_grammar('root ::= "a" "b"'))
         >>> mask = allocate_token_bitmask(1, 3)
@@ -205,10 +156,8 @@ class GrammarMatcher:
         Returns:
             Boolean array ``(N,)``: whether each node's path is valid.
         """
-        from xg2_jax._src.batch import traverse_draft_tree
-
-        return traverse_draft_tree(self, draft_tokens, bitmask, first_child=retrieve_next_token,
-                                   next_sibling=retrieve_next_sibling)
+        return walk_draft_tree(self._handle, draft_tokens, bitmask,
+                               first_child=retrieve_next_token, next_sibling=retrieve_next_sibling)
 
     @property
     def num_accepted_tokens(self) -> int:

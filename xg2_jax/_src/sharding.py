@@ -9,7 +9,8 @@ Example:
     >>> import numpy as np
     >>> from jax.sharding import Mesh, PartitionSpec
     >>> mesh = Mesh(np.array(jax.devices()[:1]), ("data",))
-    >>> masks = device_put_masks(np.full((4, 2), -1, np.int32), mesh)
+    >>> from xg2_jax import put_masks
+    >>> masks = put_masks(np.full((4, 2), -1, np.int32), mask_sharding(mesh))
     >>> masks.sharding.spec == PartitionSpec("data", None)
     True
 """
@@ -22,7 +23,7 @@ import jax
 import numpy as np
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
-__all__ = ["device_put_masks", "logits_sharding", "make_global_masks", "mask_sharding"]
+__all__ = ["logits_sharding", "make_global_masks", "mask_sharding"]
 
 
 def mask_sharding(mesh: Mesh, *, batch_axis: Optional[str] = "data",
@@ -44,26 +45,6 @@ def logits_sharding(mesh: Mesh, *, batch_axis: Optional[str] = "data",
                     vocab_axis: Optional[str] = None, ndim: int = 2) -> NamedSharding:
     """Sharding for (B, V) (or (B, N, V)) logits: batch and, optionally, vocabulary axes."""
     return NamedSharding(mesh, PartitionSpec(batch_axis, *([None] * (ndim - 2)), vocab_axis))
-
-
-def device_put_masks(bitmask: np.ndarray, mesh: Mesh, *,
-                     batch_axis: Optional[str] = "data") -> jax.Array:
-    """Transfers a host mask array, batch-sharded over ``mesh`` (single host).
-
-    The transfer is asynchronous: do not overwrite ``bitmask`` until the result (or a
-    computation reading it) is ready; :class:`~xg2_jax.HostMaskBuffers` does that.
-
-    Args:
-        bitmask: int32 (B, W) or (B, N, W); B divisible by the size of ``batch_axis``.
-        mesh: the device mesh.
-        batch_axis: mesh axis for the batch dimension.
-
-    Returns:
-        A global ``jax.Array`` with :func:`mask_sharding`.
-    """
-    from xg2_jax._src.decode import put_masks
-
-    return put_masks(bitmask, mask_sharding(mesh, batch_axis=batch_axis, ndim=np.ndim(bitmask)))
 
 
 def make_global_masks(local_bitmask: np.ndarray, mesh: Mesh, *,

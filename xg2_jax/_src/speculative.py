@@ -35,8 +35,8 @@ import jax.numpy as jnp
 import numpy as np
 
 from xg2_jax._src.batch import BatchGrammarMatcher
-from xg2_jax._src.decode import (HostMaskBuffers, SamplingConfig, _mask_width, _to_device,
-                                 jit_step)
+from xg2_jax._src.host_loop import HostMaskBuffers, jit_step, mask_argument, mask_row_words
+from xg2_jax._src.sampling import SamplingConfig
 from xg2_jax._src.masking import apply_token_bitmask, bitmask_has_allowed
 from xg2_jax._src.matcher import GrammarMatcher
 
@@ -85,7 +85,7 @@ def draft_tree_masks(matchers: Sequence[Optional[GrammarMatcher]], draft_tokens,
     tokens = np.asarray(draft_tokens)
     b, n = tokens.shape
     if out is None:
-        width = mask_width or _mask_width(matchers, 32)
+        width = mask_width or mask_row_words(matchers, 32)
         out = np.empty((b, n, width), dtype=np.int32)
     rows = np.array([i for i, m in enumerate(matchers) if m is not None], dtype=np.int64)
     valid = np.ones((b, n), dtype=bool)
@@ -287,10 +287,10 @@ def speculative_step(verify_fn: Callable, params: Any, cache: Any,
 
     Example:
         >>> import xg2_jax as xg
-        >>> from xg2_jax._src import tiny_model as tm
+        >>> from xg2_jax import testing as tm
         >>> tok = xg.TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2])
         >>> g = xg.GrammarCompiler(tok).compile_grammar('root ::= "a" "b"')
-        >>> cfg = tm.TinyConfig(vocab_size=3, hidden=8)
+        >>> cfg = tm.RandomModelConfig(vocab_size=3, hidden=8)
         >>> params, cache = tm.init_params(jax.random.key(0), cfg), tm.init_cache(cfg, 1)
         >>> res = speculative_step(tm.verify_tree, params, cache, [xg.GrammarMatcher(g)],
         ...                        np.array([[2, 0, 1]]), np.array([-1, 0, 1]))
@@ -302,14 +302,14 @@ def speculative_step(verify_fn: Callable, params: Any, cache: Any,
     parents_np = np.asarray(parents, dtype=np.int32)
     act = np.ones(b, bool) if active is None else np.asarray(active, bool)
     logits, aux = jit_step(verify_fn)(params, cache, draft_np, parents_np)
-    width = _mask_width(matchers, logits.shape[-1])
+    width = mask_row_words(matchers, logits.shape[-1])
     buffers = buffers or HostMaskBuffers((b * n, width))
     slot, flat = buffers.acquire()
     masks = flat.reshape(b, n, width)
     live = [m if (m is not None and act[i]) else None for i, m in enumerate(matchers)]
     draft_tree_masks(live, draft_np, parents_np, out=masks, batch_matcher=batch_matcher)
     acc, next_key = _split_and_accept(
-        logits, _to_device(masks, mask_sharding), draft_np, parents_np,
+        logits, mask_argument(masks, mask_sharding), draft_np, parents_np,
         jax.random.key(0) if key is None else key, act, draft_probs, sampling.temperature,
         greedy=sampling.greedy)
     buffers.release(slot, acc)

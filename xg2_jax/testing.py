@@ -1,12 +1,13 @@
-"""A tiny random decoder in plain JAX, for tests, benchmarks and examples.
+"""Test utilities: a random recurrent decoder in plain JAX, for tests, benchmarks and examples.
 
-Embedding, one tanh recurrent layer (its hidden state is the "KV cache"), one residual MLP,
+Not to be confused with the trained tiny Llama shipped in ``xg2_jax/data`` (see
+:func:`xg2_jax.models.default_model_path`): this model has random weights. Embedding, one tanh recurrent layer (its hidden state is the "KV cache"), one residual MLP,
 and an output head over the full vocabulary. It is not a language model: it exists so the
 decoding loops can be exercised end to end on CPU with a real vocabulary width.
 
 Example:
     >>> import jax, jax.numpy as jnp
-    >>> cfg = TinyConfig(vocab_size=100, hidden=16)
+    >>> cfg = RandomModelConfig(vocab_size=100, hidden=16)
     >>> params = init_params(jax.random.key(0), cfg)
     >>> cache = init_cache(cfg, batch_size=2)
     >>> logits, cache = step(params, cache, jnp.zeros((2, 3), jnp.int32))
@@ -21,12 +22,12 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-__all__ = ["TinyConfig", "init_cache", "init_params", "step", "verify_tree"]
+__all__ = ["RandomModelConfig", "init_cache", "init_params", "step", "verify_tree"]
 
 
 @dataclasses.dataclass(frozen=True)
-class TinyConfig:
-    """Shape of the tiny model.
+class RandomModelConfig:
+    """Shape of the random model.
 
     Attributes:
         vocab_size: logits width (may exceed the tokenizer's vocabulary).
@@ -41,7 +42,7 @@ class TinyConfig:
     logit_scale: float = 4.0
 
 
-def init_params(key: jax.Array, cfg: TinyConfig) -> dict:
+def init_params(key: jax.Array, cfg: RandomModelConfig) -> dict:
     """Random parameters (a pytree of float32 arrays)."""
     k = jax.random.split(key, 6)
     d, f, v = cfg.hidden, cfg.mlp, cfg.vocab_size
@@ -56,7 +57,7 @@ def init_params(key: jax.Array, cfg: TinyConfig) -> dict:
     }
 
 
-def init_cache(cfg: TinyConfig, batch_size: int) -> dict:
+def init_cache(cfg: RandomModelConfig, batch_size: int) -> dict:
     """The empty recurrent state for ``batch_size`` rows."""
     return {"h": jnp.zeros((batch_size, cfg.hidden), jnp.float32)}
 

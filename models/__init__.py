@@ -13,9 +13,7 @@ Example:
     ('llama', 50257)
 """
 
-from importlib import resources
-from pathlib import Path
-
+from xg2_jax._src.package_data import default_model_path
 from xg2_jax.models.config import (Gpt2Config, LlamaConfig, ModelConfig, RopeScaling,
                                    config_from_hf)
 from xg2_jax.models.gpt2 import Gpt2LMHeadModel
@@ -23,15 +21,6 @@ from xg2_jax.models.layers import KVCache, init_kv_cache
 from xg2_jax.models.llama import LlamaForCausalLM
 from xg2_jax.models.loading import (CausalLM, from_module, load_config, load_pretrained,
                                     load_tokenizer_info, make_step_fn)
-
-DEFAULT_MODEL = "tiny_llama_json"
-
-
-def default_model_path() -> Path:
-    """Directory of the tiny model shipped in the package (HF layout: ``config.json`` and
-    ``model.safetensors``; its vocabulary is the shipped ``gpt2.json.gz``)."""
-    return Path(str(resources.files("xg2_jax") / "data" / DEFAULT_MODEL))
-
 
 __all__ = ["CausalLM", "Gpt2Config", "Gpt2LMHeadModel", "KVCache", "LlamaConfig",
            "LlamaForCausalLM", "ModelConfig", "RopeScaling", "config_from_hf",

@@ -1,0 +1,37 @@
+"""The native draft-tree walk behind :func:`xg2_jax.traverse_draft_tree` and
+``GrammarMatcher.traverse_draft_tree`` (argument checks and the call, on a matcher handle)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from xg2_jax import _core
+from xg2_jax._src.bitmask import check_host_bitmask, index_array
+from xg2_jax._src.errors import InvalidArgumentError
+
+__all__ = ["walk_draft_tree"]
+
+
+def walk_draft_tree(handle, draft_tokens, bitmask: np.ndarray, *, parents=None, first_child=None,
+                    next_sibling=None) -> np.ndarray:
+    """Fills one mask row per draft-tree node from the native matcher ``handle`` (see
+    :func:`xg2_jax.traverse_draft_tree` for the layout) and returns each node's validity.
+
+    Raises:
+        InvalidArgumentError: malformed tree arrays, both or neither tree forms, or a bitmask
+            that is not a writable numpy array.
+    """
+    tokens = index_array(draft_tokens, "draft_tokens")
+    check_host_bitmask(bitmask)
+    given = [a is not None for a in (parents, first_child, next_sibling)]
+    if given not in ([True, False, False], [False, True, True]):
+        raise InvalidArgumentError(
+            "give the draft tree either as parents=... or as first_child=... and next_sibling=...")
+    if parents is not None:
+        valid = _core.traverse_draft_tree(handle, tokens, bitmask,
+                                          parents=index_array(parents, "parents"))
+    else:
+        valid = _core.traverse_draft_tree(
+            handle, tokens, bitmask, first_child=index_array(first_child, "first_child"),
+            next_sibling=index_array(next_sibling, "next_sibling"))
+    return np.asarray(valid, dtype=bool)
