@@ -49,6 +49,8 @@ void BindErrors(nb::module_& m) {
       RaisePython("GrammarSyntaxError", e.what(), e.line(), e.column());
     } catch (const Error& e) {
       RaisePython(ClassFor(e.kind()), e.what(), 0, 0);
+    } catch (const BudgetExceeded& e) {
+      RaisePython("LimitExceededError", e.what(), 0, 0);
     }
   });
 }

@@ -10,6 +10,7 @@
 #include "support/sequence_interner.h"
 #include "support/utf8.h"
 #include "xg2/errors.h"
+#include "xg2/limits.h"
 #include "xg2/tokenizer.h"
 
 namespace xg2 {
@@ -851,6 +852,7 @@ RuleDfa Minimize(const RuleDfa& dfa, MinimizeScratch* w) {
 }  // namespace
 
 void AutomatonLimits::CheckDeadline() const {
+  CheckThreadTimeLimit();
   if (deadline != std::chrono::steady_clock::time_point::max() && std::chrono::steady_clock::now() > deadline) {
     throw Error(ErrorKind::kLimitExceeded, "compile exceeded its time limit of " + std::to_string(time_limit_s) +
                                                " s (limit time_limit_s, a GrammarCompiler option)");
