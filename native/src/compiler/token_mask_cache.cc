@@ -9,6 +9,7 @@
 #include "compiler/follow_suffix_cache.h"
 #include "compiler/vocab_walk.h"
 #include "parser/earley_parser.h"
+#include "support/thread_pool.h"
 #include "xg2/errors.h"
 
 namespace xg2 {
@@ -222,15 +223,10 @@ bool TokenMaskCache::PrecomputeAll(int num_threads, std::chrono::steady_clock::t
   if (n <= 1) {
     work();
   } else {
-    std::vector<std::thread> threads;
-    try {
-      for (int t = 0; t < n; ++t) threads.emplace_back(work);
-    } catch (...) {  // no thread could be started: stop the ones that did
-      std::lock_guard<std::mutex> lock(error_mu);
-      if (!error) error = std::current_exception();
-      failed = true;
-    }
-    for (auto& t : threads) t.join();
+    // On the persistent pool, not on threads started per compile: a thread started when
+    // memory has run out cannot even report it (glibc aborts when it cannot allocate a new
+    // thread's storage for the C++ runtime's thread-locals).
+    ThreadPool::Default().ParallelFor(n, [&](int64_t) { work(); }, n);
   }
   if (error) std::rethrow_exception(error);
   if (!stopped) PoolRuleBundles(todo, bundled);

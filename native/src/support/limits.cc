@@ -10,8 +10,10 @@ namespace xg2 {
 namespace {
 std::atomic<int> g_max_nesting_depth{1000};
 constexpr int64_t kNoDeadline = std::numeric_limits<int64_t>::max();
-thread_local int64_t t_deadline_ns = kNoDeadline;  // steady_clock nanoseconds
-thread_local double t_limit_s = 0;
+// initial-exec: in the static TLS block, allocated with the thread (glibc would allocate a
+// dlopen'ed module's dynamic TLS lazily, and abort the process if that failed).
+__attribute__((tls_model("initial-exec"))) thread_local int64_t t_deadline_ns = kNoDeadline;  // steady_clock ns
+__attribute__((tls_model("initial-exec"))) thread_local double t_limit_s = 0;
 int64_t NowNs() {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
       .count();

@@ -58,6 +58,10 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::WorkerLoop() {
+  // Touch the C++ runtime's thread-local exception state now, while memory is plentiful:
+  // glibc allocates it on first use and aborts the process if it cannot, which would be the
+  // first exception thrown on this thread (std::bad_alloc, say).
+  (void)std::uncaught_exceptions();
   for (;;) {
     std::shared_ptr<Job> job;
     {
