@@ -65,6 +65,12 @@ std::shared_ptr<const MaskCore> CrossGrammarCache::Insert(uint64_t tokenizer, co
   return core;
 }
 
+size_t CrossGrammarCache::TableCapacity(int64_t entries) {
+  size_t capacity = 1024;
+  while (2 * static_cast<size_t>(entries + 1) > capacity) capacity *= 2;
+  return capacity;
+}
+
 int64_t CrossGrammarCache::TableBytesLocked() const {
   return static_cast<int64_t>(slots_.capacity() * sizeof(Slot)) + rule_bytes_;
 }
@@ -83,7 +89,7 @@ void CrossGrammarCache::EvictLocked() {
   const int64_t target = stats_.limit_bytes - stats_.limit_bytes / 10;
   // The table is rebuilt at the size the survivors need: at most 4 slots per entry.
   for (const auto& [used, i] : order) {
-    if (stats_.bytes + 4 * stats_.entries * static_cast<int64_t>(sizeof(Slot)) <= target) break;
+    if (stats_.bytes + static_cast<int64_t>(TableCapacity(stats_.entries) * sizeof(Slot)) <= target) break;
     stats_.bytes -= slots_[i].bytes;
     cache_registry::NoteEvicted(slots_[i].bytes);
     slots_[i] = Slot();
@@ -91,9 +97,11 @@ void CrossGrammarCache::EvictLocked() {
     ++stats_.evictions;
   }
   // Re-place the survivors (probing needs no gaps inside chains), in a table at most half full.
-  size_t capacity = 1024;
-  while (2 * static_cast<size_t>(stats_.entries + 1) > capacity) capacity *= 2;
-  Rebuild(std::min(capacity, slots_.size()));
+  if (stats_.entries == 0) {
+    std::vector<Slot>().swap(slots_);  // a limit below an empty table's size keeps none
+    return;
+  }
+  Rebuild(std::min(TableCapacity(stats_.entries), slots_.size()));
 }
 
 std::shared_ptr<const RuleCores> CrossGrammarCache::FindRule(uint64_t tokenizer, const Hash128& rule_hash) {
@@ -113,6 +121,7 @@ void CrossGrammarCache::InsertRule(uint64_t tokenizer, const Hash128& rule_hash,
     rules_.clear();
     rule_bytes_ = 0;
   }
+  if (stats_.bytes + TableBytesLocked() + bytes > stats_.limit_bytes) return;
   if (rules_.emplace(std::make_pair(tokenizer, rule_hash), std::move(cores)).second) rule_bytes_ += bytes;
 }
 

@@ -74,6 +74,7 @@ class CrossGrammarCache {
   void Rebuild(size_t capacity);
   void EvictLocked();
   int64_t TableBytesLocked() const;  // slot table and rule bundles
+  static size_t TableCapacity(int64_t entries);  // the slots a table of that many entries has
 
   struct RuleKeyHash {
     size_t operator()(const std::pair<uint64_t, Hash128>& k) const {

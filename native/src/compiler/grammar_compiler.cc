@@ -44,6 +44,9 @@ size_t GrammarBytes(const Grammar& g) {
   return bytes;
 }
 
+// A kept grammar's list node, map node and bucket, and its key.
+constexpr int64_t kEntryOverhead = 256;
+
 }  // namespace
 
 CompiledGrammar::CompiledGrammar(Grammar grammar, std::shared_ptr<const GrammarAutomaton> automaton,
@@ -162,7 +165,7 @@ std::shared_ptr<CompiledGrammar> GrammarCompiler::Compile(const Grammar& grammar
     if (!compiled->mask_cache().PrecomputeAll(threads, limits.deadline, nullptr, mask_budget)) limits.CheckDeadline();
   }
   if (cache_enabled_) {
-    const int64_t bytes = static_cast<int64_t>(compiled->MemoryBytes());
+    const int64_t bytes = static_cast<int64_t>(compiled->MemoryBytes() + kEntryOverhead);
     std::lock_guard<std::mutex> lock(mu_);
     if ((limit_bytes_ < 0 || bytes <= limit_bytes_) && !cache_.count(key)) {
       lru_.push_front(CacheEntry{key, compiled, bytes});
@@ -176,10 +179,10 @@ std::shared_ptr<CompiledGrammar> GrammarCompiler::Compile(const Grammar& grammar
 }
 
 void GrammarCompiler::EvictLocked() {
-  if (limit_bytes_ < 0 || bytes_ <= limit_bytes_) return;
-  // Lazy grammars grow as they are used: re-measure before dropping anything.
+  if (limit_bytes_ < 0) return;
+  // Lazy grammars grow as their masks are built: re-measure them all (cheap beside a compile).
   bytes_ = 0;
-  for (CacheEntry& e : lru_) bytes_ += (e.bytes = static_cast<int64_t>(e.compiled->MemoryBytes()));
+  for (CacheEntry& e : lru_) bytes_ += (e.bytes = static_cast<int64_t>(e.compiled->MemoryBytes() + kEntryOverhead));
   while (bytes_ > limit_bytes_ && !lru_.empty()) {
     bytes_ -= lru_.back().bytes;
     cache_registry::NoteEvicted(lru_.back().bytes);
@@ -208,8 +211,8 @@ CacheStats GrammarCompiler::cache_stats() const {
   std::lock_guard<std::mutex> lock(mu_);
   CacheStats s = stats_;
   s.entries = static_cast<int64_t>(cache_.size());
-  // The table's own nodes besides the grammars.
-  s.bytes = bytes_ + static_cast<int64_t>(cache_.size() * (sizeof(CacheEntry) + 96));
+  // Measured now: lazy grammars may have grown since the last compile re-measured them.
+  for (const CacheEntry& e : lru_) s.bytes += static_cast<int64_t>(e.compiled->MemoryBytes() + kEntryOverhead);
   s.limit_bytes = cache_enabled_ ? limit_bytes_ : 0;
   return s;
 }
