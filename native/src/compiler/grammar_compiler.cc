@@ -180,7 +180,10 @@ std::shared_ptr<CompiledGrammar> GrammarCompiler::Compile(const Grammar& grammar
 
 void GrammarCompiler::EvictLocked() {
   if (limit_bytes_ < 0) return;
-  // Lazy grammars grow as their masks are built: re-measure them all (cheap beside a compile).
+  // Lazy grammars grow as their masks are built: re-measure them all before evicting, and
+  // every 32 inserts (a pass over every kept grammar's states).
+  if (bytes_ <= limit_bytes_ && ++inserts_since_measure_ < 32) return;
+  inserts_since_measure_ = 0;
   bytes_ = 0;
   for (CacheEntry& e : lru_) bytes_ += (e.bytes = static_cast<int64_t>(e.compiled->MemoryBytes() + kEntryOverhead));
   while (bytes_ > limit_bytes_ && !lru_.empty()) {

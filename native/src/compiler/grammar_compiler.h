@@ -113,6 +113,7 @@ class GrammarCompiler {
   std::unordered_map<std::string, std::list<CacheEntry>::iterator> cache_;
   CacheStats stats_;  // entries/bytes/limit filled in by cache_stats()
   int64_t bytes_ = 0;
+  int inserts_since_measure_ = 0;
 };
 
 }  // namespace xg2
