@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <new>
 
 namespace xg2 {
 
@@ -90,7 +91,12 @@ void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t)>& fn,
   job->fn = &fn;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (int64_t k = 1; k < threads; ++k) tickets_.push_back(job);
+    try {
+      for (int64_t k = 1; k < threads; ++k) tickets_.push_back(job);
+    } catch (const std::bad_alloc&) {
+      // Out of memory for the queue: fewer helpers (the tickets queued may already run, so
+      // this call must still wait for every index below rather than unwind past fn).
+    }
   }
   if (threads == 2) {
     cv_.notify_one();
