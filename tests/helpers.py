@@ -19,3 +19,15 @@ def mask_row(m: xg.GrammarMatcher, vocab_size: int) -> np.ndarray:
 def tokenize(tok: xg.TokenizerInfo, text: str) -> list[int]:
     """Greedy longest-match tokenization of ``text`` (UTF-8) over the non-special tokens."""
     return greedy_tokenize(tok, text.encode())
+
+
+def vm_rss_mib() -> float:
+    """This process's resident set size (VmRSS) in MiB (NaN where /proc is missing)."""
+    try:
+        with open("/proc/self/status") as f:
+            for line in f:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024.0
+    except OSError:
+        pass
+    return float("nan")

@@ -26,6 +26,8 @@ import pytest
 import xg2_jax as xg
 from xg2_jax import greedy_tokenize
 
+from helpers import vm_rss_mib
+
 WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "iota", "kappa"]
 
 
@@ -91,14 +93,6 @@ def random_instance(rng: random.Random, s: dict):
 
 
 # ------------------------------------------------------------------ the soak driver
-def vm_rss_mib() -> float:
-    with open("/proc/self/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) / 1024.0
-    return float("nan")
-
-
 def run_soak(tok: "xg.TokenizerInfo", *, threads: int, requests_per_thread: int,
              warmup_per_thread: int, seed: int = 0, cache_enabled: bool = True) -> dict:
     compiler = xg.GrammarCompiler(tok, cache_enabled=cache_enabled)

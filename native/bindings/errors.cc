@@ -1,6 +1,7 @@
 // Maps the core's typed C++ errors to the Python classes of xg2_jax._src.errors.
 #include <cstring>
 #include <string>
+#include <system_error>
 
 #include "bindings.h"
 #include "xg2/errors.h"
@@ -49,6 +50,13 @@ void BindErrors(nb::module_& m) {
       RaisePython("GrammarSyntaxError", e.what(), e.line(), e.column());
     } catch (const Error& e) {
       RaisePython(ClassFor(e.kind()), e.what(), 0, 0);
+    } catch (const BudgetExceeded& e) {
+      RaisePython("LimitExceededError", e.what(), 0, 0);
+    } catch (const std::system_error& e) {
+      // Out of threads or memory for one (std::thread): the process is out of resources.
+      const bool resources = e.code() == std::errc::resource_unavailable_try_again ||
+                             e.code() == std::errc::not_enough_memory;
+      PyErr_SetString(resources ? PyExc_MemoryError : PyExc_RuntimeError, e.what());
     }
   });
 }

@@ -3,12 +3,9 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
 
-#include "automata/rule_dfa_cache.h"
 #include "bindings.h"
-#include "compiler/cross_grammar_cache.h"
-#include "compiler/follow_suffix_cache.h"
+#include "compiler/cache_registry.h"
 #include "compiler/grammar_compiler.h"
-#include "frontends/json_schema.h"
 #include "xg2/grammar.h"
 #include "xg2/errors.h"
 #include "xg2/limits.h"
@@ -66,40 +63,46 @@ void BindGrammar(nb::module_& m) {
   m.def("max_nesting_depth", []() { return MaxNestingDepth(); });
 
   m.def("cross_grammar_cache_stats", []() {
-    CrossGrammarCacheStats s = CrossGrammarCache::Global().Stats();
+    const CacheRegistryStats s = cache_registry::Stats();
     nb::dict d;
-    d["hits"] = s.hits;
-    d["misses"] = s.misses;
-    d["entries"] = s.entries;
-    d["bytes"] = s.bytes;
-    d["limit_bytes"] = s.limit_bytes;
-    d["evictions"] = s.evictions;
-    RuleDfaCacheStats r = GetRuleDfaCacheStats();
-    d["automaton_hits"] = r.hits;
-    d["automaton_misses"] = r.misses;
-    d["automaton_entries"] = r.entries;
-    d["automaton_bytes"] = r.bytes;
-    FollowSuffixCacheStats f = FollowSuffixCache::Global().Stats();
-    d["suffix_hits"] = f.hits;
-    d["suffix_misses"] = f.misses;
-    d["suffix_entries"] = f.entries;
-    d["suffix_bytes"] = f.bytes;
+    auto put = [&](const char* prefix, const CacheStats& c, bool with_limit) {
+      const std::string p = prefix;
+      d[(p + "hits").c_str()] = c.hits;
+      d[(p + "misses").c_str()] = c.misses;
+      d[(p + "entries").c_str()] = c.entries;
+      d[(p + "bytes").c_str()] = c.bytes;
+      if (with_limit) d[(p + "limit_bytes").c_str()] = c.limit_bytes;
+      d[(p + "evictions").c_str()] = c.evictions;
+    };
+    put("", s.masks, true);
+    put("automaton_", s.automata, true);
+    put("suffix_", s.suffixes, true);
+    put("key_exclusion_", s.key_exclusion, true);
+    d["total_bytes"] = s.total_bytes();
+    d["total_limit_bytes"] = s.total_limit_bytes();
+    d["budget_bytes"] = s.budget_bytes;
     return d;
   });
-  m.def(
-      "set_cross_grammar_cache_limit",
-      [](int64_t bytes) {
-        CrossGrammarCache::Global().SetLimit(bytes);
-        SetRuleDfaCacheLimit(bytes / 8);  // the automata take an eighth of the budget
-        FollowSuffixCache::Global().SetLimit(bytes / 4);  // pruned suffixes a quarter
-      },
-      nb::arg("limit_bytes"));
-  m.def("clear_cross_grammar_cache", []() {
-    CrossGrammarCache::Global().Clear();
-    ClearRuleDfaCache();
-    ClearKeyExclusionCache();
-    FollowSuffixCache::Global().Clear();
-  });
+  m.def("set_cross_grammar_cache_limit", [](int64_t bytes) { cache_registry::SetBudget(bytes); },
+        nb::arg("limit_bytes"));
+  m.def("clear_cross_grammar_cache", []() { cache_registry::Clear(); });
+  m.def("release_freed_memory", []() { cache_registry::ReleaseFreedMemory(); });
+
+  // A time limit for the front end's work on this thread (see ScopedTimeLimit).
+  struct TimeLimitScope {
+    double seconds;
+    std::unique_ptr<ScopedTimeLimit> scope;
+  };
+  nb::class_<TimeLimitScope>(m, "TimeLimit")
+      .def(nb::init<double>(), nb::arg("seconds"))
+      .def("__enter__",
+           [](TimeLimitScope& t) {
+             t.scope.reset();
+             t.scope = std::make_unique<ScopedTimeLimit>(t.seconds);
+           })
+      .def(
+          "__exit__", [](TimeLimitScope& t, nb::handle, nb::handle, nb::handle) { t.scope.reset(); },
+          nb::arg("exc_type").none(), nb::arg("exc_value").none(), nb::arg("traceback").none());
 
   nb::class_<PrecomputeTask>(m, "PrecomputeTask")
       .def(
@@ -109,7 +112,11 @@ void BindGrammar(nb::module_& m) {
             return t.Wait(timeout_ms);
           },
           nb::arg("timeout_ms") = -1.0)
-      .def("done", &PrecomputeTask::done)
+      .def("done",
+           [](PrecomputeTask& t) {
+             t.RethrowIfFailed();
+             return t.done();
+           })
       .def("completed", &PrecomputeTask::completed)
       .def("cancel", &PrecomputeTask::Cancel);
 
@@ -124,14 +131,15 @@ void BindGrammar(nb::module_& m) {
       .def(
           "__init__",
           [](GrammarCompiler* self, std::shared_ptr<TokenizerInfo> tokenizer, int max_threads,
-             bool cache_enabled) {
-            new (self) GrammarCompiler(std::move(tokenizer), max_threads, cache_enabled);
+             bool cache_enabled, int64_t cache_limit_bytes) {
+            new (self) GrammarCompiler(std::move(tokenizer), max_threads, cache_enabled, cache_limit_bytes);
           },
-          nb::arg("tokenizer_info"), nb::arg("max_threads") = 0, nb::arg("cache_enabled") = true)
+          nb::arg("tokenizer_info"), nb::arg("max_threads") = 0, nb::arg("cache_enabled") = true,
+          nb::arg("cache_limit_bytes") = cache_registry::kDefaultCompiledCacheBytes)
       .def(
           "compile",
           [](GrammarCompiler& c, const Grammar& g, bool precompute, int64_t max_unrolled_repeat,
-             double time_limit_s, int64_t max_nfa_states, int64_t max_dfa_states) {
+             double time_limit_s, int64_t max_nfa_states, int64_t max_dfa_states, int64_t max_memory_bytes) {
             if (max_nfa_states < 1 || max_dfa_states < 1) {
               throw Error(ErrorKind::kInvalidArgument, "max_nfa_states and max_dfa_states must be >= 1");
             }
@@ -141,13 +149,28 @@ void BindGrammar(nb::module_& m) {
             options.limits.max_nfa_states = max_nfa_states;
             options.limits.max_dfa_states = max_dfa_states;
             options.time_limit_s = time_limit_s;
+            options.max_memory_bytes = max_memory_bytes;
             nb::gil_scoped_release release;
             return c.Compile(g, options);
           },
           nb::arg("grammar"), nb::arg("precompute") = true, nb::arg("max_unrolled_repeat") = 32,
           nb::arg("time_limit_s") = 0.0, nb::arg("max_nfa_states") = 4'000'000,
-          nb::arg("max_dfa_states") = 1'000'000)
+          nb::arg("max_dfa_states") = 1'000'000, nb::arg("max_memory_bytes") = 0)
       .def("clear_cache", &GrammarCompiler::ClearCache)
+      .def("cache_stats",
+           [](const GrammarCompiler& c) {
+             const CacheStats s = c.cache_stats();
+             nb::dict d;
+             d["hits"] = s.hits;
+             d["misses"] = s.misses;
+             d["entries"] = s.entries;
+             d["bytes"] = s.bytes;
+             d["limit_bytes"] = s.limit_bytes;
+             d["evictions"] = s.evictions;
+             return d;
+           })
+      .def_prop_rw("cache_limit_bytes", &GrammarCompiler::cache_limit_bytes, &GrammarCompiler::SetCacheLimit)
+      .def_prop_ro("cache_enabled", &GrammarCompiler::cache_enabled)
       .def_prop_ro("cache_size", &GrammarCompiler::cache_size)
       .def_prop_ro("max_threads", &GrammarCompiler::num_threads);
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any, Optional, Tuple, Union
 
 from xg2_jax import _core
@@ -119,17 +120,20 @@ class CompiledGrammar:
 
 
 def cross_grammar_cache_stats() -> dict:
-    """Statistics of the process-wide pools shared by all compiled grammars: mask-cache cores,
-    rule automata (the ``automaton_*`` keys; rules of the same shape are built once) and
+    """Statistics of the process-wide caches shared by all compiled grammars: mask-cache
+    cores, rule automata (the ``automaton_*`` keys; rules of the same shape are built once),
     pruned suffixes (the ``suffix_*`` keys; a core's uncertain token suffixes pruned by what
-    may follow its rule, reused where another grammar has the same core and follow language).
+    may follow its rule, reused where another grammar has the same core and follow language)
+    and the JSON Schema front end's key-exclusion automata (``key_exclusion_*``).
 
     Returns:
         A dict with ``hits``, ``misses``, ``entries``, ``bytes``, ``limit_bytes`` and
-        ``evictions`` of the mask pool, ``automaton_hits``, ``automaton_misses``,
-        ``automaton_entries``, ``automaton_bytes`` of the automaton cache and
-        ``suffix_hits``, ``suffix_misses``, ``suffix_entries``, ``suffix_bytes`` of the
-        suffix pool.
+        ``evictions`` of the mask pool, the same six keys prefixed ``automaton_``,
+        ``suffix_`` and ``key_exclusion_`` for the other caches, and ``total_bytes``,
+        ``total_limit_bytes`` and ``budget_bytes`` (the limit they were split from, see
+        :func:`set_cross_grammar_cache_limit`). ``bytes`` count the entries and each
+        cache's own tables. A :class:`GrammarCompiler`'s compiled grammars are counted by
+        :meth:`GrammarCompiler.cache_stats`.
 
     Example:
         >>> {"bytes", "entries", "evictions", "automaton_bytes"} <= set(cross_grammar_cache_stats())
@@ -139,8 +143,15 @@ def cross_grammar_cache_stats() -> dict:
 
 
 def set_cross_grammar_cache_limit(limit_bytes: int) -> None:
-    """Bounds the pool's memory (least recently used cores are evicted); 0 disables it. The
-    automaton cache gets an eighth of this and the suffix pool a quarter."""
+    """Sets the byte budget of the process-wide caches (default 384 MiB); 0 disables them.
+
+    The mask pool gets the budget itself (least recently used cores are evicted), the
+    automaton cache an eighth, the suffix pool a quarter and the key-exclusion automata a
+    sixteenth: together at most 23/16 of ``limit_bytes``. See the README's "Memory" section
+    for the bound of a long-lived process.
+    """
+    if int(limit_bytes) < 0:
+        raise InvalidArgumentError("limit_bytes must be >= 0")
     _core.set_cross_grammar_cache_limit(int(limit_bytes))
 
 
@@ -166,7 +177,7 @@ def set_limits(*, max_nesting_depth: Optional[int] = None) -> dict:
 
 def clear_cross_grammar_cache() -> None:
     """Empties the pools and the front end's key-exclusion automata (compiled grammars keep
-    what they already use)."""
+    what they already use), and returns the freed memory to the system."""
     _core.clear_cross_grammar_cache()
 
 
@@ -177,7 +188,11 @@ class PrecomputeHandle:
         self._task = task
 
     def wait(self, timeout: Optional[float] = None) -> bool:
-        """Waits for the build (``timeout`` in seconds); True once it has finished."""
+        """Waits for the build (``timeout`` in seconds); True once it has finished.
+
+        Raises:
+            MemoryError: the build ran out of memory (so do :meth:`done` and later calls).
+        """
         return self._task.wait(-1.0 if timeout is None else timeout * 1000.0)
 
     def done(self) -> bool:
@@ -193,6 +208,10 @@ class PrecomputeHandle:
         self._task.cancel()
 
 
+DEFAULT_CACHE_LIMIT_BYTES = 256 << 20
+"""Default byte limit of a :class:`GrammarCompiler`'s compiled-grammar cache."""
+
+
 class GrammarCompiler:
     """Compiles grammars for one tokenizer, caching results by grammar text.
 
@@ -200,12 +219,23 @@ class GrammarCompiler:
         tokenizer_info: the vocabulary.
         max_threads: threads used to build mask caches (0: all cores).
         cache_enabled: keep compiled grammars and return them for an identical grammar.
-        time_limit_s: an eager compile (automata and masks) that takes longer raises
-            :class:`LimitExceededError` naming this limit (None: no limit). A lazy compile
-            only bounds the automata; cancel a background build with its handle.
+        cache_limit_bytes: byte limit of those kept grammars (automata, masks and tables;
+            least recently used ones are dropped beyond it); -1: unbounded (xgrammar's
+            default, not advised for a long-lived process), 0: keep none. Default 256 MiB.
+        time_limit_s: an eager compile (front end, automata and masks) that takes longer
+            raises :class:`LimitExceededError` naming this limit (None: no limit). The front
+            end's share is checked inside its automaton products (JSON Schema patterns,
+            ``not``, key exclusions). A lazy compile only bounds the front end and the
+            automata; cancel a background build with its handle.
         max_nfa_states, max_dfa_states: size limits of one rule's automaton (the compile
             memory bound); a grammar over them raises :class:`LimitExceededError` naming the
             limit. Front-end nesting depth is set process-wide with :func:`set_limits`.
+        max_memory_bytes: per-compile memory budget: a grammar whose automaton, or whose
+            automaton and eagerly built masks, would take more raises
+            :class:`LimitExceededError` naming ``max_memory_bytes`` (None: no budget).
+
+    Memory: an allocation failure inside a compile raises :class:`MemoryError` in the call,
+    and the compiler stays usable.
 
     Example:
         >>> tok = TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2])
@@ -216,20 +246,67 @@ class GrammarCompiler:
     """
 
     def __init__(self, tokenizer_info: TokenizerInfo, *, max_threads: int = 0,
-                 cache_enabled: bool = True, time_limit_s: Optional[float] = None,
-                 max_nfa_states: int = 4_000_000, max_dfa_states: int = 1_000_000):
+                 cache_enabled: bool = True, cache_limit_bytes: int = DEFAULT_CACHE_LIMIT_BYTES,
+                 time_limit_s: Optional[float] = None,
+                 max_nfa_states: int = 4_000_000, max_dfa_states: int = 1_000_000,
+                 max_memory_bytes: Optional[int] = None):
         if time_limit_s is not None and not time_limit_s > 0:
             raise ValueError("time_limit_s must be None or > 0")
         if max_nfa_states < 1 or max_dfa_states < 1:
             raise ValueError("max_nfa_states and max_dfa_states must be >= 1")
+        if max_memory_bytes is not None and not max_memory_bytes > 0:
+            raise ValueError("max_memory_bytes must be None or > 0")
         self._tokenizer_info = tokenizer_info
-        self._limits = dict(time_limit_s=float(time_limit_s or 0.0), max_nfa_states=int(max_nfa_states),
-                            max_dfa_states=int(max_dfa_states))
-        self._handle = _core.GrammarCompiler(tokenizer_info._handle, max_threads, cache_enabled)
+        self._time_limit_s = float(time_limit_s or 0.0)
+        self._limits = dict(max_nfa_states=int(max_nfa_states), max_dfa_states=int(max_dfa_states),
+                            max_memory_bytes=int(max_memory_bytes or 0))
+        self._handle = _core.GrammarCompiler(tokenizer_info._handle, max_threads, cache_enabled,
+                                             int(cache_limit_bytes))
 
     @property
     def tokenizer_info(self) -> TokenizerInfo:
         return self._tokenizer_info
+
+    @property
+    def cache_limit_bytes(self) -> int:
+        """Byte limit of the compiled-grammar cache (-1: unbounded); settable."""
+        return self._handle.cache_limit_bytes
+
+    @cache_limit_bytes.setter
+    def cache_limit_bytes(self, value: int) -> None:
+        self._handle.cache_limit_bytes = int(value)
+
+    def cache_stats(self) -> dict:
+        """This compiler's compiled-grammar cache: ``hits``, ``misses``, ``entries``,
+        ``bytes`` (the kept grammars, measured as :attr:`CompiledGrammar.memory_size_bytes`,
+        plus the table), ``limit_bytes`` (0 when the cache is disabled, -1 unbounded) and
+        ``evictions``. The process-wide caches: :func:`cross_grammar_cache_stats`.
+
+        Example:
+            >>> tok = TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2])
+            >>> compiler = GrammarCompiler(tok)
+            >>> _ = compiler.compile_grammar('root ::= "a"'), compiler.compile_grammar('root ::= "a"')
+            >>> compiler.cache_stats()["hits"], compiler.cache_stats()["entries"]
+            (1, 1)
+        """
+        return dict(self._handle.cache_stats())
+
+    def _front_end(self, build):
+        """Runs a front end under the time limit; returns (grammar, seconds left or 0.0)."""
+        if not self._time_limit_s:
+            return build(), 0.0
+        start = time.monotonic()
+        with _core.TimeLimit(self._time_limit_s):
+            grammar = build()
+        # The compile gets what the front end left (at least a sliver, so it fails fast).
+        return grammar, max(self._time_limit_s - (time.monotonic() - start), 1e-6)
+
+    def _compile(self, grammar: Grammar, lazy: bool, max_unrolled_repeat: int,
+                 time_left_s: Optional[float] = None) -> CompiledGrammar:
+        time_limit_s = self._time_limit_s if time_left_s is None else time_left_s
+        handle = self._handle.compile(grammar._handle, not lazy, max_unrolled_repeat,
+                                      time_limit_s=time_limit_s, **self._limits)
+        return CompiledGrammar(handle, self._tokenizer_info)
 
     def compile_grammar(self, grammar: Union[str, Grammar], *, root_rule_name: str = "root",
                         lazy: bool = False, max_unrolled_repeat: int = 32) -> CompiledGrammar:
@@ -248,8 +325,7 @@ class GrammarCompiler:
         """
         if isinstance(grammar, str):
             grammar = Grammar.from_ebnf(grammar, root_rule_name=root_rule_name)
-        handle = self._handle.compile(grammar._handle, not lazy, max_unrolled_repeat, **self._limits)
-        return CompiledGrammar(handle, self._tokenizer_info)
+        return self._compile(grammar, lazy, max_unrolled_repeat)
 
     def compile_json_schema(self, schema: Any, *, any_whitespace: bool = True,
                             indent: Optional[int] = None,
@@ -259,26 +335,27 @@ class GrammarCompiler:
                             any_order: bool = False, on_unsupported: str = "raise",
                             lazy: bool = False) -> CompiledGrammar:
         """Compiles a JSON Schema; the options are those of :meth:`Grammar.from_json_schema`."""
-        grammar = Grammar.from_json_schema(
+        grammar, left = self._front_end(lambda: Grammar.from_json_schema(
             schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
             strict_mode=strict_mode, max_whitespace_cnt=max_whitespace_cnt, any_order=any_order,
-            on_unsupported=on_unsupported)
-        return self.compile_grammar(grammar, lazy=lazy)
+            on_unsupported=on_unsupported))
+        return self._compile(grammar, lazy, 32, left or None)
 
     def compile_structural_tag(self, structural_tag: Any, *, on_unsupported: str = "raise",
                                lazy: bool = False) -> CompiledGrammar:
         """Compiles a structural tag (see :meth:`Grammar.from_structural_tag`); token-level
         formats resolve against this compiler's tokenizer."""
-        grammar = Grammar.from_structural_tag(structural_tag, tokenizer_info=self._tokenizer_info,
-                                              on_unsupported=on_unsupported)
-        return self.compile_grammar(grammar, lazy=lazy)
+        grammar, left = self._front_end(lambda: Grammar.from_structural_tag(
+            structural_tag, tokenizer_info=self._tokenizer_info, on_unsupported=on_unsupported))
+        return self._compile(grammar, lazy, 32, left or None)
 
     def compile_builtin_json_grammar(self, *, lazy: bool = False) -> CompiledGrammar:
         """Compiles the builtin grammar of any JSON value."""
         return self.compile_grammar(Grammar.builtin_json_grammar(), lazy=lazy)
 
     def clear_cache(self) -> None:
-        """Drops the cached compiled grammars and empties the cross-grammar pool."""
+        """Drops the cached compiled grammars, empties the process-wide caches and returns
+        the freed memory to the system."""
         self._handle.clear_cache()
         _core.clear_cross_grammar_cache()
 

@@ -41,4 +41,18 @@ class SyntaxError : public Error {
   int column_;
 };
 
+// A time or memory budget of the running operation ran out (time_limit_s, max_memory_bytes).
+// Not an Error on purpose: the front ends catch Error to fall back to another construction
+// or to report a keyword as unsupported, and a budget that ran out must reach the caller
+// instead. The bindings raise it as LimitExceededError; limit() names the option.
+class BudgetExceeded : public std::runtime_error {
+ public:
+  BudgetExceeded(const std::string& limit, const std::string& message)
+      : std::runtime_error(message), limit_(limit) {}
+  const std::string& limit() const { return limit_; }
+
+ private:
+  std::string limit_;
+};
+
 }  // namespace xg2

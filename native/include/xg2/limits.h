@@ -2,6 +2,7 @@
 // that hit one name it, so a caller can tell a hostile input from a limit set too low.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace xg2 {
@@ -12,5 +13,23 @@ void SetMaxNestingDepth(int depth);  // Error(kInvalidArgument) unless 1 <= dept
 
 // " (limit max_nesting_depth=N, see xg2_jax.set_limits)": the tail of a depth error.
 std::string NestingLimitNote();
+
+// A time limit for the work of the current thread (the JSON Schema and structural-tag front
+// ends' automaton products, a compile's automaton build): while one is in scope,
+// CheckThreadTimeLimit() throws Error(kLimitExceeded) naming time_limit_s once it has passed.
+// Scopes nest; the inner one may only shorten the outer one's deadline.
+class ScopedTimeLimit {
+ public:
+  explicit ScopedTimeLimit(double seconds);  // <= 0: no limit (keeps an outer one)
+  ~ScopedTimeLimit();
+  ScopedTimeLimit(const ScopedTimeLimit&) = delete;
+  ScopedTimeLimit& operator=(const ScopedTimeLimit&) = delete;
+
+ private:
+  int64_t prev_deadline_ns_;
+  double prev_seconds_;
+};
+// Cheap when no limit is in scope (one thread-local load).
+void CheckThreadTimeLimit();
 
 }  // namespace xg2

@@ -9,6 +9,7 @@
 
 #include "support/sequence_interner.h"
 #include "xg2/errors.h"
+#include "xg2/limits.h"
 
 namespace xg2 {
 namespace {
@@ -109,6 +110,7 @@ ByteDfaSpec IntersectJsonLength(const ByteDfaSpec& content, int64_t min_len, int
     auto [it, inserted] = ids.emplace(key, static_cast<int32_t>(keys.size()));
     if (inserted) {
       if (static_cast<int64_t>(keys.size()) >= max_states) TooLarge(max_states);
+      if ((keys.size() & 255) == 0) CheckThreadTimeLimit();
       keys.push_back({s, {u, n}});
       out.is_final.push_back(content.is_final[s] && u == kB && n >= min_len ? 1 : 0);
       out.edges.emplace_back();
@@ -218,6 +220,7 @@ ByteDfaProduct ProductWithParts(const ByteDfaSpec& universe, const std::vector<B
     const int32_t id = tuples.Intern(t, &inserted);
     if (inserted) {
       if (static_cast<int64_t>(id) >= max_states) TooLarge(max_states);
+      if ((id & 255) == 0) CheckThreadTimeLimit();
       uint64_t mask = 0;
       for (size_t i = 0; i < parts.size(); ++i)
         if (t[i + 1] >= 0 && parts[i].is_final[t[i + 1]]) mask |= uint64_t{1} << i;
@@ -300,6 +303,7 @@ bool ByteDfaEmpty(const ByteDfaSpec& dfa) {
 }
 
 ByteDfaSpec TrimAndMinimize(const ByteDfaSpec& dfa, bool minimize) {
+  CheckThreadTimeLimit();
   const int32_t n = dfa.num_states();
   // Co-reachability: reverse edges (grouped by target) from the final states.
   std::vector<int32_t> rev_begin(n + 1, 0), rev;

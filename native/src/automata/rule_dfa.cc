@@ -4,12 +4,14 @@
 #include <algorithm>
 #include <array>
 #include <memory>
+#include <mutex>
 #include <unordered_map>
 
 #include "automata/aho_corasick.h"
 #include "support/sequence_interner.h"
 #include "support/utf8.h"
 #include "xg2/errors.h"
+#include "xg2/limits.h"
 #include "xg2/tokenizer.h"
 
 namespace xg2 {
@@ -851,6 +853,7 @@ RuleDfa Minimize(const RuleDfa& dfa, MinimizeScratch* w) {
 }  // namespace
 
 void AutomatonLimits::CheckDeadline() const {
+  CheckThreadTimeLimit();
   if (deadline != std::chrono::steady_clock::time_point::max() && std::chrono::steady_clock::now() > deadline) {
     throw Error(ErrorKind::kLimitExceeded, "compile exceeded its time limit of " + std::to_string(time_limit_s) +
                                                " s (limit time_limit_s, a GrammarCompiler option)");
@@ -868,7 +871,6 @@ struct RuleDfaScratch {
   std::vector<int32_t> fill;
   SubsetScratch subsets;
   MinimizeScratch minimize;
-  bool in_use = false;
   // Roughly the bytes held by the buffers that grow with a rule's size (not the reference
   // counts, which grow with the grammar and are kept for its other rules).
   size_t RetainedBytes() const {
@@ -880,30 +882,51 @@ struct RuleDfaScratch {
   }
 };
 
-// The calling thread's scratch (a fresh one if it is already in use further up the stack),
-// released once it holds more than kKeepBytes so that a thread does not keep a large rule's.
+// A scratch from a small process-wide free list (a fresh one when the list is empty),
+// released once it holds more than kKeepBytes so that the list does not keep a large rule's.
+// Not thread_local: glibc allocates a dlopen'ed module's thread-local storage lazily, on a
+// thread's first use, and aborts the process when that allocation fails.
 class ScratchLease {
  public:
   ScratchLease() {
-    thread_local RuleDfaScratch kept;
-    if (kept.in_use) {
-      owned_ = std::make_unique<RuleDfaScratch>();
-      scratch_ = owned_.get();
-    } else {
-      scratch_ = &kept;
+    {
+      std::lock_guard<std::mutex> lock(FreeMutex());
+      auto& free = FreeList();
+      if (!free.empty()) {
+        owned_ = std::move(free.back());
+        free.pop_back();
+      }
     }
-    scratch_->in_use = true;
+    if (!owned_) owned_ = std::make_unique<RuleDfaScratch>();
+    scratch_ = owned_.get();
   }
   ~ScratchLease() {
-    scratch_->in_use = false;
     constexpr size_t kKeepBytes = size_t{4} << 20;
-    if (!owned_ && scratch_->RetainedBytes() > kKeepBytes) *scratch_ = RuleDfaScratch();
+    constexpr size_t kMaxKept = 16;
+    if (scratch_->RetainedBytes() > kKeepBytes) return;  // owned_ frees it
+    std::lock_guard<std::mutex> lock(FreeMutex());
+    auto& free = FreeList();
+    if (free.size() < kMaxKept && free.capacity() > free.size()) free.push_back(std::move(owned_));
   }
   ScratchLease(const ScratchLease&) = delete;
   ScratchLease& operator=(const ScratchLease&) = delete;
   RuleDfaScratch* operator->() const { return scratch_; }
 
  private:
+  // Never destroyed (rules may be built during static destruction); reserved up front so that
+  // returning a scratch never allocates in a destructor.
+  static std::mutex& FreeMutex() {
+    static std::mutex* mu = new std::mutex();
+    return *mu;
+  }
+  static std::vector<std::unique_ptr<RuleDfaScratch>>& FreeList() {
+    static auto* list = [] {
+      auto* l = new std::vector<std::unique_ptr<RuleDfaScratch>>();
+      l->reserve(16);
+      return l;
+    }();
+    return *list;
+  }
   std::unique_ptr<RuleDfaScratch> owned_;
   RuleDfaScratch* scratch_ = nullptr;
 };

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/cache_registry.h"
 #include "grammar/expr_hash.h"
 #include "support/hash.h"
 
@@ -50,9 +51,11 @@ class BodyKey {
   std::vector<RuleId> slots_;
 };
 
+// The automaton's arrays (by capacity) plus the list node and the map's node and bucket.
 size_t DfaBytes(const RuleDfa& d) {
-  return sizeof(RuleDfa) + d.is_final.size() * (1 + 2 * sizeof(int32_t)) + d.byte_list.size() * sizeof(DfaByteEdge) +
-         d.rule_list.size() * sizeof(DfaRuleEdge);
+  return sizeof(RuleDfa) + sizeof(Hash128) + 96 + d.is_final.capacity() +
+         (d.byte_begin.capacity() + d.rule_begin.capacity()) * sizeof(int32_t) +
+         d.byte_list.capacity() * sizeof(DfaByteEdge) + d.rule_list.capacity() * sizeof(DfaRuleEdge);
 }
 
 class Cache {
@@ -85,8 +88,10 @@ class Cache {
   void Evict() {
     while (bytes_ > limit_ && !lru_.empty()) {
       bytes_ -= DfaBytes(lru_.back().second);
+      cache_registry::NoteEvicted(static_cast<int64_t>(DfaBytes(lru_.back().second)));
       map_.erase(lru_.back().first);
       lru_.pop_back();
+      ++stats_.evictions;
     }
   }
   RuleDfaCacheStats Stats() {
@@ -94,11 +99,12 @@ class Cache {
     RuleDfaCacheStats s = stats_;
     s.entries = static_cast<int64_t>(map_.size());
     s.bytes = static_cast<int64_t>(bytes_);
+    s.limit_bytes = static_cast<int64_t>(limit_);
     return s;
   }
   void Clear() {
     std::lock_guard<std::mutex> lock(mu_);
-    map_.clear();
+    decltype(map_)().swap(map_);
     lru_.clear();
     bytes_ = 0;
     stats_ = RuleDfaCacheStats();
@@ -109,7 +115,7 @@ class Cache {
   std::list<std::pair<Hash128, RuleDfa>> lru_;  // most recent first
   std::unordered_map<Hash128, std::list<std::pair<Hash128, RuleDfa>>::iterator, KeyHash> map_;
   size_t bytes_ = 0;
-  size_t limit_ = size_t{64} << 20;  // automata are small: this holds thousands
+  size_t limit_ = size_t{48} << 20;  // cache_registry.h's default budget / 8: thousands of automata
   RuleDfaCacheStats stats_;
 };
 

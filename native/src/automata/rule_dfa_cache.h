@@ -7,6 +7,7 @@
 #include <cstddef>
 
 #include "automata/rule_dfa.h"
+#include "support/cache_stats.h"
 #include "xg2/grammar.h"
 
 namespace xg2 {
@@ -14,12 +15,7 @@ namespace xg2 {
 // BuildRuleDfa(g, body, limits), through the cache. Thread-safe.
 RuleDfa CachedRuleDfa(const Grammar& g, ExprId body, const AutomatonLimits& limits);
 
-struct RuleDfaCacheStats {
-  int64_t hits = 0;
-  int64_t misses = 0;
-  int64_t entries = 0;
-  int64_t bytes = 0;
-};
+using RuleDfaCacheStats = CacheStats;
 RuleDfaCacheStats GetRuleDfaCacheStats();
 void ClearRuleDfaCache();
 // Byte budget (least recently used automata are dropped beyond it); 0 disables the cache.

@@ -2,13 +2,15 @@
 
 #include <algorithm>
 
+#include "compiler/cache_registry.h"
+
 namespace xg2 {
 
 CrossGrammarCache& CrossGrammarCache::Global() {
   // Never destroyed: compiled grammars may outlive static destruction order.
   static CrossGrammarCache* cache = [] {
     auto* c = new CrossGrammarCache();
-    c->stats_.limit_bytes = int64_t{512} << 20;
+    c->stats_.limit_bytes = int64_t{384} << 20;  // cache_registry.h's default budget
     return c;
   }();
   return *cache;
@@ -63,9 +65,20 @@ std::shared_ptr<const MaskCore> CrossGrammarCache::Insert(uint64_t tokenizer, co
   return core;
 }
 
+size_t CrossGrammarCache::TableCapacity(int64_t entries) {
+  size_t capacity = 1024;
+  while (2 * static_cast<size_t>(entries + 1) > capacity) capacity *= 2;
+  return capacity;
+}
+
+int64_t CrossGrammarCache::TableBytesLocked() const {
+  return static_cast<int64_t>(slots_.capacity() * sizeof(Slot)) + rule_bytes_;
+}
+
 void CrossGrammarCache::EvictLocked() {
-  if (stats_.bytes <= stats_.limit_bytes) return;
+  if (stats_.bytes + TableBytesLocked() <= stats_.limit_bytes) return;
   rules_.clear();
+  rule_bytes_ = 0;
   // Least recently used first, down to 90% of the limit so that eviction (a pass over the
   // table) is not repeated on every insert near the limit.
   std::vector<std::pair<uint64_t, size_t>> order;
@@ -74,14 +87,21 @@ void CrossGrammarCache::EvictLocked() {
   }
   std::sort(order.begin(), order.end());
   const int64_t target = stats_.limit_bytes - stats_.limit_bytes / 10;
+  // The table is rebuilt at the size the survivors need: at most 4 slots per entry.
   for (const auto& [used, i] : order) {
-    if (stats_.bytes <= target) break;
+    if (stats_.bytes + static_cast<int64_t>(TableCapacity(stats_.entries) * sizeof(Slot)) <= target) break;
     stats_.bytes -= slots_[i].bytes;
+    cache_registry::NoteEvicted(slots_[i].bytes);
     slots_[i] = Slot();
     --stats_.entries;
     ++stats_.evictions;
   }
-  Rebuild(slots_.size());  // re-place the survivors: probing needs no gaps inside chains
+  // Re-place the survivors (probing needs no gaps inside chains), in a table at most half full.
+  if (stats_.entries == 0) {
+    std::vector<Slot>().swap(slots_);  // a limit below an empty table's size keeps none
+    return;
+  }
+  Rebuild(std::min(TableCapacity(stats_.entries), slots_.size()));
 }
 
 std::shared_ptr<const RuleCores> CrossGrammarCache::FindRule(uint64_t tokenizer, const Hash128& rule_hash) {
@@ -96,21 +116,29 @@ void CrossGrammarCache::InsertRule(uint64_t tokenizer, const Hash128& rule_hash,
   std::lock_guard<std::mutex> lock(mu_);
   if (stats_.limit_bytes <= 0) return;
   constexpr size_t kMaxRules = 1 << 16;
-  if (rules_.size() >= kMaxRules) rules_.clear();
-  rules_.emplace(std::make_pair(tokenizer, rule_hash), std::move(cores));
+  const int64_t bytes = static_cast<int64_t>(sizeof(RuleCores) + 64 + cores->cores.capacity() * sizeof(cores->cores[0]));
+  if (rules_.size() >= kMaxRules || stats_.bytes + TableBytesLocked() + bytes > stats_.limit_bytes) {
+    rules_.clear();
+    rule_bytes_ = 0;
+  }
+  if (stats_.bytes + TableBytesLocked() + bytes > stats_.limit_bytes) return;
+  if (rules_.emplace(std::make_pair(tokenizer, rule_hash), std::move(cores)).second) rule_bytes_ += bytes;
 }
 
 CrossGrammarCacheStats CrossGrammarCache::Stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  CrossGrammarCacheStats s = stats_;
+  s.bytes += TableBytesLocked();
+  return s;
 }
 
 void CrossGrammarCache::SetLimit(int64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   stats_.limit_bytes = bytes < 0 ? 0 : bytes;
   if (stats_.limit_bytes == 0) {
-    slots_.clear();
+    std::vector<Slot>().swap(slots_);
     rules_.clear();
+    rule_bytes_ = 0;
     stats_.bytes = 0;
     stats_.entries = 0;
     return;
@@ -120,8 +148,9 @@ void CrossGrammarCache::SetLimit(int64_t bytes) {
 
 void CrossGrammarCache::Clear() {
   std::lock_guard<std::mutex> lock(mu_);
-  slots_.clear();
+  std::vector<Slot>().swap(slots_);
   rules_.clear();
+  rule_bytes_ = 0;
   stats_.bytes = 0;
   stats_.entries = 0;
 }

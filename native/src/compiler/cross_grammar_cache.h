@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "compiler/structural_hash.h"
+#include "support/cache_stats.h"
 
 namespace xg2 {
 
@@ -40,14 +41,8 @@ struct RuleCores {
   std::vector<std::shared_ptr<const MaskCore>> cores;
 };
 
-struct CrossGrammarCacheStats {
-  int64_t hits = 0;
-  int64_t misses = 0;
-  int64_t entries = 0;
-  int64_t bytes = 0;
-  int64_t limit_bytes = 0;
-  int64_t evictions = 0;
-};
+// bytes counts the cores, the slot table and the rule bundles.
+using CrossGrammarCacheStats = CacheStats;
 
 class CrossGrammarCache {
  public:
@@ -78,6 +73,8 @@ class CrossGrammarCache {
   size_t Probe(uint64_t tokenizer, const Hash128& key) const;  // the slot of key, or the empty one to fill
   void Rebuild(size_t capacity);
   void EvictLocked();
+  int64_t TableBytesLocked() const;  // slot table and rule bundles
+  static size_t TableCapacity(int64_t entries);  // the slots a table of that many entries has
 
   struct RuleKeyHash {
     size_t operator()(const std::pair<uint64_t, Hash128>& k) const {
@@ -91,7 +88,8 @@ class CrossGrammarCache {
   // kept past the limit.
   std::unordered_map<std::pair<uint64_t, Hash128>, std::shared_ptr<const RuleCores>, RuleKeyHash> rules_;
   uint64_t clock_ = 0;
-  CrossGrammarCacheStats stats_;
+  int64_t rule_bytes_ = 0;  // the bundles' vectors and map nodes
+  CrossGrammarCacheStats stats_;  // stats_.bytes: the cores only (Stats() adds the tables)
 };
 
 }  // namespace xg2

@@ -1,5 +1,7 @@
 #include "compiler/follow_suffix_cache.h"
 
+#include "compiler/cache_registry.h"
+
 namespace xg2 {
 
 FollowSuffixCache& FollowSuffixCache::Global() {
@@ -28,13 +30,16 @@ std::shared_ptr<const FinishedSuffixes> FollowSuffixCache::Find(uint64_t tokeniz
 
 void FollowSuffixCache::Insert(uint64_t tokenizer, const Hash128& key, std::shared_ptr<const FinishedSuffixes> value) {
   const Hash128 k = Combine(tokenizer, key);
-  const int64_t bytes = static_cast<int64_t>(sizeof(FinishedSuffixes) + value->trie.MemoryBytes());
+  // The value, its control block and the map's node and bucket.
+  const int64_t bytes = static_cast<int64_t>(sizeof(FinishedSuffixes) + value->trie.MemoryBytes() + 96);
   std::lock_guard<std::mutex> lock(mu_);
   if (bytes > limit_bytes_) return;
   if (stats_.bytes + bytes > limit_bytes_) {
     // Emptied rather than evicted one by one: entries are cheap to rebuild, and a full pool
     // means the workload's shapes changed.
-    map_.clear();
+    stats_.evictions += static_cast<int64_t>(map_.size());
+    cache_registry::NoteEvicted(stats_.bytes);
+    std::unordered_map<Hash128, std::shared_ptr<const FinishedSuffixes>, KeyHash>().swap(map_);
     stats_.bytes = 0;
   }
   if (map_.emplace(k, std::move(value)).second) stats_.bytes += bytes;
@@ -43,13 +48,16 @@ void FollowSuffixCache::Insert(uint64_t tokenizer, const Hash128& key, std::shar
 
 FollowSuffixCacheStats FollowSuffixCache::Stats() const {
   std::lock_guard<std::mutex> lock(mu_);
-  return stats_;
+  FollowSuffixCacheStats s = stats_;
+  s.limit_bytes = limit_bytes_;
+  return s;
 }
 
 void FollowSuffixCache::SetLimit(int64_t bytes) {
   std::lock_guard<std::mutex> lock(mu_);
   limit_bytes_ = bytes < 0 ? 0 : bytes;
   if (stats_.bytes > limit_bytes_) {
+    stats_.evictions += static_cast<int64_t>(map_.size());
     map_.clear();
     stats_.bytes = 0;
     stats_.entries = 0;
@@ -58,7 +66,7 @@ void FollowSuffixCache::SetLimit(int64_t bytes) {
 
 void FollowSuffixCache::Clear() {
   std::lock_guard<std::mutex> lock(mu_);
-  map_.clear();
+  std::unordered_map<Hash128, std::shared_ptr<const FinishedSuffixes>, KeyHash>().swap(map_);
   stats_ = FollowSuffixCacheStats();
 }
 

@@ -12,6 +12,7 @@
 #include <unordered_map>
 
 #include "compiler/suffix_trie.h"
+#include "support/cache_stats.h"
 #include "support/hash.h"
 
 namespace xg2 {
@@ -21,12 +22,7 @@ struct FinishedSuffixes {
   int32_t count = 0;
 };
 
-struct FollowSuffixCacheStats {
-  int64_t hits = 0;
-  int64_t misses = 0;
-  int64_t entries = 0;
-  int64_t bytes = 0;
-};
+using FollowSuffixCacheStats = CacheStats;
 
 class FollowSuffixCache {
  public:
@@ -47,7 +43,7 @@ class FollowSuffixCache {
   mutable std::mutex mu_;
   std::unordered_map<Hash128, std::shared_ptr<const FinishedSuffixes>, KeyHash> map_;
   FollowSuffixCacheStats stats_;
-  int64_t limit_bytes_ = int64_t{128} << 20;
+  int64_t limit_bytes_ = int64_t{96} << 20;  // cache_registry.h's default budget / 4
 };
 
 }  // namespace xg2

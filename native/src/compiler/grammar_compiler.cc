@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "grammar/expr_hash.h"
+#include "xg2/errors.h"
 
 namespace xg2 {
 namespace {
@@ -32,6 +33,20 @@ Hash128 GrammarFingerprint(const Grammar& g) {
   return h.Finish();
 }
 
+// The grammar's nodes, rules and intern tables, approximately.
+size_t GrammarBytes(const Grammar& g) {
+  size_t bytes = sizeof(Grammar) + static_cast<size_t>(g.num_exprs()) * (sizeof(Expr) + 16);
+  for (ExprId id = 0; id < g.num_exprs(); ++id) {
+    const Expr& e = g.expr(id);
+    bytes += e.children.capacity() * sizeof(ExprId) + e.ranges.capacity() * sizeof(e.ranges[0]);
+  }
+  for (RuleId r = 0; r < g.num_rules(); ++r) bytes += sizeof(Rule) + g.rule(r).name.capacity();
+  return bytes;
+}
+
+// A kept grammar's list node, map node and bucket, and its key.
+constexpr int64_t kEntryOverhead = 256;
+
 }  // namespace
 
 CompiledGrammar::CompiledGrammar(Grammar grammar, std::shared_ptr<const GrammarAutomaton> automaton,
@@ -42,7 +57,8 @@ CompiledGrammar::CompiledGrammar(Grammar grammar, std::shared_ptr<const GrammarA
       cache_(new TokenMaskCache(automaton_, tokenizer_)) {}
 
 size_t CompiledGrammar::MemoryBytes() const {
-  return automaton_->MemoryBytes() + static_cast<size_t>(cache_->Stats().memory_bytes);
+  return sizeof(*this) + GrammarBytes(grammar_) + automaton_->MemoryBytes() +
+         static_cast<size_t>(cache_->Stats().memory_bytes) + cache_->OverheadBytes();
 }
 
 PrecomputeTask::PrecomputeTask(std::shared_ptr<CompiledGrammar> compiled, int num_threads,
@@ -52,8 +68,12 @@ PrecomputeTask::PrecomputeTask(std::shared_ptr<CompiledGrammar> compiled, int nu
                                  : std::chrono::steady_clock::now() +
                                        std::chrono::microseconds(static_cast<int64_t>(budget_ms * 1000));
   thread_ = std::thread([this, num_threads, deadline]() {
-    bool all = compiled_->mask_cache().PrecomputeAll(std::max(1, num_threads), deadline, &cancel_);
-    completed_ = all;
+    // Nothing may escape a thread's function (std::terminate): the error waits for the caller.
+    try {
+      completed_ = compiled_->mask_cache().PrecomputeAll(std::max(1, num_threads), deadline, &cancel_);
+    } catch (...) {
+      error_ = std::current_exception();
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       done_ = true;
@@ -71,15 +91,31 @@ bool PrecomputeTask::Wait(double timeout_ms) {
   std::unique_lock<std::mutex> lock(mu_);
   if (timeout_ms < 0) {
     cv_.wait(lock, [this] { return done_.load(); });
-    return true;
+  } else if (!cv_.wait_for(lock, std::chrono::microseconds(static_cast<int64_t>(timeout_ms * 1000)),
+                           [this] { return done_.load(); })) {
+    return false;
   }
-  return cv_.wait_for(lock, std::chrono::microseconds(static_cast<int64_t>(timeout_ms * 1000)),
-                      [this] { return done_.load(); });
+  lock.unlock();
+  RethrowIfFailed();
+  return true;
+}
+
+void PrecomputeTask::RethrowIfFailed() const {
+  if (done_.load() && error_) std::rethrow_exception(error_);
 }
 
 GrammarCompiler::GrammarCompiler(std::shared_ptr<const TokenizerInfo> tokenizer, int num_threads,
-                                 bool cache_enabled)
-    : tokenizer_(std::move(tokenizer)), num_threads_(num_threads), cache_enabled_(cache_enabled) {
+                                 bool cache_enabled, int64_t cache_limit_bytes)
+    : tokenizer_(std::move(tokenizer)),
+      num_threads_(num_threads),
+      cache_enabled_(cache_enabled),
+      limit_bytes_(cache_limit_bytes < 0 ? -1 : cache_limit_bytes) {
+  if (!tokenizer_) throw Error(ErrorKind::kInvalidArgument, "GrammarCompiler needs a tokenizer");
+  if (tokenizer_->trie().sorted_tokens.empty() && tokenizer_->stop_token_ids().empty()) {
+    // Every mask would be empty: no token could ever be generated.
+    throw Error(ErrorKind::kInvalidArgument,
+                "the vocabulary has neither text tokens nor stop tokens: every mask would be empty");
+  }
   if (num_threads_ <= 0) num_threads_ = std::max(1u, std::thread::hardware_concurrency());
 }
 
@@ -104,30 +140,98 @@ std::shared_ptr<CompiledGrammar> GrammarCompiler::Compile(const Grammar& grammar
            "/" + std::to_string(options.limits.max_dfa_states);
     std::lock_guard<std::mutex> lock(mu_);
     auto it = cache_.find(key);
-    if (it != cache_.end()) return it->second;
+    if (it != cache_.end()) {
+      ++stats_.hits;
+      lru_.splice(lru_.begin(), lru_, it->second);
+      return it->second->compiled;
+    }
+    ++stats_.misses;
   }
   limits.CheckDeadline();
   auto automaton = BuildGrammarAutomaton(grammar, limits);
+  if (options.max_memory_bytes > 0 && static_cast<int64_t>(automaton->MemoryBytes()) > options.max_memory_bytes) {
+    throw BudgetExceeded("max_memory_bytes", "compile exceeded its memory budget of " +
+                                                 std::to_string(options.max_memory_bytes) + " bytes in its automaton (" +
+                                                 std::to_string(automaton->MemoryBytes()) +
+                                                 " bytes; limit max_memory_bytes, a GrammarCompiler option)");
+  }
   auto compiled = std::make_shared<CompiledGrammar>(grammar, automaton, tokenizer_);
   if (options.precompute_masks) {
     int threads = options.num_threads > 0 ? options.num_threads : num_threads_;
-    if (!compiled->mask_cache().PrecomputeAll(threads, limits.deadline)) limits.CheckDeadline();
+    const int64_t mask_budget =
+        options.max_memory_bytes > 0
+            ? std::max<int64_t>(1, options.max_memory_bytes - static_cast<int64_t>(automaton->MemoryBytes()))
+            : 0;
+    if (!compiled->mask_cache().PrecomputeAll(threads, limits.deadline, nullptr, mask_budget)) limits.CheckDeadline();
   }
   if (cache_enabled_) {
+    const int64_t bytes = static_cast<int64_t>(compiled->MemoryBytes() + kEntryOverhead);
     std::lock_guard<std::mutex> lock(mu_);
-    cache_.emplace(key, compiled);
+    if ((limit_bytes_ < 0 || bytes <= limit_bytes_) && !cache_.count(key)) {
+      lru_.push_front(CacheEntry{key, compiled, bytes});
+      cache_.emplace(key, lru_.begin());
+      bytes_ += bytes;
+      EvictLocked();
+    }
   }
+  cache_registry::MaybeReleaseFreedMemory();
   return compiled;
 }
 
+void GrammarCompiler::EvictLocked() {
+  if (limit_bytes_ < 0) return;
+  // Lazy grammars grow as their masks are built: re-measure them all before evicting, and
+  // every 32 inserts (a pass over every kept grammar's states).
+  if (bytes_ <= limit_bytes_ && ++inserts_since_measure_ < 32) return;
+  inserts_since_measure_ = 0;
+  bytes_ = 0;
+  for (CacheEntry& e : lru_) bytes_ += (e.bytes = static_cast<int64_t>(e.compiled->MemoryBytes() + kEntryOverhead));
+  while (bytes_ > limit_bytes_ && !lru_.empty()) {
+    bytes_ -= lru_.back().bytes;
+    cache_registry::NoteEvicted(lru_.back().bytes);
+    cache_.erase(lru_.back().key);
+    lru_.pop_back();
+    ++stats_.evictions;
+  }
+}
+
 void GrammarCompiler::ClearCache() {
-  std::lock_guard<std::mutex> lock(mu_);
-  cache_.clear();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cache_.clear();
+    lru_.clear();
+    bytes_ = 0;
+  }
+  cache_registry::ReleaseFreedMemory();
 }
 
 int64_t GrammarCompiler::cache_size() const {
   std::lock_guard<std::mutex> lock(mu_);
   return static_cast<int64_t>(cache_.size());
+}
+
+CacheStats GrammarCompiler::cache_stats() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  CacheStats s = stats_;
+  s.entries = static_cast<int64_t>(cache_.size());
+  // Measured now: lazy grammars may have grown since the last compile re-measured them.
+  for (const CacheEntry& e : lru_) s.bytes += static_cast<int64_t>(e.compiled->MemoryBytes() + kEntryOverhead);
+  s.limit_bytes = cache_enabled_ ? limit_bytes_ : 0;
+  return s;
+}
+
+int64_t GrammarCompiler::cache_limit_bytes() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return limit_bytes_;
+}
+
+void GrammarCompiler::SetCacheLimit(int64_t bytes) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    limit_bytes_ = bytes < 0 ? -1 : bytes;
+    EvictLocked();
+  }
+  cache_registry::MaybeReleaseFreedMemory();
 }
 
 }  // namespace xg2

@@ -2,12 +2,15 @@
 
 #include <algorithm>
 #include <climits>
+#include <exception>
 #include <mutex>
 #include <thread>
 
 #include "compiler/follow_suffix_cache.h"
 #include "compiler/vocab_walk.h"
 #include "parser/earley_parser.h"
+#include "support/thread_pool.h"
+#include "xg2/errors.h"
 
 namespace xg2 {
 
@@ -139,7 +142,7 @@ void TokenMaskCache::PoolRuleBundles(const std::vector<std::pair<int32_t, int32_
 }
 
 bool TokenMaskCache::PrecomputeAll(int num_threads, std::chrono::steady_clock::time_point deadline,
-                                   const std::atomic<bool>* cancel) {
+                                   const std::atomic<bool>* cancel, int64_t max_memory_bytes) {
   // (state, loop context) pairs; inside counted loops, the star forms that are reachable and
   // the exact counts below a small minimum (e.g. the first character of a minLength-1 string).
   std::vector<std::pair<int32_t, int32_t>> todo;
@@ -184,27 +187,58 @@ bool TokenMaskCache::PrecomputeAll(int num_threads, std::chrono::steady_clock::t
   FillFromRuleBundles(todo, &bundled);
   std::atomic<size_t> next{0};
   std::atomic<bool> stopped{false};
+  std::atomic<bool> failed{false};
+  std::atomic<int64_t> built_bytes{0};
+  std::mutex error_mu;
+  std::exception_ptr error;  // the first exception of any worker, rethrown below
   auto work = [&]() {
-    while (true) {
-      if ((cancel && cancel->load()) || std::chrono::steady_clock::now() > deadline) {
-        stopped = true;
-        return;
+    try {
+      while (true) {
+        if (failed.load(std::memory_order_relaxed)) return;
+        if ((cancel && cancel->load()) || std::chrono::steady_clock::now() > deadline) {
+          stopped = true;
+          return;
+        }
+        size_t i = next.fetch_add(1);
+        if (i >= order.size()) return;
+        const TokenMaskEntry& e = Get(todo[order[i]].first, todo[order[i]].second, /*pooled_suffixes=*/true);
+        if (max_memory_bytes > 0) {
+          const int64_t b = built_bytes.fetch_add(static_cast<int64_t>(e.MemoryBytes() + e.core->MemoryBytes())) +
+                            static_cast<int64_t>(e.MemoryBytes() + e.core->MemoryBytes());
+          if (b > max_memory_bytes || ((i & 63) == 0 && b + static_cast<int64_t>(memo_->MemoryBytes()) > max_memory_bytes)) {
+            throw BudgetExceeded("max_memory_bytes", "compile exceeded its memory budget of " +
+                                                         std::to_string(max_memory_bytes) +
+                                                         " bytes in its token masks (limit max_memory_bytes, a "
+                                                         "GrammarCompiler option)");
+          }
+        }
       }
-      size_t i = next.fetch_add(1);
-      if (i >= order.size()) return;
-      Get(todo[order[i]].first, todo[order[i]].second, /*pooled_suffixes=*/true);
+    } catch (...) {
+      std::lock_guard<std::mutex> lock(error_mu);
+      if (!error) error = std::current_exception();
+      failed = true;
     }
   };
   int n = std::max(1, std::min<int>(num_threads, static_cast<int>(todo.size())));
   if (n <= 1) {
     work();
   } else {
-    std::vector<std::thread> threads;
-    for (int t = 0; t < n; ++t) threads.emplace_back(work);
-    for (auto& t : threads) t.join();
+    // On the persistent pool, not on threads started per compile: a thread started when
+    // memory has run out cannot even report it (glibc aborts when it cannot allocate a new
+    // thread's storage for the C++ runtime's thread-locals).
+    ThreadPool::Default().ParallelFor(n, [&](int64_t) { work(); }, n);
   }
+  if (error) std::rethrow_exception(error);
   if (!stopped) PoolRuleBundles(todo, bundled);
   return !stopped;
+}
+
+size_t TokenMaskCache::OverheadBytes() const {
+  size_t bytes = sizeof(*this) + static_cast<size_t>(num_states_) * sizeof(entries_[0]) +
+                 rule_hashes_.rule.capacity() * sizeof(Hash128) + rule_hashes_.first_state.capacity() * sizeof(int32_t) +
+                 follow_fingerprints_.capacity() * sizeof(Hash128) + memo_->MemoryBytes();
+  std::lock_guard<std::mutex> lock(loop_mu_);
+  return bytes + loop_entries_.size() * 48;
 }
 
 TokenMaskCacheStats TokenMaskCache::Stats() const {

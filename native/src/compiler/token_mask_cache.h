@@ -85,10 +85,15 @@ class TokenMaskCache {
   // Builds the entries of every used scannable state on up to num_threads threads.
   // Stops early (returns false) once `deadline` passes or *cancel becomes true; entries are
   // built broadest first (the ones a first mask would wait longest for).
+  // An exception on any worker (std::bad_alloc included) stops the others and is rethrown
+  // here. max_memory_bytes > 0: BudgetExceeded("max_memory_bytes") once the entries built
+  // (and the walk memo) hold more than that.
   bool PrecomputeAll(int num_threads,
                      std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max(),
-                     const std::atomic<bool>* cancel = nullptr);
+                     const std::atomic<bool>* cancel = nullptr, int64_t max_memory_bytes = 0);
   TokenMaskCacheStats Stats() const;
+  // Heap held besides the entries: per-state tables, rule hashes and the walk memo.
+  size_t OverheadBytes() const;
 
   // Tokens that are neither special nor padding, as a bitset of ceil(vocab_size / 32) words.
   const std::vector<uint32_t>& normal_token_bitset() const { return tokenizer_->trie().normal_bitset; }

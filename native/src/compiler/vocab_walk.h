@@ -93,6 +93,11 @@ class SubtreeMemo {
     out->AppendPart(arena_, s.run_begin, s.run_end, s.dead_begin, s.dead_end);
     return true;
   }
+  size_t MemoryBytes() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return arena_.CapacityBytes() + walks_.RetainedBytes() + sizeof(Slice) * slices_.capacity() +
+           2 * text_bound_.capacity();
+  }
   void Insert(int32_t state, int32_t node, const TrieWalkResult& walk) {
     std::lock_guard<std::mutex> lock(mu_);
     if (arena_.CapacityBytes() + walks_.RetainedBytes() + sizeof(Slice) * slices_.capacity() >= kMaxBytes) return;

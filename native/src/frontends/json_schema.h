@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "support/cache_stats.h"
 #include "support/json.h"
 #include "xg2/grammar.h"
 
@@ -47,5 +48,7 @@ JsonSchemaResult JsonSchemaToGrammar(const std::string& schema_json, const JsonS
 // The front end keeps the key-exclusion automata of objects it has seen (process-wide,
 // bounded); this empties that cache (the cross-grammar cache's clear() calls it).
 void ClearKeyExclusionCache();
+CacheStats KeyExclusionCacheStats();
+void SetKeyExclusionCacheLimit(int64_t bytes);  // 0 disables the cache
 
 }  // namespace xg2

@@ -291,19 +291,38 @@ class KeyExclusionCache {
   std::shared_ptr<const ByteDfaSpec> Find(const std::string& key) {
     std::lock_guard<std::mutex> lock(mu_);
     auto it = map_.find(key);
-    return it == map_.end() ? nullptr : it->second;
+    if (it == map_.end()) {
+      ++stats_.misses;
+      return nullptr;
+    }
+    ++stats_.hits;
+    return it->second;
   }
   void Insert(const std::string& key, std::shared_ptr<const ByteDfaSpec> dfa) {
-    size_t bytes = key.size() + dfa->is_final.size() * (1 + sizeof(dfa->edges[0]));
-    for (const auto& edges : dfa->edges) bytes += edges.size() * sizeof(ByteDfaEdge);
+    // The key, the automaton's arrays, and the map's node, bucket and control block.
+    size_t bytes = 2 * key.size() + 128 + dfa->is_final.capacity() + dfa->edges.capacity() * sizeof(dfa->edges[0]);
+    for (const auto& edges : dfa->edges) bytes += edges.capacity() * sizeof(ByteDfaEdge);
     std::lock_guard<std::mutex> lock(mu_);
-    if (bytes > kMaxBytes) return;
-    if (map_.size() >= kMaxEntries || bytes_ + bytes > kMaxBytes) Clear(lock);
-    if (map_.emplace(key, std::move(dfa)).second) bytes_ += bytes;
+    if (static_cast<int64_t>(bytes) > stats_.limit_bytes) return;
+    if (map_.size() >= kMaxEntries || stats_.bytes + static_cast<int64_t>(bytes) > stats_.limit_bytes) {
+      stats_.evictions += static_cast<int64_t>(map_.size());
+      Clear(lock);
+    }
+    if (map_.emplace(key, std::move(dfa)).second) stats_.bytes += static_cast<int64_t>(bytes);
+    stats_.entries = static_cast<int64_t>(map_.size());
   }
   void Clear() {
     std::lock_guard<std::mutex> lock(mu_);
     Clear(lock);
+  }
+  void SetLimit(int64_t bytes) {
+    std::lock_guard<std::mutex> lock(mu_);
+    stats_.limit_bytes = std::max<int64_t>(bytes, 0);
+    if (stats_.bytes > stats_.limit_bytes) Clear(lock);
+  }
+  CacheStats Stats() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return stats_;
   }
   static KeyExclusionCache& Global() {
     static KeyExclusionCache* cache = new KeyExclusionCache();  // never destroyed
@@ -311,16 +330,17 @@ class KeyExclusionCache {
   }
 
  private:
+  KeyExclusionCache() { stats_.limit_bytes = int64_t{24} << 20; }  // cache_registry.h's default budget / 16
   void Clear(const std::lock_guard<std::mutex>&) {
-    map_.clear();
-    bytes_ = 0;
+    std::unordered_map<std::string, std::shared_ptr<const ByteDfaSpec>>().swap(map_);
+    stats_.bytes = 0;
+    stats_.entries = 0;
   }
 
   static constexpr size_t kMaxEntries = 1024;
-  static constexpr size_t kMaxBytes = size_t{32} << 20;  // objects with thousands of names make large automata
   std::mutex mu_;
   std::unordered_map<std::string, std::shared_ptr<const ByteDfaSpec>> map_;
-  size_t bytes_ = 0;
+  CacheStats stats_;  // objects with thousands of names make large automata: bounded in bytes
 };
 
 }  // namespace
@@ -658,4 +678,6 @@ bool CodepointLengthRange(const Grammar& g, ExprId e, int64_t* lo, int64_t* hi) 
 
 namespace xg2 {
 void ClearKeyExclusionCache() { jsonschema::KeyExclusionCache::Global().Clear(); }
+CacheStats KeyExclusionCacheStats() { return jsonschema::KeyExclusionCache::Global().Stats(); }
+void SetKeyExclusionCacheLimit(int64_t bytes) { jsonschema::KeyExclusionCache::Global().SetLimit(bytes); }
 }  // namespace xg2

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <new>
 
 namespace xg2 {
 
@@ -58,6 +59,10 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::WorkerLoop() {
+  // Touch the C++ runtime's thread-local exception state now, while memory is plentiful:
+  // glibc allocates it on first use and aborts the process if it cannot, which would be the
+  // first exception thrown on this thread (std::bad_alloc, say).
+  (void)std::uncaught_exceptions();
   for (;;) {
     std::shared_ptr<Job> job;
     {
@@ -86,7 +91,12 @@ void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t)>& fn,
   job->fn = &fn;
   {
     std::lock_guard<std::mutex> lock(mu_);
-    for (int64_t k = 1; k < threads; ++k) tickets_.push_back(job);
+    try {
+      for (int64_t k = 1; k < threads; ++k) tickets_.push_back(job);
+    } catch (const std::bad_alloc&) {
+      // Out of memory for the queue: fewer helpers (the tickets queued may already run, so
+      // this call must still wait for every index below rather than unwind past fn).
+    }
   }
   if (threads == 2) {
     cv_.notify_one();

@@ -1,0 +1,148 @@
+// Issue #18 in the core: bounded compiled-grammar cache, the cache registry's budget split,
+// budgets (time, memory) that reach the caller from worker threads, degenerate vocabularies.
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "check.h"
+#include "compiler/cache_registry.h"
+#include "compiler/grammar_compiler.h"
+#include "xg2/errors.h"
+#include "xg2/limits.h"
+
+using namespace xg2;
+
+namespace {
+
+std::shared_ptr<const TokenizerInfo> Vocab() {
+  std::vector<std::string> vocab;
+  for (char c = 'a'; c <= 'z'; ++c) vocab.push_back(std::string(1, c));
+  for (char c = '0'; c <= '9'; ++c) vocab.push_back(std::string(1, c));
+  vocab.push_back("</s>");
+  return std::make_shared<TokenizerInfo>(vocab, VocabType::kRaw, 0, std::vector<int32_t>{36},
+                                         std::vector<int32_t>{}, false);
+}
+
+std::string Ebnf(int i) { return "root ::= \"k" + std::to_string(i) + "=\" [a-z]+ (\",\" [0-9]{1," + std::to_string(i % 9 + 2) + "})*"; }
+
+void TestCompiledCacheIsBounded() {
+  GrammarCompiler compiler(Vocab(), 2, true, /*cache_limit_bytes=*/200'000);
+  for (int i = 0; i < 200; ++i) {
+    compiler.Compile(ParseEbnf(Ebnf(i)), CompileOptions());
+    CacheStats s = compiler.cache_stats();
+    CHECK(s.bytes <= s.limit_bytes);
+  }
+  CacheStats s = compiler.cache_stats();
+  CHECK(s.evictions > 0);
+  CHECK_EQ(s.misses, 200);
+  auto again = compiler.Compile(ParseEbnf(Ebnf(199)), CompileOptions());
+  CHECK_EQ(compiler.cache_stats().hits, 1);
+  compiler.SetCacheLimit(0);
+  CHECK_EQ(compiler.cache_stats().entries, 0);
+}
+
+void TestRegistrySplit() {
+  const int64_t before = cache_registry::Budget();
+  cache_registry::SetBudget(1 << 20);
+  CacheRegistryStats s = cache_registry::Stats();
+  CHECK_EQ(s.masks.limit_bytes, 1 << 20);
+  CHECK_EQ(s.automata.limit_bytes, (1 << 20) / 8);
+  CHECK_EQ(s.suffixes.limit_bytes, (1 << 20) / 4);
+  CHECK_EQ(s.key_exclusion.limit_bytes, (1 << 20) / 16);
+  bool threw = false;
+  try {
+    cache_registry::SetBudget(-1);
+  } catch (const Error& e) {
+    threw = e.kind() == ErrorKind::kInvalidArgument;
+  }
+  CHECK(threw);
+  cache_registry::SetBudget(before);
+  cache_registry::Clear();
+}
+
+void TestMemoryBudgetFromWorkers() {
+  cache_registry::SetBudget(0);  // every mask is walked, on the 4 workers
+  GrammarCompiler compiler(Vocab(), 4, false);
+  std::string ebnf = "root ::= ";
+  for (int i = 0; i < 60; ++i) ebnf += std::string(i ? " | " : "") + "\"p" + std::to_string(i) + "\" [a-z]{1," + std::to_string(i % 7 + 1) + "}";
+  CompileOptions options;
+  options.max_memory_bytes = 4000;
+  bool threw = false;
+  try {
+    compiler.Compile(ParseEbnf(ebnf), options);
+  } catch (const BudgetExceeded& e) {
+    threw = e.limit() == "max_memory_bytes";
+  }
+  CHECK(threw);
+  options.max_memory_bytes = 0;
+  CHECK(compiler.Compile(ParseEbnf(ebnf), options)->automaton()->num_states() > 0);  // still usable
+  cache_registry::SetBudget(cache_registry::kDefaultBudgetBytes);
+}
+
+void TestThreadTimeLimit() {
+  CheckThreadTimeLimit();  // no limit in scope
+  bool threw = false;
+  {
+    ScopedTimeLimit limit(1e-9);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    {
+      ScopedTimeLimit longer(100);  // cannot extend the outer deadline
+      try {
+        CheckThreadTimeLimit();
+      } catch (const BudgetExceeded& e) {
+        threw = e.limit() == "time_limit_s";
+      }
+    }
+    // Another thread has no limit.
+    bool other_threw = false;
+    std::thread t([&] {
+      try {
+        CheckThreadTimeLimit();
+      } catch (const BudgetExceeded&) {
+        other_threw = true;
+      }
+    });
+    t.join();
+    CHECK(!other_threw);
+  }
+  CHECK(threw);
+  CheckThreadTimeLimit();  // the scope is gone
+}
+
+void TestDegenerateVocabularies() {
+  bool threw = false;
+  try {
+    TokenizerInfo empty(std::vector<std::string>{}, VocabType::kRaw, 0, {}, {}, false);
+  } catch (const Error& e) {
+    threw = e.kind() == ErrorKind::kTokenizer;
+  }
+  CHECK(threw);
+  threw = false;
+  try {
+    GrammarCompiler compiler(std::make_shared<TokenizerInfo>(std::vector<std::string>{"", ""}, VocabType::kRaw, 0,
+                                                             std::vector<int32_t>{}, std::vector<int32_t>{}, false),
+                             1, true);
+  } catch (const Error& e) {
+    threw = e.kind() == ErrorKind::kInvalidArgument;
+  }
+  CHECK(threw);
+}
+
+}  // namespace
+
+int main() {
+  TestCompiledCacheIsBounded();
+  TestRegistrySplit();
+  TestMemoryBudgetFromWorkers();
+  TestThreadTimeLimit();
+  TestDegenerateVocabularies();
+  if (g_failures) {
+    std::printf("%d failure(s)\n", g_failures);
+    return 1;
+  }
+  std::printf("memory limits: all checks passed\n");
+  return 0;
+}
