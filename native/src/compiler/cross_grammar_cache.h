@@ -11,28 +11,11 @@
 #include <utility>
 #include <vector>
 
+#include "compiler/mask_core.h"
 #include "compiler/structural_hash.h"
 #include "support/cache_stats.h"
 
 namespace xg2 {
-
-// What the vocabulary walk of one automaton state found, independent of the grammar around
-// the state's rule: the accepted tokens, and the dead trie subtrees after which the rule may
-// have completed inside a token (with the offsets where it may complete).
-struct MaskCore {
-  enum class Storage : uint8_t { kAcceptedIds = 0, kNotAcceptedIds = 1, kAcceptedBitset = 2 };
-  Storage storage = Storage::kAcceptedIds;
-  std::vector<int32_t> ids;      // sorted token ids (list forms)
-  std::vector<uint32_t> bitset;  // accepted tokens (bitset form)
-  int32_t num_accepted = 0;
-  std::vector<int32_t> dead_nodes;         // trie nodes
-  std::vector<int32_t> dead_offset_begin;  // size dead_nodes + 1
-  std::vector<int32_t> dead_offsets;       // completion offsets (bytes into the token)
-  size_t MemoryBytes() const {
-    return sizeof(*this) + 4 * (ids.capacity() + bitset.capacity() + dead_nodes.capacity() +
-                                dead_offset_begin.capacity() + dead_offsets.capacity());
-  }
-};
 
 // The cores of one rule's states by state offset (null where a state has none), pooled
 // under the rule's structural hash once every used scannable state of the rule is built, so

@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstring>
 
+#include "support/token_bits.h"
 #include "xg2/errors.h"
 
 namespace xg2 {
@@ -114,30 +115,56 @@ std::unique_ptr<GrammarMatcher> GrammarMatcher::Fork() const {
   return std::unique_ptr<GrammarMatcher>(new GrammarMatcher(*this));
 }
 
+namespace {
+
+constexpr int32_t kNoRecheck = INT32_MAX;  // a loop context with no bound near: nothing re-checked
+
+}  // namespace
+
 bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words) {
   UseGuard guard(in_use_, "fill_next_token_bitmask");
-  const TokenizerInfo& tok = *compiled_->tokenizer();
-  TokenMaskCache& cache = compiled_->mask_cache();
-  const int32_t vocab_words = cache.num_words();
+  CheckRowWidth(num_words);
+  auto* words = reinterpret_cast<uint32_t*>(out_words);
+  std::memset(words, 0, sizeof(uint32_t) * static_cast<size_t>(num_words));
+  if (terminated_) {
+    for (int32_t id : stop_token_ids_) SetTokenBit(words, id);
+    return true;
+  }
+  fill_stats_ = FillStats();
+  const int32_t recheck_len = CollectRowEntries();
+  ApplyAcceptedSets(words);
+  ApplyLoopBoundEntries(words);
+  DecideUncertainTokens(words);
+  // Long tokens in counted loops near a bound: the parser decides them from the real row.
+  if (recheck_len != kNoRecheck) {
+    compiled_->mask_cache().LongTokens(recheck_len, &scratch_long_);
+    std::sort(scratch_long_.begin(), scratch_long_.end());
+    WalkTokens(scratch_long_, words);
+  }
+  if (parser_.CanEnd()) {
+    for (int32_t id : stop_token_ids_) SetTokenBit(words, id);
+  }
+  AddSpecialTokens(words);
+  return RowNeedsMasking(words);
+}
+
+void GrammarMatcher::CheckRowWidth(int64_t num_words) const {
+  const int32_t vocab_words = compiled_->mask_cache().num_words();
   if (num_words < vocab_words) {
     throw Error(ErrorKind::kInvalidArgument,
                 "bitmask row has " + std::to_string(num_words) + " words; the vocabulary of " +
-                    std::to_string(tok.vocab_size()) + " tokens needs " +
+                    std::to_string(compiled_->tokenizer()->vocab_size()) + " tokens needs " +
                     std::to_string(vocab_words));
   }
-  auto* words = reinterpret_cast<uint32_t*>(out_words);
-  std::memset(words, 0, sizeof(uint32_t) * static_cast<size_t>(num_words));
-  auto set_bit = [words](int32_t t) { words[t >> 5] |= 1u << (t & 31); };
-  if (terminated_) {
-    for (int32_t id : stop_token_ids_) set_bit(id);
-    return true;
-  }
+}
+
+int32_t GrammarMatcher::CollectRowEntries() {
   const GrammarAutomaton& g = *compiled_->automaton();
-  fill_stats_ = FillStats();
+  TokenMaskCache& cache = compiled_->mask_cache();
   pending_.clear();
   seen_entries_.clear();
   recheck_entries_.clear();
-  int32_t recheck_len = INT32_MAX;
+  int32_t recheck_len = kNoRecheck;
   auto note_entry = [&](const TokenMaskEntry* e) {
     if (std::find(seen_entries_.begin(), seen_entries_.end(), e) == seen_entries_.end()) {
       seen_entries_.push_back(e);
@@ -152,7 +179,7 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
       const TokenMaskEntry* e = &cache.Get(s);
       note_entry(e);
       // The rule's completion from the top item is the end of the input: nothing follows.
-      if (e->has_uncertain() && it->origin >= 0) pending_.push_back({rule, it->origin, e, INT32_MAX});
+      if (e->has_uncertain() && it->origin >= 0) pending_.push_back({rule, it->origin, e, kNoRecheck});
       continue;
     }
     // One iteration of a counted loop: its entry depends on the loop's count, held by the
@@ -164,7 +191,7 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
       if (g.RuleEdgeTarget(p->state, rule) < 0) continue;
       const TokenMaskCache::LoopChoice choice = cache.LoopContext(p->state);
       const TokenMaskEntry* e = &cache.Get(s, choice.loop_state);
-      if (choice.recheck_len == INT32_MAX) {
+      if (choice.recheck_len == kNoRecheck) {
         note_entry(e);
       } else {
         recheck_entries_.emplace_back(e, choice.recheck_len);
@@ -175,33 +202,43 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
       }
     }
   }
-
-  // Accepted sets. One not-accepted-list entry (the broad states: string contents) is
-  // written straight into the zeroed row; the others are ORed in.
   fill_stats_.scannable_states = static_cast<int32_t>(seen_entries_.size() + recheck_entries_.size());
-  auto in_place = std::find_if(seen_entries_.begin(), seen_entries_.end(), [](const TokenMaskEntry* e) {
-    return e->core->storage == MaskCore::Storage::kNotAcceptedIds;
-  });
+  return recheck_len;
+}
+
+void GrammarMatcher::ApplyAcceptedSets(uint32_t* words) {
+  // One core that prefers overwriting (the broad states: string contents) is written
+  // straight into the zeroed row; the others are ORed in.
+  TokenMaskCache& cache = compiled_->mask_cache();
+  const int32_t vocab_words = cache.num_words();
+  auto in_place = std::find_if(seen_entries_.begin(), seen_entries_.end(),
+                               [](const TokenMaskEntry* e) { return e->core->PrefersOverwrite(); });
   if (in_place != seen_entries_.end()) {
-    std::memcpy(words, cache.normal_token_bitset().data(), sizeof(uint32_t) * vocab_words);
-    for (int32_t t : (*in_place)->core->ids) words[t >> 5] &= ~(1u << (t & 31));
+    (*in_place)->core->WriteInto(words, cache.normal_token_bitset(), vocab_words);
   }
   for (auto e = seen_entries_.begin(); e != seen_entries_.end(); ++e) {
     if (e != in_place) ApplyEntry(**e, words);
   }
+}
+
+void GrammarMatcher::ApplyLoopBoundEntries(uint32_t* words) {
   // Entries near a counted loop's bound: applied without the long tokens, which the parser
-  // re-checks below.
+  // re-checks (FillNextTokenBitmask's last walk).
+  TokenMaskCache& cache = compiled_->mask_cache();
+  const int32_t vocab_words = cache.num_words();
+  const auto& sorted = compiled_->tokenizer()->trie().sorted_tokens;
   for (const auto& [e, len] : recheck_entries_) {
     scratch_item_.assign(vocab_words, 0);
     ApplyEntry(*e, scratch_item_.data());
     cache.LongTokens(len, &scratch_long_);
-    const auto& sorted = tok.trie().sorted_tokens;
-    for (int32_t k : scratch_long_) scratch_item_[sorted[k] >> 5] &= ~(1u << (sorted[k] & 31));
+    for (int32_t k : scratch_long_) ClearTokenBit(scratch_item_.data(), sorted[k]);
     for (int32_t w = 0; w < vocab_words; ++w) words[w] |= scratch_item_[w];
   }
+}
 
-  // Decide the uncertain tokens: for each (rule, origin), build the real continuation of the
-  // rule once and walk the tokens (k = 0) and suffixes (k >= 1) after which it may complete.
+void GrammarMatcher::DecideUncertainTokens(uint32_t* words) {
+  // For each (rule, origin), build the real continuation of the rule once and walk the
+  // tokens (k = 0) and suffixes (k >= 1) after which it may complete.
   std::sort(pending_.begin(), pending_.end(), [](const Pending& a, const Pending& b) {
     if (a.rule != b.rule) return a.rule < b.rule;
     if (a.origin != b.origin) return a.origin < b.origin;
@@ -231,47 +268,25 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
     parser_.TruncateRows(rows0);
     gi = gj;
   }
+}
 
-  // Long tokens in counted loops near a bound: the parser decides them from the real row.
-  if (recheck_len != INT32_MAX) {
-    cache.LongTokens(recheck_len, &scratch_long_);
-    std::sort(scratch_long_.begin(), scratch_long_.end());
-    WalkTokens(scratch_long_, words);
-  }
-
-  if (parser_.CanEnd()) {
-    for (int32_t id : stop_token_ids_) set_bit(id);
-  }
-  AddSpecialTokens(words);
+bool GrammarMatcher::RowNeedsMasking(const uint32_t* words) const {
   // Needs masking unless every id of the vocabulary is allowed.
-  int32_t vocab_size = tok.vocab_size();
-  for (int32_t w = 0; w < vocab_size / 32; ++w) {
+  const int32_t vocab_size = compiled_->tokenizer()->vocab_size();
+  const int32_t full_words = vocab_size >> kTokenWordShift;
+  for (int32_t w = 0; w < full_words; ++w) {
     if (words[w] != 0xFFFFFFFFu) return true;
   }
-  if (vocab_size % 32) {
-    uint32_t tail = (1u << (vocab_size % 32)) - 1;
-    if ((words[vocab_size / 32] & tail) != tail) return true;
+  if (const int32_t tail_bits = vocab_size & kTokenBitMask) {
+    const uint32_t tail = (1u << tail_bits) - 1;
+    if ((words[full_words] & tail) != tail) return true;
   }
   return false;
 }
 
 void GrammarMatcher::ApplyEntry(const TokenMaskEntry& e, uint32_t* words) {
   TokenMaskCache& cache = compiled_->mask_cache();
-  const int32_t vocab_words = cache.num_words();
-  const MaskCore& c = *e.core;
-  switch (c.storage) {
-    case MaskCore::Storage::kAcceptedIds:
-      for (int32_t t : c.ids) words[t >> 5] |= 1u << (t & 31);
-      break;
-    case MaskCore::Storage::kAcceptedBitset:
-      for (int32_t w = 0; w < vocab_words; ++w) words[w] |= c.bitset[w];
-      break;
-    case MaskCore::Storage::kNotAcceptedIds:
-      scratch_bits_ = cache.normal_token_bitset();
-      for (int32_t t : c.ids) scratch_bits_[t >> 5] &= ~(1u << (t & 31));
-      for (int32_t w = 0; w < vocab_words; ++w) words[w] |= scratch_bits_[w];
-      break;
-  }
+  e.core->OrInto(words, cache.normal_token_bitset(), cache.num_words(), &scratch_bits_);
 }
 
 void GrammarMatcher::WalkSuffixes(const SuffixTrie& trie, int32_t rows_ctx, uint32_t* words,
@@ -293,7 +308,7 @@ void GrammarMatcher::WalkSuffixes(const SuffixTrie& trie, int32_t rows_ctx, uint
           static_cast<int32_t>(tok.token_bytes(t).size()) >= max_token_len) {
         continue;
       }
-      words[t >> 5] |= 1u << (t & 31);
+      SetTokenBit(words, t);
     }
     fill_stats_.uncertain_tokens += trie.token_begin[i + 1] - trie.token_begin[i];
     ++i;
@@ -324,7 +339,7 @@ void GrammarMatcher::WalkTokens(const std::vector<int32_t>& sorted_indices, uint
     }
     for (; next < sorted_indices.size() && sorted_indices[next] < trie.token_begin[i + 1]; ++next) {
       const int32_t t = trie.sorted_tokens[sorted_indices[next]];
-      words[t >> 5] |= 1u << (t & 31);
+      SetTokenBit(words, t);
       ++fill_stats_.uncertain_tokens;
     }
     ++i;
@@ -343,7 +358,7 @@ void GrammarMatcher::AddSpecialTokens(uint32_t* words) {
     if (IsStopToken(id)) continue;
     const std::string v = VirtualTokenBytes(id);
     if (parser_.AdvanceBytes(reinterpret_cast<const uint8_t*>(v.data()), v.size())) {
-      words[id >> 5] |= 1u << (id & 31);
+      SetTokenBit(words, id);
     }
     parser_.TruncateRows(rows);
   }

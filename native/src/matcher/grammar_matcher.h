@@ -78,6 +78,13 @@ class GrammarMatcher {
   // vocabulary trie from the last row for some tokens, setting the bits of accepted tokens.
   void WalkSuffixes(const SuffixTrie& trie, int32_t rows_ctx, uint32_t* words,
                     int32_t max_token_len);
+  // The steps of FillNextTokenBitmask, in order.
+  void CheckRowWidth(int64_t num_words) const;
+  int32_t CollectRowEntries();  // returns the shortest re-check length (kNoRecheck: none)
+  void ApplyAcceptedSets(uint32_t* words);
+  void ApplyLoopBoundEntries(uint32_t* words);
+  void DecideUncertainTokens(uint32_t* words);
+  bool RowNeedsMasking(const uint32_t* words) const;
   void ApplyEntry(const TokenMaskEntry& e, uint32_t* words);
   void WalkTokens(const std::vector<int32_t>& sorted_indices, uint32_t* words);
   // Sets the bits of the special tokens a token-level grammar node accepts now.
