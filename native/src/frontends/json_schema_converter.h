@@ -1,0 +1,261 @@
+// JSON Schema -> grammar IR. Subschemas are referenced by (value, JSON pointer); a conjunction
+// of subschemas (allOf, $ref with siblings, a property declared twice) is merged into one
+// constraint set before lowering. Every object/array/conjunction gets its own rule, keyed by
+// the pointers of its parts and (with indent) the nesting depth, so $ref recursion and reused
+// subschemas share rules.
+//
+// The converter class (internal to frontends/) and its shared helpers. Its methods are
+// defined by concern in json_schema*.cc; JsonSchemaToGrammar (json_schema.h) is the entry.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <unordered_map>
+
+#include "automata/byte_dfa_ops.h"
+#include "frontends/json_schema.h"
+#include "frontends/json_schema_internal.h"
+#include "frontends/regex.h"
+#include "xg2/errors.h"
+#include "xg2/limits.h"
+
+namespace xg2::jsonschema {
+
+// Bounds the automata built for one pattern (its JSON-content DFA and the product with a
+// length counter); larger ones are reported as unsupported rather than compiled slowly.
+constexpr int64_t kMaxPatternDfaStates = 20000;
+
+inline std::string Show(const std::string& ptr) { return ptr.empty() ? "(root)" : ptr; }
+
+// Thrown out of a conversion when a oneOf rewritten with negations needs something
+// unsupported; JsonSchemaToGrammar converts again without that rewrite.
+struct NegationFailed {
+  std::string one_of_at;
+};
+
+class Converter {
+ public:
+  Converter(const JsonValue& root, const JsonSchemaOptions& o, std::set<std::string> no_negation = {})
+      : root_(root), o_(o), no_negation_(std::move(no_negation)) {
+    // Drafts 3 to 7: keywords beside "$ref" are ignored.
+    if (const JsonValue* d = root.is_object() ? root.Find("$schema") : nullptr) {
+      if (d->is_string()) {
+        for (const char* old : {"draft-03", "draft-04", "draft-05", "draft-06", "draft-07"}) {
+          if (d->as_string().find(old) != std::string::npos) ref_overrides_siblings_ = true;
+        }
+        // if/then/else came with draft 7: before it they are unknown words that assert nothing.
+        for (const char* old : {"draft-03", "draft-04", "draft-05", "draft-06"}) {
+          if (d->as_string().find(old) != std::string::npos) conditions_ignored_ = true;
+        }
+      }
+    }
+    if (o_.any_whitespace) {
+      item_sep_ = Trim(o_.item_separator.empty() ? "," : o_.item_separator);
+      key_sep_ = Trim(o_.key_separator.empty() ? ":" : o_.key_separator);
+    } else {
+      item_sep_ = !o_.item_separator.empty() ? o_.item_separator : (o_.indent >= 0 ? "," : ", ");
+      key_sep_ = !o_.key_separator.empty() ? o_.key_separator : ": ";
+    }
+  }
+
+  JsonSchemaResult Run();
+
+ private:
+  static std::string Trim(const std::string& s);
+
+  // Declares a rule named base, base_2, base_3, ... Grammar::DeclareRule alone would probe every
+  // taken suffix, which is quadratic for schemas with thousands of objects.
+  RuleId NewRule(const std::string& base);
+
+  // Any JSON string content (no quotes): one rule shared by the whole grammar.
+  ExprId StringRest();
+
+  [[noreturn]] void Invalid(const std::string& ptr, const std::string& msg);
+
+  void Unsupported(const std::string& kw, const std::string& ptr, const std::string& detail = "");
+
+  // ------------------------------------------------------------------ formatting
+  bool Indented() const { return !o_.any_whitespace && o_.indent >= 0; }
+  int Depth(int d) const { return Indented() ? std::min(d, 24) : 0; }
+  // A JSON string of min_len..max_len characters; the character expression is built once
+  // per grammar (it is the same node everywhere, nodes being hash-consed).
+  ExprId AnyString(int64_t min_len, int64_t max_len);
+  ExprId Ws();
+  std::string Newline(int depth) const { return "\n" + std::string(static_cast<size_t>(o_.indent) * depth, ' '); }
+  // "{" / "[" followed by what precedes the first member at this depth.
+  ExprId Open(char c, int depth);
+  ExprId Close(char c, int depth);
+  ExprId Empty(char open, char close);
+  ExprId ItemSep(int depth);
+  ExprId KeySep();
+
+  // ------------------------------------------------------------------ $ref
+  Ref Resolve(const std::string& ref, const std::string& at);
+
+  const JsonValue* FindAnchor(const JsonValue& v, const std::string& name);
+
+  // ------------------------------------------------------------------ merging
+  int64_t NonNegInt(const JsonValue& v, const std::string& ptr, const std::string& kw);
+  static std::vector<Ref> One(const JsonValue* v, std::string ptr) { return {Ref{v, std::move(ptr)}}; }
+
+  void MergeInto(Merged* m, const Ref& r, int guard);
+
+  void MergeRef(Merged* m, const Ref& t, int guard);
+
+  // `not` where it reduces to removing types or enum values.
+  void MergeNot(Merged* m, const Ref& r, const std::string& at);
+
+  // A schema made here (kept for the converter's lifetime, once per source node so that
+  // recursion through it meets the same pointers and the rule cache).
+  const JsonValue* Synthesized(const void* source, int which, const std::function<JsonValue()>& make);
+
+  // dependentRequired / dependentSchemas / draft-7 dependencies, one anyOf per property (see
+  // DependencyAlternatives).
+  void MergeDependencies(Merged* m, const JsonValue& v, const std::string& kp, const std::string& k);
+
+  // if/then/else as an anyOf (see ConditionAlternatives) when the condition has an exact
+  // negation.
+  void MergeCondition(Merged* m, const JsonValue& s, const std::string& P);
+
+  // `not S` for other shapes: S rewritten into an equivalent positive schema (De Morgan over
+  // combinators and independent keywords, each keyword's complement within the type it applies
+  // to), merged in place of the `not`. Leaves the rewrite produces as {"not": ...} are shapes
+  // MergeNot handles directly (type, enum/const, one required name). False when some part has
+  // no exact positive form.
+  bool MergeNegation(Merged* m, const Ref& r, const std::string& at);
+
+  std::optional<JsonValue> Negate(const JsonValue& s, const std::string& ptr, int guard);
+
+  // ------------------------------------------------------------------ lowering
+  std::string Key(const std::vector<Ref>& parts, int depth);
+
+  static std::string RuleName(const std::vector<Ref>& parts);
+
+  RuleId ConjRule(const std::vector<Ref>& parts, int depth);
+
+  ExprId Never() { return g_.AddChoice({}); }
+
+  ExprId Lower(const Merged& m, int depth, int expansion);
+
+  // oneOf lowers as anyOf, which is exact only when no value matches two alternatives (each
+  // merged with the rest of its schema); otherwise the widening is reported.
+  // Returns the alternatives to lower in place of the group when it had to rewrite them (see
+  // RequiredOnlyOneOf), else an empty vector.
+  std::vector<Merged> CheckOneOf(const Merged& base, const std::vector<Ref>& group, const std::string& at);
+
+  // oneOf as "alternative i and none of the others it may overlap": base, A_i and `not A_j`
+  // for every j not provably disjoint from i, when each such A_j has an exact negation (see
+  // NegateSchema). Empty otherwise.
+  std::vector<Merged> NegatedOneOf(const Merged& base, const std::vector<Ref>& group, const std::vector<Merged>& alts,
+                                   const MergeFn& merge, const std::string& at);
+
+  // oneOf whose alternatives only list required properties ("exactly one of these sets"):
+  // alternative i holds when its names are present and, for every other alternative j, one of
+  // j's names is absent, which is expressible when j has one name that i lacks (i is dropped
+  // when it has all of j's). Values that are not objects match every alternative and so none
+  // exactly once. Empty when the group has another shape.
+  std::vector<Merged> RequiredOnlyOneOf(const Merged& base, const std::vector<Ref>& group);
+
+  ExprId EnumExpr(const Merged& m, int depth);
+
+  // uniqueItems over items with finitely many values (an enum, booleans, null): each value at
+  // most once in any order, counted by minItems/maxItems; an AnyOrder node. kNoExpr (after
+  // reporting) for items with infinitely many values, or with prefixItems/contains.
+  ExprId UniqueArrayExpr(const Merged& m, const std::vector<Ref>& items, int depth);
+
+  ExprId LiteralExpr(const JsonValue& v, int depth);
+
+  ExprId QuotedLiteral(const std::string& s);
+
+  ExprId NumericExpr(const Merged& m, bool integer);
+
+  ExprId PatternContent(const Ref& pat);
+
+  // pattern + minLength/maxLength where the pattern is one character class repeated (e.g.
+  // "^[a-z0-9_-]+$"): the bounds are intersected. kNoExpr when the pattern has another shape.
+  ExprId BoundedClassPattern(const Ref& pat, int64_t min_len, int64_t max_len);
+
+  // pattern + minLength/maxLength in general: the pattern's automaton over JSON string
+  // content times a decoded-character counter, emitted as a ByteDfa node.
+  // Several patterns and formats intersect their automata first.
+  ExprId LengthBoundedPattern(const std::vector<Ref>& pats, const std::vector<Ref>& formats, int64_t min_len, int64_t max_len);
+
+  // 1: every match of the pattern has a length within [min_len, max_len]; -1: none has; 0:
+  // some may (or unknown).
+  int PatternWithinLength(const Ref& pat, int64_t min_len, int64_t max_len);
+
+  // Strings with `not {pattern}`: the automaton of any string content, intersected with the
+  // positive patterns and formats and with the complements of the negated patterns (over every
+  // JSON spelling, so a match written with escapes is excluded too), then the length bounds.
+  ExprId NegatedPatternString(const Merged& m);
+
+  ExprId StringExpr(const Merged& m);
+
+  // A value of the conjunction (false: kNoExpr).
+  ExprId ValueRef(const std::vector<Ref>& parts, int depth);
+
+  ExprId ArrayExpr(const Merged& m, int depth);
+
+  ExprId KeyExprFromNames(const std::vector<Ref>& names, const std::vector<std::string>& declared);
+
+  // Extra keys under patternProperties: one alternative per set of patterns some undeclared
+  // key matches exactly, with the conjunction of their schemas; with_none adds the keys no
+  // pattern matches, with additionalProperties. False (reported) when the automata are too
+  // large.
+  bool PatternKeyAlternatives(const Merged& m, const std::vector<std::string>& patterns, const std::vector<std::string>& declared,
+                              const std::vector<Ref>& add, int depth, std::vector<ExprId>* alts, bool with_none = true);
+
+  ExprId ObjectExpr(const Merged& m, int depth);
+
+  // Properties in any order, each at most once, required ones exactly once, additional ones
+  // (extra) any number of times; minProperties/maxProperties count them all. One AnyOrder
+  // node: the parser keeps the set of properties written, so no 2^n expansion.
+  template <typename PropT>
+  ExprId AnyOrderObject(const std::vector<PropT>& props, ExprId extra, int64_t min_p, int64_t max_p, int depth);
+
+  const JsonValue& root_;
+  JsonSchemaOptions o_;
+  Grammar g_;
+  std::string item_sep_, key_sep_;
+  std::vector<std::string> warnings_;
+  std::set<std::string> warned_;
+  std::unordered_map<std::string, RuleId> rules_;
+  std::vector<const JsonValue*> merging_;
+  std::vector<std::unique_ptr<JsonValue>> pattern_keys_;
+  std::vector<JsonValue> not_values_;
+  std::vector<std::unique_ptr<JsonValue>> synth_;  // positive forms of `not`, dependencies, conditions
+  std::map<std::pair<const void*, int>, const JsonValue*> synth_cache_;
+  std::map<const JsonValue*, const JsonValue*> neg_cache_;
+  int neg_depth_ = 0;
+  std::string cur_ptr_;
+  int rule_nesting_ = 0;  // ConjRule calls in progress
+  int cycle_hits_ = 0;    // $ref cycles met while merging
+  bool ref_overrides_siblings_ = false;
+  bool conditions_ignored_ = false;  // a draft 3-6 schema: if/then/else are not keywords
+  std::unordered_map<std::string, int64_t> rule_name_count_;
+  RuleId string_rest_ = -1;
+  ExprId ws_ = kNoExpr, item_sep_expr_ = kNoExpr, key_sep_expr_ = kNoExpr;  // memoised separators
+  ExprId json_char_ = kNoExpr;
+  int64_t expansion_budget_ = 2000;  // inline lowerings of combinator alternatives
+  // oneOf groups (by pointer) rewritten with negations, and those not to rewrite (a first
+  // conversion found part of the rewrite unsupported). Inside a rewrite (negation_scope_ not
+  // empty) Unsupported throws NegationFailed for the outermost one.
+  std::set<std::string> negated_one_of_;
+  std::set<std::string> no_negation_;
+  std::vector<std::string> negation_scope_;
+  struct NegationScope {
+    NegationScope(Converter* c, const std::string& at) : c_(c) { c_->negation_scope_.push_back(at); }
+    ~NegationScope() { c_->negation_scope_.pop_back(); }
+    NegationScope(const NegationScope&) = delete;
+    NegationScope& operator=(const NegationScope&) = delete;
+    Converter* c_;
+  };
+};
+
+}  // namespace xg2::jsonschema

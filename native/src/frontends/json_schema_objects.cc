@@ -1,0 +1,274 @@
+// Objects: properties, required, additional and pattern properties, property counts, and
+// any-order objects.
+#include "frontends/json_schema_converter.h"
+
+namespace xg2::jsonschema {
+
+ExprId Converter::KeyExprFromNames(const std::vector<Ref>& names, const std::vector<std::string>& declared) {
+  if (names.empty()) return declared.empty() ? AnyString(0, kUnbounded) : JsonStringNotIn(&g_, declared, StringRest());
+  Merged nm;
+  for (const auto& r : names) MergeInto(&nm, r, 0);
+  if (nm.is_false) return kNoExpr;
+  if (!nm.any_of.empty()) {
+    Unsupported("propertyNames", names[0].ptr, "combinators in propertyNames");
+  }
+  if (nm.has_enum) {
+    std::vector<ExprId> alts;
+    for (const auto& v : nm.enum_values) {
+      if (v.is_string() && std::find(declared.begin(), declared.end(), v.as_string()) == declared.end()) alts.push_back(QuotedLiteral(v.as_string()));
+    }
+    return alts.empty() ? kNoExpr : g_.AddChoice(alts);
+  }
+  if (!(nm.types & kStr)) return kNoExpr;
+  return StringExpr(nm);
+}
+
+// Extra keys under patternProperties: one alternative per set of patterns some undeclared
+// key matches exactly, with the conjunction of their schemas; with_none adds the keys no
+// pattern matches, with additionalProperties. False (reported) when the automata are too
+// large.
+bool Converter::PatternKeyAlternatives(const Merged& m, const std::vector<std::string>& patterns, const std::vector<std::string>& declared,
+                            const std::vector<Ref>& add, int depth, std::vector<ExprId>* alts, bool with_none) {
+  std::vector<KeyRegion> regions;
+  try {
+    regions = PatternKeyRegions(patterns, declared, with_none, kMaxPatternDfaStates);
+  } catch (const Error& e) {
+    Unsupported("patternProperties", m.pattern_props[0].first.ptr, std::string("key automata: ") + e.what());
+    return false;
+  }
+  for (auto& r : regions) {
+    std::vector<Ref> conj;
+    for (size_t i = 0; i < patterns.size(); ++i) {
+      if (r.patterns >> i & 1) conj.insert(conj.end(), m.pattern_props[i].second.begin(), m.pattern_props[i].second.end());
+    }
+    ExprId val = ValueRef(r.patterns == 0 ? add : conj, depth);
+    if (val == kNoExpr) continue;
+    ExprId key = g_.AddSequence({Lit(&g_, "\""), g_.AddByteDfa(std::move(r.keys)), Lit(&g_, "\"")});
+    alts->push_back(g_.AddSequence({key, KeySep(), val}));
+  }
+  return true;
+}
+
+// Properties in any order, each at most once, required ones exactly once, additional ones
+// (extra) any number of times; minProperties/maxProperties count them all. One AnyOrder
+// node: the parser keeps the set of properties written, so no 2^n expansion.
+template <typename PropT>
+ExprId Converter::AnyOrderObject(const std::vector<PropT>& props, ExprId extra, int64_t min_p, int64_t max_p, int depth) {
+  int64_t nreq = 0;
+  std::vector<ExprId> children{ItemSep(depth)};
+  for (const auto& p : props) {
+    if (p.required) children.push_back(p.kv), ++nreq;
+  }
+  for (const auto& p : props) {
+    if (!p.required) children.push_back(p.kv);
+  }
+  if (extra != kNoExpr) children.push_back(extra);
+  if (max_p >= 0 && max_p < nreq) return Never();
+  if (extra == kNoExpr && min_p > static_cast<int64_t>(props.size())) return Never();
+  AnyOrderSpec spec;
+  spec.num_required = static_cast<int32_t>(nreq);
+  spec.num_optional = static_cast<int32_t>(props.size() - nreq);
+  spec.num_repeated = extra == kNoExpr ? 0 : 1;
+  // The empty object is written as "{}" whatever the layout: the node here has a member.
+  spec.min_count = std::max<int64_t>(min_p, 1);
+  spec.max_count = max_p;
+  bool empty_ok = nreq == 0 && min_p <= 0;
+  if (max_p == 0) return empty_ok ? Empty('{', '}') : Never();
+  ExprId ne = g_.AddSequence({Open('{', depth), g_.AddAnyOrder(spec, children), Close('}', depth)});
+  return empty_ok ? g_.AddChoice({Empty('{', '}'), ne}) : ne;
+}
+
+ExprId Converter::ObjectExpr(const Merged& m, int depth) {
+  int d1 = depth + 1;
+  std::string saved = cur_ptr_;
+  // Declared properties (false schemas drop out).
+  struct Prop {
+    std::string name;
+    bool required;
+    ExprId kv;
+  };
+  std::vector<Prop> props;
+  std::vector<std::string> declared;
+  // A name matching patternProperties takes those schemas as well.
+  std::map<std::string, std::vector<size_t>> name_patterns;
+  std::vector<std::string> pattern_texts;
+  for (const auto& pp : m.pattern_props) pattern_texts.push_back(pp.first.v->as_string());
+  if (!m.pattern_props.empty()) {
+    std::vector<std::string> names;
+    for (const auto& pr : m.props) names.push_back(pr.first);
+    for (const auto& rn : m.required) names.push_back(rn);
+    try {
+      std::vector<std::vector<size_t>> hits = PatternsMatchingNames(pattern_texts, names, kMaxPatternDfaStates);
+      for (size_t i = 0; i < names.size(); ++i) name_patterns[names[i]] = hits[i];
+    } catch (const Error& e) {
+      Unsupported("patternProperties", m.pattern_props[0].first.ptr, std::string("matching declared names: ") + e.what());
+    }
+  }
+  auto pattern_schemas = [&](const std::string& name, std::vector<Ref>* conj) {
+    auto it = name_patterns.find(name);
+    if (it == name_patterns.end()) return false;
+    for (size_t i : it->second) conj->insert(conj->end(), m.pattern_props[i].second.begin(), m.pattern_props[i].second.end());
+    return !it->second.empty();
+  };
+  for (const auto& a : m.absent) {
+    if (m.Requires(a.name)) return Never();
+    // A pattern or propertyNames could still admit the name as an extra key.
+    if (!m.pattern_props.empty() || !m.property_names.empty()) Unsupported(a.keyword, a.ptr, "together with patternProperties or propertyNames");
+    declared.push_back(a.name);  // excluded from the extra keys
+  }
+  for (const auto& pr : m.props) {
+    if (m.Forbids(pr.first)) continue;
+    declared.push_back(pr.first);
+    std::vector<Ref> conj = pr.second;
+    pattern_schemas(pr.first, &conj);
+    for (size_t j = 0; j < m.additional.size(); ++j) {
+      // Declared only in another allOf branch / $ref target: additionalProperties applies.
+      const JsonValue* parent = m.additional_parent[j];
+      const JsonValue* sib = parent->Find("properties");
+      if (parent->Find("patternProperties") != nullptr) continue;  // cannot tell here; assume a match
+      if (sib && sib->is_object() && sib->Find(pr.first)) continue;
+      conj.push_back(m.additional[j]);
+    }
+    ExprId val = ValueRef(conj, d1);
+    bool req = m.Requires(pr.first);
+    if (val == kNoExpr) {
+      if (req) return Never();
+      continue;
+    }
+    props.push_back({pr.first, req, g_.AddSequence({QuotedLiteral(pr.first), KeySep(), val})});
+  }
+  // Required names without a declaration take the additional schema.
+  // Extra key/value pairs.
+  std::vector<ExprId> extra_alts;
+  bool additional_any = false;
+  bool pattern_regions = false;  // extra keys partitioned by the patterns they match
+  {
+    std::vector<Ref> add = m.additional;
+    bool allowed = true;
+    // strict_mode forbids undeclared properties of schemas that declare some; an object
+    // schema that declares none stays "any object".
+    bool declares = !m.props.empty() || !m.pattern_props.empty();
+    if (!m.additional_set && o_.strict_mode && declares) allowed = false;
+    for (const auto& a : add) {
+      if (a.v->is_bool() && !a.v->as_bool()) allowed = false;
+    }
+    if (allowed) {
+      static const JsonValue kTrue = JsonValue::Bool(true);
+      if (add.empty()) add = {Ref{&kTrue, "/true"}};
+      additional_any = std::all_of(add.begin(), add.end(), [](const Ref& r) { return r.v->is_bool() || (r.v->is_object() && r.v->members().empty()); });
+      for (const auto& rn : m.required) {
+        if (std::find(declared.begin(), declared.end(), rn) == declared.end()) {
+          std::vector<Ref> conj;
+          ExprId val = ValueRef(pattern_schemas(rn, &conj) ? conj : add, d1);
+          if (val == kNoExpr) return Never();
+          props.push_back({rn, true, g_.AddSequence({QuotedLiteral(rn), KeySep(), val})});
+          declared.push_back(rn);
+        }
+      }
+      if (!m.pattern_props.empty() && m.property_names.empty()) {
+        pattern_regions = PatternKeyAlternatives(m, pattern_texts, declared, add, d1, &extra_alts);
+      } else if (!m.pattern_props.empty()) {
+        Unsupported("patternProperties", m.pattern_props[0].first.ptr, "together with propertyNames and additionalProperties other than false");
+      }
+      if (!pattern_regions) {
+        ExprId key = KeyExprFromNames(m.property_names, declared);
+        ExprId val = ValueRef(add, d1);
+        if (key != kNoExpr && val != kNoExpr) extra_alts.push_back(g_.AddSequence({key, KeySep(), val}));
+      }
+    } else {
+      for (const auto& rn : m.required) {
+        if (std::find(declared.begin(), declared.end(), rn) == declared.end()) {
+          std::vector<Ref> conj;
+          if (!pattern_schemas(rn, &conj)) return Never();
+          ExprId val = ValueRef(conj, d1);
+          if (val == kNoExpr) return Never();
+          props.push_back({rn, true, g_.AddSequence({QuotedLiteral(rn), KeySep(), val})});
+          declared.push_back(rn);
+        }
+      }
+    }
+    if (!allowed && !m.pattern_props.empty() && !m.property_names.empty()) {
+      // The pattern keys below do not apply propertyNames: report rather than widen.
+      Unsupported("propertyNames", m.property_names[0].ptr, "together with patternProperties");
+    }
+    if (!allowed && !m.pattern_props.empty()) {
+      pattern_regions = PatternKeyAlternatives(m, pattern_texts, declared, {}, d1, &extra_alts, /*with_none=*/false);
+    }
+    for (const auto& pp : m.pattern_props) {
+      if (pattern_regions) break;
+      ExprId content = PatternContent(pp.first);
+      ExprId val = ValueRef(pp.second, d1);
+      if (content == kNoExpr || val == kNoExpr) continue;
+      extra_alts.push_back(g_.AddSequence({Lit(&g_, "\""), content, Lit(&g_, "\""), KeySep(), val}));
+    }
+    if (!m.property_names.empty() && !props.empty()) {
+      // Declared names are assumed to satisfy propertyNames.
+    }
+  }
+  (void)additional_any;
+  ExprId extra = kNoExpr;
+  if (!extra_alts.empty()) {
+    RuleId er = NewRule("additional_property");
+    g_.SetRuleBody(er, extra_alts.size() == 1 ? extra_alts[0] : g_.AddChoice(extra_alts));
+    extra = g_.AddRuleRef(er);
+  }
+  int64_t n = static_cast<int64_t>(props.size());
+  int64_t nreq = std::count_if(props.begin(), props.end(), [](const Prop& p) { return p.required; });
+  // min/maxProperties
+  int64_t min_p = m.min_props, max_p = m.max_props;
+  if (n == 0) {
+    if (extra == kNoExpr) return (min_p > 0) ? Never() : Empty('{', '}');
+    if (max_p == 0) return Empty('{', '}');
+    ExprId rest = g_.AddRepeat(g_.AddSequence({ItemSep(depth), extra}), std::max<int64_t>(0, min_p - 1), max_p < 0 ? kUnbounded : max_p - 1);
+    ExprId ne = g_.AddSequence({Open('{', depth), extra, rest, Close('}', depth)});
+    return min_p == 0 ? g_.AddChoice({Empty('{', '}'), ne}) : ne;
+  }
+  if (o_.any_order) {
+    cur_ptr_ = saved;
+    return AnyOrderObject(props, extra, min_p, max_p, depth);
+  }
+  if (min_p > nreq) {
+    if (extra == kNoExpr && min_p == n) {
+      for (auto& p : props) p.required = true;
+      nreq = n;
+    } else if (extra == kNoExpr && min_p > n) {
+      return Never();
+    } else {
+      Unsupported("minProperties", m.min_props_ptr, "with declared optional properties");
+    }
+  }
+  if (max_p >= 0) {
+    if (max_p < nreq) return Never();
+    if (!(extra == kNoExpr && max_p >= n)) Unsupported("maxProperties", m.max_props_ptr, "with declared optional properties");
+  }
+  // Ordered: Tail(i) = X [sep kv_i] Tail(i+1); X = (sep extra)*.
+  auto X = [&]() { return g_.AddRepeat(g_.AddSequence({ItemSep(depth), extra}), 0, kUnbounded); };
+  std::vector<ExprId> tails(n + 1);
+  bool use_rules = n > 6;
+  auto make_tail = [&](int64_t i, ExprId body) {
+    if (!use_rules) return body;
+    RuleId r = NewRule("object_tail");
+    g_.SetRuleBody(r, body);
+    return g_.AddRuleRef(r);
+  };
+  tails[n] = make_tail(n, extra == kNoExpr ? g_.AddEmpty() : X());
+  for (int64_t i = n - 1; i >= 0; --i) {
+    ExprId s = g_.AddSequence({ItemSep(depth), props[i].kv});
+    std::vector<ExprId> parts;
+    if (extra != kNoExpr) parts.push_back(X());
+    parts.push_back(props[i].required ? s : Opt(&g_, s));
+    parts.push_back(tails[i + 1]);
+    tails[i] = make_tail(i, g_.AddSequence(parts));
+  }
+  std::vector<ExprId> firsts;
+  for (int64_t k = 0; k < n; ++k) {
+    firsts.push_back(g_.AddSequence({props[k].kv, tails[k + 1]}));
+    if (props[k].required) break;
+  }
+  if (extra != kNoExpr) firsts.push_back(g_.AddSequence({extra, tails[0]}));
+  ExprId ne = g_.AddSequence({Open('{', depth), g_.AddChoice(firsts), Close('}', depth)});
+  cur_ptr_ = saved;
+  return nreq == 0 ? g_.AddChoice({Empty('{', '}'), ne}) : ne;
+}
+
+}  // namespace xg2::jsonschema

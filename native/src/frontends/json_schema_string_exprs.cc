@@ -1,0 +1,168 @@
+// Strings: pattern, format and length constraints lowered to string expressions.
+#include "frontends/json_schema_converter.h"
+
+namespace xg2::jsonschema {
+
+ExprId Converter::PatternContent(const Ref& pat) {
+  try {
+    RegexOptions ro;
+    ro.search_semantics = true;
+    ExprId e = RegexToExpr(&g_, pat.v->as_string(), ro);
+    return RegexToJsonContent(&g_, e);
+  } catch (const Error& e) {
+    Unsupported("pattern", pat.ptr, e.what());
+    return kNoExpr;
+  }
+}
+
+// pattern + minLength/maxLength where the pattern is one character class repeated (e.g.
+// "^[a-z0-9_-]+$"): the bounds are intersected. kNoExpr when the pattern has another shape.
+ExprId Converter::BoundedClassPattern(const Ref& pat, int64_t min_len, int64_t max_len) {
+  ExprId e;
+  try {
+    RegexOptions ro;
+    ro.search_semantics = true;
+    e = RegexToExpr(&g_, pat.v->as_string(), ro);
+  } catch (const Error&) {
+    return kNoExpr;
+  }
+  Expr x = g_.expr(e);
+  while ((x.kind == ExprKind::kSequence || x.kind == ExprKind::kChoice) && x.children.size() == 1) x = g_.expr(x.children[0]);
+  int64_t lo = 1, hi = 1;
+  ExprId cls = kNoExpr;
+  if (x.kind == ExprKind::kCharClass) {
+    cls = e;
+  } else if (x.kind == ExprKind::kRepeat && g_.expr(x.children[0]).kind == ExprKind::kCharClass) {
+    cls = x.children[0];
+    lo = x.min;
+    hi = x.max;
+  } else {
+    return kNoExpr;
+  }
+  int64_t nlo = std::max(lo, min_len);
+  int64_t nhi = hi == kUnbounded ? max_len : (max_len < 0 ? hi : std::min(hi, max_len));
+  if (nhi != kUnbounded && nlo > nhi) return Never();
+  return RegexToJsonContent(&g_, g_.AddRepeat(cls, nlo, nhi));
+}
+
+// pattern + minLength/maxLength in general: the pattern's automaton over JSON string
+// content times a decoded-character counter, emitted as a ByteDfa node.
+// Several patterns and formats intersect their automata first.
+ExprId Converter::LengthBoundedPattern(const std::vector<Ref>& pats, const std::vector<Ref>& formats, int64_t min_len, int64_t max_len) {
+  std::vector<ExprId> contents;
+  for (const auto& p : pats) {
+    contents.push_back(PatternContent(p));
+    if (contents.back() == kNoExpr) return kNoExpr;
+  }
+  for (const auto& f : formats) {
+    try {
+      contents.push_back(FormatContentExpr(&g_, f.v->as_string()));
+    } catch (const UnsupportedKeyword& u) {
+      Unsupported(u.keyword, f.ptr, u.detail);
+      return kNoExpr;
+    }
+  }
+  const Ref& pat = pats.empty() ? formats[0] : pats[0];
+  const char* what = pats.empty() ? "format" : "pattern";
+  try {
+    std::vector<ByteDfaSpec> parts;
+    for (ExprId c : contents) parts.push_back(TrimAndMinimize(ByteDfaOfExpr(g_, c, kMaxPatternDfaStates)));
+    ByteDfaSpec dfa = std::move(parts[0]);
+    parts.erase(parts.begin());
+    if (!parts.empty()) {
+      const uint64_t all = (uint64_t{1} << parts.size()) - 1;
+      dfa = TrimAndMinimize(SelectByParts(ProductWithParts(dfa, parts, kMaxPatternDfaStates), all, all));
+    }
+    if (min_len == 0 && max_len < 0) return g_.AddByteDfa(std::move(dfa));
+    // A trailing loop over characters (the [a-z]* of "^x[a-z]*$") entered at few counts
+    // becomes a counted repetition: compile cost then does not grow with the bound.
+    constexpr size_t kMaxLoopExits = 8;
+    std::vector<uint8_t> stars = JsonStarStates(dfa);
+    std::vector<JsonLengthExit> exits;
+    ByteDfaSpec product = IntersectJsonLength(dfa, min_len, max_len, kMaxPatternDfaStates, &stars, &exits);
+    if (exits.size() > kMaxLoopExits) {
+      exits.clear();
+      product = IntersectJsonLength(dfa, min_len, max_len, kMaxPatternDfaStates);
+    }
+    std::vector<ExprId> alts;
+    ByteDfaSpec plain = TrimAndMinimize(product);
+    if (!ByteDfaEmpty(plain)) alts.push_back(g_.AddByteDfa(std::move(plain)));
+    for (const auto& x : exits) {
+      ByteDfaSpec prefix = product;
+      std::fill(prefix.is_final.begin(), prefix.is_final.end(), 0);
+      prefix.is_final[x.state] = 1;
+      int64_t lo = std::max<int64_t>(0, min_len - x.count);
+      int64_t hi = max_len < 0 ? kUnbounded : max_len - x.count;
+      ExprId tail = g_.AddRepeat(g_.AddByteDfa(JsonCharLoop(dfa, x.content_state)), lo, hi);
+      alts.push_back(g_.AddSequence({g_.AddByteDfa(TrimAndMinimize(prefix)), tail}));
+    }
+    return alts.size() == 1 ? alts[0] : g_.AddChoice(alts);
+  } catch (const Error& e) {
+    Unsupported(what, pat.ptr, std::string(contents.size() > 1 ? "intersection of patterns and formats" : "together with minLength/maxLength") + ": " + e.what());
+    return kNoExpr;
+  }
+}
+
+// 1: every match of the pattern has a length within [min_len, max_len]; -1: none has; 0:
+// some may (or unknown).
+int Converter::PatternWithinLength(const Ref& pat, int64_t min_len, int64_t max_len) {
+  int64_t lo, hi;
+  try {
+    RegexOptions ro;
+    ro.search_semantics = true;
+    if (!CodepointLengthRange(g_, RegexToExpr(&g_, pat.v->as_string(), ro), &lo, &hi)) return 0;
+  } catch (const Error&) {
+    return 0;
+  }
+  if ((max_len >= 0 && lo > max_len) || (hi >= 0 && hi < min_len)) return -1;
+  return (lo >= min_len && (max_len < 0 || (hi >= 0 && hi <= max_len))) ? 1 : 0;
+}
+
+ExprId Converter::StringExpr(const Merged& m) {
+  if (!m.not_patterns.empty() || !m.not_strings.empty()) {
+    ExprId e = NegatedPatternString(m);
+    if (e != kNoExpr) return e;
+    return AnyString(m.min_len, m.max_len);  // reported (warn mode widens)
+  }
+  bool bounded = m.min_len > 0 || m.max_len >= 0;
+  std::vector<ExprId> contents;
+  if (bounded && m.patterns.size() == 1 && m.formats.empty()) {
+    ExprId e = BoundedClassPattern(m.patterns[0], m.min_len, m.max_len);
+    if (e != kNoExpr) return g_.AddSequence({Lit(&g_, "\""), e, Lit(&g_, "\"")});
+    // Bounds the pattern implies anyway (or that no match meets) need no intersection.
+    switch (PatternWithinLength(m.patterns[0], m.min_len, m.max_len)) {
+      case 1: bounded = false; break;
+      case -1: return Never();
+      default: break;
+    }
+  }
+  const size_t languages = m.patterns.size() + m.formats.size();
+  if ((bounded && languages >= 1) || languages > 1) {
+    if (languages > 64) {
+      Unsupported("pattern", (m.patterns.empty() ? m.formats[0] : m.patterns[0]).ptr, "more than 64 patterns and formats");
+      return AnyString(m.min_len, m.max_len);
+    }
+    ExprId e = LengthBoundedPattern(m.patterns, m.formats, m.min_len, m.max_len);
+    if (e == kNoExpr) return AnyString(m.min_len, m.max_len);  // reported (warn keeps the bounds)
+    return g_.AddSequence({Lit(&g_, "\""), e, Lit(&g_, "\"")});
+  }
+  // Here at most one pattern or format, and no bounds beside it.
+  for (const auto& p : m.patterns) {
+    ExprId e = PatternContent(p);
+    if (e != kNoExpr) contents.push_back(e);
+  }
+  for (const auto& f : m.formats) {
+    try {
+      contents.push_back(FormatContentExpr(&g_, f.v->as_string()));
+    } catch (const UnsupportedKeyword& u) {
+      Unsupported(u.keyword, f.ptr, u.detail);
+    }
+  }
+  if (contents.empty()) {
+    if (m.max_len >= 0 && m.min_len > m.max_len) return Never();
+    return AnyString(m.min_len, m.max_len);
+  }
+  return g_.AddSequence({Lit(&g_, "\""), contents[0], Lit(&g_, "\"")});
+}
+
+}  // namespace xg2::jsonschema

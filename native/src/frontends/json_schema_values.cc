@@ -1,0 +1,191 @@
+// Values: enum/const literals, numbers and arrays (items, prefixItems, uniqueItems).
+#include "frontends/json_schema_converter.h"
+
+namespace xg2::jsonschema {
+
+ExprId Converter::EnumExpr(const Merged& m, int depth) {
+  std::vector<ExprId> alts;
+  for (const JsonValue* v : EnumValues(m)) alts.push_back(LiteralExpr(*v, depth));
+  return g_.AddChoice(alts);
+}
+
+ExprId Converter::LiteralExpr(const JsonValue& v, int depth) {
+  switch (v.type()) {
+    case JsonValue::Type::kNull:
+    case JsonValue::Type::kBool: return Lit(&g_, v.Dump());
+    case JsonValue::Type::kNumber:
+      // Numeric equality: 1 matches 1.0 too.
+      try {
+        return NumberEqualExpr(&g_, v.number_literal());
+      } catch (const UnsupportedKeyword&) {
+        return Lit(&g_, v.Dump());
+      }
+    case JsonValue::Type::kString: return g_.AddSequence({Lit(&g_, "\""), JsonStringContentLiteral(&g_, v.as_string()), Lit(&g_, "\"")});
+    case JsonValue::Type::kArray: {
+      if (v.items().empty()) return Empty('[', ']');
+      std::vector<ExprId> parts{Open('[', depth)};
+      for (size_t i = 0; i < v.items().size(); ++i) {
+        if (i) parts.push_back(ItemSep(depth));
+        parts.push_back(LiteralExpr(v.items()[i], depth + 1));
+      }
+      parts.push_back(Close(']', depth));
+      return g_.AddSequence(parts);
+    }
+    case JsonValue::Type::kObject: {
+      if (v.members().empty()) return Empty('{', '}');
+      if (o_.any_order && v.members().size() > 1) {
+        // The same members in any order (all required, each once).
+        AnyOrderSpec spec;
+        spec.num_required = static_cast<int32_t>(v.members().size());
+        spec.min_count = spec.num_required;
+        std::vector<ExprId> children{ItemSep(depth)};
+        for (const auto& kv : v.members()) {
+          children.push_back(g_.AddSequence({QuotedLiteral(kv.first), KeySep(), LiteralExpr(kv.second, depth + 1)}));
+        }
+        return g_.AddSequence({Open('{', depth), g_.AddAnyOrder(spec, children), Close('}', depth)});
+      }
+      std::vector<ExprId> parts{Open('{', depth)};
+      for (size_t i = 0; i < v.members().size(); ++i) {
+        if (i) parts.push_back(ItemSep(depth));
+        parts.push_back(QuotedLiteral(v.members()[i].first));
+        parts.push_back(KeySep());
+        parts.push_back(LiteralExpr(v.members()[i].second, depth + 1));
+      }
+      parts.push_back(Close('}', depth));
+      return g_.AddSequence(parts);
+    }
+  }
+  return Never();
+}
+
+ExprId Converter::QuotedLiteral(const std::string& s) {
+  return g_.AddSequence({Lit(&g_, "\""), JsonStringContentLiteral(&g_, s), Lit(&g_, "\"")});
+}
+
+ExprId Converter::NumericExpr(const Merged& m, bool integer) {
+  try {
+    if (!m.multiple_of.empty()) {
+      const Ref& r = m.multiple_of.front();
+      bool int_k = r.v->is_integer() && r.v->as_number() <= 1e15;
+      if (m.multiple_of.size() > 1 || !int_k) {
+        Unsupported("multipleOf", r.ptr, int_k ? "several divisors" : "non-integer divisor");
+      } else {
+        return IntegerMultipleOfExpr(&g_, static_cast<int64_t>(r.v->as_number()), m.lo, m.hi);
+      }
+    }
+    return integer ? IntegerExpr(&g_, m.lo, m.hi) : NumberExpr(&g_, m.lo, m.hi);
+  } catch (const UnsupportedKeyword& u) {
+    Unsupported(u.keyword, cur_ptr_, u.detail);
+    return integer ? IntegerExpr(&g_, NumBound(), NumBound()) : NumberExpr(&g_, NumBound(), NumBound());
+  }
+}
+
+ExprId Converter::ArrayExpr(const Merged& m, int depth) {
+  int d1 = depth + 1;
+  std::vector<Ref> items = m.items;
+  bool extra_allowed = true;
+  if (!m.items_set) {
+    if (o_.strict_mode && m.has_prefix) extra_allowed = false;
+    static const JsonValue kTrue = JsonValue::Bool(true);
+    items = {Ref{&kTrue, "/true"}};
+  }
+  if (m.unique_items && !(m.max_items >= 0 && m.max_items <= 1)) {
+    ExprId unique = UniqueArrayExpr(m, items, depth);
+    if (unique != kNoExpr) return unique;  // else reported; on "warn" uniqueness is not enforced
+  }
+  ExprId item = extra_allowed ? ValueRef(items, d1) : kNoExpr;
+  int64_t p = m.has_prefix ? static_cast<int64_t>(m.prefix.size()) : 0;
+  int64_t max = m.max_items;
+  if (max >= 0 && max < p) p = max;
+  std::vector<ExprId> pre;
+  for (int64_t i = 0; i < p; ++i) {
+    std::vector<Ref> conj = m.prefix[i];
+    conj.insert(conj.end(), m.items_all.begin(), m.items_all.end());
+    ExprId e = ValueRef(conj, d1);
+    if (e == kNoExpr) {
+      // Position i cannot hold a value: the array ends before it.
+      p = i;
+      item = kNoExpr;
+      break;
+    }
+    pre.push_back(e);
+  }
+  if (m.min_items > p && item == kNoExpr) return Never();
+  if (max >= 0 && m.min_items > max) return Never();
+  if (!m.contains.empty()) {
+    if (m.contains.size() > 1 || p > 0 || m.max_items >= 0 || m.min_items > 1) {
+      Unsupported("contains", m.contains[0].ptr, "together with prefixItems, maxItems or minItems > 1");
+    } else {
+      std::vector<Ref> c = items;
+      c.push_back(m.contains[0]);
+      ExprId ce = ValueRef(c, d1);
+      if (ce == kNoExpr) return Never();
+      std::vector<ExprId> parts{Open('[', depth)};
+      if (item != kNoExpr) parts.push_back(g_.AddRepeat(g_.AddSequence({item, ItemSep(depth)}), 0, kUnbounded));
+      parts.push_back(ce);
+      if (item != kNoExpr) parts.push_back(g_.AddRepeat(g_.AddSequence({ItemSep(depth), item}), 0, kUnbounded));
+      parts.push_back(Close(']', depth));
+      return g_.AddSequence(parts);
+    }
+  }
+  // Tail after the prefix: between lo and hi more items, each preceded by a separator.
+  int64_t tail_lo = std::max<int64_t>(0, m.min_items - p);
+  int64_t tail_hi = item == kNoExpr ? 0 : (max >= 0 ? max - p : kUnbounded);
+  // Build from the end: T_i = sep e_i T_{i+1} (optional when i >= min_items).
+  ExprId content;
+  if (p == 0) {
+    if (item == kNoExpr || tail_hi == 0) return Empty('[', ']');
+    ExprId rest = g_.AddRepeat(g_.AddSequence({ItemSep(depth), item}), std::max<int64_t>(0, tail_lo - 1),
+                               tail_hi == kUnbounded ? kUnbounded : tail_hi - 1);
+    ExprId ne = g_.AddSequence({Open('[', depth), item, rest, Close(']', depth)});
+    return tail_lo == 0 ? g_.AddChoice({Empty('[', ']'), ne}) : ne;
+  }
+  ExprId tail = (tail_hi == 0) ? g_.AddEmpty() : g_.AddRepeat(g_.AddSequence({ItemSep(depth), item}), tail_lo, tail_hi);
+  content = tail;
+  for (int64_t i = p - 1; i >= 1; --i) {
+    ExprId seq = g_.AddSequence({ItemSep(depth), pre[i], content});
+    content = i < m.min_items ? seq : Opt(&g_, seq);
+  }
+  ExprId ne = g_.AddSequence({Open('[', depth), pre[0], content, Close(']', depth)});
+  return m.min_items == 0 ? g_.AddChoice({Empty('[', ']'), ne}) : ne;
+}
+
+// uniqueItems over items with finitely many values (an enum, booleans, null): each value at
+// most once in any order, counted by minItems/maxItems; an AnyOrder node. kNoExpr (after
+// reporting) for items with infinitely many values, or with prefixItems/contains.
+ExprId Converter::UniqueArrayExpr(const Merged& m, const std::vector<Ref>& items, int depth) {
+  if (m.has_prefix || !m.contains.empty()) {
+    Unsupported("uniqueItems", m.unique_items_ptr, "together with prefixItems or contains");
+    return kNoExpr;
+  }
+  Merged im;
+  for (const auto& r : items) MergeInto(&im, r, 0);
+  std::vector<JsonValue> values;
+  if (im.is_false) {
+    // no item can be written
+  } else if (im.has_enum && im.any_of.empty()) {
+    for (const JsonValue* v : EnumValues(im)) {
+      if (std::find(values.begin(), values.end(), *v) == values.end()) values.push_back(*v);
+    }
+  } else if (im.any_of.empty() && (im.types & ~(kBool | kNull)) == 0) {
+    // Other keywords do not apply to booleans and null.
+    if (im.types & kNull) values.push_back(JsonValue());
+    if (im.types & kBool) values.push_back(JsonValue::Bool(false)), values.push_back(JsonValue::Bool(true));
+  } else {
+    Unsupported("uniqueItems", m.unique_items_ptr, "items with more than an enum of values");
+    return kNoExpr;
+  }
+  int64_t max = m.max_items >= 0 ? std::min<int64_t>(m.max_items, values.size()) : static_cast<int64_t>(values.size());
+  if (m.min_items > max) return Never();
+  if (max == 0) return Empty('[', ']');
+  AnyOrderSpec spec;
+  spec.num_optional = static_cast<int32_t>(values.size());
+  spec.min_count = std::max<int64_t>(m.min_items, 1);
+  spec.max_count = max;
+  std::vector<ExprId> children{ItemSep(depth)};
+  for (const auto& v : values) children.push_back(LiteralExpr(v, depth + 1));
+  ExprId ne = g_.AddSequence({Open('[', depth), g_.AddAnyOrder(spec, children), Close(']', depth)});
+  return m.min_items == 0 ? g_.AddChoice({Empty('[', ']'), ne}) : ne;
+}
+
+}  // namespace xg2::jsonschema
