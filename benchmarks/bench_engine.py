@@ -91,8 +91,7 @@ class Vocab:
 
     def tokenize(self, data: bytes) -> list[int]:
         """Greedy longest match over the decoded bytes of the non-special tokens (memoized)."""
-        from xg2_jax import XG2Error
-        from xg2_jax import greedy_tokenize
+        from xg2_jax import XG2Error, greedy_tokenize
 
         hit = self.memo.get(data)
         if hit is None:
@@ -167,8 +166,9 @@ class Xgrammar(XgrammarApi):
     name = "xgrammar"
 
     def __init__(self, vocab: Vocab, threads: int):
-        import xgrammar as xgr
         from importlib.metadata import version
+
+        import xgrammar as xgr
 
         self.xgr = self.mod = xgr
         self.version = version("xgrammar")

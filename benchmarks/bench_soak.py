@@ -40,11 +40,11 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-import xg2_jax as xg  # noqa: E402
-from xg2_jax import get_model_structural_tag  # noqa: E402
-
 import bfcl_lib  # noqa: E402
 from helpers import vm_rss_mib  # noqa: E402
+
+import xg2_jax as xg  # noqa: E402
+from xg2_jax import get_model_structural_tag  # noqa: E402
 
 DATA = Path("/work/shared/data")
 VOCABS = {"llama3": DATA / "vocab" / "llama3.json.gz", "qwen3": DATA / "vocab" / "qwen3.json.gz"}

@@ -13,7 +13,15 @@ from __future__ import annotations
 
 import struct
 
-from common import Bytes, atheris_main, exercise_compiled, expect_typed, small_tokenizer, time_limit, xg
+from common import (
+    Bytes,
+    atheris_main,
+    exercise_compiled,
+    expect_typed,
+    small_tokenizer,
+    time_limit,
+    xg,
+)
 
 MAGIC = b"XG2C"
 VERSION = 1

@@ -16,9 +16,16 @@ Byte 0 picks the grammar and matcher options; every following byte starts one op
 from __future__ import annotations
 
 import numpy as np
-
-from common import (Bytes, InvariantViolation, atheris_main, check_mask_agrees, mask_of,
-                    small_compiler, small_tokenizer, xg)
+from common import (
+    Bytes,
+    InvariantViolation,
+    atheris_main,
+    check_mask_agrees,
+    mask_of,
+    small_compiler,
+    small_tokenizer,
+    xg,
+)
 
 GRAMMARS = [
     ("schema", '{"type":"object","properties":{"a":{"type":"integer"},"b":{"type":"array",'

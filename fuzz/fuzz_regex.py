@@ -10,8 +10,16 @@ from __future__ import annotations
 import itertools
 import re
 
-from common import (Bytes, InvariantViolation, atheris_main, expect_typed, parse_and_exercise,
-                    small_compiler, time_limit, xg)
+from common import (
+    Bytes,
+    InvariantViolation,
+    atheris_main,
+    expect_typed,
+    parse_and_exercise,
+    small_compiler,
+    time_limit,
+    xg,
+)
 
 _SAFE = set("ab()|*+?{}0123456789,")
 

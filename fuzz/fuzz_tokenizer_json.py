@@ -7,7 +7,15 @@ from __future__ import annotations
 import os
 import tempfile
 
-from common import Bytes, InvariantViolation, atheris_main, exercise_compiled, expect_typed, time_limit, xg
+from common import (
+    Bytes,
+    InvariantViolation,
+    atheris_main,
+    exercise_compiled,
+    expect_typed,
+    time_limit,
+    xg,
+)
 
 _GRAMMAR = 'root ::= [a-c]+ ("x" | "é")? | "ab" "c"*'
 _TMPDIR = None

@@ -8,10 +8,8 @@ from __future__ import annotations
 import hashlib
 import json
 import struct
-from pathlib import Path
 
-from common import FUZZ_DIR, small_compiler, small_tokenizer, xg
-from fuzz_deserialize import make_payload, wrap
+from common import FUZZ_DIR, small_compiler, xg
 
 EBNF = [
     'root ::= "yes" | "no"',
@@ -85,7 +83,6 @@ def tokenizer_list_seeds():
 
 
 def deserialize_seeds():
-    tok = small_tokenizer()
     out = []
     for i, g in enumerate(['root ::= "a" | "b"+', 'root ::= [a-c]{1,4} "x"?',
                            xg.Grammar.builtin_json_grammar().to_ebnf()]):

@@ -14,13 +14,18 @@ Example:
 """
 
 from xg2_jax._src.package_data import default_model_path
-from xg2_jax.models.config import (Gpt2Config, LlamaConfig, ModelConfig, RopeScaling,
-                                   config_from_hf)
+from xg2_jax.models.config import Gpt2Config, LlamaConfig, ModelConfig, RopeScaling, config_from_hf
 from xg2_jax.models.gpt2 import Gpt2LMHeadModel
 from xg2_jax.models.layers import KVCache, init_kv_cache
 from xg2_jax.models.llama import LlamaForCausalLM
-from xg2_jax.models.loading import (CausalLM, from_module, load_config, load_pretrained,
-                                    load_tokenizer_info, make_step_fn)
+from xg2_jax.models.loading import (
+                                   CausalLM,
+                                   from_module,
+                                   load_config,
+                                   load_pretrained,
+                                   load_tokenizer_info,
+                                   make_step_fn,
+)
 
 __all__ = ["CausalLM", "Gpt2Config", "Gpt2LMHeadModel", "KVCache", "LlamaConfig",
            "LlamaForCausalLM", "ModelConfig", "RopeScaling", "config_from_hf",

@@ -23,8 +23,14 @@ import jax.numpy as jnp
 from flax import nnx
 
 from xg2_jax.models.config import Gpt2Config
-from xg2_jax.models.layers import (Dense, KVCache, LayerNorm, cached_attention, init_kv_cache,
-                                   module_list)
+from xg2_jax.models.layers import (
+    Dense,
+    KVCache,
+    LayerNorm,
+    cached_attention,
+    init_kv_cache,
+    module_list,
+)
 
 __all__ = ["Gpt2LMHeadModel", "gpt2_tensor_plan"]
 

@@ -23,8 +23,16 @@ import jax.numpy as jnp
 from flax import nnx
 
 from xg2_jax.models.config import LlamaConfig
-from xg2_jax.models.layers import (Dense, KVCache, RMSNorm, apply_rope, cached_attention,
-                                   init_kv_cache, module_list, rope_inv_freq)
+from xg2_jax.models.layers import (
+    Dense,
+    KVCache,
+    RMSNorm,
+    apply_rope,
+    cached_attention,
+    init_kv_cache,
+    module_list,
+    rope_inv_freq,
+)
 
 __all__ = ["LlamaForCausalLM", "llama_tensor_plan"]
 

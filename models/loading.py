@@ -28,10 +28,9 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from xg2_jax._src.errors import (MissingTensorError, ModelError, ModelFileError,
-                                 TensorShapeError)
+from xg2_jax._src.errors import MissingTensorError, ModelError, ModelFileError, TensorShapeError
 from xg2_jax._src.tokenizer import TokenizerInfo
-from xg2_jax.models.config import Gpt2Config, LlamaConfig, ModelConfig, config_from_hf
+from xg2_jax.models.config import Gpt2Config, ModelConfig, config_from_hf
 from xg2_jax.models.gpt2 import Gpt2LMHeadModel, gpt2_tensor_plan
 from xg2_jax.models.layers import KVCache
 from xg2_jax.models.llama import LlamaForCausalLM, llama_tensor_plan

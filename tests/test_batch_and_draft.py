@@ -8,9 +8,9 @@ import threading
 
 import numpy as np
 import pytest
+from helpers import mask_row, tokenize
 
 import xg2_jax as xg
-from helpers import mask_row, tokenize
 
 JSON_DOC = '{"name": "xg2-jax", "tags": ["jax", "\\u00e9t\\u00e9", 12], "n": -1.5e3, "ok": true}'
 

@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 
 import pytest
-
-import xg2_jax as xg
 from bfcl_lib import BFCL_DIR, load_tool_set, render_qwen3_calls
 from helpers import mask_row, tokenize
 from model_format_cases import load_vocab_file, special_token_ids, tokenize_with_specials
+
+import xg2_jax as xg
 
 if not hasattr(xg.GrammarCompiler, "compile_structural_tag"):
     pytest.skip("native structural tags (GrammarCompiler.compile_structural_tag) not built yet",

@@ -10,8 +10,6 @@ import pkgutil
 
 import pytest
 
-import xg2_jax
-
 # Modules whose examples need more than the CPU test environment has.
 SKIP = set()
 

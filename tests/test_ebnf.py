@@ -3,15 +3,13 @@ with their line and column."""
 
 from __future__ import annotations
 
-import random
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-import xg2_jax as xg
 from reference_recognizer import render_grammar
 from test_matcher_reference import random_grammar
+
+import xg2_jax as xg
 
 TOK = xg.TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2])
 COMPILER = xg.GrammarCompiler(TOK, max_threads=1)

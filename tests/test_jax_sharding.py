@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import os
 import subprocess
-import tempfile
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 

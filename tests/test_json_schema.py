@@ -128,7 +128,7 @@ def test_any_order_property_counts_and_additional(compiler):
          "maxProperties": 3}
     valid = [{"b": 1, "a": 2}, {"x": "s", "b": 1}, {"c": 1, "y": "t", "b": 2}, {"b": 1, "x": "s", "y": "t"}]
     invalid = [{"b": 1}, {"a": 1, "c": 2}, {"a": 1, "b": 2, "c": 3, "x": "s"}, {"b": 1, "x": 2},
-               {"b": 1, "b": 2}, {}]
+               {"b": 1, "b": 2}, {}]  # noqa: F601 - a repeated key, as a dict: {"b": 2}
     check(compiler, s, valid, invalid, strict_mode=False, any_order=True)
     # The ordered default cannot count optional properties and says so.
     with pytest.raises(UnsupportedSchemaError, match="minProperties"):

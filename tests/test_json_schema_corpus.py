@@ -23,9 +23,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import pytest
-
 import json_schema_corpus_lib as lib
+import pytest
 
 RATCHETS = Path(__file__).parent / "data"
 SUITE_RATCHET = RATCHETS / "ratchet_json_schema_test_suite.json"

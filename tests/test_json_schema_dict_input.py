@@ -16,6 +16,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import json_schema_corpus_lib as lib  # noqa: E402
+
 from xg2_jax import _core  # noqa: E402
 from xg2_jax._src.errors import XG2Error  # noqa: E402
 from xg2_jax._src.grammar import Grammar  # noqa: E402

@@ -12,6 +12,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import json_schema_corpus_lib as lib  # noqa: E402
+
 from xg2_jax._src.errors import UnsupportedSchemaError  # noqa: E402
 from xg2_jax._src.grammar import Grammar  # noqa: E402
 
@@ -135,8 +136,8 @@ def test_not_empty_language(runner, name):
     ({"type": "object", "propertyNames": {"not": {"pattern": "^a"}}}, '{"\\u0061x": 1}', False),
 ])
 def test_not_pattern_escaped_spellings(runner, schema, text, ok):
-    from xg2_jax import greedy_tokenize
     import xg2_jax as xg
+    from xg2_jax import greedy_tokenize
 
     cg = runner.compiler.compile_grammar(Grammar.from_json_schema(schema), lazy=True)
     m = xg.GrammarMatcher(cg)

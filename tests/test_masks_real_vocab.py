@@ -13,9 +13,9 @@ import functools
 
 import numpy as np
 import pytest
+from helpers import mask_row
 
 import xg2_jax as xg
-from helpers import mask_row
 from xg2_jax import greedy_tokenize
 
 # --------------------------------------------------------------------------------- grammars

@@ -7,11 +7,11 @@ import json
 
 import numpy as np
 import pytest
+from helpers import mask_row, tokenize
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import xg2_jax as xg
-from helpers import mask_row, tokenize
 
 # ------------------------------------------------------------------------------ helpers
 

@@ -20,8 +20,6 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-import xg2_jax as xg
 from reference_recognizer import (
     Alt,
     AnyOrd,
@@ -36,6 +34,8 @@ from reference_recognizer import (
     render_grammar,
     sample_sentence,
 )
+
+import xg2_jax as xg
 
 SETTINGS = dict(
     deadline=None,

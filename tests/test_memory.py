@@ -20,12 +20,11 @@ import textwrap
 import time
 
 import pytest
+from helpers import vm_rss_mib
 
 import xg2_jax as xg
 from xg2_jax import _core
 from xg2_jax._src.errors import InvalidArgumentError, LimitExceededError, TokenizerError
-
-from helpers import vm_rss_mib
 
 
 @pytest.fixture

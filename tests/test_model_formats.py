@@ -18,8 +18,6 @@ import json
 
 import numpy as np
 import pytest
-
-import xg2_jax as xg
 from helpers import mask_row, tokenize
 from model_format_cases import (
     ALL_CASES,
@@ -30,6 +28,8 @@ from model_format_cases import (
     special_token_ids,
     tokenize_with_specials,
 )
+
+import xg2_jax as xg
 
 if not hasattr(xg.GrammarCompiler, "compile_structural_tag"):
     pytest.skip("native structural tags (GrammarCompiler.compile_structural_tag) not built yet",

@@ -22,11 +22,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from helpers import vm_rss_mib
 
 import xg2_jax as xg
 from xg2_jax import greedy_tokenize
-
-from helpers import vm_rss_mib
 
 WORDS = ["alpha", "beta", "gamma", "delta", "eps", "zeta", "eta", "theta", "iota", "kappa"]
 

@@ -8,11 +8,11 @@ import random
 
 import numpy as np
 import pytest
+from helpers import mask_row, tokenize
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import xg2_jax as xg
-from helpers import mask_row, tokenize
 
 
 def _tag(fmt: dict) -> dict:

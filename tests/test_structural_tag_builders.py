@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
+from model_format_cases import RENDERERS, TOOLS
 
 import xg2_jax as xg
-from model_format_cases import RENDERERS, TOOLS
 from xg2_jax._src.model_formats import supported_models
 
 # The DSL's field names per format type (xgrammar's names); every emitted dict must use these.

@@ -36,7 +36,7 @@ from flax import nnx
 from xg2_jax import greedy_tokenize
 from xg2_jax._src.package_data import default_vocab_path
 from xg2_jax._src.tokenizer import TokenizerInfo
-from xg2_jax.models import KVCache, LlamaForCausalLM, config_from_hf
+from xg2_jax.models import LlamaForCausalLM, config_from_hf
 from xg2_jax.models.llama import llama_tensor_plan
 
 HF_CONFIG = {

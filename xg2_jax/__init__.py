@@ -27,6 +27,7 @@ except ImportError as _error:  # pragma: no cover - exercised by test_packaging 
         "-e . (see README.md, 'Developing')") from _error
 
 from xg2_jax._src.batch import BatchGrammarMatcher, traverse_draft_tree
+from xg2_jax._src.bitmask import allocate_token_bitmask, bitmask_to_bool, get_bitmask_shape
 from xg2_jax._src.compiler import (
     CompiledGrammar,
     GrammarCompiler,
@@ -38,7 +39,6 @@ from xg2_jax._src.compiler import (
 )
 from xg2_jax._src.errors import (
     GrammarError,
-    StructuralTagError,
     GrammarSyntaxError,
     InvalidArgumentError,
     LimitExceededError,
@@ -46,6 +46,7 @@ from xg2_jax._src.errors import (
     MissingTensorError,
     ModelError,
     ModelFileError,
+    StructuralTagError,
     TensorShapeError,
     TokenizerError,
     UnsupportedModelError,
@@ -54,6 +55,7 @@ from xg2_jax._src.errors import (
     XG2Error,
 )
 from xg2_jax._src.grammar import Grammar
+from xg2_jax._src.matcher import GrammarMatcher
 from xg2_jax._src.model_formats import get_model_structural_tag
 from xg2_jax._src.structural_tag import (
     AnyTextFormat,
@@ -77,8 +79,6 @@ from xg2_jax._src.structural_tag import (
     TokenTriggeredTagsFormat,
     TriggeredTagsFormat,
 )
-from xg2_jax._src.bitmask import allocate_token_bitmask, bitmask_to_bool, get_bitmask_shape
-from xg2_jax._src.matcher import GrammarMatcher
 from xg2_jax._src.tokenizer import TokenizerInfo, VocabType, greedy_tokenize
 
 __version__ = "0.1.0"
@@ -86,14 +86,27 @@ __version__ = "0.1.0"
 if TYPE_CHECKING:  # the lazily loaded JAX side, spelled out for type checkers and IDEs
     from xg2_jax._src.decode import constrained_generate
     from xg2_jax._src.host_loop import GenerateResult, HostMaskBuffers, put_masks
-    from xg2_jax._src.ingraph import (InGraphMatchers, InGraphStepOutput, ingraph_generate,
-                                      ingraph_matcher_step)
-    from xg2_jax._src.masking import (apply_token_bitmask, bitmask_has_allowed, masked_sample,
-                                      unpack_bitmask)
+    from xg2_jax._src.ingraph import (
+        InGraphMatchers,
+        InGraphStepOutput,
+        ingraph_generate,
+        ingraph_matcher_step,
+    )
+    from xg2_jax._src.masking import (
+        apply_token_bitmask,
+        bitmask_has_allowed,
+        masked_sample,
+        unpack_bitmask,
+    )
     from xg2_jax._src.sampling import SamplingConfig
     from xg2_jax._src.sharding import logits_sharding, make_global_masks, mask_sharding
-    from xg2_jax._src.speculative import (DraftAcceptance, SpeculativeStepResult,
-                                          accept_draft_tree, draft_tree_masks, speculative_step)
+    from xg2_jax._src.speculative import (
+        DraftAcceptance,
+        SpeculativeStepResult,
+        accept_draft_tree,
+        draft_tree_masks,
+        speculative_step,
+    )
 
 # The JAX side is imported on first use, so `import xg2_jax` stays fast (no jax import).
 _JAX_EXPORTS = {

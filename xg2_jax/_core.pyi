@@ -8,7 +8,6 @@ from typing import Annotated
 import numpy
 from numpy.typing import NDArray
 
-
 class TokenizerInfo:
     """Decoded vocabulary, special/stop tokens and byte trie (native)."""
 

@@ -12,9 +12,9 @@ from typing import Optional, Sequence
 import numpy as np
 
 from xg2_jax import _core
-from xg2_jax._src.errors import InvalidArgumentError
 from xg2_jax._src.bitmask import check_host_bitmask, index_array
 from xg2_jax._src.draft_tree import walk_draft_tree
+from xg2_jax._src.errors import InvalidArgumentError
 from xg2_jax._src.matcher import GrammarMatcher
 
 __all__ = ["BatchGrammarMatcher", "traverse_draft_tree"]

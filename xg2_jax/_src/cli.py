@@ -12,7 +12,6 @@ the number of allowed tokens and the mask time at every step.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import time
 from pathlib import Path
@@ -20,14 +19,14 @@ from typing import Optional, Sequence
 
 import numpy as np
 
+from xg2_jax._src.bitmask import allocate_token_bitmask
 from xg2_jax._src.cli_generate import add_generate_parser, add_structure_options, build_grammar
 from xg2_jax._src.compiler import GrammarCompiler
 from xg2_jax._src.errors import GrammarSyntaxError, XG2Error
-from xg2_jax._src.grammar import Grammar
-from xg2_jax._src.bitmask import allocate_token_bitmask
 from xg2_jax._src.matcher import GrammarMatcher
 from xg2_jax._src.package_data import default_vocab_path
 from xg2_jax._src.tokenizer import TokenizerInfo, greedy_tokenize
+
 
 def run_check(args: argparse.Namespace) -> int:
     vocab_path = Path(args.vocab) if args.vocab else default_vocab_path()

@@ -21,13 +21,19 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Sequence
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 
 from xg2_jax._src.batch import BatchGrammarMatcher
-from xg2_jax._src.host_loop import (GenerateResult, HostMaskBuffers, HostRows, MatchersLike,
-                                    mask_argument, mask_row_words, prepare,
-                                    token_step)
+from xg2_jax._src.host_loop import (
+    GenerateResult,
+    HostMaskBuffers,
+    HostRows,
+    MatchersLike,
+    mask_argument,
+    mask_row_words,
+    prepare,
+    token_step,
+)
 from xg2_jax._src.sampling import SamplingConfig, sample_step
 
 __all__ = ["constrained_generate"]

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import json as _json
 import warnings as _warnings
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Optional, Tuple
 
 from xg2_jax import _core
-from xg2_jax._src.errors import GrammarSyntaxError
 from xg2_jax._src.errors import (
     GrammarError,
+    GrammarSyntaxError,
     LimitExceededError,
     UnsupportedSchemaError,
     UnsupportedSchemaWarning,

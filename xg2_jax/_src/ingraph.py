@@ -34,10 +34,9 @@ import numpy as np
 from jax.experimental import io_callback
 
 from xg2_jax._src.batch import BatchGrammarMatcher
-from xg2_jax._src.host_loop import (GenerateResult, HostRows, MatchersLike, mask_row_words,
-                                    prepare)
-from xg2_jax._src.sampling import SamplingConfig, sample_step
+from xg2_jax._src.host_loop import GenerateResult, HostRows, MatchersLike, mask_row_words, prepare
 from xg2_jax._src.matcher import GrammarMatcher
+from xg2_jax._src.sampling import SamplingConfig, sample_step
 
 __all__ = ["InGraphMatchers", "InGraphStepOutput", "ingraph_generate", "ingraph_matcher_step",
            "STATUS_OK", "STATUS_UNKNOWN_SESSION", "STATUS_HOST_ERROR"]

@@ -7,8 +7,8 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from xg2_jax import _core
-from xg2_jax._src.compiler import CompiledGrammar
 from xg2_jax._src.bitmask import check_host_bitmask
+from xg2_jax._src.compiler import CompiledGrammar
 from xg2_jax._src.draft_tree import walk_draft_tree
 from xg2_jax._src.errors import InvalidArgumentError, MatcherStateError
 

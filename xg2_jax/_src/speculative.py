@@ -36,9 +36,9 @@ import numpy as np
 
 from xg2_jax._src.batch import BatchGrammarMatcher
 from xg2_jax._src.host_loop import HostMaskBuffers, jit_step, mask_argument, mask_row_words
-from xg2_jax._src.sampling import SamplingConfig
 from xg2_jax._src.masking import apply_token_bitmask, bitmask_has_allowed
 from xg2_jax._src.matcher import GrammarMatcher
+from xg2_jax._src.sampling import SamplingConfig
 
 __all__ = ["DraftAcceptance", "SpeculativeStepResult", "accept_draft_tree",
            "draft_tree_masks", "speculative_step"]
