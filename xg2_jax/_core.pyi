@@ -8,6 +8,7 @@ from typing import Annotated
 import numpy
 from numpy.typing import NDArray
 
+
 class TokenizerInfo:
     """Decoded vocabulary, special/stop tokens and byte trie (native)."""
 

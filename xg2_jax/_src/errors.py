@@ -98,3 +98,15 @@ class TensorShapeError(ModelError, ValueError):
 
 class UnsupportedModelError(ModelError, ValueError):
     """The config asks for an architecture or option the models do not implement."""
+
+
+def _register_with_core() -> None:
+    """Hands the classes to the native module, which raises its typed errors as them."""
+    from xg2_jax import _core
+
+    _core._set_error_classes({cls.__name__: cls for cls in (
+        XG2Error, GrammarError, GrammarSyntaxError, TokenizerError, MatcherStateError,
+        InvalidArgumentError, LimitExceededError, StructuralTagError, UnsupportedSchemaError)})
+
+
+_register_with_core()

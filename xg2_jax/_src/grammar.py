@@ -8,10 +8,8 @@ from typing import Any, Optional, Tuple
 
 from xg2_jax import _core
 from xg2_jax._src.errors import (
-    GrammarError,
     GrammarSyntaxError,
     LimitExceededError,
-    UnsupportedSchemaError,
     UnsupportedSchemaWarning,
 )
 
@@ -180,19 +178,14 @@ class Grammar:
         options = (any_whitespace, -1 if indent is None else int(indent), item_sep, key_sep,
                    strict_mode, -1 if max_whitespace_cnt is None else int(max_whitespace_cnt),
                    any_order, on_unsupported == "warn")
-        try:
-            # A dict goes to the core as it is (no json.dumps and re-parse); the core returns
-            # None when it holds something only json.dumps' rules cover.
-            result = None
-            if isinstance(schema, (dict, bool)):
-                result = _core.grammar_from_json_schema(schema, *options)
-            if result is None:
-                result = _core.grammar_from_json_schema(_schema_to_text(schema), *options)
-            handle, warns = result
-        except GrammarError as e:
-            if str(e).startswith("unsupported"):
-                raise UnsupportedSchemaError(str(e)) from None
-            raise
+        # A dict goes to the core as it is (no json.dumps and re-parse); the core returns
+        # None when it holds something only json.dumps' rules cover.
+        result = None
+        if isinstance(schema, (dict, bool)):
+            result = _core.grammar_from_json_schema(schema, *options)
+        if result is None:
+            result = _core.grammar_from_json_schema(_schema_to_text(schema), *options)
+        handle, warns = result
         for w in warns:
             _warnings.warn(w, UnsupportedSchemaWarning, stacklevel=3)
         return cls(handle), list(warns)

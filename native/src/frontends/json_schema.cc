@@ -46,7 +46,7 @@ void Converter::Invalid(const std::string& ptr, const std::string& msg) {
 void Converter::Unsupported(const std::string& kw, const std::string& ptr, const std::string& detail) {
   if (!negation_scope_.empty()) throw NegationFailed{negation_scope_.front()};
   std::string msg = "unsupported keyword '" + kw + "' at " + Show(ptr) + (detail.empty() ? "" : ": " + detail);
-  if (!o_.on_unsupported_warn) throw Error(ErrorKind::kGrammarSemantic, msg);
+  if (!o_.on_unsupported_warn) throw Error(ErrorKind::kUnsupported, msg);
   if (warned_.insert(msg).second) warnings_.push_back(msg);
 }
 

@@ -2,7 +2,7 @@
 // whose language is the JSON texts valid against the schema, formatted per the options.
 //
 // Keywords that cannot be enforced are reported, never dropped silently: with
-// on_unsupported_warn=false conversion throws Error(kGrammarSemantic) whose message starts
+// on_unsupported_warn=false conversion throws Error(kUnsupported) whose message starts
 // with "unsupported keyword '<kw>' at <json pointer>"; with true the keyword is ignored and
 // the same words are returned in JsonSchemaResult::warnings. An invalid schema (not an
 // object/bool, unresolvable $ref, malformed keyword value) throws Error(kGrammarSemantic)

@@ -14,6 +14,7 @@ enum class ErrorKind {
   kInvalidArgument,  // bad buffer shape, index out of range, ...
   kLimitExceeded,    // a configured size or depth limit was hit
   kStructuralTag,    // invalid structural tag (message starts with the path, e.g. format.tags[2].begin)
+  kUnsupported,      // valid input the front end cannot enforce exactly (a JSON Schema keyword at a pointer)
 };
 
 class Error : public std::runtime_error {
