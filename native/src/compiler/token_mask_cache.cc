@@ -26,6 +26,19 @@ TokenMaskCache::TokenMaskCache(std::shared_ptr<const GrammarAutomaton> automaton
   rule_hashes_ = ComputeRuleHashes(*automaton_);
 }
 
+namespace {
+
+// A loop context takes a star form once its bound is more than kLongTokenBytes iterations
+// away (LoopContext then re-checks only tokens of at least kLongTokenBytes bytes): star forms
+// serve loops whose bounds are at least kStarFormSpan iterations apart.
+constexpr int64_t kStarFormSpan = TokenTrie::kLongTokenBytes + 1;
+// Exact counts below a loop's minimum that precompute builds (e.g. the first character of a
+// minLength-1 string), and the largest bound whose last counts it builds.
+constexpr int64_t kExactLeadingCounts = 4;
+constexpr int64_t kSmallBoundMax = 64;
+
+}  // namespace
+
 TokenMaskCache::LoopChoice TokenMaskCache::LoopContext(int32_t loop_state) const {
   // Below this too many tokens would need the parser (and only longer ones are listed).
   constexpr int64_t kMinRecheckLen = TokenTrie::kLongTokenBytes;
@@ -154,18 +167,19 @@ bool TokenMaskCache::PrecomputeAll(int num_threads, std::chrono::steady_clock::t
       continue;
     }
     const auto& r = automaton_->repeats[rep];
-    // (Star forms serve whenever at least 16 iterations remain to a bound; see LoopContext.)
-    if (r.max == kUnbounded || r.max - r.min >= 17) todo.emplace_back(s, r.star());
-    if (r.min >= 17) todo.emplace_back(s, r.star_no_complete());
-    for (int64_t c = 0; c < std::min<int64_t>(r.min, 4); ++c) {
+    if (r.max == kUnbounded || r.max - r.min >= kStarFormSpan) todo.emplace_back(s, r.star());
+    if (r.min >= kStarFormSpan) todo.emplace_back(s, r.star_no_complete());
+    for (int64_t c = 0; c < std::min<int64_t>(r.min, kExactLeadingCounts); ++c) {
       int32_t ctx = LoopContext(r.base + static_cast<int32_t>(c)).loop_state;
       if (ctx == r.base + c) todo.emplace_back(s, ctx);
     }
-    // The exact counts near a small finite bound (at most 17 of them): a walk each at the first
-    // fill there would cost milliseconds (e.g. the last characters of "[a-f0-9]{40}"). Long
-    // bounds (maxLength 255) are rarely approached and would cost many walks per compile.
-    if (r.max != kUnbounded && r.max <= 64) {
-      for (int64_t c = std::max<int64_t>(std::min<int64_t>(r.min, 4), r.max - 17); c < r.max; ++c) {
+    // The exact counts near a small finite bound (at most kStarFormSpan of them): a walk each
+    // at the first fill there would cost milliseconds (e.g. the last characters of
+    // "[a-f0-9]{40}"). Long bounds (maxLength 255) are rarely approached and would cost many
+    // walks per compile.
+    if (r.max != kUnbounded && r.max <= kSmallBoundMax) {
+      for (int64_t c = std::max<int64_t>(std::min<int64_t>(r.min, kExactLeadingCounts), r.max - kStarFormSpan);
+           c < r.max; ++c) {
         int32_t ctx = LoopContext(r.base + static_cast<int32_t>(c)).loop_state;
         if (ctx == r.base + c) todo.emplace_back(s, ctx);
       }

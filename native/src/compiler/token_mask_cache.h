@@ -1,8 +1,9 @@
 // The adaptive token-mask cache.
 //
 // For every scannable automaton state s (a state with byte edges) of rule R, the tokens of
-// the vocabulary fall into three classes, found by walking the token trie with an Earley
-// parser that starts at s with no context:
+// the vocabulary fall into three classes, found by walking the token trie through R's byte
+// automaton from s with no context (compiler/vocab_walk: a DFA walk, counted loops as a lazy
+// DFA, the Earley parser only where a walk crosses into other rules):
 //   accepted  - some path consumes the whole token without leaving R;
 //   uncertain - R may complete after the first k >= 1 bytes of the token, and what follows
 //               the completion in some context can take the rest;
