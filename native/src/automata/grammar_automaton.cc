@@ -64,26 +64,43 @@ std::shared_ptr<const GrammarAutomaton> BuildGrammarAutomaton(const Grammar& sou
 
 namespace {
 
-std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const AutomatonLimits& limits) {
-  Grammar g = source;
+// The grammar the automaton is built from, with its any-order rules and large repeats lowered.
+struct LoweredGrammar {
+  Grammar g;
+  std::vector<LoweredAnyOrder> any_order;
+  std::vector<LoweredRepeat> repeats;
+};
+
+LoweredGrammar LowerGrammar(const Grammar& source, const AutomatonLimits& limits) {
+  LoweredGrammar out{source, {}, {}};
+  Grammar& g = out.g;
   DeduplicateRules(&g);
   limits.CheckDeadline();
   InlineSmallRules(&g);
   limits.CheckDeadline();
   // After inlining, so that repeat and any-order rules are never inlined back into their
   // callers; any-order first, so that large repeats in its members are lowered too.
-  const std::vector<LoweredAnyOrder> lowered_any_order = LowerAnyOrder(&g);
-  const std::vector<LoweredRepeat> lowered = LowerLargeRepeats(&g, limits.max_unrolled_repeat);
-  int32_t num_rules = g.num_rules();
-  std::vector<RuleDfa> dfas;
-  dfas.reserve(num_rules);
-  // A rule the root cannot reach gets one dead state (no string, no used state).
-  // (An any-order rule's members are its callees: its body is only a placeholder.)
+  out.any_order = LowerAnyOrder(&g);
+  out.repeats = LowerLargeRepeats(&g, limits.max_unrolled_repeat);
+  return out;
+}
+
+// Per rule: the members of an any-order rule (its callees: its body is only a placeholder).
+std::vector<std::vector<RuleId>> AnyOrderMembers(int32_t num_rules, const std::vector<LoweredAnyOrder>& any_order) {
   std::vector<std::vector<RuleId>> member_rules(num_rules);
-  for (const LoweredAnyOrder& lo : lowered_any_order) {
+  for (const LoweredAnyOrder& lo : any_order) {
     member_rules[lo.rule] = lo.first;
     member_rules[lo.rule].insert(member_rules[lo.rule].end(), lo.rest.begin(), lo.rest.end());
   }
+  return member_rules;
+}
+
+// One DFA per rule; a rule the root cannot reach gets one dead state (no string, no used state).
+std::vector<RuleDfa> BuildRuleDfas(const Grammar& g, const std::vector<std::vector<RuleId>>& member_rules,
+                                   const AutomatonLimits& limits) {
+  const int32_t num_rules = g.num_rules();
+  std::vector<RuleDfa> dfas;
+  dfas.reserve(num_rules);
   const std::vector<uint8_t> reachable = RulesReachableFromRoot(g, member_rules);
   for (RuleId r = 0; r < num_rules; ++r) {
     if (g.rule(r).body == kNoExpr) {
@@ -92,15 +109,17 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
     dfas.push_back(reachable[r] ? CachedRuleDfa(g, g.rule(r).body, limits) : DeadRuleDfa());
     limits.CheckDeadline();
   }
+  return dfas;
+}
 
-  // Productive rules: the start state reaches a final state through bytes and productive rules.
-  std::vector<uint8_t> productive(num_rules, 0);
-  // Live states: those from which a final state is reachable through bytes and productive
-  // rules, by a backward search from the final states.
-  std::vector<int32_t> pred_begin, preds, fill, live_stack;
+// Live states: those from which a final state is reachable through bytes and productive
+// rules, by a backward search from the final states (the buffers kept between rules).
+class LivenessSearch {
+ public:
+  explicit LivenessSearch(const std::vector<uint8_t>& productive) : productive_(productive) {}
   // Returns whether every rule the automaton references was productive (then the result is
   // final: productivity only grows).
-  auto reaches_final = [&](const RuleDfa& d, uint8_t* live) {
+  bool ReachesFinal(const RuleDfa& d, uint8_t* live) {
     const int32_t n = d.num_states();
     std::fill(live, live + n, uint8_t{0});
     pred_begin.assign(n + 1, 0);
@@ -108,7 +127,7 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
     for (int32_t s = 0; s < n; ++s) {
       for (const auto& e : d.byte_edges(s)) ++pred_begin[e.target + 1];
       for (const auto& e : d.rule_edges(s)) {
-        if (productive[e.rule]) ++pred_begin[e.target + 1];
+        if (productive_[e.rule]) ++pred_begin[e.target + 1];
         else callees_productive = false;
       }
     }
@@ -118,7 +137,7 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
     for (int32_t s = 0; s < n; ++s) {
       for (const auto& e : d.byte_edges(s)) preds[fill[e.target]++] = s;
       for (const auto& e : d.rule_edges(s))
-        if (productive[e.rule]) preds[fill[e.target]++] = s;
+        if (productive_[e.rule]) preds[fill[e.target]++] = s;
     }
     live_stack.clear();
     for (int32_t s = 0; s < n; ++s) {
@@ -138,31 +157,53 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
       }
     }
     return callees_productive;
-  };
-  // Rule r's states are offset[r] .. offset[r + 1] - 1 in the global numbering; liveness uses
-  // the same layout (one buffer for all rules).
-  std::vector<int32_t> offset(num_rules + 1, 0);
-  for (RuleId r = 0; r < num_rules; ++r) offset[r + 1] = offset[r] + dfas[r].num_states();
-  std::vector<uint8_t> live_states(static_cast<size_t>(offset[num_rules]), 0);
-  auto live = [&](RuleId r) { return live_states.data() + offset[r]; };
-  // An any-order rule completes if its required members do and enough members can complete
-  // to reach min_count within max_count.
-  std::vector<int32_t> any_order_of(num_rules, -1);
-  for (size_t i = 0; i < lowered_any_order.size(); ++i) any_order_of[lowered_any_order[i].rule] = static_cast<int32_t>(i);
-  auto any_order_productive = [&](const LoweredAnyOrder& lo) {
-    const AnyOrderSpec& sp = lo.spec;
-    int64_t available = 0;
-    for (int32_t i = 0; i < sp.num_members(); ++i) {
-      if (!productive[lo.first[i]]) {
-        if (i < sp.num_required) return false;
-        continue;
-      }
-      available += i < sp.num_required + sp.num_optional ? 1 : INT32_MAX;
+  }
+
+ private:
+  const std::vector<uint8_t>& productive_;
+  std::vector<int32_t> pred_begin, preds, fill, live_stack;
+};
+
+// An any-order rule completes if its required members do and enough members can complete
+// to reach min_count within max_count.
+bool AnyOrderProductive(const LoweredAnyOrder& lo, const std::vector<uint8_t>& productive) {
+  const AnyOrderSpec& sp = lo.spec;
+  int64_t available = 0;
+  for (int32_t i = 0; i < sp.num_members(); ++i) {
+    if (!productive[lo.first[i]]) {
+      if (i < sp.num_required) return false;
+      continue;
     }
-    int64_t need = std::max<int64_t>(sp.num_required, sp.min_count);
-    int64_t room = sp.max_count >= 0 ? sp.max_count : INT64_MAX;
-    return need <= std::min(available, room);
-  };
+    available += i < sp.num_required + sp.num_optional ? 1 : INT32_MAX;
+  }
+  int64_t need = std::max<int64_t>(sp.num_required, sp.min_count);
+  int64_t room = sp.max_count >= 0 ? sp.max_count : INT64_MAX;
+  return need <= std::min(available, room);
+}
+
+// Productive rules (the start state reaches a final state through bytes and productive rules)
+// and live states. Rule r's states are offset[r] .. offset[r + 1] - 1 in the global numbering;
+// liveness uses the same layout (one buffer for all rules).
+struct Productivity {
+  std::vector<uint8_t> productive;   // per rule
+  std::vector<int32_t> offset;       // per rule, and the total after the last
+  std::vector<uint8_t> live_states;  // per global state
+  uint8_t* live(RuleId r) { return live_states.data() + offset[r]; }
+  const uint8_t* live(RuleId r) const { return live_states.data() + offset[r]; }
+};
+
+Productivity FindProductiveRules(const std::vector<RuleDfa>& dfas, const std::vector<std::vector<RuleId>>& member_rules,
+                                 const std::vector<LoweredAnyOrder>& any_order) {
+  const int32_t num_rules = static_cast<int32_t>(dfas.size());
+  Productivity p;
+  std::vector<uint8_t>& productive = p.productive;
+  productive.assign(num_rules, 0);
+  LivenessSearch search(productive);
+  p.offset.assign(num_rules + 1, 0);
+  for (RuleId r = 0; r < num_rules; ++r) p.offset[r + 1] = p.offset[r] + dfas[r].num_states();
+  p.live_states.assign(static_cast<size_t>(p.offset[num_rules]), 0);
+  std::vector<int32_t> any_order_of(num_rules, -1);
+  for (size_t i = 0; i < any_order.size(); ++i) any_order_of[any_order[i].rule] = static_cast<int32_t>(i);
   // Worklist: a rule is re-examined only when one of its callees (or any-order members)
   // became productive; sweeping every rule until nothing changed took one sweep per level
   // of nesting.
@@ -182,8 +223,8 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
     work.pop_back();
     queued[r] = 0;
     if (productive[r]) continue;
-    live_final[r] = reaches_final(dfas[r], live(r));
-    if (any_order_of[r] >= 0 ? any_order_productive(lowered_any_order[any_order_of[r]]) : live(r)[0] != 0) {
+    live_final[r] = search.ReachesFinal(dfas[r], p.live(r));
+    if (any_order_of[r] >= 0 ? AnyOrderProductive(any_order[any_order_of[r]], productive) : p.live(r)[0] != 0) {
       productive[r] = 1;
       for (RuleId c : callers[r]) {
         if (!productive[c] && !queued[c]) {
@@ -194,9 +235,14 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
     }
   }
   for (RuleId r = 0; r < num_rules; ++r)
-    if (!live_final[r]) reaches_final(dfas[r], live(r));
+    if (!live_final[r]) search.ReachesFinal(dfas[r], p.live(r));
+  return p;
+}
+
+// The root rule, which must exist and complete.
+RuleId CheckedRoot(const Grammar& g, const std::vector<uint8_t>& productive) {
   RuleId root = g.root();
-  if (root < 0 || root >= num_rules) {
+  if (root < 0 || root >= g.num_rules()) {
     throw Error(ErrorKind::kGrammarSemantic, "the grammar has no root rule");
   }
   if (!productive[root]) {
@@ -204,9 +250,15 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
                 "the grammar accepts no finite string (rule '" + g.rule(root).name +
                     "' never completes)");
   }
+  return root;
+}
 
-  auto out = std::make_shared<GrammarAutomaton>();
-  out->root_rule = root;
+// The rules' states in the global numbering, keeping only edges into live states (and
+// references to productive rules).
+void CopyLiveStates(const Grammar& g, const std::vector<RuleDfa>& dfas, const Productivity& p,
+                    GrammarAutomaton* out) {
+  const int32_t num_rules = static_cast<int32_t>(dfas.size());
+  const std::vector<int32_t>& offset = p.offset;
   out->rule_start.resize(num_rules);
   out->rule_nullable.assign(num_rules, 0);
   for (RuleId r = 0; r < num_rules; ++r) out->rule_names.push_back(g.rule(r).name);
@@ -223,14 +275,13 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
       int32_t gs = offset[r] + s;
       out->state_rule[gs] = r;
       out->state_final[gs] = d.is_final[s];
-      // Keep only edges into live states (and references to productive rules).
       for (const auto& e : d.byte_edges(s)) {
-        if (!live(r)[e.target]) continue;
+        if (!p.live(r)[e.target]) continue;
         out->byte_edges.push_back({e.lo, e.hi, offset[r] + e.target});
         if (e.hi == kVirtualTokenLead) out->scans_virtual_tokens = true;
       }
       for (const auto& e : d.rule_edges(s)) {
-        if (productive[e.rule] && live(r)[e.target]) {
+        if (p.productive[e.rule] && p.live(r)[e.target]) {
           out->rule_edges.push_back({e.rule, offset[r] + e.target});
         }
       }
@@ -238,11 +289,14 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
       out->rule_edge_begin[gs + 1] = static_cast<int32_t>(out->rule_edges.size());
     }
   }
+}
 
-  // Nullable rules: the start reaches a final state through nullable rule references only.
+// Nullable rules: the start reaches a final state through nullable rule references only.
+void MarkNullableRules(const std::vector<uint8_t>& productive, GrammarAutomaton* out) {
+  const int32_t num_rules = static_cast<int32_t>(productive.size());
   bool changed = true;
   std::vector<int32_t> null_stack;
-  std::vector<uint32_t> null_seen(static_cast<size_t>(total), 0);  // == stamp: seen in this search
+  std::vector<uint32_t> null_seen(static_cast<size_t>(out->num_states()), 0);  // == stamp: seen in this search
   uint32_t null_stamp = 0;
   while (changed) {
     changed = false;
@@ -270,72 +324,78 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
       }
     }
   }
+}
 
-  // Counted repetitions: virtual loop states above the real ones.
+// Counted repetitions: virtual loop states above the real ones.
+void AddCountedRepeats(const std::vector<LoweredRepeat>& lowered, GrammarAutomaton* out) {
+  const int32_t num_rules = static_cast<int32_t>(out->rule_start.size());
   out->rule_repeat.assign(num_rules, -1);
   out->child_repeat.assign(num_rules, -1);
-  {
-    int64_t next_base = total;
-    for (const LoweredRepeat& lr : lowered) {
-      GrammarAutomaton::CountedRepeat r;
-      r.rule = lr.rule;
-      r.child = lr.child;
-      r.min = lr.min;
-      r.max = lr.max;
-      int64_t span = (lr.max == kUnbounded ? lr.min : lr.max) + 1;
-      if (next_base + span + 2 > INT32_MAX / 2) {
-        throw Error(ErrorKind::kLimitExceeded, "repetition bounds too large in total (" +
-                                                   std::to_string(next_base + span) + " counts)");
-      }
-      r.base = static_cast<int32_t>(next_base);
-      r.span = static_cast<int32_t>(span);
-      next_base += span + 2;
-      out->rule_repeat[lr.rule] = static_cast<int32_t>(out->repeats.size());
-      out->child_repeat[lr.child] = static_cast<int32_t>(out->repeats.size());
-      out->rule_start[lr.rule] = r.base;
-      out->repeats.push_back(r);
+  int64_t next_base = out->num_states();
+  for (const LoweredRepeat& lr : lowered) {
+    GrammarAutomaton::CountedRepeat r;
+    r.rule = lr.rule;
+    r.child = lr.child;
+    r.min = lr.min;
+    r.max = lr.max;
+    int64_t span = (lr.max == kUnbounded ? lr.min : lr.max) + 1;
+    if (next_base + span + 2 > INT32_MAX / 2) {
+      throw Error(ErrorKind::kLimitExceeded, "repetition bounds too large in total (" +
+                                                 std::to_string(next_base + span) + " counts)");
     }
+    r.base = static_cast<int32_t>(next_base);
+    r.span = static_cast<int32_t>(span);
+    next_base += span + 2;
+    out->rule_repeat[lr.rule] = static_cast<int32_t>(out->repeats.size());
+    out->child_repeat[lr.child] = static_cast<int32_t>(out->repeats.size());
+    out->rule_start[lr.rule] = r.base;
+    out->repeats.push_back(r);
   }
-  // Any-order rules: virtual states after the loops' (members that never complete dropped).
-  {
-    int64_t next_base = total;
-    if (!out->repeats.empty()) next_base = int64_t{out->repeats.back().base} + out->repeats.back().span + 2;
-    std::vector<AnyOrderStates::Node> nodes;
-    for (const LoweredAnyOrder& lo : lowered_any_order) {
-      AnyOrderStates::Node n;
-      n.rule = lo.rule;
-      n.spec = lo.spec;
-      for (size_t i = 0; i < lo.first.size(); ++i) {
-        if (productive[lo.first[i]] && !productive[lo.rest[i]]) {
-          throw Error(ErrorKind::kGrammarSemantic, "the separator of AnyOrder rule '" + g.rule(lo.rule).name + "' never completes");
-        }
-        n.first.push_back(productive[lo.first[i]] ? lo.first[i] : -1);
-        n.rest.push_back(productive[lo.rest[i]] ? lo.rest[i] : -1);
-      }
-      nodes.push_back(std::move(n));
-    }
-    if (!nodes.empty()) {
-      if (next_base > INT32_MAX / 2) throw Error(ErrorKind::kLimitExceeded, "too many automaton states");
-      out->any_order->Init(std::move(nodes), static_cast<int32_t>(next_base), num_rules);
-      for (const auto& n : out->any_order->nodes()) out->rule_start[n.rule] = n.start_state;
-    }
-  }
-  // Calls visit(state) for a rule's first states: looking through repeat rules to their child
-  // and through any-order rules to their members.
-  std::function<void(RuleId, const std::function<void(int32_t)>&)> entry_states =
-      [&](RuleId r, const std::function<void(int32_t)>& visit) {
-        int32_t rep = out->rule_repeat[r];
-        if (rep >= 0) return entry_states(out->repeats[rep].child, visit);
-        int32_t node = out->any_order->NodeOfRule(r);
-        if (node < 0) return visit(out->rule_start[r]);
-        const AnyOrderStates::Node& n = out->any_order->nodes()[node];
-        for (size_t i = 0; i < n.first.size(); ++i) {
-          if (n.first[i] >= 0) entry_states(n.first[i], visit);
-          if (n.rest[i] >= 0) entry_states(n.rest[i], visit);
-        }
-      };
+}
 
-  // Used states: reachable from the root's start through kept edges, following references.
+// Any-order rules: virtual states after the loops' (members that never complete dropped).
+void AddAnyOrderRules(const Grammar& g, const std::vector<LoweredAnyOrder>& lowered_any_order,
+                      const std::vector<uint8_t>& productive, GrammarAutomaton* out) {
+  int64_t next_base = out->num_states();
+  if (!out->repeats.empty()) next_base = int64_t{out->repeats.back().base} + out->repeats.back().span + 2;
+  std::vector<AnyOrderStates::Node> nodes;
+  for (const LoweredAnyOrder& lo : lowered_any_order) {
+    AnyOrderStates::Node n;
+    n.rule = lo.rule;
+    n.spec = lo.spec;
+    for (size_t i = 0; i < lo.first.size(); ++i) {
+      if (productive[lo.first[i]] && !productive[lo.rest[i]]) {
+        throw Error(ErrorKind::kGrammarSemantic, "the separator of AnyOrder rule '" + g.rule(lo.rule).name + "' never completes");
+      }
+      n.first.push_back(productive[lo.first[i]] ? lo.first[i] : -1);
+      n.rest.push_back(productive[lo.rest[i]] ? lo.rest[i] : -1);
+    }
+    nodes.push_back(std::move(n));
+  }
+  if (!nodes.empty()) {
+    if (next_base > INT32_MAX / 2) throw Error(ErrorKind::kLimitExceeded, "too many automaton states");
+    const int32_t num_rules = static_cast<int32_t>(out->rule_start.size());
+    out->any_order->Init(std::move(nodes), static_cast<int32_t>(next_base), num_rules);
+    for (const auto& n : out->any_order->nodes()) out->rule_start[n.rule] = n.start_state;
+  }
+}
+
+// Calls visit(state) for a rule's first states: looking through repeat rules to their child
+// and through any-order rules to their members.
+void VisitEntryStates(const GrammarAutomaton& a, RuleId r, const std::function<void(int32_t)>& visit) {
+  int32_t rep = a.rule_repeat[r];
+  if (rep >= 0) return VisitEntryStates(a, a.repeats[rep].child, visit);
+  int32_t node = a.any_order->NodeOfRule(r);
+  if (node < 0) return visit(a.rule_start[r]);
+  const AnyOrderStates::Node& n = a.any_order->nodes()[node];
+  for (size_t i = 0; i < n.first.size(); ++i) {
+    if (n.first[i] >= 0) VisitEntryStates(a, n.first[i], visit);
+    if (n.rest[i] >= 0) VisitEntryStates(a, n.rest[i], visit);
+  }
+}
+
+// Used states: reachable from the root's start through kept edges, following references.
+void MarkUsedStates(RuleId root, GrammarAutomaton* out) {
   std::vector<int32_t> stack{out->rule_start[root]};
   out->state_used[out->rule_start[root]] = 1;
   while (!stack.empty()) {
@@ -351,9 +411,14 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
       visit(out->byte_edges[k].target);
     for (int32_t k = out->rule_edge_begin[s]; k < out->rule_edge_begin[s + 1]; ++k) {
       visit(out->rule_edges[k].target);
-      entry_states(out->rule_edges[k].rule, visit);
+      VisitEntryStates(*out, out->rule_edges[k].rule, visit);
     }
   }
+}
+
+// Per state: whether its closure is trivial (closure_trivial) and which rules it awaits.
+void SummariseStates(GrammarAutomaton* out) {
+  const int32_t total = out->num_states();
   out->closure_trivial.assign(total, 0);
   for (int32_t s = 0; s < total; ++s) {
     bool no_rules = out->rule_edge_begin[s + 1] == out->rule_edge_begin[s];
@@ -365,43 +430,49 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
       out->awaited_rule_bits[s] |= 1ull << (out->rule_edges[k].rule & 63);
     }
   }
+}
+
+// Per rule: the states and rules predicting it brings in.
+void ComputeRulePredictions(GrammarAutomaton* out) {
+  const int32_t num_rules = static_cast<int32_t>(out->rule_start.size());
   out->rule_prediction_states.assign(num_rules, {});
   out->rule_prediction_rules.assign(num_rules, {});
-  {
-    std::vector<uint32_t> state_mark(total, 0), rule_mark(num_rules, 0);
-    std::unordered_set<int32_t> virtual_mark;
-    uint32_t mark = 0;
-    for (RuleId q = 0; q < num_rules; ++q) {
-      ++mark;
-      virtual_mark.clear();
-      auto& states = out->rule_prediction_states[q];
-      auto& rules = out->rule_prediction_rules[q];
-      auto add_state = [&](int32_t s) {
-        if (out->is_virtual(s)) {
-          if (virtual_mark.insert(s).second) states.push_back(s);
-        } else if (state_mark[s] != mark) {
-          state_mark[s] = mark;
-          states.push_back(s);
-        }
-      };
-      rules.push_back(q);
-      rule_mark[q] = mark;
-      add_state(out->rule_start[q]);
-      for (size_t k = 0; k < states.size(); ++k) {
-        out->ForEachRuleEdge(states[k], [&](RuleId rule, int32_t target) {
-          if (rule_mark[rule] != mark) {
-            rule_mark[rule] = mark;
-            rules.push_back(rule);
-          }
-          add_state(out->rule_start[rule]);
-          if (out->rule_nullable[rule]) add_state(target);
-        });
+  std::vector<uint32_t> state_mark(out->num_states(), 0), rule_mark(num_rules, 0);
+  std::unordered_set<int32_t> virtual_mark;
+  uint32_t mark = 0;
+  for (RuleId q = 0; q < num_rules; ++q) {
+    ++mark;
+    virtual_mark.clear();
+    auto& states = out->rule_prediction_states[q];
+    auto& rules = out->rule_prediction_rules[q];
+    auto add_state = [&](int32_t s) {
+      if (out->is_virtual(s)) {
+        if (virtual_mark.insert(s).second) states.push_back(s);
+      } else if (state_mark[s] != mark) {
+        state_mark[s] = mark;
+        states.push_back(s);
       }
+    };
+    rules.push_back(q);
+    rule_mark[q] = mark;
+    add_state(out->rule_start[q]);
+    for (size_t k = 0; k < states.size(); ++k) {
+      out->ForEachRuleEdge(states[k], [&](RuleId rule, int32_t target) {
+        if (rule_mark[rule] != mark) {
+          rule_mark[rule] = mark;
+          rules.push_back(rule);
+        }
+        add_state(out->rule_start[rule]);
+        if (out->rule_nullable[rule]) add_state(target);
+      });
     }
   }
-  // Follow targets: where each rule's callers continue after it completes.
-  out->rule_follow_targets.assign(num_rules, {});
-  for (int32_t s = 0; s < total; ++s) {
+}
+
+// Follow targets: where each rule's callers continue after it completes.
+void ComputeFollowTargets(GrammarAutomaton* out) {
+  out->rule_follow_targets.assign(out->rule_start.size(), {});
+  for (int32_t s = 0; s < out->num_states(); ++s) {
     if (!out->state_used[s]) continue;
     for (int32_t k = out->rule_edge_begin[s]; k < out->rule_edge_begin[s + 1]; ++k) {
       auto& targets = out->rule_follow_targets[out->rule_edges[k].rule];
@@ -416,6 +487,26 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
       if (n.rest[i] >= 0) out->rule_follow_targets[n.rest[i]].push_back(n.any_state);
     }
   }
+}
+
+std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const AutomatonLimits& limits) {
+  const LoweredGrammar lowered = LowerGrammar(source, limits);
+  const Grammar& g = lowered.g;
+  const std::vector<std::vector<RuleId>> member_rules = AnyOrderMembers(g.num_rules(), lowered.any_order);
+  const std::vector<RuleDfa> dfas = BuildRuleDfas(g, member_rules, limits);
+  const Productivity productivity = FindProductiveRules(dfas, member_rules, lowered.any_order);
+  const RuleId root = CheckedRoot(g, productivity.productive);
+
+  auto out = std::make_shared<GrammarAutomaton>();
+  out->root_rule = root;
+  CopyLiveStates(g, dfas, productivity, out.get());
+  MarkNullableRules(productivity.productive, out.get());
+  AddCountedRepeats(lowered.repeats, out.get());
+  AddAnyOrderRules(g, lowered.any_order, productivity.productive, out.get());
+  MarkUsedStates(root, out.get());
+  SummariseStates(out.get());
+  ComputeRulePredictions(out.get());
+  ComputeFollowTargets(out.get());
   return out;
 }
 

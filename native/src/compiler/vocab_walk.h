@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "automata/grammar_automaton.h"
+#include "compiler/text_analysis.h"
 #include "support/sequence_interner.h"
 #include "tokenizer/text_slice.h"
 #include "xg2/tokenizer.h"
@@ -65,16 +66,16 @@ struct TrieWalkResult {
 class SubtreeMemo {
  public:
   explicit SubtreeMemo(int32_t num_states) : text_bound_(static_cast<size_t>(num_states), -1) {}
-  // Walker::TextBound of a state, once per grammar: an unbounded result holds for every state
-  // the search reached too (the other states of a property-name automaton, say).
-  template <class Walker>
-  int32_t TextBound(int32_t state, Walker& walker) {
+  // TextBound (compiler/text_analysis.h) of a state, once per grammar: an unbounded result
+  // holds for every state the search reached too (the other states of a property-name
+  // automaton, say).
+  int32_t TextBound(int32_t state, const GrammarAutomaton& automaton) {
     {
       std::lock_guard<std::mutex> lock(mu_);
       if (text_bound_[state] >= 0) return text_bound_[state];
     }
     std::vector<int32_t> reached;
-    const int32_t bound = walker.TextBound(state, &reached);
+    const int32_t bound = xg2::TextBound(automaton, state, &reached);
     std::lock_guard<std::mutex> lock(mu_);
     text_bound_[state] = static_cast<int16_t>(bound);
     if (bound == kTextCharsCap) {

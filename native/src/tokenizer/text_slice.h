@@ -3,7 +3,8 @@
 // C0 control character. Most of a vocabulary is text (121,825 of Llama-3's 128,000 tokens),
 // and the states of free-text contexts (JSON string bodies) accept every text token: the mask
 // cache checks that once per state and then skips the trie subtrees that hold only text
-// tokens instead of walking them node by node (see VocabWalker in token_mask_cache.cc).
+// tokens instead of walking them node by node (see compiler/text_analysis.h and VocabWalker
+// in compiler/vocab_walk.cc).
 #pragma once
 
 #include <cstdint>
