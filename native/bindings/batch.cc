@@ -24,8 +24,7 @@ using IndexMatrix = nb::ndarray<const int64_t, nb::ndim<2>, nb::c_contig, nb::de
 
 void CheckLength(const IndexArray& a, size_t n, const char* name) {
   if (a.shape(0) != n) {
-    throw Error(ErrorKind::kInvalidArgument, std::string(name) + " has " +
-                                                 std::to_string(a.shape(0)) +
+    throw Error(ErrorKind::kInvalidArgument, std::string(name) + " has " + std::to_string(a.shape(0)) +
                                                  " entries; draft_tokens has " + std::to_string(n));
   }
 }
@@ -38,13 +37,12 @@ void BindBatch(nb::module_& m) {
       .def_prop_ro("max_threads", &BatchGrammarMatcher::max_threads)
       .def(
           "fill_next_token_bitmask",
-          [](const BatchGrammarMatcher& self, const std::vector<GrammarMatcher*>& matchers,
-             nb::ndarray<> bitmask, const std::vector<int32_t>& indices) {
+          [](const BatchGrammarMatcher& self, const std::vector<GrammarMatcher*>& matchers, nb::ndarray<> bitmask,
+             const std::vector<int32_t>& indices) {
             BatchGrammarMatcher::CheckDistinct(matchers);
             BitmaskView v = CheckBitmask(bitmask, /*require_2d=*/false);
             nb::gil_scoped_release release;
-            return self.FillNextTokenBitmask(matchers, v.data, v.rows, v.words, v.row_stride,
-                                             indices);
+            return self.FillNextTokenBitmask(matchers, v.data, v.rows, v.words, v.row_stride, indices);
           },
           nb::arg("matchers"), nb::arg("bitmask"), nb::arg("indices") = std::vector<int32_t>())
       .def(
@@ -67,16 +65,15 @@ void BindBatch(nb::module_& m) {
           nb::arg("matchers"), nb::arg("counts"))
       .def(
           "traverse_draft_tree",
-          [](const BatchGrammarMatcher& self, const std::vector<GrammarMatcher*>& matchers,
-             IndexMatrix draft_tokens, nb::ndarray<> bitmask, std::optional<IndexMatrix> parents,
-             std::optional<IndexMatrix> first_child, std::optional<IndexMatrix> next_sibling) {
+          [](const BatchGrammarMatcher& self, const std::vector<GrammarMatcher*>& matchers, IndexMatrix draft_tokens,
+             nb::ndarray<> bitmask, std::optional<IndexMatrix> parents, std::optional<IndexMatrix> first_child,
+             std::optional<IndexMatrix> next_sibling) {
             BatchGrammarMatcher::CheckDistinct(matchers);
             BitmaskView v = CheckBitmask(bitmask, /*require_2d=*/true);
             const size_t b = draft_tokens.shape(0), n = draft_tokens.shape(1);
             if (b != matchers.size()) {
-              throw Error(ErrorKind::kInvalidArgument,
-                          "draft_tokens has " + std::to_string(b) + " rows for " +
-                              std::to_string(matchers.size()) + " matchers");
+              throw Error(ErrorKind::kInvalidArgument, "draft_tokens has " + std::to_string(b) + " rows for " +
+                                                           std::to_string(matchers.size()) + " matchers");
             }
             const bool links = first_child.has_value() || next_sibling.has_value();
             if (parents.has_value() == links || (links && !(first_child && next_sibling))) {
@@ -101,18 +98,14 @@ void BindBatch(nb::module_& m) {
             std::vector<DraftTree> trees;
             trees.reserve(trees_rows);
             for (size_t i = 0; i < trees_rows; ++i) {
-              trees.push_back(parents ? DraftTree::FromParents(parents->data() + i * n,
-                                                               static_cast<int64_t>(n))
-                                      : DraftTree::FromLinks(first_child->data() + i * n,
-                                                             next_sibling->data() + i * n,
+              trees.push_back(parents ? DraftTree::FromParents(parents->data() + i * n, static_cast<int64_t>(n))
+                                      : DraftTree::FromLinks(first_child->data() + i * n, next_sibling->data() + i * n,
                                                              static_cast<int64_t>(n)));
             }
-            return self.TraverseDraftTrees(matchers, trees, draft_tokens.data(), v.data, v.rows,
-                                           v.words, v.row_stride);
+            return self.TraverseDraftTrees(matchers, trees, draft_tokens.data(), v.data, v.rows, v.words, v.row_stride);
           },
-          nb::arg("matchers"), nb::arg("draft_tokens"), nb::arg("bitmask"),
-          nb::arg("parents") = nb::none(), nb::arg("first_child") = nb::none(),
-          nb::arg("next_sibling") = nb::none());
+          nb::arg("matchers"), nb::arg("draft_tokens"), nb::arg("bitmask"), nb::arg("parents") = nb::none(),
+          nb::arg("first_child") = nb::none(), nb::arg("next_sibling") = nb::none());
 
   m.def(
       "traverse_draft_tree",
@@ -130,16 +123,13 @@ void BindBatch(nb::module_& m) {
         if (first_child) CheckLength(*first_child, n, "first_child");
         if (next_sibling) CheckLength(*next_sibling, n, "next_sibling");
         nb::gil_scoped_release release;
-        DraftTree tree =
-            parents ? DraftTree::FromParents(parents->data(), static_cast<int64_t>(n))
-                    : DraftTree::FromLinks(first_child->data(), next_sibling->data(),
-                                           static_cast<int64_t>(n));
-        return TraverseDraftTree(matcher, tree, draft_tokens.data(), v.data, v.rows, v.words,
-                                 v.row_stride);
+        DraftTree tree = parents
+                             ? DraftTree::FromParents(parents->data(), static_cast<int64_t>(n))
+                             : DraftTree::FromLinks(first_child->data(), next_sibling->data(), static_cast<int64_t>(n));
+        return TraverseDraftTree(matcher, tree, draft_tokens.data(), v.data, v.rows, v.words, v.row_stride);
       },
-      nb::arg("matcher"), nb::arg("draft_tokens"), nb::arg("bitmask"),
-      nb::arg("parents") = nb::none(), nb::arg("first_child") = nb::none(),
-      nb::arg("next_sibling") = nb::none());
+      nb::arg("matcher"), nb::arg("draft_tokens"), nb::arg("bitmask"), nb::arg("parents") = nb::none(),
+      nb::arg("first_child") = nb::none(), nb::arg("next_sibling") = nb::none());
 
   m.def(
       "serialize_compiled_grammar",

@@ -1,12 +1,13 @@
 // Maps the core's typed C++ errors to Python exception classes. The classes are handed over
 // by the Python package at import (_set_error_classes): the native module imports no Python
 // module by name, and until they are set errors raise as builtin exceptions.
+#include "xg2/errors.h"
+
 #include <cstring>
 #include <string>
 #include <system_error>
 
 #include "bindings.h"
-#include "xg2/errors.h"
 
 namespace xg2::bindings {
 namespace {
@@ -52,9 +53,9 @@ void BindErrors(nb::module_& m) {
   m.def(
       "_set_error_classes",
       [](nb::dict classes) {
-        for (const char* name : {"XG2Error", "GrammarError", "GrammarSyntaxError", "TokenizerError",
-                                 "MatcherStateError", "InvalidArgumentError", "LimitExceededError",
-                                 "StructuralTagError", "UnsupportedSchemaError"}) {
+        for (const char* name :
+             {"XG2Error", "GrammarError", "GrammarSyntaxError", "TokenizerError", "MatcherStateError",
+              "InvalidArgumentError", "LimitExceededError", "StructuralTagError", "UnsupportedSchemaError"}) {
           if (!classes.contains(name)) {
             throw Error(ErrorKind::kInvalidArgument, std::string("error classes lack ") + name);
           }
@@ -74,8 +75,8 @@ void BindErrors(nb::module_& m) {
       RaisePython("LimitExceededError", e.what(), 0, 0);
     } catch (const std::system_error& e) {
       // Out of threads or memory for one (std::thread): the process is out of resources.
-      const bool resources = e.code() == std::errc::resource_unavailable_try_again ||
-                             e.code() == std::errc::not_enough_memory;
+      const bool resources =
+          e.code() == std::errc::resource_unavailable_try_again || e.code() == std::errc::not_enough_memory;
       PyErr_SetString(resources ? PyExc_MemoryError : PyExc_RuntimeError, e.what());
     }
   });

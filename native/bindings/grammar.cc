@@ -1,4 +1,6 @@
 // Bindings of Grammar, GrammarCompiler and CompiledGrammar.
+#include "xg2/grammar.h"
+
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
@@ -6,7 +8,6 @@
 #include "bindings.h"
 #include "compiler/cache_registry.h"
 #include "compiler/grammar_compiler.h"
-#include "xg2/grammar.h"
 #include "xg2/errors.h"
 #include "xg2/limits.h"
 
@@ -58,8 +59,7 @@ void BindGrammar(nb::module_& m) {
           },
           nb::arg("num_threads") = 1);
 
-  m.def(
-      "set_max_nesting_depth", [](int depth) { SetMaxNestingDepth(depth); }, nb::arg("depth"));
+  m.def("set_max_nesting_depth", [](int depth) { SetMaxNestingDepth(depth); }, nb::arg("depth"));
   m.def("max_nesting_depth", []() { return MaxNestingDepth(); });
 
   m.def("cross_grammar_cache_stats", []() {
@@ -83,8 +83,8 @@ void BindGrammar(nb::module_& m) {
     d["budget_bytes"] = s.budget_bytes;
     return d;
   });
-  m.def("set_cross_grammar_cache_limit", [](int64_t bytes) { cache_registry::SetBudget(bytes); },
-        nb::arg("limit_bytes"));
+  m.def(
+      "set_cross_grammar_cache_limit", [](int64_t bytes) { cache_registry::SetBudget(bytes); }, nb::arg("limit_bytes"));
   m.def("clear_cross_grammar_cache", []() { cache_registry::Clear(); });
   m.def("release_freed_memory", []() { cache_registry::ReleaseFreedMemory(); });
 
@@ -130,16 +130,16 @@ void BindGrammar(nb::module_& m) {
   nb::class_<GrammarCompiler>(m, "GrammarCompiler")
       .def(
           "__init__",
-          [](GrammarCompiler* self, std::shared_ptr<TokenizerInfo> tokenizer, int max_threads,
-             bool cache_enabled, int64_t cache_limit_bytes) {
+          [](GrammarCompiler* self, std::shared_ptr<TokenizerInfo> tokenizer, int max_threads, bool cache_enabled,
+             int64_t cache_limit_bytes) {
             new (self) GrammarCompiler(std::move(tokenizer), max_threads, cache_enabled, cache_limit_bytes);
           },
           nb::arg("tokenizer_info"), nb::arg("max_threads") = 0, nb::arg("cache_enabled") = true,
           nb::arg("cache_limit_bytes") = cache_registry::kDefaultCompiledCacheBytes)
       .def(
           "compile",
-          [](GrammarCompiler& c, const Grammar& g, bool precompute, int64_t max_unrolled_repeat,
-             double time_limit_s, int64_t max_nfa_states, int64_t max_dfa_states, int64_t max_memory_bytes) {
+          [](GrammarCompiler& c, const Grammar& g, bool precompute, int64_t max_unrolled_repeat, double time_limit_s,
+             int64_t max_nfa_states, int64_t max_dfa_states, int64_t max_memory_bytes) {
             if (max_nfa_states < 1 || max_dfa_states < 1) {
               throw Error(ErrorKind::kInvalidArgument, "max_nfa_states and max_dfa_states must be >= 1");
             }
@@ -154,8 +154,8 @@ void BindGrammar(nb::module_& m) {
             return c.Compile(g, options);
           },
           nb::arg("grammar"), nb::arg("precompute") = true, nb::arg("max_unrolled_repeat") = 32,
-          nb::arg("time_limit_s") = 0.0, nb::arg("max_nfa_states") = 4'000'000,
-          nb::arg("max_dfa_states") = 1'000'000, nb::arg("max_memory_bytes") = 0)
+          nb::arg("time_limit_s") = 0.0, nb::arg("max_nfa_states") = 4'000'000, nb::arg("max_dfa_states") = 1'000'000,
+          nb::arg("max_memory_bytes") = 0)
       .def("clear_cache", &GrammarCompiler::ClearCache)
       .def("cache_stats",
            [](const GrammarCompiler& c) {

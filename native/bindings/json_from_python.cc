@@ -106,8 +106,6 @@ bool Convert(PyObject* o, int depth_left, JsonValue* out) {
 
 }  // namespace
 
-bool JsonFromPython(nanobind::handle obj, int max_depth, JsonValue* out) {
-  return Convert(obj.ptr(), max_depth, out);
-}
+bool JsonFromPython(nanobind::handle obj, int max_depth, JsonValue* out) { return Convert(obj.ptr(), max_depth, out); }
 
 }  // namespace xg2::bindings

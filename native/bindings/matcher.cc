@@ -7,8 +7,8 @@
 #include <nanobind/stl/vector.h>
 
 #include "bindings.h"
-#include "ndarray_checks.h"
 #include "matcher/grammar_matcher.h"
+#include "ndarray_checks.h"
 #include "xg2/errors.h"
 
 namespace xg2::bindings {
@@ -18,8 +18,8 @@ namespace {
 int32_t* BitmaskRow(nb::ndarray<>& a, int64_t index, int64_t* num_words) {
   BitmaskView v = CheckBitmask(a, /*require_2d=*/false);
   if (index < 0 || index >= v.rows) {
-    throw Error(ErrorKind::kInvalidArgument, "bitmask index " + std::to_string(index) +
-                                                 " is out of range for batch size " + std::to_string(v.rows));
+    throw Error(ErrorKind::kInvalidArgument,
+                "bitmask index " + std::to_string(index) + " is out of range for batch size " + std::to_string(v.rows));
   }
   *num_words = v.words;
   return v.data + index * v.row_stride;
@@ -31,10 +31,9 @@ void BindMatcher(nb::module_& m) {
   nb::class_<GrammarMatcher>(m, "GrammarMatcher")
       .def(
           "__init__",
-          [](GrammarMatcher* self, std::shared_ptr<CompiledGrammar> compiled,
-             std::vector<int32_t> stop_token_ids, bool terminate_without_stop_token) {
-            new (self) GrammarMatcher(std::move(compiled), std::move(stop_token_ids),
-                                      terminate_without_stop_token);
+          [](GrammarMatcher* self, std::shared_ptr<CompiledGrammar> compiled, std::vector<int32_t> stop_token_ids,
+             bool terminate_without_stop_token) {
+            new (self) GrammarMatcher(std::move(compiled), std::move(stop_token_ids), terminate_without_stop_token);
           },
           nb::arg("compiled_grammar"), nb::arg("stop_token_ids") = std::vector<int32_t>(),
           nb::arg("terminate_without_stop_token") = false)

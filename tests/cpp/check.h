@@ -6,18 +6,18 @@
 
 inline int g_failures = 0;
 
-#define CHECK(cond)                                                  \
-  do {                                                               \
-    if (!(cond)) {                                                   \
-      std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);    \
-      ++g_failures;                                                  \
-    }                                                                \
+#define CHECK(cond)                                               \
+  do {                                                            \
+    if (!(cond)) {                                                \
+      std::printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond); \
+      ++g_failures;                                               \
+    }                                                             \
   } while (0)
 
-#define CHECK_EQ(a, b)                                                    \
-  do {                                                                    \
-    if (!((a) == (b))) {                                                  \
-      std::printf("FAIL %s:%d: %s == %s\n", __FILE__, __LINE__, #a, #b);  \
-      ++g_failures;                                                       \
-    }                                                                     \
+#define CHECK_EQ(a, b)                                                   \
+  do {                                                                   \
+    if (!((a) == (b))) {                                                 \
+      std::printf("FAIL %s:%d: %s == %s\n", __FILE__, __LINE__, #a, #b); \
+      ++g_failures;                                                      \
+    }                                                                    \
   } while (0)

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "check.h"
 #include "compiler/grammar_compiler.h"
 #include "compiler/serialization.h"
 #include "matcher/batch_matcher.h"
@@ -18,19 +19,15 @@
 #include "xg2/grammar.h"
 #include "xg2/tokenizer.h"
 
-#include "check.h"
-
 using namespace xg2;
 
 namespace {
 
-
-
 std::shared_ptr<const TokenizerInfo> SmallVocab() {
-  std::vector<std::string> vocab = {"{", "}", "[", "]", ",", ":", "\"", " ", "a", "b", "1", "2",
-                                    "true", "null", "\"a\"", "\": ", ", ", "{\"", "</s>"};
-  return std::make_shared<TokenizerInfo>(vocab, VocabType::kRaw, 0, std::vector<int32_t>{18},
-                                         std::vector<int32_t>{}, false);
+  std::vector<std::string> vocab = {"{", "}", "[",    "]",    ",",     ":",    "\"", " ",   "a",   "b",
+                                    "1", "2", "true", "null", "\"a\"", "\": ", ", ", "{\"", "</s>"};
+  return std::make_shared<TokenizerInfo>(vocab, VocabType::kRaw, 0, std::vector<int32_t>{18}, std::vector<int32_t>{},
+                                         false);
 }
 
 std::vector<int32_t> Allowed(GrammarMatcher& m, int32_t vocab) {
@@ -43,8 +40,7 @@ std::vector<int32_t> Allowed(GrammarMatcher& m, int32_t vocab) {
   return out;
 }
 
-std::vector<std::unique_ptr<GrammarMatcher>> States(const std::shared_ptr<CompiledGrammar>& g,
-                                                    int n, uint32_t seed) {
+std::vector<std::unique_ptr<GrammarMatcher>> States(const std::shared_ptr<CompiledGrammar>& g, int n, uint32_t seed) {
   std::mt19937 rng(seed);
   GrammarMatcher m(g, {}, false);
   std::vector<std::unique_ptr<GrammarMatcher>> out;
@@ -67,15 +63,13 @@ void TestBatchFill(bool lazy) {
   CompileOptions options;
   options.precompute_masks = !lazy;
   auto g = compiler.Compile(ParseEbnf(BuiltinJsonGrammarEbnf()), options);
-  auto eager = GrammarCompiler(tok, 4, false).Compile(ParseEbnf(BuiltinJsonGrammarEbnf()),
-                                                      CompileOptions());
+  auto eager = GrammarCompiler(tok, 4, false).Compile(ParseEbnf(BuiltinJsonGrammarEbnf()), CompileOptions());
   auto states = States(g, 48, lazy ? 7 : 9);
   std::vector<GrammarMatcher*> ptrs;
   for (auto& s : states) ptrs.push_back(s.get());
   const int64_t words = 1;
   std::vector<int32_t> batch(ptrs.size() * words, -1), serial(ptrs.size() * words, -1);
-  BatchGrammarMatcher(0).FillNextTokenBitmask(ptrs, batch.data(), static_cast<int64_t>(ptrs.size()),
-                                              words, words, {});
+  BatchGrammarMatcher(0).FillNextTokenBitmask(ptrs, batch.data(), static_cast<int64_t>(ptrs.size()), words, words, {});
   for (size_t i = 0; i < states.size(); ++i) states[i]->FillNextTokenBitmask(&serial[i], words);
   CHECK(batch == serial);
   bool threw = false;
@@ -84,16 +78,14 @@ void TestBatchFill(bool lazy) {
     BatchGrammarMatcher(0).FillNextTokenBitmask(dup, batch.data(), 3, words, words, {});
   } catch (const Error& e) {
     threw = e.kind() == ErrorKind::kInvalidArgument &&
-            std::string(e.what()).find("matcher 2 is the same object as matcher 0") !=
-                std::string::npos;
+            std::string(e.what()).find("matcher 2 is the same object as matcher 0") != std::string::npos;
   }
   CHECK(threw);
 }
 
 void TestDraftTree() {
   auto tok = SmallVocab();
-  auto g = GrammarCompiler(tok, 2, false).Compile(ParseEbnf(BuiltinJsonGrammarEbnf()),
-                                                  CompileOptions());
+  auto g = GrammarCompiler(tok, 2, false).Compile(ParseEbnf(BuiltinJsonGrammarEbnf()), CompileOptions());
   auto states = States(g, 10, 3);
   std::mt19937 rng(5);
   const int32_t vocab = tok->vocab_size();
@@ -131,8 +123,7 @@ void TestDraftTree() {
 
 void TestBatchDraftTrees() {
   auto tok = SmallVocab();
-  auto g = GrammarCompiler(tok, 2, false).Compile(ParseEbnf(BuiltinJsonGrammarEbnf()),
-                                                  CompileOptions());
+  auto g = GrammarCompiler(tok, 2, false).Compile(ParseEbnf(BuiltinJsonGrammarEbnf()), CompileOptions());
   auto states = States(g, 12, 4);
   std::vector<GrammarMatcher*> ptrs;
   for (auto& s : states) ptrs.push_back(s.get());
@@ -144,8 +135,7 @@ void TestBatchDraftTrees() {
   for (auto& t : tokens) t = static_cast<int64_t>(rng() % tok->vocab_size());
   std::vector<DraftTree> trees = {DraftTree::FromParents(parents.data(), n)};
   std::vector<int32_t> batch(b * n, -1);
-  auto valid = BatchGrammarMatcher(0).TraverseDraftTrees(ptrs, trees, tokens.data(), batch.data(),
-                                                          b * n, 1, 1);
+  auto valid = BatchGrammarMatcher(0).TraverseDraftTrees(ptrs, trees, tokens.data(), batch.data(), b * n, 1, 1);
   for (int64_t i = 0; i < b; ++i) {
     std::vector<int32_t> one(n, -1);
     auto v = TraverseDraftTree(*ptrs[i], trees[0], tokens.data() + i * n, one.data(), n, 1, 1);

@@ -6,17 +6,13 @@
 #include <string>
 #include <vector>
 
+#include "check.h"
 #include "xg2/errors.h"
 #include "xg2/grammar.h"
-
-#include "check.h"
 
 using namespace xg2;
 
 namespace {
-
-
-
 
 // Parses text, reporting (not propagating) an unexpected error.
 bool TryParse(const std::string& text, Grammar* out, const std::string& root = "root") {
@@ -147,10 +143,14 @@ void TestRepeats() {
     int64_t min, max;
   };
   const Case cases[] = {
-      {"root ::= \"a\"*", 0, kUnbounded},   {"root ::= \"a\"+", 1, kUnbounded},
-      {"root ::= \"a\"?", 0, 1},            {"root ::= \"a\"{3}", 3, 3},
-      {"root ::= \"a\"{2,}", 2, kUnbounded}, {"root ::= \"a\"{2,5}", 2, 5},
-      {"root ::= \"a\" { 1 , 2 }", 1, 2},    {"root ::= [a]{0}", 0, 0},
+      {"root ::= \"a\"*", 0, kUnbounded},
+      {"root ::= \"a\"+", 1, kUnbounded},
+      {"root ::= \"a\"?", 0, 1},
+      {"root ::= \"a\"{3}", 3, 3},
+      {"root ::= \"a\"{2,}", 2, kUnbounded},
+      {"root ::= \"a\"{2,5}", 2, 5},
+      {"root ::= \"a\" { 1 , 2 }", 1, 2},
+      {"root ::= [a]{0}", 0, 0},
       {"root ::= x{1000000000}\nx ::= \"a\"", 1000000000, 1000000000},
   };
   for (const Case& c : cases) {
@@ -242,8 +242,7 @@ void CheckRoundTrip(const std::string& text) {
   if (!TryParse(printed, &second)) return;
   std::string reprinted = second.ToEbnf();
   if (printed != reprinted) {
-    std::printf("FAIL round trip differs\n--- printed:\n%s--- reprinted:\n%s", printed.c_str(),
-                reprinted.c_str());
+    std::printf("FAIL round trip differs\n--- printed:\n%s--- reprinted:\n%s", printed.c_str(), reprinted.c_str());
     ++g_failures;
   }
   CHECK_EQ(first.num_rules(), second.num_rules());
@@ -287,8 +286,8 @@ void TestRoundTrip() {
   ExprId repeat_of_repeat = g.AddRepeat(g.AddChoice({repeat_of_single}), 2, 2);
   ExprId nothing = g.AddChoice({});
   ExprId empty_bytes = g.AddBytes("");
-  g.SetRuleBody(root, g.AddSequence({nested_choice, nested_seq, repeat_of_single, repeat_of_multi,
-                                     repeat_of_repeat, g.AddRuleRef(other), empty_bytes}));
+  g.SetRuleBody(root, g.AddSequence({nested_choice, nested_seq, repeat_of_single, repeat_of_multi, repeat_of_repeat,
+                                     g.AddRuleRef(other), empty_bytes}));
   g.SetRuleBody(other, g.AddChoice({nothing, g.AddCharClass({{0, 0x10FFFF}}, true)}));
   g.SetRuleLookahead(other, g.AddRuleRef(root));
   g.set_root(root);
@@ -346,10 +345,10 @@ void TestSyntaxErrors() {
       ++g_failures;
     } catch (const SyntaxError& e) {
       std::string what = e.what();
-      if (e.line() != c.line || e.column() != c.column ||
-          what.find(c.message_part) == std::string::npos || e.kind() != ErrorKind::kGrammarSyntax) {
-        std::printf("FAIL for %s\n  got %s, expected %d:%d with '%s'\n", c.text.c_str(),
-                    what.c_str(), c.line, c.column, c.message_part.c_str());
+      if (e.line() != c.line || e.column() != c.column || what.find(c.message_part) == std::string::npos ||
+          e.kind() != ErrorKind::kGrammarSyntax) {
+        std::printf("FAIL for %s\n  got %s, expected %d:%d with '%s'\n", c.text.c_str(), what.c_str(), c.line, c.column,
+                    c.message_part.c_str());
         ++g_failures;
       }
     } catch (const std::exception& e) {
@@ -396,8 +395,8 @@ void TestNestingLimit() {
   CheckLimitExceeded("root ::= " + std::string(1001, '(') + "\"a\"" + std::string(1001, ')'));
   CheckLimitExceeded("root ::= " + std::string(1000000, '('));
   CheckLimitExceeded("root ::= \"a\"" + std::string(5000, '*'));
-  CheckLimitExceeded("root ::= a\na ::= " + std::string(600, '(') + "\"a\"" +
-                     std::string(600, '*') + std::string(600, ')'));
+  CheckLimitExceeded("root ::= a\na ::= " + std::string(600, '(') + "\"a\"" + std::string(600, '*') +
+                     std::string(600, ')'));
   // Long flat sequences and choices are not nesting.
   std::string wide = "root ::= \"a\"";
   for (int i = 0; i < 20000; ++i) wide += " | \"a\" \"b\"";
@@ -425,8 +424,11 @@ void TestMutations() {
       size_t at = next() % (text.size() + 1);
       switch (next() % 3) {
         case 0: text.insert(at, 1, alphabet[next() % (sizeof(alphabet) - 1)]); break;
-        case 1: if (at < text.size()) text.erase(at, 1); break;
-        default: if (at < text.size()) text[at] = alphabet[next() % (sizeof(alphabet) - 1)];
+        case 1:
+          if (at < text.size()) text.erase(at, 1);
+          break;
+        default:
+          if (at < text.size()) text[at] = alphabet[next() % (sizeof(alphabet) - 1)];
       }
     }
     try {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "check.h"
 #include "compiler/grammar_compiler.h"
 #include "frontends/json_schema.h"
 #include "matcher/grammar_matcher.h"
@@ -15,13 +16,9 @@
 #include "xg2/grammar.h"
 #include "xg2/tokenizer.h"
 
-#include "check.h"
-
 using namespace xg2;
 
 namespace {
-
-
 
 // ------------------------------------------------------------------ JSON parser
 
@@ -173,7 +170,8 @@ void ExpectSchemaError(const std::string& schema, const std::string& prefix, int
   } catch (const Error& e) {
     std::string msg = e.what();
     if (e.kind() != ErrorKind::kGrammarSemantic || msg.rfind(prefix, 0) != 0) {
-      std::printf("FAIL line %d: %s -> '%s', expected prefix '%s'\n", src_line, schema.c_str(), msg.c_str(), prefix.c_str());
+      std::printf("FAIL line %d: %s -> '%s', expected prefix '%s'\n", src_line, schema.c_str(), msg.c_str(),
+                  prefix.c_str());
       ++g_failures;
     }
   }
@@ -191,15 +189,19 @@ void TestSchemaConversions() {
                 (Texts{"-6", "100", "1.5", "01"}), compact);
   EXPECT_SCHEMA("{\"type\": \"string\", \"minLength\": 2, \"maxLength\": 3}", (Texts{"\"ab\"", "\"\\n\\u00e9c\""}),
                 (Texts{"\"a\"", "\"abcd\""}), compact);
-  EXPECT_SCHEMA("{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"boolean\"}, \"b\": {\"enum\": [1, \"x\"]}},"
-                " \"required\": [\"a\"]}",
-                (Texts{"{\"a\": true}", "{\"a\": false, \"b\": \"x\"}", "{\"a\": true, \"b\": 1}"}),
-                (Texts{"{}", "{\"b\": 1}", "{\"a\": true, \"c\": 1}", "{\"a\": 1}"}), compact);
-  EXPECT_SCHEMA("{\"type\": \"array\", \"prefixItems\": [{\"type\": \"null\"}], \"items\": {\"type\": \"integer\"}, \"maxItems\": 3}",
-                (Texts{"[]", "[null]", "[null, 1, 2]"}), (Texts{"[1]", "[null, 1, 2, 3]", "[null, null]"}), compact);
+  EXPECT_SCHEMA(
+      "{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"boolean\"}, \"b\": {\"enum\": [1, \"x\"]}},"
+      " \"required\": [\"a\"]}",
+      (Texts{"{\"a\": true}", "{\"a\": false, \"b\": \"x\"}", "{\"a\": true, \"b\": 1}"}),
+      (Texts{"{}", "{\"b\": 1}", "{\"a\": true, \"c\": 1}", "{\"a\": 1}"}), compact);
+  EXPECT_SCHEMA(
+      "{\"type\": \"array\", \"prefixItems\": [{\"type\": \"null\"}], \"items\": {\"type\": \"integer\"}, "
+      "\"maxItems\": 3}",
+      (Texts{"[]", "[null]", "[null, 1, 2]"}), (Texts{"[1]", "[null, 1, 2, 3]", "[null, null]"}), compact);
   // $ref recursion.
-  EXPECT_SCHEMA("{\"$defs\": {\"n\": {\"type\": \"array\", \"items\": {\"$ref\": \"#/$defs/n\"}}}, \"$ref\": \"#/$defs/n\"}",
-                (Texts{"[]", "[[], [[]]]"}), (Texts{"[1]"}), compact);
+  EXPECT_SCHEMA(
+      "{\"$defs\": {\"n\": {\"type\": \"array\", \"items\": {\"$ref\": \"#/$defs/n\"}}}, \"$ref\": \"#/$defs/n\"}",
+      (Texts{"[]", "[[], [[]]]"}), (Texts{"[1]"}), compact);
   // const/enum numbers compare by value.
   EXPECT_SCHEMA("{\"enum\": [1, 2.5]}", (Texts{"1", "1.0", "2.5", "2.50"}), (Texts{"2", "1.5", "25"}), compact);
   // Required properties come in the order listed (validation order of the instance).
@@ -214,14 +216,16 @@ void TestSchemaConversions() {
   EXPECT_SCHEMA("{\"allOf\": [{\"properties\": {\"foo\": {}}}], \"additionalProperties\": {\"type\": \"boolean\"}}",
                 (Texts{"{\"foo\": true}", "{\"bar\": false}"}), (Texts{"{\"foo\": 1}"}), lax);
   // Draft-07: keywords beside $ref are ignored.
-  EXPECT_SCHEMA("{\"$schema\": \"http://json-schema.org/draft-07/schema#\", \"definitions\": {\"r\": {\"type\": \"array\"}},"
-                " \"properties\": {\"foo\": {\"$ref\": \"#/definitions/r\", \"maxItems\": 1}}}",
-                (Texts{"{\"foo\": [1, 2]}"}), (Texts{"{\"foo\": 1}"}), lax);
+  EXPECT_SCHEMA(
+      "{\"$schema\": \"http://json-schema.org/draft-07/schema#\", \"definitions\": {\"r\": {\"type\": \"array\"}},"
+      " \"properties\": {\"foo\": {\"$ref\": \"#/definitions/r\", \"maxItems\": 1}}}",
+      (Texts{"{\"foo\": [1, 2]}"}), (Texts{"{\"foo\": 1}"}), lax);
   // Indented formatting, like json.dumps(obj, indent=2).
   JsonSchemaOptions indented = compact;
   indented.indent = 2;
-  EXPECT_SCHEMA("{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"array\", \"items\": {\"type\": \"integer\"}}}}",
-                (Texts{"{\n  \"a\": [\n    1,\n    2\n  ]\n}", "{}"}), (Texts{"{\"a\": [1, 2]}"}), indented);
+  EXPECT_SCHEMA(
+      "{\"type\": \"object\", \"properties\": {\"a\": {\"type\": \"array\", \"items\": {\"type\": \"integer\"}}}}",
+      (Texts{"{\n  \"a\": [\n    1,\n    2\n  ]\n}", "{}"}), (Texts{"{\"a\": [1, 2]}"}), indented);
 
   EXPECT_SCHEMA_ERROR("{\"uniqueItems\": true}", "unsupported keyword 'uniqueItems' at (root)");
   EXPECT_SCHEMA_ERROR("{\"properties\": {\"a\": {\"if\": {\"uniqueItems\": true}, \"then\": {}}}}",

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "check.h"
 #include "compiler/grammar_compiler.h"
 #include "compiler/token_mask_cache.h"
 #include "matcher/grammar_matcher.h"
@@ -14,16 +15,12 @@
 #include "xg2/grammar.h"
 #include "xg2/tokenizer.h"
 
-#include "check.h"
-
 namespace {
 
-
-
 std::vector<std::string> Vocab() {
-  std::vector<std::string> v = {"</s>", "", "{", "}", "[", "]", ",", ":", " ", "\"", "a", "b",
-                                "ab", "\"a", "a\"", "\",", "1", "12", "-", ".", "e", "true",
-                                "null", "{\"", "\":", "é", "\xc3", "\xa9", "\\", "\\n", "x", "yes", "no",
+  std::vector<std::string> v = {"</s>", "", "{", "}", "[", "]", ",", ":", " ", "\"", "a", "b", "ab", "\"a", "a\"",
+                                "\",", "1", "12", "-", ".", "e", "true", "null", "{\"", "\":", "é", "\xc3", "\xa9",
+                                "\\", "\\n", "x", "yes", "no",
                                 // Text tokens above non-text ones, and the UTF-8 edge cases
                                 // of the text slice (tokenizer/text_slice.h).
                                 "ab\"", "ab\",", "é\"", "a\x01", "\x7f", "\xe0\xa0\x80", "\xed\xa0\x80",
@@ -48,8 +45,8 @@ void CheckAlong(const std::shared_ptr<xg2::CompiledGrammar>& compiled, const std
       auto fork = matcher.Fork();
       bool accepted = fork->AcceptToken(t);
       if (allowed != accepted) {
-        std::fprintf(stderr, "mismatch at offset %zu of %s: token %d allowed=%d accepted=%d\n", pos,
-                     text.c_str(), t, allowed, accepted);
+        std::fprintf(stderr, "mismatch at offset %zu of %s: token %d allowed=%d accepted=%d\n", pos, text.c_str(), t,
+                     allowed, accepted);
         ++g_failures;
       }
     }
@@ -70,7 +67,7 @@ void CheckCoresMatchUnmemoised(const std::shared_ptr<xg2::CompiledGrammar>& comp
     if (a.byte_edge_begin[s] == a.byte_edge_begin[s + 1]) continue;
     const xg2::MaskCore& got = *compiled->mask_cache().Get(s).core;
     const xg2::MaskCore want = xg2::TokenMaskCache::ComputeCore(compiled->automaton(), *compiled->tokenizer(), s, -1,
-                                                                      nullptr, /*fast_paths=*/false);
+                                                                nullptr, /*fast_paths=*/false);
     CHECK(got.storage == want.storage && got.ids == want.ids && got.bitset == want.bitset &&
           got.num_accepted == want.num_accepted && got.dead_nodes == want.dead_nodes &&
           got.dead_offset_begin == want.dead_offset_begin && got.dead_offsets == want.dead_offsets);
@@ -105,9 +102,8 @@ void CheckLoopCores(const std::shared_ptr<xg2::CompiledGrammar>& compiled) {
 }  // namespace
 
 int main() {
-  auto tok = std::make_shared<xg2::TokenizerInfo>(Vocab(), xg2::VocabType::kRaw, 64,
-                                                  std::vector<int32_t>{0}, std::vector<int32_t>{},
-                                                  false);
+  auto tok = std::make_shared<xg2::TokenizerInfo>(Vocab(), xg2::VocabType::kRaw, 64, std::vector<int32_t>{0},
+                                                  std::vector<int32_t>{}, false);
   xg2::GrammarCompiler compiler(tok, 2, true);
   struct Case {
     std::string ebnf;
@@ -134,7 +130,10 @@ int main() {
       // Counted loops (bounds above the unrolling limit): plain iterations (one character,
       // two alternatives of different lengths) run as a DFA, the last one by the parser (its
       // final state has byte edges).
-      {"root ::= \"\\\"\" [^\"\\\\]{0,40} \"\\\"\"", {"\"yes\xc3\xa9" "ab\"", "\"\""}},
+      {"root ::= \"\\\"\" [^\"\\\\]{0,40} \"\\\"\"",
+       {"\"yes\xc3\xa9"
+        "ab\"",
+        "\"\""}},
       {"root ::= [a-z]{35,60} \",\"", {std::string(36, 'a') + ","}},
       {"root ::= (\"ab\" | \"e\"){2,40} \"!\"", {"abeab!"}},
       {"root ::= \"[\" ([a-b] [0-9]*){0,40} \"]\"", {"[a1b]"}},
@@ -143,7 +142,10 @@ int main() {
       // character; a loop whose caller goes on with bytes the iterations also take (b, c:
       // the parser decides); a loop whose caller goes on into another rule; a loop called
       // inside a nested rule (a parser walk's stretch reaches the call).
-      {"root ::= \"\\\"\" [a-z] [^\"\\\\]{0,40} \"\\\"\" \",\"", {"\"yes\xc3\xa9" "ab\",", "\"a\","}},
+      {"root ::= \"\\\"\" [a-z] [^\"\\\\]{0,40} \"\\\"\" \",\"",
+       {"\"yes\xc3\xa9"
+        "ab\",",
+        "\"a\","}},
       {"root ::= \"[\" [a-e]{0,40} [b-d] \"]\"", {"[abeb]", "[c]"}},
       {"root ::= \"[\" [a-b]{35,60} item\nitem ::= \"]\" | \",]\"", {"[" + std::string(36, 'a') + ",]"}},
       {"root ::= \"[\" [a-b]{0,40} item\nitem ::= \"]\" | \",\" item", {"[ab,]", "[]"}},

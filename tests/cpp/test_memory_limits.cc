@@ -22,11 +22,13 @@ std::shared_ptr<const TokenizerInfo> Vocab() {
   for (char c = 'a'; c <= 'z'; ++c) vocab.push_back(std::string(1, c));
   for (char c = '0'; c <= '9'; ++c) vocab.push_back(std::string(1, c));
   vocab.push_back("</s>");
-  return std::make_shared<TokenizerInfo>(vocab, VocabType::kRaw, 0, std::vector<int32_t>{36},
-                                         std::vector<int32_t>{}, false);
+  return std::make_shared<TokenizerInfo>(vocab, VocabType::kRaw, 0, std::vector<int32_t>{36}, std::vector<int32_t>{},
+                                         false);
 }
 
-std::string Ebnf(int i) { return "root ::= \"k" + std::to_string(i) + "=\" [a-z]+ (\",\" [0-9]{1," + std::to_string(i % 9 + 2) + "})*"; }
+std::string Ebnf(int i) {
+  return "root ::= \"k" + std::to_string(i) + "=\" [a-z]+ (\",\" [0-9]{1," + std::to_string(i % 9 + 2) + "})*";
+}
 
 void TestCompiledCacheIsBounded() {
   GrammarCompiler compiler(Vocab(), 2, true, /*cache_limit_bytes=*/200'000);
@@ -67,7 +69,8 @@ void TestMemoryBudgetFromWorkers() {
   cache_registry::SetBudget(0);  // every mask is walked, on the 4 workers
   GrammarCompiler compiler(Vocab(), 4, false);
   std::string ebnf = "root ::= ";
-  for (int i = 0; i < 60; ++i) ebnf += std::string(i ? " | " : "") + "\"p" + std::to_string(i) + "\" [a-z]{1," + std::to_string(i % 7 + 1) + "}";
+  for (int i = 0; i < 60; ++i)
+    ebnf += std::string(i ? " | " : "") + "\"p" + std::to_string(i) + "\" [a-z]{1," + std::to_string(i % 7 + 1) + "}";
   CompileOptions options;
   options.max_memory_bytes = 4000;
   bool threw = false;

@@ -8,18 +8,14 @@
 #include <string>
 #include <vector>
 
+#include "check.h"
 #include "frontends/regex.h"
 #include "xg2/errors.h"
 #include "xg2/grammar.h"
 
-#include "check.h"
-
 using namespace xg2;
 
 namespace {
-
-
-
 
 // Converts a pattern, reporting (not propagating) an unexpected error.
 bool TryConvert(const std::string& pattern, Grammar* out, const RegexOptions& options = RegexOptions()) {
@@ -55,8 +51,8 @@ void ExpectSyntaxError(const std::string& pattern, int column, const std::string
     ++g_failures;
   } catch (const SyntaxError& e) {
     if (e.line() != 1 || e.column() != column || std::string(e.what()).find(needle) == std::string::npos) {
-      std::printf("FAIL line %d: pattern %s: got %s (col %d), want col %d containing '%s'\n", line,
-                  pattern.c_str(), e.what(), e.column(), column, needle.c_str());
+      std::printf("FAIL line %d: pattern %s: got %s (col %d), want col %d containing '%s'\n", line, pattern.c_str(),
+                  e.what(), e.column(), column, needle.c_str());
       ++g_failures;
     }
   } catch (const std::exception& e) {
@@ -152,7 +148,9 @@ void TestPrinting() {
   CHECK_EQ(Body("\\D"), "[^0-9]");
   CHECK_EQ(Body("[\\D]"), "[\\x00-/:-\\U0010FFFF]");  // complemented explicitly
   CHECK_EQ(Body("(?:ab|c)?"), "(\"ab\" | \"c\")?");
-  CHECK_EQ(Body("\\u00e9\\x41\\u{1F600}\\uD83D\\uDE00"), "\"\xc3\xa9" "A\xf0\x9f\x98\x80\xf0\x9f\x98\x80\"");
+  CHECK_EQ(Body("\\u00e9\\x41\\u{1F600}\\uD83D\\uDE00"),
+           "\"\xc3\xa9"
+           "A\xf0\x9f\x98\x80\xf0\x9f\x98\x80\"");
   CHECK_EQ(Body("\\t\\n\\r\\f\\v\\0\\cJ"), "\"\\t\\n\\r\\x0C\\x0B\\x00\\n\"");
   CHECK_EQ(Body("\\/\\.\\*\\+\\?\\(\\)\\[\\]\\{\\}\\|\\^\\$\\\\\\-"), "\"/.*+?()[]{}|^$\\\\-\"");
   CHECK_EQ(Body("[\\b]"), "[\\x08]");
@@ -258,11 +256,14 @@ void TestLimits() {
 // Random patterns over regex metacharacters: only xg2::Error may come out, and any grammar
 // produced prints as EBNF that parses back.
 void TestFuzz() {
-  const std::vector<std::string> pieces = {
-      "(", ")", "[", "]", "{", "}", "|", "*", "+", "?", "^", "$", ".", "\\", "-", ",", "<", ">",
-      "=", "!", ":", "a", "b", "z", "0", "1", "2", "9", "d", "D", "w", "s", "u", "x", "k", "p",
-      "c", "{2}", "{1,3}", "{0,}", "\\u", "\\x", "\\d", "(?", "(?:", "(?<", "[^", "\xc3\xa9",
-      "\xf0\x9f\x98\x80", "\xff", "\xc3", "\\u{", "D83D", "\\uD83D", "\\uDE00", "\x00"};
+  const std::vector<std::string> pieces = {"(",    ")",    "[",    "]",     "{",       "}",        "|",
+                                           "*",    "+",    "?",    "^",     "$",       ".",        "\\",
+                                           "-",    ",",    "<",    ">",     "=",       "!",        ":",
+                                           "a",    "b",    "z",    "0",     "1",       "2",        "9",
+                                           "d",    "D",    "w",    "s",     "u",       "x",        "k",
+                                           "p",    "c",    "{2}",  "{1,3}", "{0,}",    "\\u",      "\\x",
+                                           "\\d",  "(?",   "(?:",  "(?<",   "[^",      "\xc3\xa9", "\xf0\x9f\x98\x80",
+                                           "\xff", "\xc3", "\\u{", "D83D",  "\\uD83D", "\\uDE00",  "\x00"};
   std::mt19937 rng(12345);
   int converted = 0;
   for (int iter = 0; iter < 20000; ++iter) {
@@ -280,8 +281,7 @@ void TestFuzz() {
           Grammar back = ParseEbnf(text);
           CHECK_EQ(back.ToEbnf(), text);
         } catch (const std::exception& e) {
-          std::printf("FAIL reprint of regex %s does not parse: %s\n%s\n", pattern.c_str(), e.what(),
-                      text.c_str());
+          std::printf("FAIL reprint of regex %s does not parse: %s\n%s\n", pattern.c_str(), e.what(), text.c_str());
           ++g_failures;
         }
       } catch (const Error&) {

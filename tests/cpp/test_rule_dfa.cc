@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "automata/rule_dfa.h"
-#include "xg2/grammar.h"
 #include "check.h"
+#include "xg2/grammar.h"
 
 using namespace xg2;
 
@@ -131,9 +131,7 @@ std::set<size_t> Ends(const Grammar& g, ExprId id, const std::string& text, size
   const Expr& e = g.expr(id);
   std::set<size_t> out;
   switch (e.kind) {
-    case ExprKind::kEmpty:
-      out.insert(start);
-      break;
+    case ExprKind::kEmpty: out.insert(start); break;
     case ExprKind::kBytes:
       if (text.compare(start, e.bytes.size(), e.bytes) == 0 && start + e.bytes.size() <= text.size())
         out.insert(start + e.bytes.size());
@@ -141,7 +139,8 @@ std::set<size_t> Ends(const Grammar& g, ExprId id, const std::string& text, size
     case ExprKind::kCharClass:
       if (start < text.size()) {
         bool in = false;
-        for (const auto& r : e.ranges) in |= r.lo <= static_cast<uint8_t>(text[start]) && static_cast<uint8_t>(text[start]) <= r.hi;
+        for (const auto& r : e.ranges)
+          in |= r.lo <= static_cast<uint8_t>(text[start]) && static_cast<uint8_t>(text[start]) <= r.hi;
         if (in != e.negated) out.insert(start + 1);
       }
       break;
@@ -181,8 +180,7 @@ std::set<size_t> Ends(const Grammar& g, ExprId id, const std::string& text, size
       }
       break;
     }
-    default:
-      break;
+    default: break;
   }
   return out;
 }
@@ -199,20 +197,19 @@ bool DfaAccepts(const RuleDfa& d, const std::string& text) {
 // Random expressions over bytes a..c, each built from earlier ones (a DAG with sharing).
 void CheckConstruction(std::mt19937& rng) {
   Grammar g;
-  std::vector<ExprId> pool = {g.AddBytes("a"), g.AddBytes("b"), g.AddBytes("c"), g.AddBytes("ab"),
-                              g.AddCharClass({{'a', 'b'}}, false), g.AddCharClass({{'b', 'b'}}, true), g.AddEmpty()};
+  std::vector<ExprId> pool = {g.AddBytes("a"),
+                              g.AddBytes("b"),
+                              g.AddBytes("c"),
+                              g.AddBytes("ab"),
+                              g.AddCharClass({{'a', 'b'}}, false),
+                              g.AddCharClass({{'b', 'b'}}, true),
+                              g.AddEmpty()};
   auto pick = [&]() { return pool[rng() % pool.size()]; };
   for (int k = 0; k < 14; ++k) {
     switch (rng() % 4) {
-      case 0:
-        pool.push_back(g.AddSequence({pick(), pick(), pick()}));
-        break;
-      case 1:
-        pool.push_back(g.AddChoice({pick(), pick()}));
-        break;
-      case 2:
-        pool.push_back(g.AddSequence({pick(), g.AddChoice({pick(), pick()}), pick()}));
-        break;
+      case 0: pool.push_back(g.AddSequence({pick(), pick(), pick()})); break;
+      case 1: pool.push_back(g.AddChoice({pick(), pick()})); break;
+      case 2: pool.push_back(g.AddSequence({pick(), g.AddChoice({pick(), pick()}), pick()})); break;
       default: {
         const int64_t min = rng() % 2;
         pool.push_back(g.AddRepeat(pick(), min, rng() % 3 == 0 ? kUnbounded : min + 1 + rng() % 2));
@@ -228,8 +225,8 @@ void CheckConstruction(std::mt19937& rng) {
     for (const auto& t : texts) {
       const bool want = Ends(g, pool[body], t, 0).count(t.size()) > 0;
       if (DfaAccepts(d, t) != want) {
-        std::printf("construction: \"%s\" accepted=%d expected=%d (expression %d of %zu)\n", t.c_str(), !want,
-                    want, pool[body], pool.size());
+        std::printf("construction: \"%s\" accepted=%d expected=%d (expression %d of %zu)\n", t.c_str(), !want, want,
+                    pool[body], pool.size());
         CHECK(false);
         return;
       }

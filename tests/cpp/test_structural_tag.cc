@@ -8,14 +8,13 @@
 #include <vector>
 
 #include "automata/aho_corasick.h"
+#include "check.h"
 #include "compiler/grammar_compiler.h"
 #include "frontends/structural_tag.h"
 #include "matcher/grammar_matcher.h"
 #include "xg2/errors.h"
 #include "xg2/grammar.h"
 #include "xg2/tokenizer.h"
-
-#include "check.h"
 
 using namespace xg2;
 

@@ -9,11 +9,10 @@
 #include <string>
 #include <vector>
 
+#include "check.h"
 #include "support/utf8.h"
 #include "tokenizer/text_slice.h"
 #include "xg2/tokenizer.h"
-
-#include "check.h"
 
 namespace {
 
@@ -49,9 +48,9 @@ void CheckStrings() {
   }
   // Longer strings, biased towards UTF-8 lead and continuation bytes.
   std::mt19937 rng(7);
-  const std::vector<uint8_t> interesting = {0x00, 0x1f, 0x20, 0x22, 0x5c, 0x61, 0x7f, 0x80, 0x8f, 0x90, 0x9f,
-                                            0xa0, 0xbf, 0xc0, 0xc1, 0xc2, 0xdf, 0xe0, 0xe1, 0xec, 0xed, 0xee,
-                                            0xef, 0xf0, 0xf1, 0xf3, 0xf4, 0xf5, 0xff};
+  const std::vector<uint8_t> interesting = {0x00, 0x1f, 0x20, 0x22, 0x5c, 0x61, 0x7f, 0x80, 0x8f, 0x90,
+                                            0x9f, 0xa0, 0xbf, 0xc0, 0xc1, 0xc2, 0xdf, 0xe0, 0xe1, 0xec,
+                                            0xed, 0xee, 0xef, 0xf0, 0xf1, 0xf3, 0xf4, 0xf5, 0xff};
   for (int n = 0; n < 2000000; ++n) {
     s.resize(4 + rng() % 3);
     for (char& c : s) c = static_cast<char>(interesting[rng() % interesting.size()]);
@@ -74,8 +73,9 @@ void CheckRanges() {
 }
 
 void CheckTrieFlags() {
-  std::vector<std::string> vocab = {"a", "ab", "ab\"", "abc", "b", std::string(300, 'w'), "wwww", "\"", "\"a", "é", "\xc3", "\xc3\xa9x",
-                                    "x\x01", "x", "xy", "xyz", "\\n", "\xed\xa0\x80", "\xe0\xa0\x80", "z"};
+  std::vector<std::string> vocab = {
+      "a",     "ab", "ab\"", "abc", "b",   std::string(300, 'w'), "wwww",         "\"", "\"a", "é", "\xc3", "\xc3\xa9x",
+      "x\x01", "x",  "xy",   "xyz", "\\n", "\xed\xa0\x80",        "\xe0\xa0\x80", "z"};
   xg2::TokenizerInfo tok(vocab, xg2::VocabType::kRaw, 0, {}, {}, false);
   const xg2::TokenTrie& t = tok.trie();
   CHECK(t.text_chars.size() == t.byte.size());

@@ -8,15 +8,12 @@
 #include <thread>
 #include <vector>
 
-#include "support/thread_pool.h"
-
 #include "check.h"
+#include "support/thread_pool.h"
 
 using xg2::ThreadPool;
 
 namespace {
-
-
 
 void TestEveryIndexOnce(ThreadPool& pool) {
   for (int64_t n : {0, 1, 2, 7, 1000}) {
@@ -68,9 +65,7 @@ void TestConcurrentAndNestedCallers(ThreadPool& pool) {
   for (int t = 0; t < 8; ++t) {
     callers.emplace_back([&] {
       for (int rep = 0; rep < 20; ++rep) {
-        pool.ParallelFor(16, [&](int64_t) {
-          pool.ParallelFor(4, [&](int64_t) { total.fetch_add(1); });
-        });
+        pool.ParallelFor(16, [&](int64_t) { pool.ParallelFor(4, [&](int64_t) { total.fetch_add(1); }); });
       }
     });
   }

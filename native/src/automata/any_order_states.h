@@ -32,12 +32,12 @@ class AnyOrderStates {
     std::vector<RuleId> first;  // per member: the member alone; -1 if it can never complete
     std::vector<RuleId> rest;   // per member: separator then member; -1 likewise
     AnyOrderSpec spec;
-    int32_t num_once = 0;    // required + optional: the members with a bit in the set
-    int32_t words = 1;       // 64-bit words of the set
-    int32_t count_cap = 1;   // member counts saturate here (the largest count that matters)
-    uint64_t awaited_bits = 0;  // bit (rule % 64) of every member rule
-    int32_t num_productive_once = 0;  // once-only members that can complete
-    bool repeatable = false;          // some repeated member can complete
+    int32_t num_once = 0;                   // required + optional: the members with a bit in the set
+    int32_t words = 1;                      // 64-bit words of the set
+    int32_t count_cap = 1;                  // member counts saturate here (the largest count that matters)
+    uint64_t awaited_bits = 0;              // bit (rule % 64) of every member rule
+    int32_t num_productive_once = 0;        // once-only members that can complete
+    bool repeatable = false;                // some repeated member can complete
     std::vector<uint64_t> productive_once;  // bit per once-only member that can complete
     int32_t start_state = -1;
     int32_t any_state = -1;
@@ -67,8 +67,10 @@ class AnyOrderStates {
   void ForEachNext(int32_t v, Fn&& fn) const {
     const Node& n = NodeOf(v);
     if (v == n.any_state) {
-      for (RuleId r : n.first) if (r >= 0) fn(r);
-      for (RuleId r : n.rest) if (r >= 0) fn(r);
+      for (RuleId r : n.first)
+        if (r >= 0) fn(r);
+      for (RuleId r : n.rest)
+        if (r >= 0) fn(r);
       return;
     }
     const bool start = v == n.start_state;

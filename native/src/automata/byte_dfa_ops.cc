@@ -21,9 +21,7 @@ namespace {
 // Decoder of JSON string content that marks where each decoded character starts. States:
 // a character boundary, UTF-8 continuations due, after '\', hex digits due after "\u" (the
 // first 'd' may start a high surrogate), and the "\u" of a low surrogate (not a new one).
-enum JsonDec : int8_t {
-  kB, kN1, kN2, kN3, kEsc, kX4, kX3, kX2, kX1, kD3, kH2, kH1, kHs, kHu, kNumDec
-};
+enum JsonDec : int8_t { kB, kN1, kN2, kN3, kEsc, kX4, kX3, kX2, kX1, kD3, kH2, kH1, kHs, kHu, kNumDec };
 
 bool IsHex(uint8_t c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
 
@@ -45,7 +43,8 @@ int JsonDecNext(int u, uint8_t c, bool* starts) {
     case kN3: return c >= 0x80 && c <= 0xBF ? kN2 : -1;
     case kEsc:
       if (c == 'u') return kX4;
-      for (char e : std::string("\"\\/bfnrt")) if (c == static_cast<uint8_t>(e)) return kB;
+      for (char e : std::string("\"\\/bfnrt"))
+        if (c == static_cast<uint8_t>(e)) return kB;
       return -1;
     case kX4:
       if (c == 'd' || c == 'D') return kD3;
@@ -209,7 +208,8 @@ ByteDfaSpec JsonCharLoop(const ByteDfaSpec& content, int32_t s) {
   return out;
 }
 
-ByteDfaProduct ProductWithParts(const ByteDfaSpec& universe, const std::vector<ByteDfaSpec>& parts, int64_t max_states) {
+ByteDfaProduct ProductWithParts(const ByteDfaSpec& universe, const std::vector<ByteDfaSpec>& parts,
+                                int64_t max_states) {
   if (parts.size() > 64) throw Error(ErrorKind::kLimitExceeded, "automaton product of more than 64 languages");
   // A tuple: the universe's state, then each part's (-1: that part is dead).
   const size_t width = parts.size() + 1;
@@ -343,7 +343,8 @@ ByteDfaSpec TrimAndMinimize(const ByteDfaSpec& dfa, bool minimize) {
   }
   // Larger automata stay as trimmed (correct, only not minimal), as rule automata do.
   constexpr int32_t kMaxStatesToMinimize = 4096;
-  if (minimize && n <= kMaxStatesToMinimize) r = MinimizeRuleDfa(r);
+  if (minimize && n <= kMaxStatesToMinimize)
+    r = MinimizeRuleDfa(r);
   else {
     // Renumber the live states reachable from 0 in BFS order.
     std::vector<int32_t> order(n, -1), queue{0};

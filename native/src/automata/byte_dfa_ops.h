@@ -29,7 +29,8 @@ struct JsonLengthExit {
   int64_t count;          // characters read before it (saturated at min_len when unbounded)
 };
 ByteDfaSpec IntersectJsonLength(const ByteDfaSpec& content, int64_t min_len, int64_t max_len, int64_t max_states,
-                                const std::vector<uint8_t>* stop = nullptr, std::vector<JsonLengthExit>* exits = nullptr);
+                                const std::vector<uint8_t>* stop = nullptr,
+                                std::vector<JsonLengthExit>* exits = nullptr);
 
 // Final states s of `content` whose residual language is C* for a set C of complete
 // characters: every character read from s returns to s (e.g. the loop of "^x[a-z]*$").

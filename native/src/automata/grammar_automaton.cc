@@ -17,8 +17,8 @@
 namespace xg2 {
 
 const GrammarAutomaton::CountedRepeat& GrammarAutomaton::RepeatOf(int32_t v) const {
-  auto it = std::upper_bound(repeats.begin(), repeats.end(), v,
-                             [](int32_t x, const CountedRepeat& r) { return x < r.base; });
+  auto it =
+      std::upper_bound(repeats.begin(), repeats.end(), v, [](int32_t x, const CountedRepeat& r) { return x < r.base; });
   return *(it - 1);
 }
 
@@ -39,17 +39,15 @@ int32_t GrammarAutomaton::VirtualNext(int32_t v) const {
 }
 
 size_t GrammarAutomaton::MemoryBytes() const {
-  return state_rule.size() * (sizeof(RuleId) + 2 + 2 * sizeof(int32_t)) +
-         byte_edges.size() * sizeof(DfaByteEdge) + rule_edges.size() * sizeof(DfaRuleEdge) +
-         rule_start.size() * (sizeof(int32_t) + 1) + any_order->MemoryBytes();
+  return state_rule.size() * (sizeof(RuleId) + 2 + 2 * sizeof(int32_t)) + byte_edges.size() * sizeof(DfaByteEdge) +
+         rule_edges.size() * sizeof(DfaRuleEdge) + rule_start.size() * (sizeof(int32_t) + 1) + any_order->MemoryBytes();
 }
 
 namespace {
 std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const AutomatonLimits& limits);
 }  // namespace
 
-std::shared_ptr<const GrammarAutomaton> BuildGrammarAutomaton(const Grammar& source,
-                                                              const AutomatonLimits& limits) {
+std::shared_ptr<const GrammarAutomaton> BuildGrammarAutomaton(const Grammar& source, const AutomatonLimits& limits) {
   try {
     return BuildOnce(source, limits);
   } catch (const Error& e) {
@@ -127,8 +125,10 @@ class LivenessSearch {
     for (int32_t s = 0; s < n; ++s) {
       for (const auto& e : d.byte_edges(s)) ++pred_begin[e.target + 1];
       for (const auto& e : d.rule_edges(s)) {
-        if (productive_[e.rule]) ++pred_begin[e.target + 1];
-        else callees_productive = false;
+        if (productive_[e.rule])
+          ++pred_begin[e.target + 1];
+        else
+          callees_productive = false;
       }
     }
     for (int32_t s = 0; s < n; ++s) pred_begin[s + 1] += pred_begin[s];
@@ -247,16 +247,14 @@ RuleId CheckedRoot(const Grammar& g, const std::vector<uint8_t>& productive) {
   }
   if (!productive[root]) {
     throw Error(ErrorKind::kGrammarSemantic,
-                "the grammar accepts no finite string (rule '" + g.rule(root).name +
-                    "' never completes)");
+                "the grammar accepts no finite string (rule '" + g.rule(root).name + "' never completes)");
   }
   return root;
 }
 
 // The rules' states in the global numbering, keeping only edges into live states (and
 // references to productive rules).
-void CopyLiveStates(const Grammar& g, const std::vector<RuleDfa>& dfas, const Productivity& p,
-                    GrammarAutomaton* out) {
+void CopyLiveStates(const Grammar& g, const std::vector<RuleDfa>& dfas, const Productivity& p, GrammarAutomaton* out) {
   const int32_t num_rules = static_cast<int32_t>(dfas.size());
   const std::vector<int32_t>& offset = p.offset;
   out->rule_start.resize(num_rules);
@@ -340,8 +338,8 @@ void AddCountedRepeats(const std::vector<LoweredRepeat>& lowered, GrammarAutomat
     r.max = lr.max;
     int64_t span = (lr.max == kUnbounded ? lr.min : lr.max) + 1;
     if (next_base + span + 2 > INT32_MAX / 2) {
-      throw Error(ErrorKind::kLimitExceeded, "repetition bounds too large in total (" +
-                                                 std::to_string(next_base + span) + " counts)");
+      throw Error(ErrorKind::kLimitExceeded,
+                  "repetition bounds too large in total (" + std::to_string(next_base + span) + " counts)");
     }
     r.base = static_cast<int32_t>(next_base);
     r.span = static_cast<int32_t>(span);
@@ -365,7 +363,8 @@ void AddAnyOrderRules(const Grammar& g, const std::vector<LoweredAnyOrder>& lowe
     n.spec = lo.spec;
     for (size_t i = 0; i < lo.first.size(); ++i) {
       if (productive[lo.first[i]] && !productive[lo.rest[i]]) {
-        throw Error(ErrorKind::kGrammarSemantic, "the separator of AnyOrder rule '" + g.rule(lo.rule).name + "' never completes");
+        throw Error(ErrorKind::kGrammarSemantic,
+                    "the separator of AnyOrder rule '" + g.rule(lo.rule).name + "' never completes");
       }
       n.first.push_back(productive[lo.first[i]] ? lo.first[i] : -1);
       n.rest.push_back(productive[lo.rest[i]] ? lo.rest[i] : -1);
@@ -407,8 +406,7 @@ void MarkUsedStates(RuleId root, GrammarAutomaton* out) {
         stack.push_back(t);
       }
     };
-    for (int32_t k = out->byte_edge_begin[s]; k < out->byte_edge_begin[s + 1]; ++k)
-      visit(out->byte_edges[k].target);
+    for (int32_t k = out->byte_edge_begin[s]; k < out->byte_edge_begin[s + 1]; ++k) visit(out->byte_edges[k].target);
     for (int32_t k = out->rule_edge_begin[s]; k < out->rule_edge_begin[s + 1]; ++k) {
       visit(out->rule_edges[k].target);
       VisitEntryStates(*out, out->rule_edges[k].rule, visit);

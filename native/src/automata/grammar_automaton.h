@@ -17,7 +17,7 @@ struct GrammarAutomaton {
   // Per global state.
   std::vector<RuleId> state_rule;
   std::vector<uint8_t> state_final;
-  std::vector<uint8_t> state_used;  // reachable from the root and productive
+  std::vector<uint8_t> state_used;       // reachable from the root and productive
   std::vector<int32_t> byte_edge_begin;  // CSR offsets, size num_states + 1
   std::vector<DfaByteEdge> byte_edges;   // targets are global states
   std::vector<int32_t> rule_edge_begin;  // CSR offsets, size num_states + 1
@@ -28,7 +28,7 @@ struct GrammarAutomaton {
   // completion, so a row made of one such item is complete as scanned (the parser's fast
   // path). A final one is also trivial as the parser's top item (it only marks CanEnd).
   std::vector<uint8_t> closure_trivial;
-  std::vector<DfaRuleEdge> rule_edges;   // targets are global states
+  std::vector<DfaRuleEdge> rule_edges;  // targets are global states
   // Per rule.
   std::vector<int32_t> rule_start;
   std::vector<uint8_t> rule_nullable;
@@ -64,17 +64,15 @@ struct GrammarAutomaton {
   // Any-order rules: virtual states at and above any_order->base(), after the loop states.
   // Shared and internally synchronised (states are made as parses meet them).
   std::shared_ptr<AnyOrderStates> any_order = std::make_shared<AnyOrderStates>();
-  std::vector<int32_t> rule_repeat;    // per rule: index in repeats if it is a repeat rule, else -1
-  std::vector<int32_t> child_repeat;   // per rule: index in repeats if it is a repeat's child, else -1
+  std::vector<int32_t> rule_repeat;   // per rule: index in repeats if it is a repeat rule, else -1
+  std::vector<int32_t> child_repeat;  // per rule: index in repeats if it is a repeat's child, else -1
 
   int32_t num_states() const { return static_cast<int32_t>(state_rule.size()); }
   int32_t num_rules() const { return static_cast<int32_t>(rule_start.size()); }
   bool is_virtual(int32_t s) const { return s >= num_states(); }
   // A counted loop's state (virtual, below the any-order states).
   bool is_loop_state(int32_t s) const { return s >= num_states() && !any_order->Contains(s); }
-  bool has_byte_edges(int32_t s) const {
-    return !is_virtual(s) && byte_edge_begin[s + 1] > byte_edge_begin[s];
-  }
+  bool has_byte_edges(int32_t s) const { return !is_virtual(s) && byte_edge_begin[s + 1] > byte_edge_begin[s]; }
   const CountedRepeat& RepeatOf(int32_t virtual_state) const;
   // The target of a real state's byte edge on `byte`, or -1 (edges are sorted and disjoint).
   int32_t ByteTarget(int32_t state, uint8_t byte) const {
@@ -141,7 +139,7 @@ struct GrammarAutomaton {
 // empty) become counted loops; smaller ones are unrolled into the rule DFAs.
 // Throws Error(kGrammarSemantic) when the root rule derives no finite string, and
 // Error(kLimitExceeded) when an automaton exceeds the limits.
-std::shared_ptr<const GrammarAutomaton> BuildGrammarAutomaton(
-    const Grammar& g, const AutomatonLimits& limits = AutomatonLimits());
+std::shared_ptr<const GrammarAutomaton> BuildGrammarAutomaton(const Grammar& g,
+                                                              const AutomatonLimits& limits = AutomatonLimits());
 
 }  // namespace xg2

@@ -99,9 +99,9 @@ class LazyDfa {
   bool loop_mode_ = false;
   int32_t loop_child_start_ = -1;
   std::unordered_map<uint64_t, int32_t> local_;
-  std::vector<int32_t> next_;  // 256 codes per local state
-  std::vector<int32_t> global_;  // per local: the rule state (-1: none, in loop mode)
-  std::vector<int32_t> loop_;    // per local: the loop state (loop mode, loop calls)
+  std::vector<int32_t> next_;       // 256 codes per local state
+  std::vector<int32_t> global_;     // per local: the rule state (-1: none, in loop mode)
+  std::vector<int32_t> loop_;       // per local: the loop state (loop mode, loop calls)
   std::vector<int32_t> set_index_;  // per local: its loop-call set in sets_, else -1
   std::vector<std::vector<Element>> sets_;
   std::map<std::vector<int32_t>, int32_t> set_local_;

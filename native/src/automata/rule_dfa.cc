@@ -39,8 +39,8 @@ struct Nfa {
 
 // Groups (source, edge) pairs by source, keeping their order within a source.
 template <typename Edge>
-void GroupBySource(const std::vector<std::pair<int32_t, Edge>>& edges, int32_t num_states,
-                   std::vector<int32_t>* begin, std::vector<Edge>* out, std::vector<int32_t>* fill) {
+void GroupBySource(const std::vector<std::pair<int32_t, Edge>>& edges, int32_t num_states, std::vector<int32_t>* begin,
+                   std::vector<Edge>* out, std::vector<int32_t>* fill) {
   begin->assign(num_states + 1, 0);
   for (const auto& e : edges) ++(*begin)[e.first + 1];
   for (int32_t s = 0; s < num_states; ++s) (*begin)[s + 1] += (*begin)[s];
@@ -111,9 +111,7 @@ class NfaBuilder {
 
   void BuildNode(const Expr& e, int32_t a, int32_t b) {
     switch (e.kind) {
-      case ExprKind::kEmpty:
-        Eps(a, b);
-        break;
+      case ExprKind::kEmpty: Eps(a, b); break;
       case ExprKind::kBytes: {
         if (e.bytes.empty()) {
           Eps(a, b);
@@ -128,9 +126,7 @@ class NfaBuilder {
         }
         break;
       }
-      case ExprKind::kCharClass:
-        BuildCharClass(e, a, b);
-        break;
+      case ExprKind::kCharClass: BuildCharClass(e, a, b); break;
       case ExprKind::kSequence: {
         if (e.children.empty()) {
           Eps(a, b);
@@ -150,18 +146,10 @@ class NfaBuilder {
         // and branches that end alike reach the same NFA sets (fewer DFA states to merge).
         for (ExprId c : e.children) Build(c, a, b);
         break;
-      case ExprKind::kRuleRef:
-        lists_.rules.push_back({a, NfaRuleEdge{e.rule, b}});
-        break;
-      case ExprKind::kRepeat:
-        BuildRepeat(e, a, b);
-        break;
-      case ExprKind::kTagDispatch:
-        BuildTagDispatch(e, a, b);
-        break;
-      case ExprKind::kByteDfa:
-        BuildByteDfa(*e.dfa, a, b);
-        break;
+      case ExprKind::kRuleRef: lists_.rules.push_back({a, NfaRuleEdge{e.rule, b}}); break;
+      case ExprKind::kRepeat: BuildRepeat(e, a, b); break;
+      case ExprKind::kTagDispatch: BuildTagDispatch(e, a, b); break;
+      case ExprKind::kByteDfa: BuildByteDfa(*e.dfa, a, b); break;
       case ExprKind::kAnyOrder:  // lowered to its own rule first (grammar/any_order_lowering.h)
         throw Error(ErrorKind::kGrammarSemantic, "an AnyOrder node must be lowered before building automata");
     }
@@ -231,7 +219,17 @@ class NfaBuilder {
   // kVirt3..kVirt1: inside a special token's virtual string (see VirtualTokenBytes), with 3..1
   // id bytes still due; allowed only along a watched string.
   enum Utf8State : uint8_t {
-    kU8Boundary, kU8Need1, kU8Need2, kU8Need3, kU8E0, kU8ED, kU8F0, kU8F4, kVirt3, kVirt2, kVirt1
+    kU8Boundary,
+    kU8Need1,
+    kU8Need2,
+    kU8Need3,
+    kU8E0,
+    kU8ED,
+    kU8F0,
+    kU8F4,
+    kVirt3,
+    kVirt2,
+    kVirt1
   };
   static constexpr int kNumTextStates = 16;
   static int Utf8Next(int u, uint8_t c) {
@@ -289,8 +287,8 @@ class NfaBuilder {
     const int64_t count_cap = max_chars < 0 ? 0 : max_chars + max_len;
     const int64_t num_keys = int64_t{ac.num_nodes()} * kNumTextStates * (two_phases ? 2 : 1) * (count_cap + 1);
     if (max_chars >= 0 && num_keys > limits_.max_nfa_states) {
-      throw Error(ErrorKind::kLimitExceeded, "free text with max_chars " + std::to_string(max_chars) +
-                                                 " and " + std::to_string(patterns.size()) +
+      throw Error(ErrorKind::kLimitExceeded, "free text with max_chars " + std::to_string(max_chars) + " and " +
+                                                 std::to_string(patterns.size()) +
                                                  " watched strings exceeds the automaton limit");
     }
     struct Key {
@@ -298,7 +296,8 @@ class NfaBuilder {
     };
     auto key_of = [&](const Key& k) {
       return (((k.phase * ac.num_nodes() + k.node) * kNumTextStates + k.u) * (count_cap + 1) + k.count) *
-                 (max_len + 1) + k.pending;
+                 (max_len + 1) +
+             k.pending;
     };
     std::unordered_map<int64_t, int32_t> state_of;
     std::vector<Key> todo;
@@ -347,8 +346,10 @@ class NfaBuilder {
         int64_t pending2 = k.pending > 0 ? k.pending + 1 : 0;
         bool exits = false;
         for (int32_t m : ac.Matches(node2)) {
-          if (m >= first_exclude) pending2 = std::max<int64_t>(pending2, static_cast<int64_t>(patterns[m].size()));
-          else exits = true;
+          if (m >= first_exclude)
+            pending2 = std::max<int64_t>(pending2, static_cast<int64_t>(patterns[m].size()));
+          else
+            exits = true;
         }
         if (exits) {
           for (int32_t m : ac.Matches(node2)) {
@@ -363,8 +364,7 @@ class NfaBuilder {
         }
         // A pending exclude must still lie inside a prefix of a trigger or end string.
         if (pending2 > 0 && (!exit_prefix[node2] || ac.Depth(node2) < pending2)) continue;
-        edges.emplace_back(static_cast<uint8_t>(c),
-                           state({k.phase, node2, u2, max_chars < 0 ? 0 : count2, pending2}));
+        edges.emplace_back(static_cast<uint8_t>(c), state({k.phase, node2, u2, max_chars < 0 ? 0 : count2, pending2}));
       }
       std::sort(edges.begin(), edges.end(), [](const auto& x, const auto& y) {
         return x.second != y.second ? x.second < y.second : x.first < y.first;
@@ -618,8 +618,8 @@ class SubsetConstruction {
     bool inserted = false;
     // A DFA far larger than its NFA means a subset blow-up (typically an unrolled bounded
     // repetition whose items overlap what follows); the caller may retry with counted loops.
-    const int64_t cap = std::min<int64_t>(limits_.max_dfa_states,
-                                          std::max<int64_t>(65536, 64 * static_cast<int64_t>(nfa_.num_states)));
+    const int64_t cap =
+        std::min<int64_t>(limits_.max_dfa_states, std::max<int64_t>(65536, 64 * static_cast<int64_t>(nfa_.num_states)));
     const int32_t before = w_.sets.size();
     const int32_t id = w_.sets.Intern(w_.closure, &inserted);
     if (!inserted) return id;

@@ -14,7 +14,6 @@
 namespace xg2 {
 namespace {
 
-
 struct KeyHash {
   size_t operator()(const Hash128& h) const { return static_cast<size_t>(h.lo ^ (h.hi * 0x9E3779B97F4A7C15ull)); }
 };

@@ -112,11 +112,13 @@ std::shared_ptr<const RuleCores> CrossGrammarCache::FindRule(uint64_t tokenizer,
   return it->second;
 }
 
-void CrossGrammarCache::InsertRule(uint64_t tokenizer, const Hash128& rule_hash, std::shared_ptr<const RuleCores> cores) {
+void CrossGrammarCache::InsertRule(uint64_t tokenizer, const Hash128& rule_hash,
+                                   std::shared_ptr<const RuleCores> cores) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stats_.limit_bytes <= 0) return;
   constexpr size_t kMaxRules = 1 << 16;
-  const int64_t bytes = static_cast<int64_t>(sizeof(RuleCores) + 64 + cores->cores.capacity() * sizeof(cores->cores[0]));
+  const int64_t bytes =
+      static_cast<int64_t>(sizeof(RuleCores) + 64 + cores->cores.capacity() * sizeof(cores->cores[0]));
   if (rules_.size() >= kMaxRules || stats_.bytes + TableBytesLocked() + bytes > stats_.limit_bytes) {
     rules_.clear();
     rule_bytes_ = 0;

@@ -33,8 +33,7 @@ class CrossGrammarCache {
 
   std::shared_ptr<const MaskCore> Find(uint64_t tokenizer, const Hash128& key);
   // Keeps an existing core for the key (returned) or stores this one.
-  std::shared_ptr<const MaskCore> Insert(uint64_t tokenizer, const Hash128& key,
-                                         std::shared_ptr<const MaskCore> core);
+  std::shared_ptr<const MaskCore> Insert(uint64_t tokenizer, const Hash128& key, std::shared_ptr<const MaskCore> core);
   // A rule's cores (see RuleCores); a served bundle counts one hit per core it holds.
   std::shared_ptr<const RuleCores> FindRule(uint64_t tokenizer, const Hash128& rule_hash);
   void InsertRule(uint64_t tokenizer, const Hash128& rule_hash, std::shared_ptr<const RuleCores> cores);
@@ -56,7 +55,7 @@ class CrossGrammarCache {
   size_t Probe(uint64_t tokenizer, const Hash128& key) const;  // the slot of key, or the empty one to fill
   void Rebuild(size_t capacity);
   void EvictLocked();
-  int64_t TableBytesLocked() const;  // slot table and rule bundles
+  int64_t TableBytesLocked() const;              // slot table and rule bundles
   static size_t TableCapacity(int64_t entries);  // the slots a table of that many entries has
 
   struct RuleKeyHash {
@@ -71,7 +70,7 @@ class CrossGrammarCache {
   // kept past the limit.
   std::unordered_map<std::pair<uint64_t, Hash128>, std::shared_ptr<const RuleCores>, RuleKeyHash> rules_;
   uint64_t clock_ = 0;
-  int64_t rule_bytes_ = 0;  // the bundles' vectors and map nodes
+  int64_t rule_bytes_ = 0;        // the bundles' vectors and map nodes
   CrossGrammarCacheStats stats_;  // stats_.bytes: the cores only (Stats() adds the tables)
 };
 

@@ -61,12 +61,11 @@ size_t CompiledGrammar::MemoryBytes() const {
          static_cast<size_t>(cache_->Stats().memory_bytes) + cache_->OverheadBytes();
 }
 
-PrecomputeTask::PrecomputeTask(std::shared_ptr<CompiledGrammar> compiled, int num_threads,
-                               double budget_ms)
+PrecomputeTask::PrecomputeTask(std::shared_ptr<CompiledGrammar> compiled, int num_threads, double budget_ms)
     : compiled_(std::move(compiled)) {
   auto deadline = budget_ms < 0 ? std::chrono::steady_clock::time_point::max()
-                                 : std::chrono::steady_clock::now() +
-                                       std::chrono::microseconds(static_cast<int64_t>(budget_ms * 1000));
+                                : std::chrono::steady_clock::now() +
+                                      std::chrono::microseconds(static_cast<int64_t>(budget_ms * 1000));
   thread_ = std::thread([this, num_threads, deadline]() {
     // Nothing may escape a thread's function (std::terminate): the error waits for the caller.
     try {
@@ -104,8 +103,8 @@ void PrecomputeTask::RethrowIfFailed() const {
   if (done_.load() && error_) std::rethrow_exception(error_);
 }
 
-GrammarCompiler::GrammarCompiler(std::shared_ptr<const TokenizerInfo> tokenizer, int num_threads,
-                                 bool cache_enabled, int64_t cache_limit_bytes)
+GrammarCompiler::GrammarCompiler(std::shared_ptr<const TokenizerInfo> tokenizer, int num_threads, bool cache_enabled,
+                                 int64_t cache_limit_bytes)
     : tokenizer_(std::move(tokenizer)),
       num_threads_(num_threads),
       cache_enabled_(cache_enabled),
@@ -119,14 +118,13 @@ GrammarCompiler::GrammarCompiler(std::shared_ptr<const TokenizerInfo> tokenizer,
   if (num_threads_ <= 0) num_threads_ = std::max(1u, std::thread::hardware_concurrency());
 }
 
-std::shared_ptr<CompiledGrammar> GrammarCompiler::Compile(const Grammar& grammar,
-                                                          const CompileOptions& options) {
+std::shared_ptr<CompiledGrammar> GrammarCompiler::Compile(const Grammar& grammar, const CompileOptions& options) {
   AutomatonLimits limits = options.limits;
   limits.minimize = options.precompute_masks;  // see AutomatonLimits::minimize
   if (options.time_limit_s > 0) {
     limits.time_limit_s = options.time_limit_s;
-    limits.deadline = std::chrono::steady_clock::now() +
-                      std::chrono::microseconds(static_cast<int64_t>(options.time_limit_s * 1e6));
+    limits.deadline =
+        std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<int64_t>(options.time_limit_s * 1e6));
   }
   std::string key;
   if (cache_enabled_) {
@@ -150,10 +148,10 @@ std::shared_ptr<CompiledGrammar> GrammarCompiler::Compile(const Grammar& grammar
   limits.CheckDeadline();
   auto automaton = BuildGrammarAutomaton(grammar, limits);
   if (options.max_memory_bytes > 0 && static_cast<int64_t>(automaton->MemoryBytes()) > options.max_memory_bytes) {
-    throw BudgetExceeded("max_memory_bytes", "compile exceeded its memory budget of " +
-                                                 std::to_string(options.max_memory_bytes) + " bytes in its automaton (" +
-                                                 std::to_string(automaton->MemoryBytes()) +
-                                                 " bytes; limit max_memory_bytes, a GrammarCompiler option)");
+    throw BudgetExceeded("max_memory_bytes",
+                         "compile exceeded its memory budget of " + std::to_string(options.max_memory_bytes) +
+                             " bytes in its automaton (" + std::to_string(automaton->MemoryBytes()) +
+                             " bytes; limit max_memory_bytes, a GrammarCompiler option)");
   }
   auto compiled = std::make_shared<CompiledGrammar>(grammar, automaton, tokenizer_);
   if (options.precompute_masks) {

@@ -2,14 +2,14 @@
 // tokenizer, and keeps compiled grammars keyed by their printed form.
 #pragma once
 
-#include <memory>
 #include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <list>
+#include <memory>
 #include <mutex>
-#include <thread>
 #include <string>
+#include <thread>
 #include <unordered_map>
 
 #include "automata/grammar_automaton.h"

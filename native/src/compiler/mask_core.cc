@@ -11,8 +11,7 @@ size_t MaskCore::MemoryBytes() const {
                                             dead_offset_begin.capacity() + dead_offsets.capacity());
 }
 
-void MaskCore::WriteInto(uint32_t* words, const std::vector<uint32_t>& normal_tokens,
-                         int32_t num_words) const {
+void MaskCore::WriteInto(uint32_t* words, const std::vector<uint32_t>& normal_tokens, int32_t num_words) const {
   switch (storage) {
     case Storage::kNotAcceptedIds:
       std::memcpy(words, normal_tokens.data(), sizeof(uint32_t) * static_cast<size_t>(num_words));

@@ -1,7 +1,7 @@
 #include "compiler/serialization.h"
 
-#include <cstring>
 #include <algorithm>
+#include <cstring>
 #include <limits>
 
 #include "xg2/errors.h"
@@ -57,8 +57,7 @@ class Reader {
   std::string Str(const char* field) {
     uint32_t len = U32();
     if (static_cast<size_t>(end_ - p_) < len) {
-      throw Corrupted(std::string(field) + " length " + std::to_string(len) +
-                      " runs past the end of the data");
+      throw Corrupted(std::string(field) + " length " + std::to_string(len) + " runs past the end of the data");
     }
     std::string s(p_, len);
     p_ += len;
@@ -97,38 +96,34 @@ struct Decoded {
 
 Decoded Decode(const std::string& data) {
   if (data.size() < 4 || std::memcmp(data.data(), kMagic, 4) != 0) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "not an xg2-jax compiled grammar (the data does not start with \"XG2C\")");
+    throw Error(ErrorKind::kInvalidArgument, "not an xg2-jax compiled grammar (the data does not start with \"XG2C\")");
   }
   if (data.size() < kHeaderSize) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "truncated xg2-jax compiled grammar: " + std::to_string(data.size()) +
-                    " bytes, shorter than the " + std::to_string(kHeaderSize) + "-byte header");
+    throw Error(ErrorKind::kInvalidArgument, "truncated xg2-jax compiled grammar: " + std::to_string(data.size()) +
+                                                 " bytes, shorter than the " + std::to_string(kHeaderSize) +
+                                                 "-byte header");
   }
   Reader header(data.data() + 4, kHeaderSize - 4);
   uint32_t version = header.U32();
   uint64_t length = header.U64();
   uint64_t checksum = header.U64();
   if (version != kSerializationVersion) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "unsupported format version " + std::to_string(version) +
-                    " of an xg2-jax compiled grammar (this build reads version " +
-                    std::to_string(kSerializationVersion) + ")");
+    throw Error(ErrorKind::kInvalidArgument, "unsupported format version " + std::to_string(version) +
+                                                 " of an xg2-jax compiled grammar (this build reads version " +
+                                                 std::to_string(kSerializationVersion) + ")");
   }
   const uint64_t available = data.size() - kHeaderSize;
   if (length > available) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "truncated xg2-jax compiled grammar: the header announces " +
-                    std::to_string(length) + " payload bytes, " + std::to_string(available) +
-                    " present");
+    throw Error(ErrorKind::kInvalidArgument, "truncated xg2-jax compiled grammar: the header announces " +
+                                                 std::to_string(length) + " payload bytes, " +
+                                                 std::to_string(available) + " present");
   }
   if (length < available) {
     throw Corrupted(std::to_string(available - length) + " unexpected bytes after the payload");
   }
   const char* payload = data.data() + kHeaderSize;
   if (Fnv1a64(payload, static_cast<size_t>(length)) != checksum) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "checksum mismatch: the xg2-jax compiled grammar data is corrupted");
+    throw Error(ErrorKind::kInvalidArgument, "checksum mismatch: the xg2-jax compiled grammar data is corrupted");
   }
   Reader r(payload, static_cast<size_t>(length));
   Decoded d;
@@ -177,17 +172,14 @@ std::string SerializeCompiledGrammar(const CompiledGrammar& compiled) {
   return std::move(out.out());
 }
 
-std::shared_ptr<CompiledGrammar> DeserializeCompiledGrammar(const std::string& data,
-                                                            GrammarCompiler& compiler) {
+std::shared_ptr<CompiledGrammar> DeserializeCompiledGrammar(const std::string& data, GrammarCompiler& compiler) {
   Decoded d = Decode(data);
   const TokenizerInfo& tok = *compiler.tokenizer();
-  if (d.fingerprint != tok.fingerprint() ||
-      d.vocab_size != static_cast<uint32_t>(tok.vocab_size())) {
+  if (d.fingerprint != tok.fingerprint() || d.vocab_size != static_cast<uint32_t>(tok.vocab_size())) {
     throw Error(ErrorKind::kInvalidArgument,
                 "the compiled grammar was written for a different vocabulary (vocab_size " +
-                    std::to_string(d.vocab_size) + ", fingerprint " +
-                    std::to_string(d.fingerprint) + "); this tokenizer has vocab_size " +
-                    std::to_string(tok.vocab_size()) + ", fingerprint " +
+                    std::to_string(d.vocab_size) + ", fingerprint " + std::to_string(d.fingerprint) +
+                    "); this tokenizer has vocab_size " + std::to_string(tok.vocab_size()) + ", fingerprint " +
                     std::to_string(tok.fingerprint()));
   }
   Grammar grammar;
@@ -203,8 +195,8 @@ std::shared_ptr<CompiledGrammar> DeserializeCompiledGrammar(const std::string& d
   return compiler.Compile(grammar, options);
 }
 
-std::shared_ptr<CompiledGrammar> DeserializeCompiledGrammar(
-    const std::string& data, const std::shared_ptr<const TokenizerInfo>& tokenizer) {
+std::shared_ptr<CompiledGrammar> DeserializeCompiledGrammar(const std::string& data,
+                                                            const std::shared_ptr<const TokenizerInfo>& tokenizer) {
   GrammarCompiler compiler(tokenizer, 0, /*cache_enabled=*/false);
   return DeserializeCompiledGrammar(data, compiler);
 }

@@ -35,10 +35,9 @@ std::string SerializeCompiledGrammar(const CompiledGrammar& compiled);
 
 // Checks the blob and recompiles it with `compiler` (whose tokenizer must be the one the blob
 // was written for; its cache is used).
-std::shared_ptr<CompiledGrammar> DeserializeCompiledGrammar(const std::string& data,
-                                                            GrammarCompiler& compiler);
+std::shared_ptr<CompiledGrammar> DeserializeCompiledGrammar(const std::string& data, GrammarCompiler& compiler);
 // Same, with a private, uncached compiler for `tokenizer`.
-std::shared_ptr<CompiledGrammar> DeserializeCompiledGrammar(
-    const std::string& data, const std::shared_ptr<const TokenizerInfo>& tokenizer);
+std::shared_ptr<CompiledGrammar> DeserializeCompiledGrammar(const std::string& data,
+                                                            const std::shared_ptr<const TokenizerInfo>& tokenizer);
 
 }  // namespace xg2

@@ -1,9 +1,9 @@
 #include "compiler/structural_hash.h"
 
-#include "support/scc.h"
-
 #include <algorithm>
 #include <unordered_map>
+
+#include "support/scc.h"
 
 namespace xg2 {
 namespace {
@@ -19,8 +19,10 @@ std::vector<std::vector<RuleId>> CalleeGraph(const GrammarAutomaton& g, const st
     }
     if (int32_t node = g.any_order->NodeOfRule(r); node >= 0) {
       const auto& n = g.any_order->nodes()[node];
-      for (RuleId m : n.first) if (m >= 0) callees[r].push_back(m);
-      for (RuleId m : n.rest) if (m >= 0) callees[r].push_back(m);
+      for (RuleId m : n.first)
+        if (m >= 0) callees[r].push_back(m);
+      for (RuleId m : n.rest)
+        if (m >= 0) callees[r].push_back(m);
       continue;
     }
     for (int32_t s = first[r]; s < first[r] + count[r]; ++s) {
@@ -55,8 +57,8 @@ RuleHashes ComputeRuleHashes(const GrammarAutomaton& g) {
 
   // Serialises rule r into h; callees inside the component `comp` get local indices from
   // `local` (assigned on first sight, appended to `queue`), others their final hash.
-  auto serialize = [&](RuleId r, int32_t comp, std::unordered_map<RuleId, int32_t>* local,
-                       std::vector<RuleId>* queue, Hasher* h) {
+  auto serialize = [&](RuleId r, int32_t comp, std::unordered_map<RuleId, int32_t>* local, std::vector<RuleId>* queue,
+                       Hasher* h) {
     auto ref = [&](RuleId callee) {
       if (comp_of[callee] == comp) {
         auto it = local->find(callee);
@@ -82,14 +84,16 @@ RuleHashes ComputeRuleHashes(const GrammarAutomaton& g) {
     if (int32_t node = g.any_order->NodeOfRule(r); node >= 0) {
       const auto& n = g.any_order->nodes()[node];
       h->Add(0x414E594F52444552ull);  // "ANYORDER"
-      h->Add((static_cast<uint64_t>(n.spec.num_required) << 40) ^
-             (static_cast<uint64_t>(n.spec.num_optional) << 20) ^ static_cast<uint64_t>(n.spec.num_repeated));
+      h->Add((static_cast<uint64_t>(n.spec.num_required) << 40) ^ (static_cast<uint64_t>(n.spec.num_optional) << 20) ^
+             static_cast<uint64_t>(n.spec.num_repeated));
       h->Add(static_cast<uint64_t>(n.spec.min_count));
       h->Add(static_cast<uint64_t>(n.spec.max_count));
       for (size_t i = 0; i < n.first.size(); ++i) {
         for (RuleId m : {n.first[i], n.rest[i]}) {
-          if (m < 0) h->Add(3);
-          else ref(m);
+          if (m < 0)
+            h->Add(3);
+          else
+            ref(m);
         }
       }
       return;
@@ -124,8 +128,7 @@ RuleHashes ComputeRuleHashes(const GrammarAutomaton& g) {
   return out;
 }
 
-Hash128 MaskEntryKey(const GrammarAutomaton& g, const RuleHashes& hashes, int32_t state,
-                     int32_t loop_state) {
+Hash128 MaskEntryKey(const GrammarAutomaton& g, const RuleHashes& hashes, int32_t state, int32_t loop_state) {
   Hasher h;
   RuleId r = g.state_rule[state];
   h.Add(hashes.rule[r]);

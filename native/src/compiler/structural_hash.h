@@ -15,15 +15,14 @@
 namespace xg2 {
 
 struct RuleHashes {
-  std::vector<Hash128> rule;          // per rule
-  std::vector<int32_t> first_state;   // per rule: first global state of its DFA
+  std::vector<Hash128> rule;         // per rule
+  std::vector<int32_t> first_state;  // per rule: first global state of its DFA
 };
 
 RuleHashes ComputeRuleHashes(const GrammarAutomaton& g);
 
 // Key of the mask entry of `state` (in loop context `loop_state`, or -1).
-Hash128 MaskEntryKey(const GrammarAutomaton& g, const RuleHashes& hashes, int32_t state,
-                     int32_t loop_state);
+Hash128 MaskEntryKey(const GrammarAutomaton& g, const RuleHashes& hashes, int32_t state, int32_t loop_state);
 
 // Per rule, a hash of what may follow the rule's completion in this grammar: its follow
 // targets (rule hash and offset of each state), and through each target's rule the

@@ -11,7 +11,7 @@
 namespace xg2 {
 
 struct SuffixTrie {
-  std::vector<uint8_t> byte;         // per node; node 0 is the root
+  std::vector<uint8_t> byte;  // per node; node 0 is the root
   std::vector<int32_t> depth;
   std::vector<int32_t> subtree_end;
   std::vector<int32_t> token_begin;  // size num_nodes + 1; tokens ending at node i
@@ -19,8 +19,8 @@ struct SuffixTrie {
   int32_t num_nodes() const { return static_cast<int32_t>(byte.size()); }
   bool empty() const { return tokens.empty(); }
   size_t MemoryBytes() const {
-    return byte.capacity() + (depth.capacity() + subtree_end.capacity() + token_begin.capacity() +
-                              tokens.capacity()) * sizeof(int32_t);
+    return byte.capacity() +
+           (depth.capacity() + subtree_end.capacity() + token_begin.capacity() + tokens.capacity()) * sizeof(int32_t);
   }
 };
 

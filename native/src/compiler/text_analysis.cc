@@ -45,9 +45,7 @@ int32_t TextBound(const GrammarAutomaton& a, int32_t state, std::vector<int32_t>
 }
 
 bool TextExact(const GrammarAutomaton& a, int32_t state, int32_t k) {
-  auto plain = [&](int32_t s) {
-    return !a.state_final[s] && a.rule_edge_begin[s + 1] == a.rule_edge_begin[s];
-  };
+  auto plain = [&](int32_t s) { return !a.state_final[s] && a.rule_edge_begin[s + 1] == a.rule_edge_begin[s]; };
   std::vector<int32_t> level{state}, next;
   // One character from (s, text state) into `next`; false if a state on the way is not
   // plain, or (when `last`) if any byte of a text character has an edge at all.

@@ -78,8 +78,8 @@ TokenMaskCache::~TokenMaskCache() {
 
 const TokenMaskEntry& TokenMaskCache::Get(int32_t state, int32_t loop_state, bool pooled_suffixes) {
   if (loop_state >= 0) {
-    const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(loop_state)) << 32) |
-                         static_cast<uint32_t>(state);
+    const uint64_t key =
+        (static_cast<uint64_t>(static_cast<uint32_t>(loop_state)) << 32) | static_cast<uint32_t>(state);
     {
       std::lock_guard<std::mutex> lock(loop_mu_);
       auto it = loop_entries_.find(key);
@@ -147,8 +147,10 @@ void TokenMaskCache::PoolRuleBundles(const std::vector<std::pair<int32_t, int32_
     for (int32_t s = first; s < end && complete; ++s) {
       if (!automaton_->state_used[s] || !automaton_->has_byte_edges(s)) continue;
       const TokenMaskEntry* e = entries_[s].load(std::memory_order_acquire);
-      if (!e) complete = false;
-      else cores->cores[static_cast<size_t>(s - first)] = e->core;
+      if (!e)
+        complete = false;
+      else
+        cores->cores[static_cast<size_t>(s - first)] = e->core;
     }
     if (complete) pool.InsertRule(tokenizer, rule_hashes_.rule[r], std::move(cores));
   }
@@ -219,7 +221,8 @@ bool TokenMaskCache::PrecomputeAll(int num_threads, std::chrono::steady_clock::t
         if (max_memory_bytes > 0) {
           const int64_t b = built_bytes.fetch_add(static_cast<int64_t>(e.MemoryBytes() + e.core->MemoryBytes())) +
                             static_cast<int64_t>(e.MemoryBytes() + e.core->MemoryBytes());
-          if (b > max_memory_bytes || ((i & 63) == 0 && b + static_cast<int64_t>(memo_->MemoryBytes()) > max_memory_bytes)) {
+          if (b > max_memory_bytes ||
+              ((i & 63) == 0 && b + static_cast<int64_t>(memo_->MemoryBytes()) > max_memory_bytes)) {
             throw BudgetExceeded("max_memory_bytes", "compile exceeded its memory budget of " +
                                                          std::to_string(max_memory_bytes) +
                                                          " bytes in its token masks (limit max_memory_bytes, a "
@@ -249,7 +252,8 @@ bool TokenMaskCache::PrecomputeAll(int num_threads, std::chrono::steady_clock::t
 
 size_t TokenMaskCache::OverheadBytes() const {
   size_t bytes = sizeof(*this) + static_cast<size_t>(num_states_) * sizeof(entries_[0]) +
-                 rule_hashes_.rule.capacity() * sizeof(Hash128) + rule_hashes_.first_state.capacity() * sizeof(int32_t) +
+                 rule_hashes_.rule.capacity() * sizeof(Hash128) +
+                 rule_hashes_.first_state.capacity() * sizeof(int32_t) +
                  follow_fingerprints_.capacity() * sizeof(Hash128) + memo_->MemoryBytes();
   std::lock_guard<std::mutex> lock(loop_mu_);
   return bytes + loop_entries_.size() * 48;
@@ -284,14 +288,15 @@ TokenMaskEntry TokenMaskCache::BuildEntry(int32_t state, int32_t loop_state, boo
   CrossGrammarCache& pool = CrossGrammarCache::Global();
   std::shared_ptr<const MaskCore> core = pool.Find(tokenizer, key);
   if (!core) {
-    core = pool.Insert(tokenizer, key,
-                       std::make_shared<const MaskCore>(ComputeCore(automaton_, *tokenizer_, state, loop_state, memo_.get())));
+    core = pool.Insert(
+        tokenizer, key,
+        std::make_shared<const MaskCore>(ComputeCore(automaton_, *tokenizer_, state, loop_state, memo_.get())));
   }
   return FinishFromCore(std::move(core), key, state, loop_state, pooled_suffixes);
 }
 
-TokenMaskEntry TokenMaskCache::FinishFromCore(std::shared_ptr<const MaskCore> core, const Hash128& key,
-                                              int32_t state, int32_t loop_state, bool pooled_suffixes) {
+TokenMaskEntry TokenMaskCache::FinishFromCore(std::shared_ptr<const MaskCore> core, const Hash128& key, int32_t state,
+                                              int32_t loop_state, bool pooled_suffixes) {
   const uint64_t tokenizer = tokenizer_->fingerprint();
   const RuleId rule = loop_state >= 0 ? automaton_->RepeatOf(loop_state).rule : automaton_->RuleOf(state);
   if (core->dead_nodes.empty() || !pooled_suffixes) return FinishEntry(std::move(core), automaton_, *tokenizer_, rule);

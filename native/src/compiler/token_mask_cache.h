@@ -60,8 +60,7 @@ struct TokenMaskCacheStats {
 
 class TokenMaskCache {
  public:
-  TokenMaskCache(std::shared_ptr<const GrammarAutomaton> automaton,
-                 std::shared_ptr<const TokenizerInfo> tokenizer);
+  TokenMaskCache(std::shared_ptr<const GrammarAutomaton> automaton, std::shared_ptr<const TokenizerInfo> tokenizer);
   ~TokenMaskCache();
   TokenMaskCache(const TokenMaskCache&) = delete;
   TokenMaskCache& operator=(const TokenMaskCache&) = delete;
@@ -105,9 +104,8 @@ class TokenMaskCache {
   // text-only trie subtrees taken whole where the state accepts such text, and counted loops
   // of plain rules walked as a DFA; false walks node by node, loops with the parser (the
   // reference for tests).
-  static MaskCore ComputeCore(const std::shared_ptr<const GrammarAutomaton>& automaton,
-                              const TokenizerInfo& tokenizer, int32_t state, int32_t loop_state,
-                              SubtreeMemo* memo = nullptr, bool fast_paths = true);
+  static MaskCore ComputeCore(const std::shared_ptr<const GrammarAutomaton>& automaton, const TokenizerInfo& tokenizer,
+                              int32_t state, int32_t loop_state, SubtreeMemo* memo = nullptr, bool fast_paths = true);
   // The walk's accepted tokens in the smallest form, with its dead subtrees.
   static MaskCore FinishCore(const TrieWalkResult& walk, const TokenizerInfo& tokenizer);
   // This grammar's entry from a core: the suffixes FOLLOW(rule) may take.

@@ -302,9 +302,8 @@ class VocabWalker {
 
 }  // namespace
 
-TrieWalkResult WalkVocabulary(const std::shared_ptr<const GrammarAutomaton>& automaton,
-                              const TokenizerInfo& tokenizer, int32_t state, int32_t loop_state, SubtreeMemo* memo,
-                              bool fast_paths) {
+TrieWalkResult WalkVocabulary(const std::shared_ptr<const GrammarAutomaton>& automaton, const TokenizerInfo& tokenizer,
+                              int32_t state, int32_t loop_state, SubtreeMemo* memo, bool fast_paths) {
   const TokenTrie& trie = tokenizer.trie();
   TrieWalkResult out;
   // Inside a counted loop the top item is the loop (so iterations chain with exact or star
@@ -317,15 +316,19 @@ TrieWalkResult WalkVocabulary(const std::shared_ptr<const GrammarAutomaton>& aut
   }
   if (walker.loop_mode()) {  // configurations are not states: no memo
     const int32_t text_bound = fast_paths ? TextBoundOfCode(walker.dfa(), start) : 0;
-    if (text_bound > 0) walker.WalkDfa<VocabWalker::TextSubtrees::kAcceptShort>(start, 1, trie.num_nodes(), &out, text_bound);
-    else walker.WalkDfa<VocabWalker::TextSubtrees::kWalk>(start, 1, trie.num_nodes(), &out);
+    if (text_bound > 0)
+      walker.WalkDfa<VocabWalker::TextSubtrees::kAcceptShort>(start, 1, trie.num_nodes(), &out, text_bound);
+    else
+      walker.WalkDfa<VocabWalker::TextSubtrees::kWalk>(start, 1, trie.num_nodes(), &out);
     return out;
   }
   int32_t text_bound = 0;
   if (fast_paths) text_bound = memo != nullptr ? memo->TextBound(state, *automaton) : TextBound(*automaton, state);
   auto walk_dfa = [&](int32_t begin, int32_t end, TrieWalkResult* result) {
-    if (text_bound > 0) walker.WalkDfa<VocabWalker::TextSubtrees::kAcceptShort>(start, begin, end, result, text_bound);
-    else walker.WalkDfa<VocabWalker::TextSubtrees::kWalk>(start, begin, end, result);
+    if (text_bound > 0)
+      walker.WalkDfa<VocabWalker::TextSubtrees::kAcceptShort>(start, begin, end, result, text_bound);
+    else
+      walker.WalkDfa<VocabWalker::TextSubtrees::kWalk>(start, begin, end, result);
   };
   // Text up to a length and no longer (a maxLength string body): text by length, the rest of
   // the vocabulary walked (no memo: its walks hold no text).
@@ -338,8 +341,10 @@ TrieWalkResult WalkVocabulary(const std::shared_ptr<const GrammarAutomaton>& aut
   const bool skeleton = text_bound >= kTextCharsCap;
   int32_t sk = 0;  // the skeleton entry of root child c
   auto walk_subtree = [&](int32_t c, TrieWalkResult* result) {
-    if (skeleton) walker.WalkSkeleton(start, sk, trie.text_skeleton[sk].next, result);
-    else walk_dfa(c, trie.subtree_end[c], result);
+    if (skeleton)
+      walker.WalkSkeleton(start, sk, trie.text_skeleton[sk].next, result);
+    else
+      walk_dfa(c, trie.subtree_end[c], result);
   };
   // Subtree by subtree below the root, through the memo (if any) where the first byte leads
   // to a state without rule edges.

@@ -32,8 +32,10 @@ struct TrieWalkResult {
   int32_t text_up_to = 0;
   void Accept(int32_t begin, int32_t end) {
     if (begin == end) return;
-    if (!runs.empty() && runs.back().second == begin) runs.back().second = end;
-    else runs.emplace_back(begin, end);
+    if (!runs.empty() && runs.back().second == begin)
+      runs.back().second = end;
+    else
+      runs.emplace_back(begin, end);
   }
   // Appends o's runs [run_begin, run_end) and dead nodes [dead_begin, dead_end).
   void AppendPart(const TrieWalkResult& o, size_t run_begin, size_t run_end, size_t dead_begin, size_t dead_end) {
@@ -105,7 +107,7 @@ class SubtreeMemo {
     key_.assign({state, node});
     bool inserted = false;
     walks_.Intern(key_, &inserted);  // ids count up with slices_
-    if (!inserted) return;  // another thread walked it too
+    if (!inserted) return;           // another thread walked it too
     Slice s;
     s.run_begin = arena_.runs.size();
     s.dead_begin = arena_.dead_nodes.size();
@@ -124,18 +126,17 @@ class SubtreeMemo {
   };
 
   std::mutex mu_;
-  TrieWalkResult arena_;      // every memoised walk, back to back
+  TrieWalkResult arena_;  // every memoised walk, back to back
   std::vector<Slice> slices_;
-  SequenceInterner walks_;    // (state, trie node) -> index into slices_
-  std::vector<int32_t> key_;  // the key being looked up
+  SequenceInterner walks_;           // (state, trie node) -> index into slices_
+  std::vector<int32_t> key_;         // the key being looked up
   std::vector<int16_t> text_bound_;  // per state, -1 until known
 };
 
 // The walk of `state` (under the loop context loop_state, or -1) over the whole vocabulary.
 // memo (optional) shares subtree walks between the states of one grammar. fast_paths false
 // walks node by node, loops with the parser: the reference for tests.
-TrieWalkResult WalkVocabulary(const std::shared_ptr<const GrammarAutomaton>& automaton,
-                              const TokenizerInfo& tokenizer, int32_t state, int32_t loop_state, SubtreeMemo* memo,
-                              bool fast_paths);
+TrieWalkResult WalkVocabulary(const std::shared_ptr<const GrammarAutomaton>& automaton, const TokenizerInfo& tokenizer,
+                              int32_t state, int32_t loop_state, SubtreeMemo* memo, bool fast_paths);
 
 }  // namespace xg2

@@ -60,7 +60,8 @@ ExprId Converter::AnyString(int64_t min_len, int64_t max_len) {
 ExprId Converter::Ws() {
   // One node (nodes are hash-consed): built once, not per separator.
   if (ws_ == kNoExpr) {
-    ws_ = g_.AddRepeat(Cls(&g_, {{' ', ' '}, {'\t', '\n'}, {'\r', '\r'}}), 0, o_.max_whitespace_cnt >= 0 ? o_.max_whitespace_cnt : kUnbounded);
+    ws_ = g_.AddRepeat(Cls(&g_, {{' ', ' '}, {'\t', '\n'}, {'\r', '\r'}}), 0,
+                       o_.max_whitespace_cnt >= 0 ? o_.max_whitespace_cnt : kUnbounded);
   }
   return ws_;
 }
@@ -151,7 +152,9 @@ Ref Converter::Resolve(const std::string& ref, const std::string& at) {
     } else if (cur->is_array()) {
       char* end = nullptr;
       long idx = std::strtol(key.c_str(), &end, 10);
-      cur = (!key.empty() && *end == 0 && idx >= 0 && static_cast<size_t>(idx) < cur->items().size()) ? &cur->items()[idx] : nullptr;
+      cur = (!key.empty() && *end == 0 && idx >= 0 && static_cast<size_t>(idx) < cur->items().size())
+                ? &cur->items()[idx]
+                : nullptr;
     } else {
       cur = nullptr;
     }
@@ -180,7 +183,8 @@ const JsonValue* Converter::FindAnchor(const JsonValue& v, const std::string& na
 
 // ------------------------------------------------------------------ merging
 int64_t Converter::NonNegInt(const JsonValue& v, const std::string& ptr, const std::string& kw) {
-  if (!v.is_number() || !v.is_integer() || v.as_number() < 0) Invalid(ptr, "'" + kw + "' must be a non-negative integer");
+  if (!v.is_number() || !v.is_integer() || v.as_number() < 0)
+    Invalid(ptr, "'" + kw + "' must be a non-negative integer");
   double d = v.as_number();
   return d > 4e18 ? int64_t(4e18) : static_cast<int64_t>(d);
 }
@@ -219,8 +223,7 @@ RuleId Converter::ConjRule(const std::vector<Ref>& parts, int depth) {
   } guard(&rule_nesting_);
   if (rule_nesting_ > kMaxRuleNesting) {
     throw Error(ErrorKind::kLimitExceeded,
-                "schema nests more than " + std::to_string(kMaxRuleNesting) +
-                    " subschemas deep (through $ref) at " +
+                "schema nests more than " + std::to_string(kMaxRuleNesting) + " subschemas deep (through $ref) at " +
                     (parts.empty() || parts.back().ptr.empty() ? std::string("(root)") : parts.back().ptr) +
                     " (a quarter of max_nesting_depth, see xg2_jax.set_limits)");
   }
@@ -274,7 +277,8 @@ ExprId Converter::Lower(const Merged& m, int depth, int expansion) {
           size_t slash = ptr.rfind('/');
           size_t prev = slash == std::string::npos || slash == 0 ? std::string::npos : ptr.rfind('/', slash - 1);
           std::string kw = prev == std::string::npos ? "anyOf" : ptr.substr(prev + 1, slash - prev - 1);
-          Unsupported(kw, ptr.substr(0, prev == std::string::npos ? 0 : prev), "too many combinations of alternatives to expand");
+          Unsupported(kw, ptr.substr(0, prev == std::string::npos ? 0 : prev),
+                      "too many combinations of alternatives to expand");
           return Never();
         }
         Merged c = base;

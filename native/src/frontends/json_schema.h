@@ -43,7 +43,8 @@ struct JsonSchemaResult {
 
 JsonSchemaResult JsonSchemaToGrammar(const JsonValue& schema, const JsonSchemaOptions& options = JsonSchemaOptions());
 // Parses the schema text first (SyntaxError with line:col on malformed JSON).
-JsonSchemaResult JsonSchemaToGrammar(const std::string& schema_json, const JsonSchemaOptions& options = JsonSchemaOptions());
+JsonSchemaResult JsonSchemaToGrammar(const std::string& schema_json,
+                                     const JsonSchemaOptions& options = JsonSchemaOptions());
 
 // The front end keeps the key-exclusion automata of objects it has seen (process-wide,
 // bounded); this empties that cache (the cross-grammar cache's clear() calls it).

@@ -184,7 +184,8 @@ class Converter {
   // pattern + minLength/maxLength in general: the pattern's automaton over JSON string
   // content times a decoded-character counter, emitted as a ByteDfa node.
   // Several patterns and formats intersect their automata first.
-  ExprId LengthBoundedPattern(const std::vector<Ref>& pats, const std::vector<Ref>& formats, int64_t min_len, int64_t max_len);
+  ExprId LengthBoundedPattern(const std::vector<Ref>& pats, const std::vector<Ref>& formats, int64_t min_len,
+                              int64_t max_len);
 
   // 1: every match of the pattern has a length within [min_len, max_len]; -1: none has; 0:
   // some may (or unknown).
@@ -208,8 +209,9 @@ class Converter {
   // key matches exactly, with the conjunction of their schemas; with_none adds the keys no
   // pattern matches, with additionalProperties. False (reported) when the automata are too
   // large.
-  bool PatternKeyAlternatives(const Merged& m, const std::vector<std::string>& patterns, const std::vector<std::string>& declared,
-                              const std::vector<Ref>& add, int depth, std::vector<ExprId>* alts, bool with_none = true);
+  bool PatternKeyAlternatives(const Merged& m, const std::vector<std::string>& patterns,
+                              const std::vector<std::string>& declared, const std::vector<Ref>& add, int depth,
+                              std::vector<ExprId>* alts, bool with_none = true);
 
   ExprId ObjectExpr(const Merged& m, int depth);
 

@@ -128,8 +128,12 @@ bool ProvablyDisjoint(const Merged& a, const Merged& b, const MergeFn& merge, in
   auto widen = [](uint8_t t) { return static_cast<uint8_t>(t & kNum ? t | kInt : t); };
   uint8_t common = widen(ta) & widen(tb);
   if (!common) return true;
-  if (a.has_enum && std::all_of(a.enum_values.begin(), a.enum_values.end(), [&](const JsonValue& v) { return ValueExcluded(v, b); })) return true;
-  if (b.has_enum && std::all_of(b.enum_values.begin(), b.enum_values.end(), [&](const JsonValue& v) { return ValueExcluded(v, a); })) return true;
+  if (a.has_enum &&
+      std::all_of(a.enum_values.begin(), a.enum_values.end(), [&](const JsonValue& v) { return ValueExcluded(v, b); }))
+    return true;
+  if (b.has_enum &&
+      std::all_of(b.enum_values.begin(), b.enum_values.end(), [&](const JsonValue& v) { return ValueExcluded(v, a); }))
+    return true;
   if (a.has_enum || b.has_enum) return false;
   // Every type both allow must be told apart by that type's own constraints.
   if (common & (kNull | kBool)) return false;

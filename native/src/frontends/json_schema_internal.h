@@ -61,8 +61,8 @@ struct KeyRegion {
   uint64_t patterns;
   ByteDfaSpec keys;
 };
-std::vector<KeyRegion> PatternKeyRegions(const std::vector<std::string>& patterns, const std::vector<std::string>& declared,
-                                         bool with_none, int64_t max_states);
+std::vector<KeyRegion> PatternKeyRegions(const std::vector<std::string>& patterns,
+                                         const std::vector<std::string>& declared, bool with_none, int64_t max_states);
 // For each name (decoded text), the indices of the patterns that match it.
 std::vector<std::vector<size_t>> PatternsMatchingNames(const std::vector<std::string>& patterns,
                                                        const std::vector<std::string>& names, int64_t max_states);
@@ -101,7 +101,7 @@ struct Merged {
   int64_t min_len = 0, max_len = -1;
   std::vector<Ref> patterns;  // v: the pattern string value
   std::vector<Ref> formats;
-  std::vector<Ref> not_patterns;  // from `not {pattern: P}`: strings no such pattern matches
+  std::vector<Ref> not_patterns;         // from `not {pattern: P}`: strings no such pattern matches
   std::vector<std::string> not_strings;  // from `not {enum/const}`: string values excluded
   // numbers
   NumBound lo, hi;
@@ -121,7 +121,9 @@ struct Merged {
   // objects
   std::vector<std::pair<std::string, std::vector<Ref>>> props;
   std::vector<std::string> required;  // in the order listed (undeclared ones are emitted so)
-  bool Requires(const std::string& name) const { return std::find(required.begin(), required.end(), name) != required.end(); }
+  bool Requires(const std::string& name) const {
+    return std::find(required.begin(), required.end(), name) != required.end();
+  }
   bool additional_set = false;
   std::vector<Ref> additional;
   // The schema object holding each `additional` entry: additionalProperties applies to every
@@ -160,7 +162,6 @@ uint8_t EffectiveTypes(const Merged& m);
 // true is a proof; false means "not proven". depth bounds the look into property values.
 bool ProvablyDisjoint(const Merged& a, const Merged& b, const MergeFn& merge, int depth = 0);
 
-
 // --- keywords (json_schema_keywords.cc) ---
 // Keywords that assert nothing (titles, descriptions, $defs, ...).
 bool IsAnnotation(const std::string& k);
@@ -181,7 +182,8 @@ JsonValue DependencyAlternatives(const std::string& name, const JsonValue& dep);
 JsonValue ConditionAlternatives(const JsonValue& cond, const JsonValue* then_v, const JsonValue* else_v,
                                 JsonValue negated);
 // Resolves a $ref seen at JSON pointer `at` to (schema, its pointer); may throw for a bad ref.
-using RefResolver = std::function<std::pair<const JsonValue*, std::string>(const std::string& ref, const std::string& at)>;
+using RefResolver =
+    std::function<std::pair<const JsonValue*, std::string>(const std::string& ref, const std::string& at)>;
 // `not s` as an equivalent positive schema: De Morgan over combinators and independent keyword
 // groups, each keyword's complement within the type it applies to. Leaves it produces as
 // {"not": ...} are shapes the converter handles directly (type, enum/const, pattern, one

@@ -23,14 +23,15 @@ ExprId PatternExpr(Grammar* g, const std::string& pattern) {
 
 }  // namespace
 
-std::vector<KeyRegion> PatternKeyRegions(const std::vector<std::string>& patterns, const std::vector<std::string>& declared,
-                                         bool with_none, int64_t max_states) {
+std::vector<KeyRegion> PatternKeyRegions(const std::vector<std::string>& patterns,
+                                         const std::vector<std::string>& declared, bool with_none, int64_t max_states) {
   if (patterns.size() > 63) throw Error(ErrorKind::kLimitExceeded, "more than 63 patternProperties");
   Grammar g;  // scratch arena for the expressions the automata are built from
   ByteDfaSpec universe = ByteDfaOfExpr(g, g.AddRepeat(JsonCharExpr(&g), 0, kUnbounded), max_states);
   std::vector<ByteDfaSpec> parts;
   for (const auto& p : patterns) {
-    parts.push_back(TrimAndMinimize(ByteDfaOfExpr(g, RegexToJsonContentAllSpellings(&g, PatternExpr(&g, p)), max_states)));
+    parts.push_back(
+        TrimAndMinimize(ByteDfaOfExpr(g, RegexToJsonContentAllSpellings(&g, PatternExpr(&g, p)), max_states)));
   }
   const uint64_t pattern_bits = (uint64_t{1} << patterns.size()) - 1;
   uint64_t care = pattern_bits;

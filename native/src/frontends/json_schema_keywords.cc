@@ -21,17 +21,46 @@ JsonValue TypeIs(const char* t, std::vector<std::pair<std::string, JsonValue>> r
 }  // namespace
 
 bool IsAnnotation(const std::string& k) {
-  static const std::set<std::string> kAnn = {
-      "title", "description", "examples", "example", "default", "$comment", "$schema", "$id", "id", "deprecated",
-      "readOnly", "writeOnly", "$defs", "definitions", "$anchor", "$dynamicAnchor", "$vocabulary", "contentEncoding",
-      "contentMediaType", "discriminator", "nullable_annotation", "markdownDescription", "errorMessage"};
+  static const std::set<std::string> kAnn = {"title",
+                                             "description",
+                                             "examples",
+                                             "example",
+                                             "default",
+                                             "$comment",
+                                             "$schema",
+                                             "$id",
+                                             "id",
+                                             "deprecated",
+                                             "readOnly",
+                                             "writeOnly",
+                                             "$defs",
+                                             "definitions",
+                                             "$anchor",
+                                             "$dynamicAnchor",
+                                             "$vocabulary",
+                                             "contentEncoding",
+                                             "contentMediaType",
+                                             "discriminator",
+                                             "nullable_annotation",
+                                             "markdownDescription",
+                                             "errorMessage"};
   return kAnn.count(k) > 0;
 }
 
 bool IsKnownUnsupported(const std::string& k) {
-  static const std::set<std::string> kUn = {"if", "then", "else", "dependentRequired", "dependentSchemas", "dependencies",
-                                            "unevaluatedProperties", "unevaluatedItems", "$dynamicRef", "$recursiveRef",
-                                            "contentSchema", "minContains", "maxContains"};
+  static const std::set<std::string> kUn = {"if",
+                                            "then",
+                                            "else",
+                                            "dependentRequired",
+                                            "dependentSchemas",
+                                            "dependencies",
+                                            "unevaluatedProperties",
+                                            "unevaluatedItems",
+                                            "$dynamicRef",
+                                            "$recursiveRef",
+                                            "contentSchema",
+                                            "minContains",
+                                            "maxContains"};
   return kUn.count(k) > 0;
 }
 
@@ -65,7 +94,12 @@ uint8_t TypeFromName(const std::string& t) {
 std::vector<const JsonValue*> EnumValues(const Merged& m) {
   std::vector<const JsonValue*> out;
   for (const auto& v : m.enum_values) {
-    uint8_t t = v.is_null() ? kNull : v.is_bool() ? kBool : v.is_number() ? (v.is_integer() ? kInt : kNum) : v.is_string() ? kStr : v.is_array() ? kArr : kObj;
+    uint8_t t = v.is_null()     ? kNull
+                : v.is_bool()   ? kBool
+                : v.is_number() ? (v.is_integer() ? kInt : kNum)
+                : v.is_string() ? kStr
+                : v.is_array()  ? kArr
+                                : kObj;
     if (t == kInt ? !(m.types & (kInt | kNum)) : !(m.types & t)) continue;
     out.push_back(&v);
   }
@@ -90,7 +124,7 @@ JsonValue ConditionAlternatives(const JsonValue& cond, const JsonValue* then_v, 
 }
 
 std::optional<JsonValue> NegateSchema(const JsonValue& s, const std::string& ptr, bool ref_overrides_siblings,
-                                    const RefResolver& resolve, int guard) {
+                                      const RefResolver& resolve, int guard) {
   if (guard > 16) return std::nullopt;
   if (s.is_bool()) return JsonValue::Bool(!s.as_bool());
   if (!s.is_object()) return std::nullopt;
@@ -107,17 +141,44 @@ std::optional<JsonValue> NegateSchema(const JsonValue& s, const std::string& ptr
     if ((k == "maximum" || k == "exclusiveMaximum") && eM && eM->is_bool()) return "maximum";
     return k;
   };
-  static const std::set<std::string> kKnown = {
-      "$ref", "not", "allOf", "anyOf", "oneOf", "type", "enum", "const", "minLength", "maxLength", "pattern", "format",
-      "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf", "prefixItems", "items",
-      "additionalItems", "minItems", "maxItems", "contains", "uniqueItems", "properties", "required",
-      "additionalProperties", "patternProperties", "propertyNames", "minProperties", "maxProperties"};
+  static const std::set<std::string> kKnown = {"$ref",
+                                               "not",
+                                               "allOf",
+                                               "anyOf",
+                                               "oneOf",
+                                               "type",
+                                               "enum",
+                                               "const",
+                                               "minLength",
+                                               "maxLength",
+                                               "pattern",
+                                               "format",
+                                               "minimum",
+                                               "maximum",
+                                               "exclusiveMinimum",
+                                               "exclusiveMaximum",
+                                               "multipleOf",
+                                               "prefixItems",
+                                               "items",
+                                               "additionalItems",
+                                               "minItems",
+                                               "maxItems",
+                                               "contains",
+                                               "uniqueItems",
+                                               "properties",
+                                               "required",
+                                               "additionalProperties",
+                                               "patternProperties",
+                                               "propertyNames",
+                                               "minProperties",
+                                               "maxProperties"};
   std::vector<std::pair<std::string, std::vector<std::pair<std::string, JsonValue>>>> groups;
   for (const auto& kv : s.members()) {
     const std::string& k = kv.first;
     if (IsAnnotation(k)) continue;
     if (ref_only && k != "$ref") continue;
-    if ((k == "unevaluatedProperties" || k == "unevaluatedItems") && kv.second.is_bool() && kv.second.as_bool()) continue;
+    if ((k == "unevaluatedProperties" || k == "unevaluatedItems") && kv.second.is_bool() && kv.second.as_bool())
+      continue;
     if (IsKnownUnsupported(k)) return std::nullopt;
     if (!kKnown.count(k)) continue;  // ignored keywords: always satisfied
     if (k == "uniqueItems" && kv.second.is_bool() && !kv.second.as_bool()) continue;
@@ -134,7 +195,8 @@ std::optional<JsonValue> NegateSchema(const JsonValue& s, const std::string& ptr
     // not (A and B) = (not A) or (not B); each part is checked when it is merged.
     std::vector<JsonValue> alts;
     for (auto& g : groups) {
-      if (!NegateSchema(JsonValue::Object(g.second), ptr, ref_overrides_siblings, resolve, guard + 1)) return std::nullopt;
+      if (!NegateSchema(JsonValue::Object(g.second), ptr, ref_overrides_siblings, resolve, guard + 1))
+        return std::nullopt;
       alts.push_back(NotOf(JsonValue::Object(std::move(g.second))));
     }
     return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(alts))}});
@@ -161,7 +223,8 @@ std::optional<JsonValue> NegateSchema(const JsonValue& s, const std::string& ptr
     if (b == nullptr) return JsonValue::Bool(false);  // a boolean exclusive bound alone asserts nothing
     if (!b->is_number()) return std::nullopt;
     bool exclusive = ex && ex->as_bool();
-    const char* kw = is_min ? (exclusive ? "maximum" : "exclusiveMaximum") : (exclusive ? "minimum" : "exclusiveMinimum");
+    const char* kw =
+        is_min ? (exclusive ? "maximum" : "exclusiveMaximum") : (exclusive ? "minimum" : "exclusiveMinimum");
     return TypeIs("number", {{kw, *b}});
   }
   if (k == "$ref") {
@@ -183,7 +246,8 @@ std::optional<JsonValue> NegateSchema(const JsonValue& s, const std::string& ptr
     // Not exactly one: none, or some two at once.
     std::vector<JsonValue> alts{JsonValue::Object({{"allOf", JsonValue::Array(std::move(negs))}})};
     for (size_t i = 0; i < xs.size(); ++i) {
-      for (size_t j = i + 1; j < xs.size(); ++j) alts.push_back(JsonValue::Object({{"allOf", JsonValue::Array({xs[i], xs[j]})}}));
+      for (size_t j = i + 1; j < xs.size(); ++j)
+        alts.push_back(JsonValue::Object({{"allOf", JsonValue::Array({xs[i], xs[j]})}}));
     }
     return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(alts))}});
   }
@@ -207,7 +271,10 @@ std::optional<JsonValue> NegateSchema(const JsonValue& s, const std::string& ptr
   if (k == "maxProperties") return count_bound("object", "minProperties", false);
   if (k == "minimum" || k == "exclusiveMinimum" || k == "maximum" || k == "exclusiveMaximum") {
     if (!v.is_number()) return std::nullopt;
-    const char* kw = k == "minimum" ? "exclusiveMaximum" : k == "exclusiveMinimum" ? "maximum" : k == "maximum" ? "exclusiveMinimum" : "minimum";
+    const char* kw = k == "minimum"            ? "exclusiveMaximum"
+                     : k == "exclusiveMinimum" ? "maximum"
+                     : k == "maximum"          ? "exclusiveMinimum"
+                                               : "minimum";
     return TypeIs("number", {{kw, v}});
   }
   if (groups[0].first == "items") {

@@ -35,7 +35,8 @@ void Converter::MergeInto(Merged* m, const Ref& r, int guard) {
     if (k == "allOf" || k == "anyOf" || k == "oneOf") {
       if (!v.is_array() || v.items().empty()) Invalid(kp, "'" + k + "' must be a non-empty array");
       if (k == "allOf") {
-        for (size_t i = 0; i < v.items().size(); ++i) MergeInto(m, Ref{&v.items()[i], kp + "/" + std::to_string(i)}, guard + 1);
+        for (size_t i = 0; i < v.items().size(); ++i)
+          MergeInto(m, Ref{&v.items()[i], kp + "/" + std::to_string(i)}, guard + 1);
       } else {
         std::vector<Ref> alts;
         for (size_t i = 0; i < v.items().size(); ++i) alts.push_back(Ref{&v.items()[i], kp + "/" + std::to_string(i)});
@@ -103,7 +104,9 @@ void Converter::MergeInto(Merged* m, const Ref& r, int guard) {
       if (!m->not_strings.empty()) {
         std::vector<JsonValue> keep;
         for (const auto& a : m->enum_values) {
-          if (!a.is_string() || std::find(m->not_strings.begin(), m->not_strings.end(), a.as_string()) == m->not_strings.end()) keep.push_back(a);
+          if (!a.is_string() ||
+              std::find(m->not_strings.begin(), m->not_strings.end(), a.as_string()) == m->not_strings.end())
+            keep.push_back(a);
         }
         m->enum_values = keep;
       }
@@ -139,7 +142,8 @@ void Converter::MergeInto(Merged* m, const Ref& r, int guard) {
         pre.push_back(c);
       }
       for (size_t i = v.items().size(); i < m->prefix.size(); ++i) pre.push_back(m->prefix[i]);
-      if (m->has_prefix && m->prefix.size() != v.items().size()) Unsupported(k, P, "prefix lists of different lengths in allOf");
+      if (m->has_prefix && m->prefix.size() != v.items().size())
+        Unsupported(k, P, "prefix lists of different lengths in allOf");
       m->prefix = pre;
       m->has_prefix = true;
     } else if (k == "items" || (k == "additionalItems" && items_is_array)) {
@@ -186,7 +190,8 @@ void Converter::MergeInto(Merged* m, const Ref& r, int guard) {
       for (const auto& pm : v.members()) {
         // The pattern text lives in the member's key; keep a pointer to a string we own.
         pattern_keys_.push_back(std::make_unique<JsonValue>(JsonValue::String(pm.first)));
-        m->pattern_props.push_back({Ref{pattern_keys_.back().get(), kp}, One(&pm.second, JsonPointerChild(kp, pm.first))});
+        m->pattern_props.push_back(
+            {Ref{pattern_keys_.back().get(), kp}, One(&pm.second, JsonPointerChild(kp, pm.first))});
       }
     } else if (k == "propertyNames") {
       m->property_names.push_back(Ref{&v, kp});
@@ -264,7 +269,8 @@ void Converter::MergeCondition(Merged* m, const JsonValue& s, const std::string&
     return;
   }
   m->constrained = true;
-  const JsonValue* alts = Synthesized(&s, 1, [&]() { return ConditionAlternatives(*cond, then_v, else_v, std::move(*negated)); });
+  const JsonValue* alts =
+      Synthesized(&s, 1, [&]() { return ConditionAlternatives(*cond, then_v, else_v, std::move(*negated)); });
   m->any_of.push_back({Ref{&alts->items()[0], P + "/then"}, Ref{&alts->items()[1], P + "/else"}});
   m->any_of_at.push_back(P);
   m->any_of_exclusive.push_back(false);

@@ -132,10 +132,13 @@ bool Converter::MergeNegation(Merged* m, const Ref& r, const std::string& at) {
 }
 
 std::optional<JsonValue> Converter::Negate(const JsonValue& s, const std::string& ptr, int guard) {
-  return NegateSchema(s, ptr, ref_overrides_siblings_, [this](const std::string& ref, const std::string& at) {
-    Ref t = Resolve(ref, at);
-    return std::make_pair(t.v, t.ptr);
-  }, guard);
+  return NegateSchema(
+      s, ptr, ref_overrides_siblings_,
+      [this](const std::string& ref, const std::string& at) {
+        Ref t = Resolve(ref, at);
+        return std::make_pair(t.v, t.ptr);
+      },
+      guard);
 }
 
 // Strings with `not {pattern}`: the automaton of any string content, intersected with the
@@ -144,9 +147,11 @@ std::optional<JsonValue> Converter::Negate(const JsonValue& s, const std::string
 ExprId Converter::NegatedPatternString(const Merged& m) {
   const std::string at_ptr = m.not_patterns.empty() ? cur_ptr_ : m.not_patterns[0].ptr;
   try {
-    if (m.patterns.size() + m.formats.size() + m.not_patterns.size() + 1 > 63) throw Error(ErrorKind::kLimitExceeded, "more than 63 patterns");
+    if (m.patterns.size() + m.formats.size() + m.not_patterns.size() + 1 > 63)
+      throw Error(ErrorKind::kLimitExceeded, "more than 63 patterns");
     Grammar scratch;
-    ByteDfaSpec universe = ByteDfaOfExpr(scratch, scratch.AddRepeat(JsonCharExpr(&scratch), 0, kUnbounded), kMaxPatternDfaStates);
+    ByteDfaSpec universe =
+        ByteDfaOfExpr(scratch, scratch.AddRepeat(JsonCharExpr(&scratch), 0, kUnbounded), kMaxPatternDfaStates);
     std::vector<ByteDfaSpec> parts;
     for (const auto& p : m.patterns) {
       ExprId c = PatternContent(p);
@@ -155,7 +160,8 @@ ExprId Converter::NegatedPatternString(const Merged& m) {
     }
     for (const auto& f : m.formats) {
       try {
-        parts.push_back(TrimAndMinimize(ByteDfaOfExpr(g_, FormatContentExpr(&g_, f.v->as_string()), kMaxPatternDfaStates)));
+        parts.push_back(
+            TrimAndMinimize(ByteDfaOfExpr(g_, FormatContentExpr(&g_, f.v->as_string()), kMaxPatternDfaStates)));
       } catch (const UnsupportedKeyword& u) {
         Unsupported(u.keyword, f.ptr, u.detail);
         return kNoExpr;
@@ -174,8 +180,10 @@ ExprId Converter::NegatedPatternString(const Merged& m) {
       parts.push_back(TrimAndMinimize(ByteDfaOfExpr(scratch, e, kMaxPatternDfaStates)));
     }
     const uint64_t care = (uint64_t{1} << parts.size()) - 1;
-    ByteDfaSpec dfa = TrimAndMinimize(SelectByParts(ProductWithParts(universe, parts, kMaxPatternDfaStates), care, want));
-    if (m.min_len > 0 || m.max_len >= 0) dfa = TrimAndMinimize(IntersectJsonLength(dfa, m.min_len, m.max_len, kMaxPatternDfaStates));
+    ByteDfaSpec dfa =
+        TrimAndMinimize(SelectByParts(ProductWithParts(universe, parts, kMaxPatternDfaStates), care, want));
+    if (m.min_len > 0 || m.max_len >= 0)
+      dfa = TrimAndMinimize(IntersectJsonLength(dfa, m.min_len, m.max_len, kMaxPatternDfaStates));
     if (ByteDfaEmpty(dfa)) return Never();
     return g_.AddSequence({Lit(&g_, "\""), g_.AddByteDfa(std::move(dfa)), Lit(&g_, "\"")});
   } catch (const Error& e) {

@@ -257,7 +257,8 @@ ExprId IntegerExpr(Grammar* g, const NumBound& lo, const NumBound& hi) {
 }
 
 ExprId Exponent(Grammar* g) {
-  return g->AddSequence({Cls(g, {{'E', 'E'}, {'e', 'e'}}), Opt(g, Cls(g, {{'+', '+'}, {'-', '-'}})), Digits(g, 1, kUnbounded)});
+  return g->AddSequence(
+      {Cls(g, {{'E', 'E'}, {'e', 'e'}}), Opt(g, Cls(g, {{'+', '+'}, {'-', '-'}})), Digits(g, 1, kUnbounded)});
 }
 
 ExprId NumberExpr(Grammar* g, const NumBound& lo, const NumBound& hi) {
@@ -363,10 +364,12 @@ ExprId IntegerMultipleOfExpr(Grammar* g, int64_t k, const NumBound& lo, const Nu
   if (k > 1000) throw UnsupportedKeyword{"multipleOf", "divisor larger than 1000"};
   // Remainder automaton: rule r = digits read so far leave remainder r.
   std::vector<RuleId> rules(static_cast<size_t>(k));
-  for (int64_t r = 0; r < k; ++r) rules[r] = g->DeclareRule("multiple_of_" + std::to_string(k) + "_rem_" + std::to_string(r));
+  for (int64_t r = 0; r < k; ++r)
+    rules[r] = g->DeclareRule("multiple_of_" + std::to_string(k) + "_rem_" + std::to_string(r));
   for (int64_t r = 0; r < k; ++r) {
     std::vector<ExprId> alts;
-    for (int d = 0; d <= 9; ++d) alts.push_back(g->AddSequence({Digit(g, d, d), g->AddRuleRef(rules[(10 * r + d) % k])}));
+    for (int d = 0; d <= 9; ++d)
+      alts.push_back(g->AddSequence({Digit(g, d, d), g->AddRuleRef(rules[(10 * r + d) % k])}));
     if (r == 0) alts.push_back(g->AddEmpty());
     g->SetRuleBody(rules[r], g->AddChoice(alts));
   }

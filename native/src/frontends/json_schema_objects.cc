@@ -15,7 +15,8 @@ ExprId Converter::KeyExprFromNames(const std::vector<Ref>& names, const std::vec
   if (nm.has_enum) {
     std::vector<ExprId> alts;
     for (const auto& v : nm.enum_values) {
-      if (v.is_string() && std::find(declared.begin(), declared.end(), v.as_string()) == declared.end()) alts.push_back(QuotedLiteral(v.as_string()));
+      if (v.is_string() && std::find(declared.begin(), declared.end(), v.as_string()) == declared.end())
+        alts.push_back(QuotedLiteral(v.as_string()));
     }
     return alts.empty() ? kNoExpr : g_.AddChoice(alts);
   }
@@ -27,8 +28,9 @@ ExprId Converter::KeyExprFromNames(const std::vector<Ref>& names, const std::vec
 // key matches exactly, with the conjunction of their schemas; with_none adds the keys no
 // pattern matches, with additionalProperties. False (reported) when the automata are too
 // large.
-bool Converter::PatternKeyAlternatives(const Merged& m, const std::vector<std::string>& patterns, const std::vector<std::string>& declared,
-                            const std::vector<Ref>& add, int depth, std::vector<ExprId>* alts, bool with_none) {
+bool Converter::PatternKeyAlternatives(const Merged& m, const std::vector<std::string>& patterns,
+                                       const std::vector<std::string>& declared, const std::vector<Ref>& add, int depth,
+                                       std::vector<ExprId>* alts, bool with_none) {
   std::vector<KeyRegion> regions;
   try {
     regions = PatternKeyRegions(patterns, declared, with_none, kMaxPatternDfaStates);
@@ -39,7 +41,8 @@ bool Converter::PatternKeyAlternatives(const Merged& m, const std::vector<std::s
   for (auto& r : regions) {
     std::vector<Ref> conj;
     for (size_t i = 0; i < patterns.size(); ++i) {
-      if (r.patterns >> i & 1) conj.insert(conj.end(), m.pattern_props[i].second.begin(), m.pattern_props[i].second.end());
+      if (r.patterns >> i & 1)
+        conj.insert(conj.end(), m.pattern_props[i].second.begin(), m.pattern_props[i].second.end());
     }
     ExprId val = ValueRef(r.patterns == 0 ? add : conj, depth);
     if (val == kNoExpr) continue;
@@ -53,7 +56,8 @@ bool Converter::PatternKeyAlternatives(const Merged& m, const std::vector<std::s
 // (extra) any number of times; minProperties/maxProperties count them all. One AnyOrder
 // node: the parser keeps the set of properties written, so no 2^n expansion.
 template <typename PropT>
-ExprId Converter::AnyOrderObject(const std::vector<PropT>& props, ExprId extra, int64_t min_p, int64_t max_p, int depth) {
+ExprId Converter::AnyOrderObject(const std::vector<PropT>& props, ExprId extra, int64_t min_p, int64_t max_p,
+                                 int depth) {
   int64_t nreq = 0;
   std::vector<ExprId> children{ItemSep(depth)};
   for (const auto& p : props) {
@@ -101,19 +105,22 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth) {
       std::vector<std::vector<size_t>> hits = PatternsMatchingNames(pattern_texts, names, kMaxPatternDfaStates);
       for (size_t i = 0; i < names.size(); ++i) name_patterns[names[i]] = hits[i];
     } catch (const Error& e) {
-      Unsupported("patternProperties", m.pattern_props[0].first.ptr, std::string("matching declared names: ") + e.what());
+      Unsupported("patternProperties", m.pattern_props[0].first.ptr,
+                  std::string("matching declared names: ") + e.what());
     }
   }
   auto pattern_schemas = [&](const std::string& name, std::vector<Ref>* conj) {
     auto it = name_patterns.find(name);
     if (it == name_patterns.end()) return false;
-    for (size_t i : it->second) conj->insert(conj->end(), m.pattern_props[i].second.begin(), m.pattern_props[i].second.end());
+    for (size_t i : it->second)
+      conj->insert(conj->end(), m.pattern_props[i].second.begin(), m.pattern_props[i].second.end());
     return !it->second.empty();
   };
   for (const auto& a : m.absent) {
     if (m.Requires(a.name)) return Never();
     // A pattern or propertyNames could still admit the name as an extra key.
-    if (!m.pattern_props.empty() || !m.property_names.empty()) Unsupported(a.keyword, a.ptr, "together with patternProperties or propertyNames");
+    if (!m.pattern_props.empty() || !m.property_names.empty())
+      Unsupported(a.keyword, a.ptr, "together with patternProperties or propertyNames");
     declared.push_back(a.name);  // excluded from the extra keys
   }
   for (const auto& pr : m.props) {
@@ -155,7 +162,9 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth) {
     if (allowed) {
       static const JsonValue kTrue = JsonValue::Bool(true);
       if (add.empty()) add = {Ref{&kTrue, "/true"}};
-      additional_any = std::all_of(add.begin(), add.end(), [](const Ref& r) { return r.v->is_bool() || (r.v->is_object() && r.v->members().empty()); });
+      additional_any = std::all_of(add.begin(), add.end(), [](const Ref& r) {
+        return r.v->is_bool() || (r.v->is_object() && r.v->members().empty());
+      });
       for (const auto& rn : m.required) {
         if (std::find(declared.begin(), declared.end(), rn) == declared.end()) {
           std::vector<Ref> conj;
@@ -168,7 +177,8 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth) {
       if (!m.pattern_props.empty() && m.property_names.empty()) {
         pattern_regions = PatternKeyAlternatives(m, pattern_texts, declared, add, d1, &extra_alts);
       } else if (!m.pattern_props.empty()) {
-        Unsupported("patternProperties", m.pattern_props[0].first.ptr, "together with propertyNames and additionalProperties other than false");
+        Unsupported("patternProperties", m.pattern_props[0].first.ptr,
+                    "together with propertyNames and additionalProperties other than false");
       }
       if (!pattern_regions) {
         ExprId key = KeyExprFromNames(m.property_names, declared);
@@ -219,7 +229,8 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth) {
   if (n == 0) {
     if (extra == kNoExpr) return (min_p > 0) ? Never() : Empty('{', '}');
     if (max_p == 0) return Empty('{', '}');
-    ExprId rest = g_.AddRepeat(g_.AddSequence({ItemSep(depth), extra}), std::max<int64_t>(0, min_p - 1), max_p < 0 ? kUnbounded : max_p - 1);
+    ExprId rest = g_.AddRepeat(g_.AddSequence({ItemSep(depth), extra}), std::max<int64_t>(0, min_p - 1),
+                               max_p < 0 ? kUnbounded : max_p - 1);
     ExprId ne = g_.AddSequence({Open('{', depth), extra, rest, Close('}', depth)});
     return min_p == 0 ? g_.AddChoice({Empty('{', '}'), ne}) : ne;
   }
@@ -239,7 +250,8 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth) {
   }
   if (max_p >= 0) {
     if (max_p < nreq) return Never();
-    if (!(extra == kNoExpr && max_p >= n)) Unsupported("maxProperties", m.max_props_ptr, "with declared optional properties");
+    if (!(extra == kNoExpr && max_p >= n))
+      Unsupported("maxProperties", m.max_props_ptr, "with declared optional properties");
   }
   // Ordered: Tail(i) = X [sep kv_i] Tail(i+1); X = (sep extra)*.
   auto X = [&]() { return g_.AddRepeat(g_.AddSequence({ItemSep(depth), extra}), 0, kUnbounded); };

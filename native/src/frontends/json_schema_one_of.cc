@@ -29,8 +29,9 @@ std::vector<Merged> Converter::CheckOneOf(const Merged& base, const std::vector<
           if (!rewritten.empty()) negated_one_of_.insert(at);
         }
         if (!rewritten.empty()) return rewritten;
-        Unsupported("oneOf", at, "alternatives " + std::to_string(i) + " and " + std::to_string(j) +
-                                     " are not provably exclusive (lowered as anyOf)");
+        Unsupported("oneOf", at,
+                    "alternatives " + std::to_string(i) + " and " + std::to_string(j) +
+                        " are not provably exclusive (lowered as anyOf)");
         return {};
       }
     }
@@ -41,8 +42,9 @@ std::vector<Merged> Converter::CheckOneOf(const Merged& base, const std::vector<
 // oneOf as "alternative i and none of the others it may overlap": base, A_i and `not A_j`
 // for every j not provably disjoint from i, when each such A_j has an exact negation (see
 // NegateSchema). Empty otherwise.
-std::vector<Merged> Converter::NegatedOneOf(const Merged& base, const std::vector<Ref>& group, const std::vector<Merged>& alts,
-                                 const MergeFn& merge, const std::string& at) {
+std::vector<Merged> Converter::NegatedOneOf(const Merged& base, const std::vector<Ref>& group,
+                                            const std::vector<Merged>& alts, const MergeFn& merge,
+                                            const std::string& at) {
   const size_t n = group.size();
   std::vector<std::vector<uint8_t>> overlap(n, std::vector<uint8_t>(n, 0));
   for (size_t i = 0; i < n; ++i) {
@@ -99,9 +101,12 @@ std::vector<Merged> Converter::RequiredOnlyOneOf(const Merged& base, const std::
       for (const auto& n : names[j]) {
         if (std::find(names[i].begin(), names[i].end(), n) == names[i].end()) missing.push_back(n);
       }
-      if (missing.empty()) c.is_false = true;
-      else if (missing.size() == 1) c.absent.push_back({missing[0], "oneOf", group[j].ptr});
-      else return {};
+      if (missing.empty())
+        c.is_false = true;
+      else if (missing.size() == 1)
+        c.absent.push_back({missing[0], "oneOf", group[j].ptr});
+      else
+        return {};
     }
     out.push_back(std::move(c));
   }

@@ -27,7 +27,8 @@ ExprId Converter::BoundedClassPattern(const Ref& pat, int64_t min_len, int64_t m
     return kNoExpr;
   }
   Expr x = g_.expr(e);
-  while ((x.kind == ExprKind::kSequence || x.kind == ExprKind::kChoice) && x.children.size() == 1) x = g_.expr(x.children[0]);
+  while ((x.kind == ExprKind::kSequence || x.kind == ExprKind::kChoice) && x.children.size() == 1)
+    x = g_.expr(x.children[0]);
   int64_t lo = 1, hi = 1;
   ExprId cls = kNoExpr;
   if (x.kind == ExprKind::kCharClass) {
@@ -48,7 +49,8 @@ ExprId Converter::BoundedClassPattern(const Ref& pat, int64_t min_len, int64_t m
 // pattern + minLength/maxLength in general: the pattern's automaton over JSON string
 // content times a decoded-character counter, emitted as a ByteDfa node.
 // Several patterns and formats intersect their automata first.
-ExprId Converter::LengthBoundedPattern(const std::vector<Ref>& pats, const std::vector<Ref>& formats, int64_t min_len, int64_t max_len) {
+ExprId Converter::LengthBoundedPattern(const std::vector<Ref>& pats, const std::vector<Ref>& formats, int64_t min_len,
+                                       int64_t max_len) {
   std::vector<ExprId> contents;
   for (const auto& p : pats) {
     contents.push_back(PatternContent(p));
@@ -98,7 +100,10 @@ ExprId Converter::LengthBoundedPattern(const std::vector<Ref>& pats, const std::
     }
     return alts.size() == 1 ? alts[0] : g_.AddChoice(alts);
   } catch (const Error& e) {
-    Unsupported(what, pat.ptr, std::string(contents.size() > 1 ? "intersection of patterns and formats" : "together with minLength/maxLength") + ": " + e.what());
+    Unsupported(what, pat.ptr,
+                std::string(contents.size() > 1 ? "intersection of patterns and formats"
+                                                : "together with minLength/maxLength") +
+                    ": " + e.what());
     return kNoExpr;
   }
 }
@@ -139,7 +144,8 @@ ExprId Converter::StringExpr(const Merged& m) {
   const size_t languages = m.patterns.size() + m.formats.size();
   if ((bounded && languages >= 1) || languages > 1) {
     if (languages > 64) {
-      Unsupported("pattern", (m.patterns.empty() ? m.formats[0] : m.patterns[0]).ptr, "more than 64 patterns and formats");
+      Unsupported("pattern", (m.patterns.empty() ? m.formats[0] : m.patterns[0]).ptr,
+                  "more than 64 patterns and formats");
       return AnyString(m.min_len, m.max_len);
     }
     ExprId e = LengthBoundedPattern(m.patterns, m.formats, m.min_len, m.max_len);

@@ -10,8 +10,8 @@
 #include "automata/byte_dfa_ops.h"
 #include "frontends/json_schema.h"
 #include "frontends/json_schema_internal.h"
-#include "xg2/errors.h"
 #include "support/utf8.h"
+#include "xg2/errors.h"
 
 namespace xg2::jsonschema {
 
@@ -99,7 +99,8 @@ void AddUnicodeEscapes(Grammar* g, uint32_t lo, uint32_t hi, std::vector<ExprId>
     uint32_t ha = 0xD800 + ((a - 0x10000) >> 10), hb = 0xD800 + ((hi - 0x10000) >> 10);
     uint32_t la = 0xDC00 + ((a - 0x10000) & 0x3FF), lb = 0xDC00 + ((hi - 0x10000) & 0x3FF);
     auto pair = [&](uint32_t h0, uint32_t h1, uint32_t l0, uint32_t l1) {
-      alts->push_back(g->AddSequence({Lit(g, "\\u"), HexFixedRange(g, h0, h1, 4), Lit(g, "\\u"), HexFixedRange(g, l0, l1, 4)}));
+      alts->push_back(
+          g->AddSequence({Lit(g, "\\u"), HexFixedRange(g, h0, h1, 4), Lit(g, "\\u"), HexFixedRange(g, l0, l1, 4)}));
     };
     if (ha == hb) {
       pair(ha, ha, la, lb);
@@ -120,7 +121,8 @@ ExprId EncodedClass(Grammar* g, const std::vector<CodepointRange>& ranges) {
       uint32_t lo = std::max(r.lo, a.lo), hi = std::min(r.hi, a.hi);
       if (lo <= hi) raw.push_back({lo, hi});
     }
-    for (uint32_t c : {uint32_t('"'), uint32_t('\\'), uint32_t('/'), uint32_t('\b'), uint32_t('\f'), uint32_t('\n'), uint32_t('\r'), uint32_t('\t')}) {
+    for (uint32_t c : {uint32_t('"'), uint32_t('\\'), uint32_t('/'), uint32_t('\b'), uint32_t('\f'), uint32_t('\n'),
+                       uint32_t('\r'), uint32_t('\t')}) {
       if (c >= r.lo && c <= r.hi) alts.push_back(Lit(g, ShortEscape(c)));
     }
     AddUnicodeEscapes(g, r.lo, r.hi, &alts);
@@ -178,12 +180,17 @@ ExprId EncodedCodepoint(Grammar* g, uint32_t cp) { return EncodedClass(g, {{cp, 
 
 ExprId JsonCharExpr(Grammar* g) {
   ExprId raw = Cls(g, {{0, 0x1F}, {'"', '"'}, {'\\', '\\'}}, true);
-  ExprId nonsurrogate = g->AddChoice({g->AddSequence({Cls(g, {{'0', '9'}, {'a', 'c'}, {'A', 'C'}, {'e', 'f'}, {'E', 'F'}}), HexN(g, 3)}),
-                                      g->AddSequence({Cls(g, {{'d', 'd'}, {'D', 'D'}}), Cls(g, {{'0', '7'}}), HexN(g, 2)})});
-  ExprId pair = g->AddSequence({Cls(g, {{'d', 'd'}, {'D', 'D'}}), Cls(g, {{'8', '9'}, {'a', 'b'}, {'A', 'B'}}), HexN(g, 2), Lit(g, "\\u"),
-                                Cls(g, {{'d', 'd'}, {'D', 'D'}}), Cls(g, {{'c', 'f'}, {'C', 'F'}}), HexN(g, 2)});
-  ExprId esc = g->AddSequence({Lit(g, "\\"), g->AddChoice({Cls(g, {{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', 'b'}, {'f', 'f'}, {'n', 'n'}, {'r', 'r'}, {'t', 't'}}),
-                                                           g->AddSequence({Lit(g, "u"), g->AddChoice({nonsurrogate, pair})})})});
+  ExprId nonsurrogate =
+      g->AddChoice({g->AddSequence({Cls(g, {{'0', '9'}, {'a', 'c'}, {'A', 'C'}, {'e', 'f'}, {'E', 'F'}}), HexN(g, 3)}),
+                    g->AddSequence({Cls(g, {{'d', 'd'}, {'D', 'D'}}), Cls(g, {{'0', '7'}}), HexN(g, 2)})});
+  ExprId pair =
+      g->AddSequence({Cls(g, {{'d', 'd'}, {'D', 'D'}}), Cls(g, {{'8', '9'}, {'a', 'b'}, {'A', 'B'}}), HexN(g, 2),
+                      Lit(g, "\\u"), Cls(g, {{'d', 'd'}, {'D', 'D'}}), Cls(g, {{'c', 'f'}, {'C', 'F'}}), HexN(g, 2)});
+  ExprId esc = g->AddSequence(
+      {Lit(g, "\\"),
+       g->AddChoice(
+           {Cls(g, {{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', 'b'}, {'f', 'f'}, {'n', 'n'}, {'r', 'r'}, {'t', 't'}}),
+            g->AddSequence({Lit(g, "u"), g->AddChoice({nonsurrogate, pair})})})});
   return g->AddChoice({raw, esc});
 }
 
@@ -254,7 +261,8 @@ ExprId TrieExclusion(Grammar* g, const std::vector<TrieNode>& nodes, int n, Expr
     }
   }
   std::vector<CodepointRange> short_letters;  // short escapes of characters no key continues with
-  const std::pair<char, uint32_t> kShort[] = {{'"', '"'}, {'\\', '\\'}, {'/', '/'}, {'b', '\b'}, {'f', '\f'}, {'n', '\n'}, {'r', '\r'}, {'t', '\t'}};
+  const std::pair<char, uint32_t> kShort[] = {{'"', '"'},  {'\\', '\\'}, {'/', '/'},  {'b', '\b'},
+                                              {'f', '\f'}, {'n', '\n'},  {'r', '\r'}, {'t', '\t'}};
   for (const auto& sc : kShort) {
     if (!t.children.count(sc.second)) short_letters.push_back({uint32_t(sc.first), uint32_t(sc.first)});
   }
@@ -271,7 +279,8 @@ ExprId TrieExclusion(Grammar* g, const std::vector<TrieNode>& nodes, int n, Expr
   if (!diverge.empty()) {
     alts.push_back(g->AddSequence({diverge.size() == 1 ? diverge[0] : g->AddChoice(diverge), rest}));
   }
-  for (const auto& kv : t.children) alts.push_back(g->AddSequence({KeyCharSpellings(g, kv.first), TrieExclusion(g, nodes, kv.second, rest)}));
+  for (const auto& kv : t.children)
+    alts.push_back(g->AddSequence({KeyCharSpellings(g, kv.first), TrieExclusion(g, nodes, kv.second, rest)}));
   if (!t.terminal) alts.push_back(g->AddEmpty());
   return g->AddChoice(alts);
 }
@@ -375,7 +384,8 @@ ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, Exp
       }();
       ByteDfaProduct product = ProductWithParts(
           kContents, {ByteDfaOfExpr(scratch, scratch.AddChoice(spelled), kMaxKeyDfaStates)}, kMaxKeyDfaStates);
-      kept = std::make_shared<const ByteDfaSpec>(TrimAndMinimize(SelectByParts(std::move(product), 1, 0), /*minimize=*/false));
+      kept = std::make_shared<const ByteDfaSpec>(
+          TrimAndMinimize(SelectByParts(std::move(product), 1, 0), /*minimize=*/false));
       KeyExclusionCache::Global().Insert(cache_key, kept);
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kLimitExceeded) throw;
@@ -425,32 +435,38 @@ ExprId DateExpr(Grammar* g) {
   auto div4 = [&](bool allow_00) {
     std::vector<ExprId> alts{g->AddSequence({even, Cls(g, {{'4', '4'}, {'8', '8'}})}),
                              g->AddSequence({odd, Cls(g, {{'2', '2'}, {'6', '6'}})})};
-    alts.push_back(g->AddSequence({allow_00 ? even : Cls(g, {{'2', '2'}, {'4', '4'}, {'6', '6'}, {'8', '8'}}), Lit(g, "0")}));
+    alts.push_back(
+        g->AddSequence({allow_00 ? even : Cls(g, {{'2', '2'}, {'4', '4'}, {'6', '6'}, {'8', '8'}}), Lit(g, "0")}));
     return g->AddChoice(std::move(alts));
   };
   ExprId leap_year = g->AddChoice({g->AddSequence({D(g, 2), div4(false)}), g->AddSequence({div4(true), Lit(g, "00")})});
-  ExprId month_day = g->AddChoice({
-      g->AddSequence({choice({"01", "03", "05", "07", "08", "10", "12"}), Lit(g, "-"), Range2(g, 1, 31)}),
-      g->AddSequence({choice({"04", "06", "09", "11"}), Lit(g, "-"), Range2(g, 1, 30)}),
-      g->AddSequence({Lit(g, "02-"), Range2(g, 1, 28)})});
-  return g->AddChoice({g->AddSequence({D(g, 4), Lit(g, "-"), month_day}), g->AddSequence({leap_year, Lit(g, "-02-29")})});
+  ExprId month_day =
+      g->AddChoice({g->AddSequence({choice({"01", "03", "05", "07", "08", "10", "12"}), Lit(g, "-"), Range2(g, 1, 31)}),
+                    g->AddSequence({choice({"04", "06", "09", "11"}), Lit(g, "-"), Range2(g, 1, 30)}),
+                    g->AddSequence({Lit(g, "02-"), Range2(g, 1, 28)})});
+  return g->AddChoice(
+      {g->AddSequence({D(g, 4), Lit(g, "-"), month_day}), g->AddSequence({leap_year, Lit(g, "-02-29")})});
 }
 
 ExprId TimeExpr(Grammar* g) {
-  ExprId offset = g->AddChoice({Cls(g, {{'Z', 'Z'}, {'z', 'z'}}),
-                                g->AddSequence({Cls(g, {{'+', '+'}, {'-', '-'}}), Range2(g, 0, 23), Lit(g, ":"), Range2(g, 0, 59)})});
+  ExprId offset = g->AddChoice(
+      {Cls(g, {{'Z', 'Z'}, {'z', 'z'}}),
+       g->AddSequence({Cls(g, {{'+', '+'}, {'-', '-'}}), Range2(g, 0, 23), Lit(g, ":"), Range2(g, 0, 59)})});
   return g->AddSequence({Range2(g, 0, 23), Lit(g, ":"), Range2(g, 0, 59), Lit(g, ":"), Range2(g, 0, 60),
-                         Opt(g, g->AddSequence({Lit(g, "."), g->AddRepeat(Cls(g, {{'0', '9'}}), 1, kUnbounded)})), offset});
+                         Opt(g, g->AddSequence({Lit(g, "."), g->AddRepeat(Cls(g, {{'0', '9'}}), 1, kUnbounded)})),
+                         offset});
 }
 
 ExprId DurationExpr(Grammar* g) {
-  auto n = [&](const char* unit) { return g->AddSequence({g->AddRepeat(Cls(g, {{'0', '9'}}), 1, kUnbounded), Lit(g, unit)}); };
+  auto n = [&](const char* unit) {
+    return g->AddSequence({g->AddRepeat(Cls(g, {{'0', '9'}}), 1, kUnbounded), Lit(g, unit)});
+  };
   ExprId time = g->AddSequence({Lit(g, "T"), g->AddChoice({g->AddSequence({n("H"), Opt(g, n("M")), Opt(g, n("S"))}),
                                                            g->AddSequence({n("M"), Opt(g, n("S"))}), n("S")})});
-  ExprId date = g->AddChoice({g->AddSequence({n("Y"), Opt(g, n("M")), Opt(g, n("D"))}), g->AddSequence({n("M"), Opt(g, n("D"))}), n("D")});
+  ExprId date = g->AddChoice(
+      {g->AddSequence({n("Y"), Opt(g, n("M")), Opt(g, n("D"))}), g->AddSequence({n("M"), Opt(g, n("D"))}), n("D")});
   return g->AddSequence({Lit(g, "P"), g->AddChoice({g->AddSequence({date, Opt(g, time)}), time, n("W")})});
 }
-
 
 ExprId HostnameExpr(Grammar* g, bool idn) {
   std::vector<CodepointRange> an{{'0', '9'}, {'A', 'Z'}, {'a', 'z'}};
@@ -492,7 +508,8 @@ ExprId Ipv6Expr(Grammar* g) {
 }
 
 ExprId UriCharsExpr(Grammar* g, bool iri, bool braces) {
-  std::vector<CodepointRange> r{{'!', '!'}, {'#', ';'}, {'=', '='}, {'?', '['}, {']', ']'}, {'_', '_'}, {'a', 'z'}, {'~', '~'}};
+  std::vector<CodepointRange> r{{'!', '!'}, {'#', ';'}, {'=', '='}, {'?', '['},
+                                {']', ']'}, {'_', '_'}, {'a', 'z'}, {'~', '~'}};
   if (braces) {
     r.push_back({'{', '{'});
     r.push_back({'}', '}'});
@@ -513,31 +530,37 @@ ExprId FormatContentExpr(Grammar* g, const std::string& f) {
   if (f == "date-time") return g->AddSequence({DateExpr(g), Cls(g, {{'T', 'T'}, {'t', 't'}}), TimeExpr(g)});
   if (f == "duration") return DurationExpr(g);
   if (f == "uuid") {
-    return g->AddSequence({HexN(g, 8), Lit(g, "-"), HexN(g, 4), Lit(g, "-"), HexN(g, 4), Lit(g, "-"), HexN(g, 4), Lit(g, "-"), HexN(g, 12)});
+    return g->AddSequence({HexN(g, 8), Lit(g, "-"), HexN(g, 4), Lit(g, "-"), HexN(g, 4), Lit(g, "-"), HexN(g, 4),
+                           Lit(g, "-"), HexN(g, 12)});
   }
   if (f == "ipv4") return Ipv4Expr(g);
   if (f == "ipv6") return Ipv6Expr(g);
   if (f == "hostname") return HostnameExpr(g, false);
   if (f == "idn-hostname") return HostnameExpr(g, true);
   if (f == "email" || f == "idn-email") {
-    std::vector<CodepointRange> atext{{'!', '!'}, {'#', '\''}, {'*', '+'}, {'-', '-'}, {'/', '9'}, {'=', '='}, {'?', '?'}, {'A', 'Z'}, {'^', '~'}};
+    std::vector<CodepointRange> atext{{'!', '!'}, {'#', '\''}, {'*', '+'}, {'-', '-'}, {'/', '9'},
+                                      {'=', '='}, {'?', '?'},  {'A', 'Z'}, {'^', '~'}};
     if (f == "idn-email") atext.push_back({0x80, 0x10FFFF});
     ExprId word = g->AddRepeat(Cls(g, atext), 1, kUnbounded);
-    ExprId local = g->AddSequence({word, g->AddRepeat(g->AddSequence({Lit(g, "."), g->AddRepeat(Cls(g, atext), 1, kUnbounded)}), 0, kUnbounded)});
-    ExprId domain = g->AddChoice({HostnameExpr(g, f == "idn-email"), g->AddSequence({Lit(g, "["), Ipv4Expr(g), Lit(g, "]")}),
-                                  g->AddSequence({Lit(g, "[IPv6:"), Ipv6Expr(g), Lit(g, "]")})});
+    ExprId local = g->AddSequence(
+        {word, g->AddRepeat(g->AddSequence({Lit(g, "."), g->AddRepeat(Cls(g, atext), 1, kUnbounded)}), 0, kUnbounded)});
+    ExprId domain =
+        g->AddChoice({HostnameExpr(g, f == "idn-email"), g->AddSequence({Lit(g, "["), Ipv4Expr(g), Lit(g, "]")}),
+                      g->AddSequence({Lit(g, "[IPv6:"), Ipv6Expr(g), Lit(g, "]")})});
     return g->AddSequence({local, Lit(g, "@"), domain});
   }
   if (f == "uri" || f == "iri" || f == "uri-reference" || f == "iri-reference") {
     const bool iri = f[0] == 'i';
-    ExprId scheme = g->AddSequence({Cls(g, {{'A', 'Z'}, {'a', 'z'}}), g->AddRepeat(Cls(g, {{'A', 'Z'}, {'a', 'z'}, {'0', '9'}, {'+', '+'}, {'-', '.'}}), 0, kUnbounded)});
+    ExprId scheme = g->AddSequence(
+        {Cls(g, {{'A', 'Z'}, {'a', 'z'}}),
+         g->AddRepeat(Cls(g, {{'A', 'Z'}, {'a', 'z'}, {'0', '9'}, {'+', '+'}, {'-', '.'}}), 0, kUnbounded)});
     ExprId rest = g->AddRepeat(UriCharsExpr(g, iri, false), 0, kUnbounded);
     ExprId absolute = g->AddSequence({scheme, Lit(g, ":"), rest});
     if (f == "uri" || f == "iri") return absolute;
     // RFC 3986 relative-ref: no ':' before the first '/', '?' or '#' (else it would read as a
     // scheme), e.g. "://" is not a reference.
-    std::vector<CodepointRange> first_segment{{'!', '!'}, {'$', '.'}, {'0', '9'}, {';', ';'}, {'=', '='}, {'@', '['},
-                                              {']', ']'}, {'_', '_'}, {'a', 'z'}, {'~', '~'}};
+    std::vector<CodepointRange> first_segment{{'!', '!'}, {'$', '.'}, {'0', '9'}, {';', ';'}, {'=', '='},
+                                              {'@', '['}, {']', ']'}, {'_', '_'}, {'a', 'z'}, {'~', '~'}};
     if (iri) first_segment.push_back({0xA0, 0xD7FF}), first_segment.push_back({0xE000, 0x10FFFF});
     ExprId relative = g->AddSequence({g->AddRepeat(Cls(g, first_segment), 0, kUnbounded),
                                       Opt(g, g->AddSequence({Cls(g, {{'#', '#'}, {'/', '/'}, {'?', '?'}}), rest}))});
@@ -545,18 +568,33 @@ ExprId FormatContentExpr(Grammar* g, const std::string& f) {
   }
   if (f == "uri-template") {
     // RFC 6570: literals and balanced expressions "{" [operator] varspec *("," varspec) "}".
-    ExprId varspec = g->AddSequence({g->AddRepeat(Cls(g, {{'%', '%'}, {'.', '.'}, {'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}}), 1, kUnbounded),
-                                     Opt(g, g->AddChoice({g->AddSequence({Lit(g, ":"), g->AddRepeat(Cls(g, {{'0', '9'}}), 1, 4)}), Lit(g, "*")}))});
-    ExprId op = Opt(g, Cls(g, {{'+', '+'}, {'#', '#'}, {'.', '.'}, {'/', '/'}, {';', ';'}, {'?', '?'}, {'&', '&'}, {'=', '='}, {',', ','}, {'!', '!'}, {'@', '@'}, {'|', '|'}}));
-    ExprId expr = g->AddSequence({Lit(g, "{"), op, varspec, g->AddRepeat(g->AddSequence({Lit(g, ","), varspec}), 0, kUnbounded), Lit(g, "}")});
+    ExprId varspec = g->AddSequence(
+        {g->AddRepeat(Cls(g, {{'%', '%'}, {'.', '.'}, {'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}}), 1, kUnbounded),
+         Opt(g, g->AddChoice({g->AddSequence({Lit(g, ":"), g->AddRepeat(Cls(g, {{'0', '9'}}), 1, 4)}), Lit(g, "*")}))});
+    ExprId op = Opt(g, Cls(g, {{'+', '+'},
+                               {'#', '#'},
+                               {'.', '.'},
+                               {'/', '/'},
+                               {';', ';'},
+                               {'?', '?'},
+                               {'&', '&'},
+                               {'=', '='},
+                               {',', ','},
+                               {'!', '!'},
+                               {'@', '@'},
+                               {'|', '|'}}));
+    ExprId expr = g->AddSequence(
+        {Lit(g, "{"), op, varspec, g->AddRepeat(g->AddSequence({Lit(g, ","), varspec}), 0, kUnbounded), Lit(g, "}")});
     return g->AddRepeat(g->AddChoice({UriCharsExpr(g, true, false), expr}), 0, kUnbounded);
   }
   if (f == "json-pointer" || f == "relative-json-pointer") {
-    ExprId ch = g->AddChoice({Cls(g, {{0, 0x1F}, {'"', '"'}, {'/', '/'}, {'\\', '\\'}, {'~', '~'}, {0xD800, 0xDFFF}}, true),
-                              g->AddSequence({Lit(g, "~"), Cls(g, {{'0', '1'}})})});
+    ExprId ch =
+        g->AddChoice({Cls(g, {{0, 0x1F}, {'"', '"'}, {'/', '/'}, {'\\', '\\'}, {'~', '~'}, {0xD800, 0xDFFF}}, true),
+                      g->AddSequence({Lit(g, "~"), Cls(g, {{'0', '1'}})})});
     ExprId ptr = g->AddRepeat(g->AddSequence({Lit(g, "/"), g->AddRepeat(ch, 0, kUnbounded)}), 0, kUnbounded);
     if (f == "json-pointer") return ptr;
-    ExprId num = g->AddChoice({Lit(g, "0"), g->AddSequence({Cls(g, {{'1', '9'}}), g->AddRepeat(Cls(g, {{'0', '9'}}), 0, kUnbounded)})});
+    ExprId num = g->AddChoice(
+        {Lit(g, "0"), g->AddSequence({Cls(g, {{'1', '9'}}), g->AddRepeat(Cls(g, {{'0', '9'}}), 0, kUnbounded)})});
     return g->AddSequence({num, g->AddChoice({Lit(g, "#"), ptr})});
   }
   throw UnsupportedKeyword{"format", "unknown format '" + f + "'"};
@@ -575,7 +613,8 @@ struct RegexMapper {
     Expr e = g->expr(id);  // copy: the arena grows below
     switch (e.kind) {
       case ExprKind::kEmpty: return g->AddEmpty();
-      case ExprKind::kBytes: return all_spellings ? JsonStringContentAllSpellings(g, e.bytes) : JsonStringContentLiteral(g, e.bytes);
+      case ExprKind::kBytes:
+        return all_spellings ? JsonStringContentAllSpellings(g, e.bytes) : JsonStringContentLiteral(g, e.bytes);
       case ExprKind::kCharClass: {
         std::vector<CodepointRange> r = e.negated ? Complement(e.ranges) : e.ranges;
         return EncodedClass(g, WithoutSurrogates(NormalizeRanges(r)));
@@ -590,7 +629,8 @@ struct RegexMapper {
       case ExprKind::kTagDispatch:  // regexes never produce one
       case ExprKind::kByteDfa:
       case ExprKind::kAnyOrder:
-        throw Error(ErrorKind::kGrammarSemantic, "a TagDispatch, ByteDfa or AnyOrder cannot be mapped into a JSON string");
+        throw Error(ErrorKind::kGrammarSemantic,
+                    "a TagDispatch, ByteDfa or AnyOrder cannot be mapped into a JSON string");
       case ExprKind::kRuleRef: {
         auto it = rules.find(e.rule);
         if (it != rules.end()) return g->AddRuleRef(it->second);
@@ -666,8 +706,10 @@ bool CodepointLengthRange(const Grammar& g, ExprId e, int64_t* lo, int64_t* hi) 
       int64_t a, b;
       if (!CodepointLengthRange(g, x.children[0], &a, &b)) return false;
       *lo = std::min(kCap, a * std::min(x.min, kCap / std::max<int64_t>(a, 1)));
-      if (b == 0) *hi = 0;
-      else *hi = (b < 0 || x.max == kUnbounded) ? -1 : std::min(kCap, b * std::min(x.max, kCap / std::max<int64_t>(b, 1)));
+      if (b == 0)
+        *hi = 0;
+      else
+        *hi = (b < 0 || x.max == kUnbounded) ? -1 : std::min(kCap, b * std::min(x.max, kCap / std::max<int64_t>(b, 1)));
       return true;
     }
     default: return false;

@@ -20,7 +20,8 @@ ExprId Converter::LiteralExpr(const JsonValue& v, int depth) {
       } catch (const UnsupportedKeyword&) {
         return Lit(&g_, v.Dump());
       }
-    case JsonValue::Type::kString: return g_.AddSequence({Lit(&g_, "\""), JsonStringContentLiteral(&g_, v.as_string()), Lit(&g_, "\"")});
+    case JsonValue::Type::kString:
+      return g_.AddSequence({Lit(&g_, "\""), JsonStringContentLiteral(&g_, v.as_string()), Lit(&g_, "\"")});
     case JsonValue::Type::kArray: {
       if (v.items().empty()) return Empty('[', ']');
       std::vector<ExprId> parts{Open('[', depth)};

@@ -33,7 +33,7 @@ namespace xg2 {
 namespace {
 
 constexpr uint32_t kMaxCodepoint = 0x10FFFF;
-constexpr uint32_t kEnd = 0xFFFFFFFFu;  // Peek() past the end of the pattern
+constexpr uint32_t kEnd = 0xFFFFFFFFu;                 // Peek() past the end of the pattern
 constexpr int64_t kSaturatedBound = int64_t{1} << 40;  // quantifier digits saturate here
 
 using Ranges = std::vector<CodepointRange>;
@@ -44,7 +44,7 @@ Ranges WordRanges() { return {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}}; }
 
 // JavaScript WhiteSpace and LineTerminator code points (the definition of \s).
 Ranges SpaceRanges() {
-  return {{0x09, 0x0D}, {0x20, 0x20},     {0xA0, 0xA0},     {0x1680, 0x1680}, {0x2000, 0x200A},
+  return {{0x09, 0x0D},     {0x20, 0x20},     {0xA0, 0xA0},     {0x1680, 0x1680}, {0x2000, 0x200A},
           {0x2028, 0x2029}, {0x202F, 0x202F}, {0x205F, 0x205F}, {0x3000, 0x3000}, {0xFEFF, 0xFEFF}};
 }
 
@@ -98,14 +98,13 @@ std::vector<uint32_t> DecodeUtf8(const std::string& s) {
 struct CharOrSet {
   bool is_set = false;
   uint32_t cp = 0;
-  Ranges ranges;   // when is_set
+  Ranges ranges;         // when is_set
   bool negated = false;  // when is_set outside classes: ranges are to be complemented
 };
 
 class RegexParser {
  public:
-  RegexParser(Grammar* g, const std::string& pattern, const RegexOptions& options)
-      : g_(g), options_(options) {
+  RegexParser(Grammar* g, const std::string& pattern, const RegexOptions& options) : g_(g), options_(options) {
     int64_t bad = FindInvalidUtf8(pattern);
     if (bad >= 0) {
       // Column of the offending byte, counted in code points of the valid prefix.
@@ -143,9 +142,7 @@ class RegexParser {
   bool AtEnd() const { return pos_ >= cps_.size(); }
   uint32_t Peek(size_t k = 0) const { return pos_ + k < cps_.size() ? cps_[pos_ + k] : kEnd; }
 
-  ExprId AnyString() {
-    return g_->AddRepeat(g_->AddCharClass({{0, kMaxCodepoint}}, false), 0, kUnbounded);
-  }
+  ExprId AnyString() { return g_->AddRepeat(g_->AddCharClass({{0, kMaxCodepoint}}, false), 0, kUnbounded); }
 
   ExprId Literal(uint32_t cp) {
     std::string bytes;
@@ -186,7 +183,7 @@ class RegexParser {
 
   ExprId ParseAlternative(bool top_level, bool* anchored_start, bool* anchored_end) {
     std::vector<ExprId> items;
-    std::string pending;         // consecutive unquantified literal code points
+    std::string pending;           // consecutive unquantified literal code points
     bool pending_invalid = false;  // pending contains a lone surrogate: matches nothing
     auto flush = [&]() {
       if (pending_invalid) {
@@ -323,8 +320,7 @@ class RegexParser {
       if (biggest > options_.max_repeat_bound) {
         throw Error(ErrorKind::kLimitExceeded,
                     "regex repetition bound " +
-                        (biggest >= kSaturatedBound ? std::string("too large")
-                                                    : std::to_string(biggest)) +
+                        (biggest >= kSaturatedBound ? std::string("too large") : std::to_string(biggest)) +
                         " at column " + std::to_string(at + 1) + " exceeds the limit of " +
                         std::to_string(options_.max_repeat_bound));
       }
@@ -355,8 +351,7 @@ class RegexParser {
         size_t name_start = pos_;
         while (!AtEnd() && Peek() != '>') {
           uint32_t ch = Peek();
-          bool ok = IsAsciiLetter(ch) || ch == '_' || ch == '$' || ch > 0x7F ||
-                    (pos_ > name_start && IsDigit(ch));
+          bool ok = IsAsciiLetter(ch) || ch == '_' || ch == '$' || ch > 0x7F || (pos_ > name_start && IsDigit(ch));
           if (!ok) Fail("invalid capture group name", pos_);
           ++pos_;
         }
@@ -367,8 +362,8 @@ class RegexParser {
       }
     }
     if (++depth_ > MaxNestingDepth()) {
-      throw Error(ErrorKind::kLimitExceeded, "regex groups nested deeper than " +
-                                                 std::to_string(MaxNestingDepth()) + " levels" + NestingLimitNote());
+      throw Error(ErrorKind::kLimitExceeded, "regex groups nested deeper than " + std::to_string(MaxNestingDepth()) +
+                                                 " levels" + NestingLimitNote());
     }
     ExprId body = ParseDisjunction();
     --depth_;
@@ -512,8 +507,7 @@ class RegexParser {
       case 'b':
         if (in_class) return Char('\b');
         Fail("word boundary assertion \\b is not supported", at);
-      case 'B':
-        Fail("word boundary assertion \\B is not supported", at);
+      case 'B': Fail("word boundary assertion \\B is not supported", at);
       case '0':
         if (IsDigit(Peek())) Fail("octal escapes are not supported", at);
         return Char(0);
@@ -534,10 +528,7 @@ class RegexParser {
         if (Peek() == '<') Fail("named backreferences \\k<...> are not supported", at);
         Fail("invalid escape \\k", at);
       case 'p':
-      case 'P':
-        Fail(std::string("Unicode property escapes \\") + static_cast<char>(c) +
-                 "{...} are not supported",
-             at);
+      case 'P': Fail(std::string("Unicode property escapes \\") + static_cast<char>(c) + "{...} are not supported", at);
       default: break;
     }
     if (c >= '1' && c <= '9') {

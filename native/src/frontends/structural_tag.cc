@@ -21,8 +21,7 @@ namespace {
 // silently select a default).
 class Fields {
  public:
-  Fields(const JsonValue& obj, std::string path, std::set<std::string> allowed)
-      : obj_(obj), path_(std::move(path)) {
+  Fields(const JsonValue& obj, std::string path, std::set<std::string> allowed) : obj_(obj), path_(std::move(path)) {
     allowed.insert("type");
     for (const auto& [key, value] : obj.members()) {
       if (!allowed.count(key)) Fail(path_ + "." + key, "unknown field for this format type");
@@ -128,8 +127,7 @@ class Lowering {
   // Lowers one format. `ends` are the end strings of the innermost enclosing tag when this
   // format is the last thing before them: unbounded text inside stops at (and consumes) the
   // first end string, and *consumed_end says so.
-  ExprId Lower(const JsonValue& f, const std::string& path, const std::vector<std::string>& ends,
-               bool* consumed_end) {
+  ExprId Lower(const JsonValue& f, const std::string& path, const std::vector<std::string>& ends, bool* consumed_end) {
     *consumed_end = false;
     if (!f.is_object()) Fail(path, "a format must be a JSON object");
     const JsonValue* type = f.Find("type");
@@ -172,7 +170,8 @@ class Lowering {
       std::vector<ExprId> parts;
       for (size_t i = 0; i < items.size(); ++i) {
         bool last = i + 1 == items.size();
-        parts.push_back(Lower(items[i], Index(fs.At("elements"), i), last ? ends : kNoEnds, last ? consumed_end : &ignored_));
+        parts.push_back(
+            Lower(items[i], Index(fs.At("elements"), i), last ? ends : kNoEnds, last ? consumed_end : &ignored_));
       }
       return g_.AddSequence(std::move(parts));
     }
@@ -196,7 +195,8 @@ class Lowering {
       return g_.AddChoice(std::move(alts));
     }
     if (t == "optional" || t == "star" || t == "plus" || t == "repeat") {
-      Fields fs(f, path, t == "repeat" ? std::set<std::string>{"content", "min", "max"} : std::set<std::string>{"content"});
+      Fields fs(f, path,
+                t == "repeat" ? std::set<std::string>{"content", "min", "max"} : std::set<std::string>{"content"});
       int64_t lo = 0, hi = kUnbounded;
       if (t == "optional") hi = 1;
       if (t == "plus") lo = 1;
@@ -273,7 +273,8 @@ class Lowering {
 
   ExprId LowerGrammar(const JsonValue& f, const std::string& path) {
     Fields fs(f, path, {"grammar", "syntax"});
-    if (fs.Get("syntax") && fs.String("syntax") != "ebnf") Fail(fs.At("syntax"), "only the \"ebnf\" syntax is supported");
+    if (fs.Get("syntax") && fs.String("syntax") != "ebnf")
+      Fail(fs.At("syntax"), "only the \"ebnf\" syntax is supported");
     std::string text = fs.String("grammar");
     Grammar sub;
     try {
@@ -413,7 +414,8 @@ class Lowering {
       out.push_back(match);
     }
     for (size_t j = 0; j < triggers.size(); ++j) {
-      if (!used[j]) Fail(Index(path + ".triggers", j), "trigger '" + Show(triggers[j]) + "' is not a prefix of any tag's begin");
+      if (!used[j])
+        Fail(Index(path + ".triggers", j), "trigger '" + Show(triggers[j]) + "' is not a prefix of any tag's begin");
     }
     return out;
   }
@@ -424,8 +426,10 @@ class Lowering {
     Fields fs(f, path, {"rules", "loop", tokens ? "exclude_tokens" : "excludes"});
     TagDispatchSpec spec;
     spec.loop = fs.Bool("loop", true);
-    if (tokens) ExcludeTokens(fs, &spec.excludes);
-    else spec.excludes = fs.Strings("excludes");
+    if (tokens)
+      ExcludeTokens(fs, &spec.excludes);
+    else
+      spec.excludes = fs.Strings("excludes");
     const auto& rules = fs.List("rules", /*allow_empty=*/false);
     std::vector<ExprId> children;
     for (size_t i = 0; i < rules.size(); ++i) {
@@ -495,7 +499,9 @@ class Lowering {
 // the byte-level engine matches exactly that token); a normal token is its text.
 int32_t Lowering::ResolveToken(const JsonValue& v, const std::string& path) {
   const TokenizerInfo* tok = options_.tokenizer;
-  if (!tok) Fail(path, "token-level formats need the tokenizer: use GrammarCompiler.compile_structural_tag or pass tokenizer_info");
+  if (!tok)
+    Fail(path,
+         "token-level formats need the tokenizer: use GrammarCompiler.compile_structural_tag or pass tokenizer_info");
   if (v.is_number() && v.is_integer()) {
     double d = v.as_number();
     if (d < 0 || d >= tok->num_tokens()) Fail(path, "token id " + v.number_literal() + " is outside the vocabulary");
@@ -510,7 +516,9 @@ int32_t Lowering::ResolveToken(const JsonValue& v, const std::string& path) {
 std::string Lowering::TokenText(int32_t id, const std::string& path) {
   const TokenizerInfo& tok = *options_.tokenizer;
   if (tok.is_special(id)) {
-    if (tok.is_stop(id)) Fail(path, "token " + std::to_string(id) + " is a stop token; it ends generation and cannot appear inside a structure");
+    if (tok.is_stop(id))
+      Fail(path,
+           "token " + std::to_string(id) + " is a stop token; it ends generation and cannot appear inside a structure");
     return VirtualTokenBytes(id);
   }
   if (!tok.is_text_token(id)) Fail(path, "token " + std::to_string(id) + " is not valid text");
@@ -545,15 +553,18 @@ ExprId Lowering::LowerTokenFormat(const JsonValue& f, const std::string& path, c
                                   const std::vector<std::string>& ends, bool* consumed_end) {
   if (type == "token") return g_.AddBytes(TokenBytes(f, path));
   if (type == "exclude_token") {
-    Fail(path + ".type", "'exclude_token' (exactly one token except some) depends on tokenization, which a "
-                         "byte-level grammar cannot see; use any_tokens or token_triggered_tags");
+    Fail(path + ".type",
+         "'exclude_token' (exactly one token except some) depends on tokenization, which a "
+         "byte-level grammar cannot see; use any_tokens or token_triggered_tags");
   }
   if (type == "any_tokens") {
     Fields fs(f, path, {"exclude_tokens", "max_tokens"});
     if (const JsonValue* mt = fs.Get("max_tokens"); mt && !mt->is_null()) {
       Fail(fs.At("max_tokens"), "a token budget cannot be enforced by a byte-level grammar");
     }
-    if (!options_.tokenizer) Fail(path, "token-level formats need the tokenizer: use GrammarCompiler.compile_structural_tag or pass tokenizer_info");
+    if (!options_.tokenizer)
+      Fail(path,
+           "token-level formats need the tokenizer: use GrammarCompiler.compile_structural_tag or pass tokenizer_info");
     TagDispatchSpec spec;
     const std::set<int32_t> barred = ExcludeTokens(fs, &spec.excludes);
     // Special tokens allowed in the text: watched strings with an empty continuation.

@@ -13,8 +13,8 @@ namespace {
 
 // Keywords that only annotate a string schema (they do not constrain the value).
 bool IsPlainString(const JsonValue& s) {
-  static const std::set<std::string> kAnnotations = {"type", "title", "description", "default", "examples",
-                                                     "$comment", "deprecated", "readOnly", "writeOnly"};
+  static const std::set<std::string> kAnnotations = {"type",     "title",      "description", "default",  "examples",
+                                                     "$comment", "deprecated", "readOnly",    "writeOnly"};
   const JsonValue* type = s.Find("type");
   if (!type || !type->is_string() || type->as_string() != "string") return false;
   for (const auto& [k, v] : s.members()) {
@@ -45,11 +45,16 @@ bool StringChoices(const JsonValue& s, std::vector<std::string>* out) {
 }  // namespace
 
 bool ParseXmlStyle(const std::string& name, XmlStyle* style) {
-  if (name == "qwen_xml") *style = XmlStyle::kQwen;
-  else if (name == "minimax_xml") *style = XmlStyle::kMiniMax;
-  else if (name == "deepseek_xml") *style = XmlStyle::kDeepSeek;
-  else if (name == "glm_xml") *style = XmlStyle::kGlm;
-  else return false;
+  if (name == "qwen_xml")
+    *style = XmlStyle::kQwen;
+  else if (name == "minimax_xml")
+    *style = XmlStyle::kMiniMax;
+  else if (name == "deepseek_xml")
+    *style = XmlStyle::kDeepSeek;
+  else if (name == "glm_xml")
+    *style = XmlStyle::kGlm;
+  else
+    return false;
   return true;
 }
 
@@ -67,9 +72,9 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
   if ((type && !(type->is_string() && type->as_string() == "object")) || (props && !props->is_object())) {
     Fail(path_, "XML argument styles need an object schema with 'properties'");
   }
-  static const std::set<std::string> kHandled = {"type", "properties", "required", "additionalProperties", "title",
-                                                 "description", "$defs", "definitions", "$schema", "$id",
-                                                 "$comment", "strict"};
+  static const std::set<std::string> kHandled = {"type",    "properties",  "required", "additionalProperties",
+                                                 "title",   "description", "$defs",    "definitions",
+                                                 "$schema", "$id",         "$comment", "strict"};
   for (const auto& [k, v] : schema.members()) {
     if (!kHandled.count(k)) Fail(path_ + "/" + k, "keyword '" + k + "' is not supported for XML argument styles");
   }
@@ -96,10 +101,13 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
 ExprId XmlParameterLowering::JsonValueOf(const JsonValue& prop, const JsonValue& root, const std::string& path) {
   // The property's schema with the root's definitions, so its $refs still resolve.
   std::vector<std::pair<std::string, JsonValue>> members;
-  if (prop.is_object()) members = prop.members();
-  else if (prop.is_bool() && !prop.as_bool()) members.emplace_back("not", JsonValue::Object({}));
+  if (prop.is_object())
+    members = prop.members();
+  else if (prop.is_bool() && !prop.as_bool())
+    members.emplace_back("not", JsonValue::Object({}));
   for (const char* defs : {"$defs", "definitions"}) {
-    if (const JsonValue* d = root.Find(defs); d && (!prop.is_object() || !prop.Find(defs))) members.emplace_back(defs, *d);
+    if (const JsonValue* d = root.Find(defs); d && (!prop.is_object() || !prop.Find(defs)))
+      members.emplace_back(defs, *d);
   }
   JsonSchemaResult r;
   try {
@@ -128,9 +136,15 @@ ExprId XmlParameterLowering::Parameter(const std::string& name, const JsonValue&
       end = "</parameter>";
       break;
     case XmlStyle::kDeepSeek:
-      begin = "<\xEF\xBD\x9C" "DSML\xEF\xBD\x9C" "parameter name=\"" + name + "\" string=\"" +
-              (is_string ? "true" : "false") + "\">";
-      end = "</\xEF\xBD\x9C" "DSML\xEF\xBD\x9C" "parameter>";
+      begin =
+          "<\xEF\xBD\x9C"
+          "DSML\xEF\xBD\x9C"
+          "parameter name=\"" +
+          name + "\" string=\"" + (is_string ? "true" : "false") + "\">";
+      end =
+          "</\xEF\xBD\x9C"
+          "DSML\xEF\xBD\x9C"
+          "parameter>";
       break;
     case XmlStyle::kGlm:
       begin = "<arg_key>" + name + "</arg_key>";

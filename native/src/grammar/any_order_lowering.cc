@@ -22,8 +22,8 @@ std::vector<LoweredAnyOrder> LowerAnyOrder(Grammar* g) {
     lowered.rule = g->DeclareRule(owner + "_any_order");
     for (int32_t i = 0; i < spec.num_members(); ++i) {
       if (nullable.Expr(e.children[i + 1])) {
-        throw Error(ErrorKind::kGrammarSemantic, "an AnyOrder member of rule '" + owner +
-                                                     "' can match the empty string");
+        throw Error(ErrorKind::kGrammarSemantic,
+                    "an AnyOrder member of rule '" + owner + "' can match the empty string");
       }
       RuleId first = g->DeclareRule(owner + "_member");
       g->SetRuleBody(first, kids[i + 1]);

@@ -30,13 +30,9 @@ constexpr int64_t kMaxRepeatBound = 1000000000;  // larger bounds are almost sur
 constexpr uint32_t kMaxCodepoint = 0x10FFFF;
 constexpr size_t kNone = static_cast<size_t>(-1);
 
-bool IsNameStart(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
+bool IsNameStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 
-bool IsNameChar(char c) {
-  return IsNameStart(c) || (c >= '0' && c <= '9') || c == '.' || c == '-';
-}
+bool IsNameChar(char c) { return IsNameStart(c) || (c >= '0' && c <= '9') || c == '.' || c == '-'; }
 
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
@@ -65,9 +61,7 @@ class EbnfParser {
 
  private:
   // ---- Cursor and diagnostics ----
-  char Peek(size_t ahead = 0) const {
-    return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0';
-  }
+  char Peek(size_t ahead = 0) const { return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0'; }
   bool AtEnd() const { return pos_ >= text_.size(); }
   std::pair<int, int> LineColumn(size_t offset) const;
   [[noreturn]] void Fail(const std::string& message, size_t offset) const;
@@ -188,11 +182,9 @@ void EbnfParser::EnterNesting(size_t offset) {
   // Parentheses plus stacked postfix operators.
   if (++depth_ > MaxNestingDepth()) {
     std::pair<int, int> lc = LineColumn(offset);
-    throw Error(ErrorKind::kLimitExceeded, std::to_string(lc.first) + ":" +
-                                               std::to_string(lc.second) +
-                                               ": expressions nested deeper than " +
-                                               std::to_string(MaxNestingDepth()) + " levels" +
-                                               NestingLimitNote());
+    throw Error(ErrorKind::kLimitExceeded, std::to_string(lc.first) + ":" + std::to_string(lc.second) +
+                                               ": expressions nested deeper than " + std::to_string(MaxNestingDepth()) +
+                                               " levels" + NestingLimitNote());
   }
 }
 
@@ -227,8 +219,8 @@ void EbnfParser::ParseRule() {
   RuleId rule = ScratchRule(name);
   if (definition_[rule] != kNone) {
     std::pair<int, int> previous = LineColumn(definition_[rule]);
-    Fail("duplicate definition of rule '" + name + "' (first defined at " +
-             std::to_string(previous.first) + ":" + std::to_string(previous.second) + ")",
+    Fail("duplicate definition of rule '" + name + "' (first defined at " + std::to_string(previous.first) + ":" +
+             std::to_string(previous.second) + ")",
          name_start);
   }
   definition_[rule] = name_start;
@@ -323,9 +315,7 @@ void EbnfParser::ParseBraces(int64_t* min, int64_t* max) {
   if (Peek() != '}') Fail("expected '}' in repetition, found " + DescribeCharAt(pos_), pos_);
   ++pos_;
   if (*max != kUnbounded && *max < *min) {
-    Fail("repetition upper bound " + std::to_string(*max) + " is less than lower bound " +
-             std::to_string(*min),
-         open);
+    Fail("repetition upper bound " + std::to_string(*max) + " is less than lower bound " + std::to_string(*min), open);
   }
 }
 
@@ -444,8 +434,10 @@ ExprId EbnfParser::ParseByteDfa() {
   };
   auto comma_or = [&](char close) {
     SkipSpace();
-    if (Peek() == ',') ++pos_;
-    else if (Peek() != close) Fail(std::string("expected ',' or '") + close + "' in ByteDfa", pos_);
+    if (Peek() == ',')
+      ++pos_;
+    else if (Peek() != close)
+      Fail(std::string("expected ',' or '") + close + "' in ByteDfa", pos_);
   };
   expect("states");
   expect("=");
@@ -481,7 +473,8 @@ ExprId EbnfParser::ParseByteDfa() {
     int64_t to = ParseDfaNumber(n - 1);
     expect(")");
     auto& edges = spec.edges[from];
-    if (lo > hi || (!edges.empty() && lo <= edges.back().hi)) Fail("ByteDfa edges must be sorted, disjoint byte ranges", at);
+    if (lo > hi || (!edges.empty() && lo <= edges.back().hi))
+      Fail("ByteDfa edges must be sorted, disjoint byte ranges", at);
     edges.push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), static_cast<int32_t>(to)});
     comma_or(')');
   }
@@ -511,8 +504,10 @@ ExprId EbnfParser::ParseTagDispatch() {
       if (bytes.empty()) Fail("TagDispatch strings must not be empty", at);
       out->push_back(std::move(bytes));
       SkipSpace();
-      if (Peek() == ',') ++pos_;
-      else if (Peek() != ')') Fail("expected ',' or ')'", pos_);
+      if (Peek() == ',')
+        ++pos_;
+      else if (Peek() != ')')
+        Fail("expected ',' or ')'", pos_);
     }
     ++pos_;
   };
@@ -541,11 +536,16 @@ ExprId EbnfParser::ParseTagDispatch() {
       SkipSpace();
       if (Peek() != '=') Fail("expected '=' after '" + key + "'", pos_);
       ++pos_;
-      if (key == "ends") string_list(&spec.ends);
-      else if (key == "excludes") string_list(&spec.excludes);
-      else if (key == "loop") spec.loop = ParseKeywordBool();
-      else if (key == "plain_end") spec.plain_end = ParseKeywordBool();
-      else if (key == "at_least_one") spec.at_least_one = ParseKeywordBool();
+      if (key == "ends")
+        string_list(&spec.ends);
+      else if (key == "excludes")
+        string_list(&spec.excludes);
+      else if (key == "loop")
+        spec.loop = ParseKeywordBool();
+      else if (key == "plain_end")
+        spec.plain_end = ParseKeywordBool();
+      else if (key == "at_least_one")
+        spec.at_least_one = ParseKeywordBool();
       else if (key == "max_chars") {
         SkipSpace();
         bool negative = Peek() == '-';
@@ -560,8 +560,10 @@ ExprId EbnfParser::ParseTagDispatch() {
       Fail("expected a (trigger, continuation) pair or a keyword argument", pos_);
     }
     SkipSpace();
-    if (Peek() == ',') ++pos_;
-    else if (Peek() != ')') Fail("expected ',' or ')' in TagDispatch", pos_);
+    if (Peek() == ',')
+      ++pos_;
+    else if (Peek() != ')')
+      Fail("expected ',' or ')' in TagDispatch", pos_);
   }
   ++pos_;
   --depth_;
@@ -607,8 +609,10 @@ ExprId EbnfParser::ParseAnyOrder() {
         if (Peek() == ')') break;
         lists[list].push_back(ParseChoice());
         SkipSpace();
-        if (Peek() == ',') ++pos_;
-        else if (Peek() != ')') Fail("expected ',' or ')' in a member list", pos_);
+        if (Peek() == ',')
+          ++pos_;
+        else if (Peek() != ')')
+          Fail("expected ',' or ')' in a member list", pos_);
       }
       ++pos_;
     } else if (key == "min" || key == "max") {
@@ -729,13 +733,18 @@ uint32_t EbnfParser::ParseEscape() {
     case 'r': return '\r';
     case 't': return '\t';
     case '0': return 0;
-    case '\\': case '"': case '\'': case '[': case ']': case '-': case '/': case '^':
-      return static_cast<unsigned char>(c);
+    case '\\':
+    case '"':
+    case '\'':
+    case '[':
+    case ']':
+    case '-':
+    case '/':
+    case '^': return static_cast<unsigned char>(c);
     case 'x': return ParseHexDigits(2, start);
     case 'u': return ParseHexDigits(4, start);
     case 'U': return ParseHexDigits(8, start);
-    default:
-      Fail("invalid escape sequence: backslash followed by " + DescribeCharAt(pos_ - 1), start);
+    default: Fail("invalid escape sequence: backslash followed by " + DescribeCharAt(pos_ - 1), start);
   }
 }
 
@@ -744,8 +753,7 @@ uint32_t EbnfParser::ParseHexDigits(int count, size_t escape_start) {
   for (int i = 0; i < count; ++i) {
     int digit = HexValue(Peek());
     if (digit < 0) {
-      Fail("invalid escape sequence: expected " + std::to_string(count) + " hex digits",
-           escape_start);
+      Fail("invalid escape sequence: expected " + std::to_string(count) + " hex digits", escape_start);
     }
     value = value * 16 + static_cast<uint64_t>(digit);
     ++pos_;

@@ -53,7 +53,9 @@ inline void HashExprFields(const Expr& e, H* h) {
       h->Add(d.is_final.size());
       for (int32_t s = 0; s < d.num_states(); ++s) {
         h->Add((static_cast<uint64_t>(d.edges[s].size()) << 1) | d.is_final[s]);
-        for (const auto& x : d.edges[s]) h->Add((static_cast<uint64_t>(x.lo) << 40) | (static_cast<uint64_t>(x.hi) << 32) | static_cast<uint32_t>(x.target));
+        for (const auto& x : d.edges[s])
+          h->Add((static_cast<uint64_t>(x.lo) << 40) | (static_cast<uint64_t>(x.hi) << 32) |
+                 static_cast<uint32_t>(x.target));
       }
       break;
     }
@@ -68,8 +70,7 @@ inline void HashExprFields(const Expr& e, H* h) {
     case ExprKind::kEmpty:
     case ExprKind::kSequence:
     case ExprKind::kChoice:
-    case ExprKind::kRuleRef:
-      break;
+    case ExprKind::kRuleRef: break;
   }
 }
 

@@ -10,7 +10,8 @@
 
 namespace xg2 {
 
-// A new node like `e` (a sequence, choice, repeat, tag dispatch or any-order node) over `children`; e's own id otherwise.
+// A new node like `e` (a sequence, choice, repeat, tag dispatch or any-order node) over `children`; e's own id
+// otherwise.
 inline ExprId RebuildWithChildren(Grammar* g, ExprId id, const Expr& e, const std::vector<ExprId>& children) {
   switch (e.kind) {
     case ExprKind::kSequence: return g->AddSequence(children);

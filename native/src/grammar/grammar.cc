@@ -1,6 +1,8 @@
 // Grammar IR construction: the expression arena, rule table and code point range
 // normalisation. Ids are validated here so that a front-end bug surfaces as a typed error
 // instead of an out-of-bounds access in the automata builder.
+#include "xg2/grammar.h"
+
 #include <algorithm>
 #include <string>
 #include <utility>
@@ -8,7 +10,6 @@
 
 #include "grammar/expr_hash.h"
 #include "xg2/errors.h"
-#include "xg2/grammar.h"
 
 namespace xg2 {
 
@@ -16,13 +17,9 @@ namespace {
 
 constexpr uint32_t kMaxCodepoint = 0x10FFFF;
 
-bool IsNameStart(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_';
-}
+bool IsNameStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 
-bool IsNameChar(char c) {
-  return IsNameStart(c) || (c >= '0' && c <= '9') || c == '.' || c == '-';
-}
+bool IsNameChar(char c) { return IsNameStart(c) || (c >= '0' && c <= '9') || c == '.' || c == '-'; }
 
 // Rule names must stay valid EBNF identifiers so that ToEbnf() output parses back.
 std::string SanitizeRuleName(const std::string& name) {
@@ -41,9 +38,8 @@ std::vector<CodepointRange> NormalizeRanges(std::vector<CodepointRange> ranges) 
   bool normal = true;
   for (size_t i = 1; i < ranges.size() && normal; ++i) normal = uint64_t{ranges[i - 1].hi} + 1 < uint64_t{ranges[i].lo};
   if (normal) return ranges;
-  std::sort(ranges.begin(), ranges.end(), [](const CodepointRange& a, const CodepointRange& b) {
-    return a.lo != b.lo ? a.lo < b.lo : a.hi < b.hi;
-  });
+  std::sort(ranges.begin(), ranges.end(),
+            [](const CodepointRange& a, const CodepointRange& b) { return a.lo != b.lo ? a.lo < b.lo : a.hi < b.hi; });
   std::vector<CodepointRange> merged;
   for (const CodepointRange& r : ranges) {
     // Merge when r overlaps or touches the previous range (64-bit so hi + 1 cannot wrap).
@@ -170,8 +166,8 @@ ExprId Grammar::AddRepeat(ExprId child, int64_t min, int64_t max) {
     throw Error(ErrorKind::kInvalidArgument, "repeat child id out of range");
   }
   if (min < 0 || (max != kUnbounded && max < min)) {
-    throw Error(ErrorKind::kInvalidArgument, "invalid repetition bounds {" + std::to_string(min) +
-                                                 "," + std::to_string(max) + "}");
+    throw Error(ErrorKind::kInvalidArgument,
+                "invalid repetition bounds {" + std::to_string(min) + "," + std::to_string(max) + "}");
   }
   Expr e;
   e.kind = ExprKind::kRepeat;
@@ -202,8 +198,8 @@ ExprId Grammar::AddTagDispatch(TagDispatchSpec spec, std::vector<ExprId> childre
 }
 
 ExprId Grammar::AddAnyOrder(AnyOrderSpec spec, std::vector<ExprId> children) {
-  if (spec.num_required < 0 || spec.num_optional < 0 || spec.num_repeated < 0 ||
-      spec.num_members() == 0 || children.size() != static_cast<size_t>(spec.num_members()) + 1) {
+  if (spec.num_required < 0 || spec.num_optional < 0 || spec.num_repeated < 0 || spec.num_members() == 0 ||
+      children.size() != static_cast<size_t>(spec.num_members()) + 1) {
     throw Error(ErrorKind::kInvalidArgument, "AnyOrder needs a separator and at least one member");
   }
   for (ExprId c : children) {

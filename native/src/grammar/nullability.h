@@ -62,5 +62,4 @@ class Nullability {
   std::unordered_map<ExprId, bool> memo_;
 };
 
-
 }  // namespace xg2

@@ -191,10 +191,8 @@ class EbnfPrinter {
           }
           if (e.children.empty()) return Precedence::kAtom;
           return e.kind == ExprKind::kSequence ? Precedence::kSequence : Precedence::kChoice;
-        case ExprKind::kRepeat:
-          return Precedence::kPostfix;
-        default:
-          return Precedence::kAtom;
+        case ExprKind::kRepeat: return Precedence::kPostfix;
+        default: return Precedence::kAtom;
       }
     }
   }
@@ -213,37 +211,19 @@ class EbnfPrinter {
   void AppendExpr(ExprId id, std::string* out) const {
     const Expr& e = g_.expr(id);
     switch (e.kind) {
-      case ExprKind::kEmpty:
-        *out += "\"\"";
-        return;
-      case ExprKind::kBytes:
-        AppendQuoted(e.bytes, out);
-        return;
-      case ExprKind::kCharClass:
-        AppendCharClass(e, out);
-        return;
-      case ExprKind::kRuleRef:
-        *out += g_.rule(e.rule).name;
-        return;
-      case ExprKind::kSequence:
-        AppendList(e, " ", Precedence::kPostfix, "\"\"", out);
-        return;
-      case ExprKind::kChoice:
-        AppendList(e, " | ", Precedence::kSequence, kNothing, out);
-        return;
+      case ExprKind::kEmpty: *out += "\"\""; return;
+      case ExprKind::kBytes: AppendQuoted(e.bytes, out); return;
+      case ExprKind::kCharClass: AppendCharClass(e, out); return;
+      case ExprKind::kRuleRef: *out += g_.rule(e.rule).name; return;
+      case ExprKind::kSequence: AppendList(e, " ", Precedence::kPostfix, "\"\"", out); return;
+      case ExprKind::kChoice: AppendList(e, " | ", Precedence::kSequence, kNothing, out); return;
       case ExprKind::kRepeat:
         AppendOperand(e.children[0], Precedence::kAtom, out);
         AppendRepeatSuffix(e.min, e.max, out);
         return;
-      case ExprKind::kTagDispatch:
-        AppendTagDispatch(e, out);
-        return;
-      case ExprKind::kByteDfa:
-        AppendByteDfa(*e.dfa, out);
-        return;
-      case ExprKind::kAnyOrder:
-        AppendAnyOrder(e, out);
-        return;
+      case ExprKind::kTagDispatch: AppendTagDispatch(e, out); return;
+      case ExprKind::kByteDfa: AppendByteDfa(*e.dfa, out); return;
+      case ExprKind::kAnyOrder: AppendAnyOrder(e, out); return;
     }
   }
 

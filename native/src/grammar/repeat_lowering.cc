@@ -1,17 +1,16 @@
 #include "grammar/repeat_lowering.h"
 
+#include <string>
+
 #include "grammar/expr_rewrite.h"
 #include "grammar/nullability.h"
-
-#include <string>
 
 namespace xg2 {
 
 std::vector<LoweredRepeat> LowerLargeRepeats(Grammar* g, int64_t max_unrolled) {
   std::vector<LoweredRepeat> out;
   auto is_large = [&](const Expr& e) {
-    return e.kind == ExprKind::kRepeat &&
-           (e.min > max_unrolled || (e.max != kUnbounded && e.max > max_unrolled));
+    return e.kind == ExprKind::kRepeat && (e.min > max_unrolled || (e.max != kUnbounded && e.max > max_unrolled));
   };
   // Most grammars have no large repetition: skip the nullability fixpoint and the rewrite.
   bool any_large = false;

@@ -1,11 +1,10 @@
 #include "grammar/rule_dedup.h"
 
-#include "grammar/expr_hash.h"
-#include "grammar/expr_rewrite.h"
-
 #include <unordered_map>
 #include <vector>
 
+#include "grammar/expr_hash.h"
+#include "grammar/expr_rewrite.h"
 #include "support/hash.h"
 
 namespace xg2 {

@@ -1,18 +1,18 @@
 #include "grammar/rule_inliner.h"
 
-#include "grammar/expr_rewrite.h"
-#include "support/scc.h"
-
 #include <algorithm>
 #include <utility>
 #include <vector>
+
+#include "grammar/expr_rewrite.h"
+#include "support/scc.h"
 
 namespace xg2 {
 namespace {
 
 // Rules referenced from `id`'s tree, each node visited once per call (seen[e] == stamp).
-void CollectRefs(const Grammar& g, ExprId id, uint32_t stamp, std::vector<RuleId>* out,
-                 std::vector<uint32_t>* seen, std::vector<ExprId>* stack) {
+void CollectRefs(const Grammar& g, ExprId id, uint32_t stamp, std::vector<RuleId>* out, std::vector<uint32_t>* seen,
+                 std::vector<ExprId>* stack) {
   stack->assign(1, id);
   while (!stack->empty()) {
     ExprId e = stack->back();
@@ -30,8 +30,7 @@ void CollectRefs(const Grammar& g, ExprId id, uint32_t stamp, std::vector<RuleId
 // node shared by several rules may inline differently once more callees are final.
 class BodyInliner {
  public:
-  BodyInliner(Grammar* g, const std::vector<int64_t>& inlined_size)
-      : g_(g), inlined_size_(inlined_size) {}
+  BodyInliner(Grammar* g, const std::vector<int64_t>& inlined_size) : g_(g), inlined_size_(inlined_size) {}
 
   // The rewritten body of `body` and its size in expression nodes.
   std::pair<ExprId, int64_t> Run(ExprId body) {

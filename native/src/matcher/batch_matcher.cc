@@ -11,9 +11,8 @@ namespace {
 
 void CheckSameSize(size_t matchers, size_t other, const char* what) {
   if (matchers != other) {
-    throw Error(ErrorKind::kInvalidArgument, std::string("got ") + std::to_string(matchers) +
-                                                 " matchers but " + std::to_string(other) + " " +
-                                                 what);
+    throw Error(ErrorKind::kInvalidArgument,
+                std::string("got ") + std::to_string(matchers) + " matchers but " + std::to_string(other) + " " + what);
   }
 }
 
@@ -32,17 +31,17 @@ void BatchGrammarMatcher::CheckDistinct(const std::vector<GrammarMatcher*>& matc
     }
     auto inserted = seen.emplace(matchers[i], i);
     if (!inserted.second) {
-      throw Error(ErrorKind::kInvalidArgument,
-                  "matcher " + std::to_string(i) + " is the same object as matcher " +
-                      std::to_string(inserted.first->second) +
-                      "; each matcher may occur only once per batch call");
+      throw Error(ErrorKind::kInvalidArgument, "matcher " + std::to_string(i) + " is the same object as matcher " +
+                                                   std::to_string(inserted.first->second) +
+                                                   "; each matcher may occur only once per batch call");
     }
   }
 }
 
-std::vector<bool> BatchGrammarMatcher::FillNextTokenBitmask(
-    const std::vector<GrammarMatcher*>& matchers, int32_t* bitmask, int64_t rows, int64_t words,
-    int64_t row_stride, const std::vector<int32_t>& indices) const {
+std::vector<bool> BatchGrammarMatcher::FillNextTokenBitmask(const std::vector<GrammarMatcher*>& matchers,
+                                                            int32_t* bitmask, int64_t rows, int64_t words,
+                                                            int64_t row_stride,
+                                                            const std::vector<int32_t>& indices) const {
   CheckDistinct(matchers);
   const int64_t n = static_cast<int64_t>(matchers.size());
   if (!indices.empty()) CheckSameSize(matchers.size(), indices.size(), "indices");
@@ -50,9 +49,8 @@ std::vector<bool> BatchGrammarMatcher::FillNextTokenBitmask(
   for (int64_t i = 0; i < n; ++i) {
     int64_t row = indices.empty() ? i : indices[i];
     if (row < 0 || row >= rows) {
-      throw Error(ErrorKind::kInvalidArgument, "bitmask row " + std::to_string(row) +
-                                                   " (for matcher " + std::to_string(i) +
-                                                   ") is out of range for batch size " +
+      throw Error(ErrorKind::kInvalidArgument, "bitmask row " + std::to_string(row) + " (for matcher " +
+                                                   std::to_string(i) + ") is out of range for batch size " +
                                                    std::to_string(rows));
     }
     if (row_used[row]) {
@@ -62,9 +60,8 @@ std::vector<bool> BatchGrammarMatcher::FillNextTokenBitmask(
     row_used[row] = 1;
     const int64_t needed = matchers[i]->compiled()->mask_cache().num_words();
     if (words < needed) {
-      throw Error(ErrorKind::kInvalidArgument,
-                  "bitmask rows have " + std::to_string(words) + " words; matcher " +
-                      std::to_string(i) + "'s vocabulary needs " + std::to_string(needed));
+      throw Error(ErrorKind::kInvalidArgument, "bitmask rows have " + std::to_string(words) + " words; matcher " +
+                                                   std::to_string(i) + "'s vocabulary needs " + std::to_string(needed));
     }
   }
   std::vector<uint8_t> result(static_cast<size_t>(n), 0);
@@ -86,21 +83,18 @@ std::vector<bool> BatchGrammarMatcher::AcceptToken(const std::vector<GrammarMatc
   for (int64_t i = 0; i < n; ++i) {
     const int32_t vocab = matchers[i]->compiled()->tokenizer()->vocab_size();
     if (tokens[i] < 0 || tokens[i] >= vocab) {
-      throw Error(ErrorKind::kInvalidArgument, "token id " + std::to_string(tokens[i]) +
-                                                   " (for matcher " + std::to_string(i) +
-                                                   ") is outside the vocabulary [0, " +
+      throw Error(ErrorKind::kInvalidArgument, "token id " + std::to_string(tokens[i]) + " (for matcher " +
+                                                   std::to_string(i) + ") is outside the vocabulary [0, " +
                                                    std::to_string(vocab) + ")");
     }
     if (matchers[i]->IsTerminated()) {
-      throw Error(ErrorKind::kMatcherState,
-                  "matcher " + std::to_string(i) +
-                      " has terminated; call reset() or rollback() before accepting tokens");
+      throw Error(ErrorKind::kMatcherState, "matcher " + std::to_string(i) +
+                                                " has terminated; call reset() or rollback() before accepting tokens");
     }
   }
   std::vector<uint8_t> result(static_cast<size_t>(n), 0);
   ThreadPool::Default().ParallelFor(
-      n, [&](int64_t i) { result[i] = matchers[i]->AcceptToken(tokens[i]) ? 1 : 0; },
-      max_threads_);
+      n, [&](int64_t i) { result[i] = matchers[i]->AcceptToken(tokens[i]) ? 1 : 0; }, max_threads_);
   return std::vector<bool>(result.begin(), result.end());
 }
 
@@ -111,25 +105,24 @@ void BatchGrammarMatcher::Rollback(const std::vector<GrammarMatcher*>& matchers,
   const int64_t n = static_cast<int64_t>(matchers.size());
   for (int64_t i = 0; i < n; ++i) {
     if (counts[i] < 0) {
-      throw Error(ErrorKind::kInvalidArgument, "rollback count " + std::to_string(counts[i]) +
-                                                   " (for matcher " + std::to_string(i) +
-                                                   ") must be >= 0");
+      throw Error(ErrorKind::kInvalidArgument, "rollback count " + std::to_string(counts[i]) + " (for matcher " +
+                                                   std::to_string(i) + ") must be >= 0");
     }
     if (counts[i] > matchers[i]->num_accepted_steps()) {
-      throw Error(ErrorKind::kMatcherState,
-                  "cannot roll back matcher " + std::to_string(i) + " by " +
-                      std::to_string(counts[i]) + " steps: only " +
-                      std::to_string(matchers[i]->num_accepted_steps()) + " accepted");
+      throw Error(ErrorKind::kMatcherState, "cannot roll back matcher " + std::to_string(i) + " by " +
+                                                std::to_string(counts[i]) + " steps: only " +
+                                                std::to_string(matchers[i]->num_accepted_steps()) + " accepted");
     }
   }
   // Rollback only truncates history: cheap, so run it on the caller.
   for (int64_t i = 0; i < n; ++i) matchers[i]->Rollback(counts[i]);
 }
 
-std::vector<std::vector<bool>> BatchGrammarMatcher::TraverseDraftTrees(
-    const std::vector<GrammarMatcher*>& matchers, const std::vector<DraftTree>& trees,
-    const int64_t* draft_tokens, int32_t* bitmask, int64_t rows, int64_t words,
-    int64_t row_stride) const {
+std::vector<std::vector<bool>> BatchGrammarMatcher::TraverseDraftTrees(const std::vector<GrammarMatcher*>& matchers,
+                                                                       const std::vector<DraftTree>& trees,
+                                                                       const int64_t* draft_tokens, int32_t* bitmask,
+                                                                       int64_t rows, int64_t words,
+                                                                       int64_t row_stride) const {
   CheckDistinct(matchers);
   const int64_t b = static_cast<int64_t>(matchers.size());
   if (trees.size() != 1) CheckSameSize(matchers.size(), trees.size(), "draft trees");
@@ -141,16 +134,15 @@ std::vector<std::vector<bool>> BatchGrammarMatcher::TraverseDraftTrees(
     }
   }
   if (rows < b * n) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "the bitmask has " + std::to_string(rows) + " rows; " + std::to_string(b) +
-                    " trees of " + std::to_string(n) + " nodes need " + std::to_string(b * n));
+    throw Error(ErrorKind::kInvalidArgument, "the bitmask has " + std::to_string(rows) + " rows; " + std::to_string(b) +
+                                                 " trees of " + std::to_string(n) + " nodes need " +
+                                                 std::to_string(b * n));
   }
   for (int64_t i = 0; i < b; ++i) {
     const int64_t needed = matchers[i]->compiled()->mask_cache().num_words();
     if (words < needed) {
-      throw Error(ErrorKind::kInvalidArgument,
-                  "bitmask rows have " + std::to_string(words) + " words; matcher " +
-                      std::to_string(i) + "'s vocabulary needs " + std::to_string(needed));
+      throw Error(ErrorKind::kInvalidArgument, "bitmask rows have " + std::to_string(words) + " words; matcher " +
+                                                   std::to_string(i) + "'s vocabulary needs " + std::to_string(needed));
     }
   }
   std::vector<std::vector<bool>> valid(static_cast<size_t>(b));
@@ -158,8 +150,8 @@ std::vector<std::vector<bool>> BatchGrammarMatcher::TraverseDraftTrees(
       b,
       [&](int64_t i) {
         const DraftTree& tree = trees.size() == 1 ? trees[0] : trees[i];
-        valid[i] = TraverseDraftTree(*matchers[i], tree, draft_tokens + i * n,
-                                     bitmask + i * n * row_stride, n, words, row_stride);
+        valid[i] = TraverseDraftTree(*matchers[i], tree, draft_tokens + i * n, bitmask + i * n * row_stride, n, words,
+                                     row_stride);
       },
       max_threads_);
   return valid;

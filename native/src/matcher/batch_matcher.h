@@ -26,27 +26,22 @@ class BatchGrammarMatcher {
   // `bitmask` (row r starts at bitmask + r * row_stride) with matcher i's next-token mask.
   // Rows must be distinct. Returns, per matcher, whether some token is disallowed (as
   // GrammarMatcher::FillNextTokenBitmask).
-  std::vector<bool> FillNextTokenBitmask(const std::vector<GrammarMatcher*>& matchers,
-                                         int32_t* bitmask, int64_t rows, int64_t words,
-                                         int64_t row_stride,
-                                         const std::vector<int32_t>& indices) const;
+  std::vector<bool> FillNextTokenBitmask(const std::vector<GrammarMatcher*>& matchers, int32_t* bitmask, int64_t rows,
+                                         int64_t words, int64_t row_stride, const std::vector<int32_t>& indices) const;
   // Accepts tokens[i] into matcher i; returns whether each was accepted. Throws (changing
   // nothing) if a token id is outside the vocabulary or a matcher has terminated.
-  std::vector<bool> AcceptToken(const std::vector<GrammarMatcher*>& matchers,
-                                const std::vector<int32_t>& tokens) const;
+  std::vector<bool> AcceptToken(const std::vector<GrammarMatcher*>& matchers, const std::vector<int32_t>& tokens) const;
   // Rolls matcher i back by counts[i] steps. Throws (changing nothing) if a count is negative
   // or exceeds that matcher's history.
-  void Rollback(const std::vector<GrammarMatcher*>& matchers,
-                const std::vector<int32_t>& counts) const;
+  void Rollback(const std::vector<GrammarMatcher*>& matchers, const std::vector<int32_t>& counts) const;
 
   // TraverseDraftTree for every matcher in parallel: matcher b walks trees[b] (or trees[0]
   // when there is one tree for all) with tokens draft_tokens[b * N .. (b + 1) * N) and writes
   // rows [b * N, (b + 1) * N) of the bitmask, N the number of nodes (equal for all trees).
   // Returns each matcher's per-node validity. The matchers are not changed.
   std::vector<std::vector<bool>> TraverseDraftTrees(const std::vector<GrammarMatcher*>& matchers,
-                                                    const std::vector<DraftTree>& trees,
-                                                    const int64_t* draft_tokens, int32_t* bitmask,
-                                                    int64_t rows, int64_t words,
+                                                    const std::vector<DraftTree>& trees, const int64_t* draft_tokens,
+                                                    int32_t* bitmask, int64_t rows, int64_t words,
                                                     int64_t row_stride) const;
 
   // Throws Error(kInvalidArgument) if a matcher pointer is null or occurs twice.

@@ -11,20 +11,17 @@ namespace {
 
 void CheckNodeCount(int64_t n) {
   if (n < 1) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "a draft tree needs at least one node (node 0, the root)");
+    throw Error(ErrorKind::kInvalidArgument, "a draft tree needs at least one node (node 0, the root)");
   }
   if (n > INT32_MAX) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "a draft tree may have at most 2^31 - 1 nodes; got " + std::to_string(n));
+    throw Error(ErrorKind::kInvalidArgument, "a draft tree may have at most 2^31 - 1 nodes; got " + std::to_string(n));
   }
 }
 
 void CheckLink(const char* name, int64_t node, int64_t value, int64_t n) {
   if (value < -1 || value >= n) {
     throw Error(ErrorKind::kInvalidArgument, std::string(name) + "[" + std::to_string(node) +
-                                                 "] = " + std::to_string(value) +
-                                                 " is not a node index in [0, " +
+                                                 "] = " + std::to_string(value) + " is not a node index in [0, " +
                                                  std::to_string(n) + ") or -1");
   }
 }
@@ -42,10 +39,9 @@ DraftTree DraftTree::FromParents(const int64_t* parents, int64_t n) {
   tree.next_sibling.assign(static_cast<size_t>(n), -1);
   for (int64_t i = 1; i < n; ++i) {
     if (parents[i] < 0 || parents[i] >= i) {
-      throw Error(ErrorKind::kInvalidArgument,
-                  "parents[" + std::to_string(i) + "] = " + std::to_string(parents[i]) +
-                      " must be in [0, " + std::to_string(i) +
-                      ") (a parent precedes its children; only the root has parent -1)");
+      throw Error(ErrorKind::kInvalidArgument, "parents[" + std::to_string(i) + "] = " + std::to_string(parents[i]) +
+                                                   " must be in [0, " + std::to_string(i) +
+                                                   ") (a parent precedes its children; only the root has parent -1)");
     }
   }
   // Prepending from the last node keeps every child list in increasing index order.
@@ -57,8 +53,7 @@ DraftTree DraftTree::FromParents(const int64_t* parents, int64_t n) {
   return tree;
 }
 
-DraftTree DraftTree::FromLinks(const int64_t* first_child, const int64_t* next_sibling,
-                               int64_t n) {
+DraftTree DraftTree::FromLinks(const int64_t* first_child, const int64_t* next_sibling, int64_t n) {
   CheckNodeCount(n);
   DraftTree tree;
   tree.first_child.resize(static_cast<size_t>(n));
@@ -71,8 +66,7 @@ DraftTree DraftTree::FromLinks(const int64_t* first_child, const int64_t* next_s
   }
   if (next_sibling[0] != -1) {
     throw Error(ErrorKind::kInvalidArgument,
-                "the root (node 0) cannot have a sibling; next_sibling[0] = " +
-                    std::to_string(next_sibling[0]));
+                "the root (node 0) cannot have a sibling; next_sibling[0] = " + std::to_string(next_sibling[0]));
   }
   // Every node may be reached once: this rejects cycles and nodes with two parents.
   std::vector<uint8_t> seen(static_cast<size_t>(n), 0);
@@ -94,22 +88,20 @@ DraftTree DraftTree::FromLinks(const int64_t* first_child, const int64_t* next_s
   return tree;
 }
 
-std::vector<bool> TraverseDraftTree(const GrammarMatcher& matcher, const DraftTree& tree,
-                                    const int64_t* draft_tokens, int32_t* bitmask, int64_t rows,
-                                    int64_t words, int64_t row_stride) {
+std::vector<bool> TraverseDraftTree(const GrammarMatcher& matcher, const DraftTree& tree, const int64_t* draft_tokens,
+                                    int32_t* bitmask, int64_t rows, int64_t words, int64_t row_stride) {
   const int32_t n = tree.num_nodes();
   CheckNodeCount(n);
   if (rows < n) {
-    throw Error(ErrorKind::kInvalidArgument, "the bitmask has " + std::to_string(rows) +
-                                                 " rows; the draft tree has " + std::to_string(n) +
-                                                 " nodes (one row each)");
+    throw Error(ErrorKind::kInvalidArgument, "the bitmask has " + std::to_string(rows) + " rows; the draft tree has " +
+                                                 std::to_string(n) + " nodes (one row each)");
   }
   const int64_t needed = matcher.compiled()->mask_cache().num_words();
   if (words < needed) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "bitmask rows have " + std::to_string(words) + " words; the vocabulary of " +
-                    std::to_string(matcher.compiled()->tokenizer()->vocab_size()) +
-                    " tokens needs " + std::to_string(needed));
+    throw Error(ErrorKind::kInvalidArgument, "bitmask rows have " + std::to_string(words) +
+                                                 " words; the vocabulary of " +
+                                                 std::to_string(matcher.compiled()->tokenizer()->vocab_size()) +
+                                                 " tokens needs " + std::to_string(needed));
   }
   const int64_t vocab = matcher.compiled()->tokenizer()->vocab_size();
   for (int32_t i = 0; i < n; ++i) {

@@ -42,10 +42,9 @@ struct DraftTree {
 };
 
 // Writes one mask row per node into the (rows, words) int32 array at `bitmask`, row r at
-// bitmask + r * row_stride (rows >= N; rows past N are left alone). draft_tokens has N entries. Returns, per node, whether its
-// path is valid (every token on it accepted; the root is always valid).
-std::vector<bool> TraverseDraftTree(const GrammarMatcher& matcher, const DraftTree& tree,
-                                    const int64_t* draft_tokens, int32_t* bitmask, int64_t rows,
-                                    int64_t words, int64_t row_stride);
+// bitmask + r * row_stride (rows >= N; rows past N are left alone). draft_tokens has N entries. Returns, per node,
+// whether its path is valid (every token on it accepted; the root is always valid).
+std::vector<bool> TraverseDraftTree(const GrammarMatcher& matcher, const DraftTree& tree, const int64_t* draft_tokens,
+                                    int32_t* bitmask, int64_t rows, int64_t words, int64_t row_stride);
 
 }  // namespace xg2

@@ -9,8 +9,7 @@
 
 namespace xg2 {
 
-GrammarMatcher::GrammarMatcher(std::shared_ptr<CompiledGrammar> compiled,
-                               std::vector<int32_t> stop_token_ids,
+GrammarMatcher::GrammarMatcher(std::shared_ptr<CompiledGrammar> compiled, std::vector<int32_t> stop_token_ids,
                                bool terminate_without_stop_token)
     : compiled_(std::move(compiled)),
       stop_token_ids_(std::move(stop_token_ids)),
@@ -20,9 +19,9 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<CompiledGrammar> compiled,
   if (stop_token_ids_.empty()) stop_token_ids_ = tok.stop_token_ids();
   for (int32_t id : stop_token_ids_) {
     if (id < 0 || id >= tok.vocab_size()) {
-      throw Error(ErrorKind::kInvalidArgument,
-                  "stop token id " + std::to_string(id) + " is outside the vocabulary [0, " +
-                      std::to_string(tok.vocab_size()) + ")");
+      throw Error(ErrorKind::kInvalidArgument, "stop token id " + std::to_string(id) +
+                                                   " is outside the vocabulary [0, " +
+                                                   std::to_string(tok.vocab_size()) + ")");
     }
   }
 }
@@ -36,13 +35,12 @@ bool GrammarMatcher::AcceptToken(int32_t token_id) {
   const TokenizerInfo& tok = *compiled_->tokenizer();
   if (token_id < 0 || token_id >= tok.vocab_size()) {
     throw Error(ErrorKind::kInvalidArgument, "token id " + std::to_string(token_id) +
-                                                 " is outside the vocabulary [0, " +
-                                                 std::to_string(tok.vocab_size()) + ")");
+                                                 " is outside the vocabulary [0, " + std::to_string(tok.vocab_size()) +
+                                                 ")");
   }
   if (terminated_) {
-    throw Error(ErrorKind::kMatcherState,
-                "accept_token(" + std::to_string(token_id) +
-                    ") after the matcher terminated; call reset() or rollback() first");
+    throw Error(ErrorKind::kMatcherState, "accept_token(" + std::to_string(token_id) +
+                                              ") after the matcher terminated; call reset() or rollback() first");
   }
   if (IsStopToken(token_id)) {
     if (!parser_.CanEnd()) return false;
@@ -91,9 +89,8 @@ void GrammarMatcher::Rollback(int32_t n) {
   UseGuard guard(in_use_, "rollback");
   if (n < 0) throw Error(ErrorKind::kInvalidArgument, "rollback count must be >= 0");
   if (n > static_cast<int32_t>(history_.size())) {
-    throw Error(ErrorKind::kMatcherState, "cannot roll back " + std::to_string(n) +
-                                              " steps: only " + std::to_string(history_.size()) +
-                                              " accepted");
+    throw Error(ErrorKind::kMatcherState, "cannot roll back " + std::to_string(n) + " steps: only " +
+                                              std::to_string(history_.size()) + " accepted");
   }
   if (n == 0) return;
   const Step& step = history_[history_.size() - n];
@@ -151,10 +148,10 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
 void GrammarMatcher::CheckRowWidth(int64_t num_words) const {
   const int32_t vocab_words = compiled_->mask_cache().num_words();
   if (num_words < vocab_words) {
-    throw Error(ErrorKind::kInvalidArgument,
-                "bitmask row has " + std::to_string(num_words) + " words; the vocabulary of " +
-                    std::to_string(compiled_->tokenizer()->vocab_size()) + " tokens needs " +
-                    std::to_string(vocab_words));
+    throw Error(ErrorKind::kInvalidArgument, "bitmask row has " + std::to_string(num_words) +
+                                                 " words; the vocabulary of " +
+                                                 std::to_string(compiled_->tokenizer()->vocab_size()) +
+                                                 " tokens needs " + std::to_string(vocab_words));
   }
 }
 
@@ -185,8 +182,7 @@ int32_t GrammarMatcher::CollectRowEntries() {
     // One iteration of a counted loop: its entry depends on the loop's count, held by the
     // loop items of the row where the iteration started.
     const auto& r = g.repeats[rep];
-    for (const EarleyItem* p = parser_.row_items_begin(it->origin);
-         p != parser_.row_items_end(it->origin); ++p) {
+    for (const EarleyItem* p = parser_.row_items_begin(it->origin); p != parser_.row_items_end(it->origin); ++p) {
       if (!g.is_loop_state(p->state) || g.RepeatOf(p->state).rule != r.rule) continue;
       if (g.RuleEdgeTarget(p->state, rule) < 0) continue;
       const TokenMaskCache::LoopChoice choice = cache.LoopContext(p->state);
@@ -289,8 +285,7 @@ void GrammarMatcher::ApplyEntry(const TokenMaskEntry& e, uint32_t* words) {
   e.core->OrInto(words, cache.normal_token_bitset(), cache.num_words(), &scratch_bits_);
 }
 
-void GrammarMatcher::WalkSuffixes(const SuffixTrie& trie, int32_t rows_ctx, uint32_t* words,
-                                  int32_t max_token_len) {
+void GrammarMatcher::WalkSuffixes(const SuffixTrie& trie, int32_t rows_ctx, uint32_t* words, int32_t max_token_len) {
   const auto& tok = *compiled_->tokenizer();
   const int32_t n = trie.num_nodes();
   int32_t i = 1;
@@ -304,8 +299,7 @@ void GrammarMatcher::WalkSuffixes(const SuffixTrie& trie, int32_t rows_ctx, uint
     for (int32_t k = trie.token_begin[i]; k < trie.token_begin[i + 1]; ++k) {
       int32_t t = trie.tokens[k];
       // Tokens at or over max_token_len are re-checked from the real row instead.
-      if (max_token_len != INT32_MAX &&
-          static_cast<int32_t>(tok.token_bytes(t).size()) >= max_token_len) {
+      if (max_token_len != INT32_MAX && static_cast<int32_t>(tok.token_bytes(t).size()) >= max_token_len) {
         continue;
       }
       SetTokenBit(words, t);

@@ -2,8 +2,8 @@
 // and the per-step operations: fill the next-token bitmask, accept tokens, roll back, fork.
 #pragma once
 
-#include <cstdint>
 #include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -76,8 +76,7 @@ class GrammarMatcher {
   bool IsStopToken(int32_t id) const;
   // Fill helpers: walk a suffix trie from a pushed context row (rows_ctx rows), or the
   // vocabulary trie from the last row for some tokens, setting the bits of accepted tokens.
-  void WalkSuffixes(const SuffixTrie& trie, int32_t rows_ctx, uint32_t* words,
-                    int32_t max_token_len);
+  void WalkSuffixes(const SuffixTrie& trie, int32_t rows_ctx, uint32_t* words, int32_t max_token_len);
   // The steps of FillNextTokenBitmask, in order.
   void CheckRowWidth(int64_t num_words) const;
   int32_t CollectRowEntries();  // returns the shortest re-check length (kNoRecheck: none)

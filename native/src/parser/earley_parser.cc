@@ -13,8 +13,7 @@ EarleyParser::EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, in
   CloseRow(0);
 }
 
-EarleyParser::EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, EmptyTag)
-    : g_(std::move(automaton)) {
+EarleyParser::EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, EmptyTag) : g_(std::move(automaton)) {
   dedup_keys_.assign(64, 0);
   dedup_stamp_.assign(64, 0);
   rule_predicted_.assign(g_->num_rules(), 0);
@@ -78,8 +77,8 @@ void EarleyParser::GrowDedup() {
   NewRowStamp();
   size_t mask = cap - 1;
   for (size_t i = static_cast<size_t>(row_begin_.back()); i < items_.size(); ++i) {
-    uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(items_[i].state)) << 32) |
-                   static_cast<uint32_t>(items_[i].origin);
+    uint64_t key =
+        (static_cast<uint64_t>(static_cast<uint32_t>(items_[i].state)) << 32) | static_cast<uint32_t>(items_[i].origin);
     size_t h = (key * 0x9E3779B97F4A7C15ull) >> 20;
     while (true) {
       size_t slot = h & mask;
@@ -101,8 +100,7 @@ void EarleyParser::AddItem(int32_t state, int32_t origin) {
     items_.push_back(EarleyItem{state, origin});
     return;
   }
-  uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(state)) << 32) |
-                 static_cast<uint32_t>(origin);
+  uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(state)) << 32) | static_cast<uint32_t>(origin);
   size_t mask = dedup_keys_.size() - 1;
   size_t h = (key * 0x9E3779B97F4A7C15ull) >> 20;
   while (true) {
@@ -238,8 +236,8 @@ void EarleyParser::NextBytes(uint64_t out[4]) const {
 }
 
 size_t EarleyParser::MemoryBytes() const {
-  return items_.capacity() * sizeof(EarleyItem) + row_begin_.capacity() * sizeof(int32_t) +
-         row_can_end_.capacity() + dedup_keys_.capacity() * 12;
+  return items_.capacity() * sizeof(EarleyItem) + row_begin_.capacity() * sizeof(int32_t) + row_can_end_.capacity() +
+         dedup_keys_.capacity() * 12;
 }
 
 }  // namespace xg2

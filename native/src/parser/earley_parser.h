@@ -34,8 +34,7 @@ class EarleyParser {
   // A parser for one iteration of a counted loop in progress at `state` (a state of the loop's
   // child rule), under the loop state `loop_state` (a virtual state): row 0 holds the loop
   // item as the top item, row 1 the iteration's item. CanEnd() means the loop may complete.
-  static EarleyParser InLoop(std::shared_ptr<const GrammarAutomaton> automaton, int32_t state,
-                             int32_t loop_state);
+  static EarleyParser InLoop(std::shared_ptr<const GrammarAutomaton> automaton, int32_t state, int32_t loop_state);
 
   // Items of row r.
   const EarleyItem* row_items_begin(int32_t r) const { return items_.data() + row_begin_[r]; }
@@ -79,7 +78,7 @@ class EarleyParser {
 
   std::shared_ptr<const GrammarAutomaton> g_;
   std::vector<EarleyItem> items_;
-  std::vector<int32_t> row_begin_;  // size num_rows + 1; last entry == items_.size()
+  std::vector<int32_t> row_begin_;    // size num_rows + 1; last entry == items_.size()
   std::vector<uint8_t> row_can_end_;  // 1: the top item is complete
   // Per-row duplicate suppression: open addressing keyed by (state, origin), stamped.
   std::vector<uint64_t> dedup_keys_;

@@ -66,7 +66,8 @@ class SequenceInterner {
     constexpr uint64_t kMul0 = 0xFF51AFD7ED558CCDull, kMul1 = 0xC4CEB9FE1A85EC53ull;
     uint64_t h0 = 0x9E3779B97F4A7C15ull ^ n, h1 = 0xD6E8FEB86659FD93ull;
     auto word = [p](size_t i) {
-      return static_cast<uint64_t>(static_cast<uint32_t>(p[i])) | (static_cast<uint64_t>(static_cast<uint32_t>(p[i + 1])) << 32);
+      return static_cast<uint64_t>(static_cast<uint32_t>(p[i])) |
+             (static_cast<uint64_t>(static_cast<uint32_t>(p[i + 1])) << 32);
     };
     auto rotl = [](uint64_t x, int r) { return (x << r) | (x >> (64 - r)); };
     size_t i = 0;

@@ -76,8 +76,7 @@ void ThreadPool::WorkerLoop() {
   }
 }
 
-void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t)>& fn,
-                             int max_parallelism) {
+void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t)>& fn, int max_parallelism) {
   if (n <= 0) return;
   int64_t threads = static_cast<int64_t>(workers_.size()) + 1;
   if (max_parallelism > 0) threads = std::min<int64_t>(threads, max_parallelism);
@@ -121,8 +120,7 @@ void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t)>& fn,
 
 ThreadPool& ThreadPool::Default() {
   // Intentionally leaked: see the header.
-  static ThreadPool* pool =
-      new ThreadPool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  static ThreadPool* pool = new ThreadPool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
   return *pool;
 }
 

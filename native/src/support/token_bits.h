@@ -9,11 +9,7 @@ namespace xg2 {
 constexpr int32_t kTokenWordShift = 5;  // token t lives in word t >> 5 ...
 constexpr int32_t kTokenBitMask = 31;   // ... at bit t & 31
 
-inline void SetTokenBit(uint32_t* words, int32_t t) {
-  words[t >> kTokenWordShift] |= 1u << (t & kTokenBitMask);
-}
-inline void ClearTokenBit(uint32_t* words, int32_t t) {
-  words[t >> kTokenWordShift] &= ~(1u << (t & kTokenBitMask));
-}
+inline void SetTokenBit(uint32_t* words, int32_t t) { words[t >> kTokenWordShift] |= 1u << (t & kTokenBitMask); }
+inline void ClearTokenBit(uint32_t* words, int32_t t) { words[t >> kTokenWordShift] &= ~(1u << (t & kTokenBitMask)); }
 
 }  // namespace xg2

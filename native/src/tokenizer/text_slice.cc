@@ -40,9 +40,9 @@ TextRanges TextRangesFrom(int32_t state) {
   static const TextRange kBoundary[] = {{0x20, 0x21, 0}, {0x23, 0x5B, 0}, {0x5D, 0x7F, 0}, {0xC2, 0xDF, 1},
                                         {0xE0, 0xE0, 4}, {0xE1, 0xEC, 2}, {0xED, 0xED, 5}, {0xEE, 0xEF, 2},
                                         {0xF0, 0xF0, 6}, {0xF1, 0xF3, 3}, {0xF4, 0xF4, 7}};
-  static const TextRange kInside[kTextStates][1] = {{{0, 0, kTextDead}},  {{0x80, 0xBF, 0}}, {{0x80, 0xBF, 1}},
-                                                    {{0x80, 0xBF, 2}},    {{0xA0, 0xBF, 1}}, {{0x80, 0x9F, 1}},
-                                                    {{0x90, 0xBF, 2}},    {{0x80, 0x8F, 2}}};
+  static const TextRange kInside[kTextStates][1] = {{{0, 0, kTextDead}}, {{0x80, 0xBF, 0}}, {{0x80, 0xBF, 1}},
+                                                    {{0x80, 0xBF, 2}},   {{0xA0, 0xBF, 1}}, {{0x80, 0x9F, 1}},
+                                                    {{0x90, 0xBF, 2}},   {{0x80, 0x8F, 2}}};
   if (state == 0) return {kBoundary, kBoundary + sizeof(kBoundary) / sizeof(kBoundary[0])};
   if (state < 0 || state >= kTextStates) return {nullptr, nullptr};
   return {kInside[state], kInside[state] + 1};

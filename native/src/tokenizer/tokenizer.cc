@@ -2,8 +2,6 @@
 // builds the preorder byte trie over the normal tokens (see xg2/tokenizer.h).
 #include "xg2/tokenizer.h"
 
-#include "tokenizer/text_slice.h"
-
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -11,6 +9,7 @@
 #include <string_view>
 #include <utility>
 
+#include "tokenizer/text_slice.h"
 #include "xg2/errors.h"
 
 namespace xg2 {
@@ -105,8 +104,7 @@ inline int HexValue(char c) {
 
 std::string DecodeByteFallback(const std::string& token) {
   // "<0xNN>" is exactly one raw byte.
-  if (token.size() == 6 && token[0] == '<' && token[1] == '0' && token[2] == 'x' &&
-      token[5] == '>') {
+  if (token.size() == 6 && token[0] == '<' && token[1] == '0' && token[2] == 'x' && token[5] == '>') {
     int hi = HexValue(token[3]);
     int lo = HexValue(token[4]);
     if (hi >= 0 && lo >= 0) return std::string(1, static_cast<char>(hi * 16 + lo));
@@ -131,9 +129,19 @@ std::string DecodeByteFallback(const std::string& token) {
 // Names of end-of-sequence / end-of-turn tokens across common model families, used when the
 // caller does not give stop_token_ids.
 constexpr const char* kStopTokenNames[] = {
-    "</s>",        "<|endoftext|>", "<|end_of_text|>", "<|eot_id|>",   "<|im_end|>",
-    "<eos>",       "<end_of_turn>", "<|end|>",         "<|eom_id|>",   "<turn|>",
-    "<|eos|>",     "<|return|>",    "<|end\xE2\x96\x81of\xE2\x96\x81sentence|>",
+    "</s>",
+    "<|endoftext|>",
+    "<|end_of_text|>",
+    "<|eot_id|>",
+    "<|im_end|>",
+    "<eos>",
+    "<end_of_turn>",
+    "<|end|>",
+    "<|eom_id|>",
+    "<turn|>",
+    "<|eos|>",
+    "<|return|>",
+    "<|end\xE2\x96\x81of\xE2\x96\x81sentence|>",
 };
 
 // 64-bit FNV-1a with a final avalanche (splitmix64 finalizer).
@@ -158,30 +166,24 @@ class Fnv1a {
   uint64_t h_ = 0xCBF29CE484222325ULL;
 };
 
-[[noreturn]] void Fail(const std::string& message) {
-  throw Error(ErrorKind::kTokenizer, message);
-}
+[[noreturn]] void Fail(const std::string& message) { throw Error(ErrorKind::kTokenizer, message); }
 
 }  // namespace
 
 std::string DecodeTokenString(const std::string& token, VocabType type) {
   switch (type) {
-    case VocabType::kByteLevel:
-      return DecodeByteLevel(token);
-    case VocabType::kByteFallback:
-      return DecodeByteFallback(token);
-    case VocabType::kRaw:
-      return token;
+    case VocabType::kByteLevel: return DecodeByteLevel(token);
+    case VocabType::kByteFallback: return DecodeByteFallback(token);
+    case VocabType::kRaw: return token;
   }
   Fail("unknown vocab type " + std::to_string(static_cast<int>(type)));
 }
 
-TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded_vocab, VocabType vocab_type,
-                             int32_t vocab_size, std::vector<int32_t> stop_token_ids,
-                             std::vector<int32_t> special_token_ids, bool add_prefix_space)
+TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded_vocab, VocabType vocab_type, int32_t vocab_size,
+                             std::vector<int32_t> stop_token_ids, std::vector<int32_t> special_token_ids,
+                             bool add_prefix_space)
     : vocab_type_(vocab_type), vocab_size_(vocab_size), add_prefix_space_(add_prefix_space) {
-  if (vocab_type != VocabType::kRaw && vocab_type != VocabType::kByteFallback &&
-      vocab_type != VocabType::kByteLevel) {
+  if (vocab_type != VocabType::kRaw && vocab_type != VocabType::kByteFallback && vocab_type != VocabType::kByteLevel) {
     Fail("unknown vocab type " + std::to_string(static_cast<int>(vocab_type)));
   }
   if (encoded_vocab.size() > static_cast<size_t>(INT32_MAX - 1)) {
@@ -202,8 +204,7 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded_vocab, Voca
   is_stop_.assign(static_cast<size_t>(vocab_size_), 0);
   for (int32_t id : special_token_ids) {
     if (id < 0 || id >= vocab_size_) {
-      Fail("special token id " + std::to_string(id) + " is out of range [0, " +
-           std::to_string(vocab_size_) + ")");
+      Fail("special token id " + std::to_string(id) + " is out of range [0, " + std::to_string(vocab_size_) + ")");
     }
     if (id < num_tokens) is_special_[id] = 1;
   }
@@ -230,8 +231,7 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded_vocab, Voca
   }
   for (int32_t id : stop_token_ids) {
     if (id < 0 || id >= vocab_size_) {
-      Fail("stop token id " + std::to_string(id) + " is out of range [0, " +
-           std::to_string(vocab_size_) + ")");
+      Fail("stop token id " + std::to_string(id) + " is out of range [0, " + std::to_string(vocab_size_) + ")");
     }
     if (!is_stop_[id]) {
       is_stop_[id] = 1;
@@ -366,8 +366,8 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded_vocab, Voca
       }
       const int32_t index = static_cast<int32_t>(t.text_skeleton.size());
       if (t.text_chars[i] != 0) {
-        t.text_skeleton.push_back({i, index + 1, t.token_begin[i], t.token_begin[t.subtree_end[i]], t.depth[i],
-                                   t.byte[i], 1});
+        t.text_skeleton.push_back(
+            {i, index + 1, t.token_begin[i], t.token_begin[t.subtree_end[i]], t.depth[i], t.byte[i], 1});
         i = t.subtree_end[i];
       } else {
         t.text_skeleton.push_back({i, -1, t.token_begin[i], t.token_begin[i + 1], t.depth[i], t.byte[i], 0});
@@ -390,8 +390,7 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded_vocab, Voca
     int32_t len = static_cast<int32_t>(decoded_[t.sorted_tokens[k]].size());
     if (len >= TokenTrie::kLongTokenBytes) t.long_tokens.emplace_back(len, k);
   }
-  std::sort(t.long_tokens.begin(), t.long_tokens.end(),
-            [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::sort(t.long_tokens.begin(), t.long_tokens.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
 
   // --- fingerprint ------------------------------------------------------------------------------
   Fnv1a h;

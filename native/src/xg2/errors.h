@@ -30,8 +30,7 @@ class Error : public std::runtime_error {
 class SyntaxError : public Error {
  public:
   SyntaxError(const std::string& message, int line, int column)
-      : Error(ErrorKind::kGrammarSyntax,
-              std::to_string(line) + ":" + std::to_string(column) + ": " + message),
+      : Error(ErrorKind::kGrammarSyntax, std::to_string(line) + ":" + std::to_string(column) + ": " + message),
         line_(line),
         column_(column) {}
   int line() const { return line_; }
@@ -48,8 +47,7 @@ class SyntaxError : public Error {
 // instead. The bindings raise it as LimitExceededError; limit() names the option.
 class BudgetExceeded : public std::runtime_error {
  public:
-  BudgetExceeded(const std::string& limit, const std::string& message)
-      : std::runtime_error(message), limit_(limit) {}
+  BudgetExceeded(const std::string& limit, const std::string& message) : std::runtime_error(message), limit_(limit) {}
   const std::string& limit() const { return limit_; }
 
  private:

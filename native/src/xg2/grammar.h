@@ -20,13 +20,13 @@ constexpr int32_t kNoExpr = -1;
 constexpr int64_t kUnbounded = -1;
 
 enum class ExprKind : uint8_t {
-  kEmpty,      // matches the empty string
-  kBytes,      // a literal byte string (UTF-8 for text)
-  kCharClass,  // one code point in (or, if negated, not in) a set of code point ranges
-  kSequence,   // children in order
-  kChoice,     // one of the children
-  kRuleRef,    // a reference to another rule
-  kRepeat,     // child repeated min..max times (max == kUnbounded: no upper bound)
+  kEmpty,        // matches the empty string
+  kBytes,        // a literal byte string (UTF-8 for text)
+  kCharClass,    // one code point in (or, if negated, not in) a set of code point ranges
+  kSequence,     // children in order
+  kChoice,       // one of the children
+  kRuleRef,      // a reference to another rule
+  kRepeat,       // child repeated min..max times (max == kUnbounded: no upper bound)
   kTagDispatch,  // free text watched by an Aho-Corasick automaton; see TagDispatchSpec
   kByteDfa,      // a deterministic automaton over bytes; see ByteDfaSpec
   kAnyOrder,     // members in any order, each at most once or repeatable; see AnyOrderSpec
@@ -42,8 +42,8 @@ struct ByteDfaEdge {
   bool operator==(const ByteDfaEdge& o) const { return lo == o.lo && hi == o.hi && target == o.target; }
 };
 struct ByteDfaSpec {
-  std::vector<uint8_t> is_final;                     // one per state
-  std::vector<std::vector<ByteDfaEdge>> edges;       // per state: sorted by lo, disjoint
+  std::vector<uint8_t> is_final;                // one per state
+  std::vector<std::vector<ByteDfaEdge>> edges;  // per state: sorted by lo, disjoint
   int32_t num_states() const { return static_cast<int32_t>(is_final.size()); }
   bool operator==(const ByteDfaSpec& o) const { return is_final == o.is_final && edges == o.edges; }
 };
@@ -87,8 +87,8 @@ struct AnyOrderSpec {
   int64_t max_count = -1;  // -1: no bound
   int32_t num_members() const { return num_required + num_optional + num_repeated; }
   bool operator==(const AnyOrderSpec& o) const {
-    return num_required == o.num_required && num_optional == o.num_optional &&
-           num_repeated == o.num_repeated && min_count == o.min_count && max_count == o.max_count;
+    return num_required == o.num_required && num_optional == o.num_optional && num_repeated == o.num_repeated &&
+           min_count == o.min_count && max_count == o.max_count;
   }
 };
 
@@ -100,13 +100,13 @@ struct CodepointRange {
 
 struct Expr {
   ExprKind kind = ExprKind::kEmpty;
-  bool negated = false;                // kCharClass
-  RuleId rule = -1;                    // kRuleRef
-  int64_t min = 0;                     // kRepeat
-  int64_t max = 0;                     // kRepeat
-  std::string bytes;                   // kBytes
-  std::vector<CodepointRange> ranges;  // kCharClass, sorted and merged
-  std::vector<ExprId> children;        // kSequence, kChoice, kRepeat (one child), kTagDispatch
+  bool negated = false;                             // kCharClass
+  RuleId rule = -1;                                 // kRuleRef
+  int64_t min = 0;                                  // kRepeat
+  int64_t max = 0;                                  // kRepeat
+  std::string bytes;                                // kBytes
+  std::vector<CodepointRange> ranges;               // kCharClass, sorted and merged
+  std::vector<ExprId> children;                     // kSequence, kChoice, kRepeat (one child), kTagDispatch
   std::shared_ptr<const TagDispatchSpec> dispatch;  // kTagDispatch
   std::shared_ptr<const ByteDfaSpec> dfa;           // kByteDfa
   std::shared_ptr<const AnyOrderSpec> any_order;    // kAnyOrder
@@ -170,8 +170,8 @@ class Grammar {
   ExprId Intern(Expr e);
 
   std::vector<Expr> exprs_;
-  std::vector<uint64_t> expr_hashes_;   // per node, for Intern
-  std::vector<int32_t> intern_table_;   // open addressing over node ids (-1: empty)
+  std::vector<uint64_t> expr_hashes_;  // per node, for Intern
+  std::vector<int32_t> intern_table_;  // open addressing over node ids (-1: empty)
   std::vector<Rule> rules_;
   std::unordered_map<std::string, RuleId> rule_index_;  // name -> id, for FindRule
   RuleId root_ = -1;

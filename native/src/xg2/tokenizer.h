@@ -76,9 +76,8 @@ class TokenizerInfo {
   // encoded_vocab[i] is token i as written in the tokenizer. An empty string marks a special
   // token (as in xgrammar). vocab_size >= encoded_vocab.size() (larger for padded logits);
   // 0 means encoded_vocab.size(). stop_token_ids empty: detected from well-known names.
-  TokenizerInfo(const std::vector<std::string>& encoded_vocab, VocabType vocab_type,
-                int32_t vocab_size, std::vector<int32_t> stop_token_ids,
-                std::vector<int32_t> special_token_ids, bool add_prefix_space);
+  TokenizerInfo(const std::vector<std::string>& encoded_vocab, VocabType vocab_type, int32_t vocab_size,
+                std::vector<int32_t> stop_token_ids, std::vector<int32_t> special_token_ids, bool add_prefix_space);
 
   VocabType vocab_type() const { return vocab_type_; }
   int32_t vocab_size() const { return vocab_size_; }
@@ -92,9 +91,7 @@ class TokenizerInfo {
   bool is_stop(int32_t id) const { return id >= 0 && id < vocab_size_ && is_stop_[id] != 0; }
   const TokenTrie& trie() const { return trie_; }
   // A normal token the trie holds (so text grammars can accept it).
-  bool is_text_token(int32_t id) const {
-    return id >= 0 && id < num_tokens() && trie_.sorted_index[id] >= 0;
-  }
+  bool is_text_token(int32_t id) const { return id >= 0 && id < num_tokens() && trie_.sorted_index[id] >= 0; }
   // The id of the token written `text`: a special token with that text first, else a
   // normal token with those bytes; -1 if none.
   int32_t FindToken(const std::string& text) const;
