@@ -72,3 +72,14 @@ def test_core_raises_the_classes_the_package_registered():
     with pytest.raises(xg.UnsupportedSchemaError):
         xg.Grammar.from_json_schema({"type": "array", "items": {"type": "object"},
                                      "uniqueItems": True})
+
+
+def test_source_files_stay_reviewable():
+    # The layout's size bounds: native sources at most 1,200 lines, Python modules 700.
+    native = [p for p in (ROOT / "native").rglob("*") if p.suffix in (".cc", ".h")]
+    python = [*(ROOT / "xg2_jax").rglob("*.py"), *(ROOT / "models").rglob("*.py")]
+    assert len(native) > 50 and len(python) > 20
+    for paths, limit in ((native, 1200), (python, 700)):
+        for path in paths:
+            lines = path.read_text(encoding="utf-8").count("\n")
+            assert lines <= limit, f"{path.relative_to(ROOT)}: {lines} lines (limit {limit})"
