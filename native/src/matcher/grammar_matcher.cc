@@ -115,6 +115,12 @@ std::unique_ptr<GrammarMatcher> GrammarMatcher::Fork() const {
 namespace {
 
 constexpr int32_t kNoRecheck = INT32_MAX;  // a loop context with no bound near: nothing re-checked
+// EarleyParser::NextBytes: the 256 byte values as a bitset of 64-bit words.
+constexpr int kByteSetWords = 4;
+constexpr int kByteSetWordBits = 64;
+inline bool ByteSetHas(const uint64_t* set, int b) { return (set[b / kByteSetWordBits] >> (b % kByteSetWordBits)) & 1; }
+// The longest forced continuation find_jump_forward_string returns (a grammar may force far more).
+constexpr size_t kMaxJumpForwardBytes = size_t{1} << 16;
 
 }  // namespace
 
@@ -343,9 +349,9 @@ void GrammarMatcher::WalkTokens(const std::vector<int32_t>& sorted_indices, uint
 
 void GrammarMatcher::AddSpecialTokens(uint32_t* words) {
   if (!compiled_->automaton()->scans_virtual_tokens) return;  // text grammars: nothing to do
-  uint64_t next[4];
+  uint64_t next[kByteSetWords];
   parser_.NextBytes(next);
-  if (!((next[kVirtualTokenLead >> 6] >> (kVirtualTokenLead & 63)) & 1)) return;
+  if (!ByteSetHas(next, kVirtualTokenLead)) return;
   const TokenizerInfo& tok = *compiled_->tokenizer();
   const int32_t rows = parser_.num_rows();
   for (int32_t id : tok.special_token_ids()) {
@@ -363,14 +369,13 @@ std::string GrammarMatcher::FindJumpForwardString() {
   std::string out;
   if (terminated_) return out;
   const int32_t rows0 = parser_.num_rows();
-  constexpr size_t kMaxJump = 1 << 16;
-  while (out.size() < kMaxJump && !parser_.CanEnd()) {
-    uint64_t next[4];
+  while (out.size() < kMaxJumpForwardBytes && !parser_.CanEnd()) {
+    uint64_t next[kByteSetWords];
     parser_.NextBytes(next);
     int count = 0, byte = -1;
-    for (int w = 0; w < 4; ++w) {
+    for (int w = 0; w < kByteSetWords; ++w) {
       count += __builtin_popcountll(next[w]);
-      if (next[w] && byte < 0) byte = w * 64 + __builtin_ctzll(next[w]);
+      if (next[w] && byte < 0) byte = w * kByteSetWordBits + __builtin_ctzll(next[w]);
     }
     // A virtual special-token string is never text to jump over.
     if (count != 1 || byte == kVirtualTokenLead || !parser_.Advance(static_cast<uint8_t>(byte))) break;
