@@ -168,9 +168,11 @@ CHILD = textwrap.dedent("""
 """)
 
 
-def test_allocation_failure_raises_memory_error(vocab_path):
+def test_allocation_failure_raises_memory_error(vocab_path, tmp_path):
+    # From a scratch folder: `python -c` puts the working directory first on sys.path, and the
+    # repository root's source folder would shadow an installed (non-editable) package.
     proc = subprocess.run([sys.executable, "-c", CHILD, str(vocab_path("gpt2"))], capture_output=True,
-                          text=True, timeout=120)
+                          text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, f"child died ({proc.returncode}): {proc.stderr[-2000:]}"
     outcomes = json.loads(proc.stdout.strip().splitlines()[-1])
     assert set(outcomes) <= {"MemoryError", "compiled"}, outcomes
