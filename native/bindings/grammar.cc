@@ -12,6 +12,20 @@
 #include "xg2/limits.h"
 
 namespace xg2::bindings {
+namespace {
+
+// One cache's counters as dict entries named prefix + hits, misses, entries, bytes,
+// limit_bytes, evictions.
+void PutCacheStats(nb::dict& d, const std::string& prefix, const CacheStats& c) {
+  d[(prefix + "hits").c_str()] = c.hits;
+  d[(prefix + "misses").c_str()] = c.misses;
+  d[(prefix + "entries").c_str()] = c.entries;
+  d[(prefix + "bytes").c_str()] = c.bytes;
+  d[(prefix + "limit_bytes").c_str()] = c.limit_bytes;
+  d[(prefix + "evictions").c_str()] = c.evictions;
+}
+
+}  // namespace
 
 void BindGrammar(nb::module_& m) {
   nb::class_<Grammar>(m, "Grammar")
@@ -65,19 +79,10 @@ void BindGrammar(nb::module_& m) {
   m.def("cross_grammar_cache_stats", []() {
     const CacheRegistryStats s = cache_registry::Stats();
     nb::dict d;
-    auto put = [&](const char* prefix, const CacheStats& c, bool with_limit) {
-      const std::string p = prefix;
-      d[(p + "hits").c_str()] = c.hits;
-      d[(p + "misses").c_str()] = c.misses;
-      d[(p + "entries").c_str()] = c.entries;
-      d[(p + "bytes").c_str()] = c.bytes;
-      if (with_limit) d[(p + "limit_bytes").c_str()] = c.limit_bytes;
-      d[(p + "evictions").c_str()] = c.evictions;
-    };
-    put("", s.masks, true);
-    put("automaton_", s.automata, true);
-    put("suffix_", s.suffixes, true);
-    put("key_exclusion_", s.key_exclusion, true);
+    PutCacheStats(d, "", s.masks);
+    PutCacheStats(d, "automaton_", s.automata);
+    PutCacheStats(d, "suffix_", s.suffixes);
+    PutCacheStats(d, "key_exclusion_", s.key_exclusion);
     d["total_bytes"] = s.total_bytes();
     d["total_limit_bytes"] = s.total_limit_bytes();
     d["budget_bytes"] = s.budget_bytes;
@@ -159,14 +164,8 @@ void BindGrammar(nb::module_& m) {
       .def("clear_cache", &GrammarCompiler::ClearCache)
       .def("cache_stats",
            [](const GrammarCompiler& c) {
-             const CacheStats s = c.cache_stats();
              nb::dict d;
-             d["hits"] = s.hits;
-             d["misses"] = s.misses;
-             d["entries"] = s.entries;
-             d["bytes"] = s.bytes;
-             d["limit_bytes"] = s.limit_bytes;
-             d["evictions"] = s.evictions;
+             PutCacheStats(d, "", c.cache_stats());
              return d;
            })
       .def_prop_rw("cache_limit_bytes", &GrammarCompiler::cache_limit_bytes, &GrammarCompiler::SetCacheLimit)
