@@ -94,6 +94,8 @@ class Gpt2Config:
         n_positions: learned position table size (the longest sequence).
         layer_norm_epsilon: LayerNorm epsilon.
         activation_function: ``"gelu_new"`` (tanh approximation) or ``"gelu"`` (exact).
+        tie_word_embeddings: the output head reuses ``wte`` (GPT-2's default); otherwise the
+            checkpoint's ``lm_head.weight`` is the head.
         dtype, eos_token_ids, model_type: as in :class:`LlamaConfig`.
     """
 
@@ -105,6 +107,7 @@ class Gpt2Config:
     n_positions: int = 1024
     layer_norm_epsilon: float = 1e-5
     activation_function: str = "gelu_new"
+    tie_word_embeddings: bool = True
     model_type: str = "gpt2"
     dtype: str = "float32"
     eos_token_ids: tuple = ()
@@ -195,16 +198,31 @@ def config_from_hf(hf: dict, *, dtype: Optional[str] = None,
         act = hf.get("activation_function", "gelu_new")
         if act not in ("gelu_new", "gelu", "gelu_pytorch_tanh"):
             raise UnsupportedModelError(f"{where}: activation_function {act!r} is not supported")
+        # Options of transformers' GPT2Attention the model does not implement.
+        if hf.get("scale_attn_by_inverse_layer_idx", False):
+            raise UnsupportedModelError(f"{where}: scale_attn_by_inverse_layer_idx is not "
+                                        "supported")
+        if not hf.get("scale_attn_weights", True):
+            raise UnsupportedModelError(f"{where}: scale_attn_weights false (unscaled "
+                                        "attention) is not supported")
+        if hf.get("reorder_and_upcast_attn", False):
+            raise UnsupportedModelError(f"{where}: reorder_and_upcast_attn is not supported")
         return Gpt2Config(
             vocab_size=int(_require(hf, "vocab_size", where)), n_embd=n_embd,
             n_layer=int(_require(hf, "n_layer", where)), n_head=int(_require(hf, "n_head", where)),
             n_inner=int(hf.get("n_inner") or 4 * n_embd),
             n_positions=int(hf.get("n_positions", 1024)),
             layer_norm_epsilon=float(hf.get("layer_norm_epsilon", 1e-5)),
-            activation_function=act, dtype=dtype, eos_token_ids=_eos_ids(hf))
+            activation_function=act,
+            tie_word_embeddings=bool(hf.get("tie_word_embeddings", True)),
+            dtype=dtype, eos_token_ids=_eos_ids(hf))
     if model_type in LLAMA_MODEL_TYPES:
         if hf.get("use_sliding_window") or (model_type == "mistral" and hf.get("sliding_window")):
             raise UnsupportedModelError(f"{where}: sliding-window attention is not supported")
+        act = hf.get("hidden_act", "silu")
+        if act not in ("silu", "swish"):
+            raise UnsupportedModelError(f"{where}: hidden_act {act!r} is not supported (the "
+                                        "Llama-family MLP is SwiGLU: silu)")
         heads = int(_require(hf, "num_attention_heads", where))
         hidden = int(_require(hf, "hidden_size", where))
         theta, scaling = _rope(hf, where)

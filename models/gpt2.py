@@ -1,5 +1,6 @@
 """GPT-2 in Flax NNX: learned positions, pre-LayerNorm blocks, GELU MLP, fused ``c_attn``
-projection, output head tied to the token embedding.
+projection, output head tied to the token embedding (or a separate ``lm_head`` when the
+config says ``tie_word_embeddings: false``).
 
 Hugging Face stores GPT-2's projections as ``Conv1D`` weights, already (in, out): they load
 without a transpose.
@@ -27,8 +28,12 @@ from xg2_jax.models.layers import (
     Dense,
     KVCache,
     LayerNorm,
+    advance_length,
     cached_attention,
+    check_chunk,
+    chunk_positions,
     init_kv_cache,
+    last_real,
     module_list,
 )
 
@@ -47,12 +52,13 @@ class Gpt2Block(nnx.Module):
         self.c_fc = Dense(d, cfg.n_inner, use_bias=True, dtype=dtype, rngs=rngs)
         self.mlp_proj = Dense(cfg.n_inner, d, use_bias=True, dtype=dtype, rngs=rngs)
 
-    def __call__(self, x, cache_k, cache_v, start):
+    def __call__(self, x, cache_k, cache_v, positions):
         b, t, _ = x.shape
         q, k, v = jnp.split(self.c_attn(self.ln_1(x)), 3, axis=-1)
         shape = (b, t, self.num_heads, self.head_dim)
         out, cache_k, cache_v = cached_attention(q.reshape(shape), k.reshape(shape),
-                                                 v.reshape(shape), cache_k, cache_v, start)
+                                                 v.reshape(shape), cache_k, cache_v,
+                                                 positions)
         x = x + self.attn_proj(out)
         h = jax.nn.gelu(self.c_fc(self.ln_2(x)), approximate=not self.exact_gelu)
         return x + self.mlp_proj(h), cache_k, cache_v
@@ -73,6 +79,8 @@ class Gpt2LMHeadModel(nnx.Module):
         self.wpe = nnx.Param((normal(rngs.params(), (cfg.n_positions, cfg.n_embd)) * 0.01).astype(dtype))
         self.h = module_list([Gpt2Block(cfg, dtype=dtype, rngs=rngs) for _ in range(cfg.n_layer)])
         self.ln_f = LayerNorm(cfg.n_embd, eps=cfg.layer_norm_epsilon, dtype=dtype)
+        self.lm_head = (None if cfg.tie_word_embeddings else
+                        Dense(cfg.n_embd, cfg.vocab_size, dtype=dtype, rngs=rngs))
 
     def init_cache(self, *, batch_size: int, max_length: int) -> KVCache:
         """An empty cache for ``batch_size`` rows of up to ``max_length`` tokens.
@@ -88,22 +96,29 @@ class Gpt2LMHeadModel(nnx.Module):
                              max_length=max_length, num_kv_heads=cfg.n_head,
                              head_dim=cfg.head_dim, dtype=jnp.dtype(cfg.dtype))
 
-    def __call__(self, tokens: jax.Array, cache: KVCache, *, last_only: bool = False):
+    def __call__(self, tokens: jax.Array, cache: KVCache, *, num_tokens=None,
+                 last_only: bool = False):
         tokens = jnp.asarray(tokens, jnp.int32)
-        start = cache.length
-        positions = start + jnp.arange(tokens.shape[1], dtype=jnp.int32)
-        x = jnp.take(self.wte[...], tokens, axis=0) + jnp.take(self.wpe[...], positions, axis=0)
+        check_chunk(cache, tokens, num_tokens, self.config.vocab_size)
+        positions = chunk_positions(cache, tokens)
+        # Padding past the table (never a real position: the cache is no longer) is clipped.
+        x = (jnp.take(self.wte[...], tokens, axis=0)
+             + jnp.take(self.wpe[...], positions, axis=0, mode="clip"))
         keys, values = [], []
         for block, ck, cv in zip(self.h, cache.keys, cache.values):
-            x, ck, cv = block(x, ck, cv, start)
+            x, ck, cv = block(x, ck, cv, positions)
             keys.append(ck)
             values.append(cv)
         if last_only:
-            x = x[:, -1]
+            x = last_real(x, tokens, num_tokens)
         x = self.ln_f(x)
-        logits = jnp.einsum("...d,vd->...v", x, self.wte[...], preferred_element_type=jnp.float32)
+        if self.lm_head is None:
+            logits = jnp.einsum("...d,vd->...v", x, self.wte[...],
+                                preferred_element_type=jnp.float32)
+        else:
+            logits = self.lm_head(x).astype(jnp.float32)
         return logits, KVCache(keys=tuple(keys), values=tuple(values),
-                               length=start + tokens.shape[1])
+                               length=advance_length(cache, tokens, num_tokens))
 
 
 def gpt2_tensor_plan(cfg: Gpt2Config) -> list[tuple[str, tuple, bool]]:
@@ -120,4 +135,6 @@ def gpt2_tensor_plan(cfg: Gpt2Config) -> list[tuple[str, tuple, bool]]:
             plan += [(f"{hf}.{hf_sub}.weight", p + (sub, "kernel"), False),
                      (f"{hf}.{hf_sub}.bias", p + (sub, "bias"), False)]
     plan += [("ln_f.weight", ("ln_f", "weight"), False), ("ln_f.bias", ("ln_f", "bias"), False)]
+    if not cfg.tie_word_embeddings:  # a top-level name in transformers' GPT2LMHeadModel
+        plan.append(("lm_head.weight", ("lm_head", "kernel"), True))
     return plan

@@ -8,8 +8,8 @@ Example:
     >>> import jax.numpy as jnp
     >>> cache = init_kv_cache(num_layers=2, batch_size=1, max_length=8, num_kv_heads=2,
     ...                       head_dim=4)
-    >>> cache.keys[0].shape, int(cache.length)
-    ((1, 8, 2, 4), 0)
+    >>> cache.keys[0].shape, cache.length.tolist()
+    ((1, 8, 2, 4), [0])
 """
 
 from __future__ import annotations
@@ -23,8 +23,9 @@ from flax import nnx
 
 from xg2_jax.models.config import RopeScaling
 
-__all__ = ["Dense", "KVCache", "LayerNorm", "RMSNorm", "cached_attention", "init_kv_cache",
-           "apply_rope", "rope_inv_freq", "module_list"]
+__all__ = ["Dense", "KVCache", "LayerNorm", "RMSNorm", "advance_length", "apply_rope",
+           "cached_attention", "check_chunk", "chunk_positions", "init_kv_cache", "last_real",
+           "module_list", "rope_inv_freq"]
 
 # flax >= 0.12 wants module lists wrapped; older versions take plain lists.
 module_list = getattr(nnx, "List", list)
@@ -38,8 +39,10 @@ class KVCache:
     Attributes:
         keys: one (B, S, H_kv, D) array per layer.
         values: one (B, S, H_kv, D) array per layer.
-        length: int32 scalar: positions already written (the next token's position). Every
-            row shares it (prompts of one batch have one length).
+        length: int32 (B,): positions already written per row (each row's next position).
+            Rows advance independently, so a batch holds prompts of different lengths (fed
+            right-padded with ``num_tokens``) and continuous batching refills one row while
+            the others decode.
     """
 
     keys: tuple
@@ -53,15 +56,17 @@ class KVCache:
 
 def init_kv_cache(*, num_layers: int, batch_size: int, max_length: int, num_kv_heads: int,
                   head_dim: int, dtype=jnp.float32) -> KVCache:
-    """An empty :class:`KVCache` (zeros, ``length`` 0).
+    """An empty :class:`KVCache` (zeros, every row's ``length`` 0).
 
-    Writing past ``max_length`` is not checked inside jit (the write is clamped): size it for
-    the prompt plus every generated token.
+    Inside jit, writes past ``max_length`` are dropped (their logits would be wrong); the
+    models raise :class:`~xg2_jax.CacheOverflowError` when called eagerly past the end and
+    the decoding loops check the budget before they start: size the cache for the prompt
+    plus every generated token.
     """
     shape = (batch_size, max_length, num_kv_heads, head_dim)
     zeros = tuple(jnp.zeros(shape, dtype) for _ in range(num_layers))
     return KVCache(keys=zeros, values=tuple(jnp.zeros(shape, dtype) for _ in range(num_layers)),
-                   length=jnp.zeros((), jnp.int32))
+                   length=jnp.zeros((batch_size,), jnp.int32))
 
 
 class Dense(nnx.Module):
@@ -143,41 +148,86 @@ def rope_inv_freq(head_dim: int, *, theta: float, scaling: RopeScaling = RopeSca
 
 
 def apply_rope(x: jax.Array, positions: jax.Array, inv_freq: jax.Array) -> jax.Array:
-    """Rotates (B, T, H, D) queries or keys by their positions (T,), Hugging Face's
+    """Rotates (B, T, H, D) queries or keys by their positions (B, T), Hugging Face's
     half-split layout (``rotate_half``), in float32."""
-    angles = positions.astype(jnp.float32)[:, None] * inv_freq[None, :]  # (T, D/2)
-    cos = jnp.cos(angles)[None, :, None, :]
-    sin = jnp.sin(angles)[None, :, None, :]
+    angles = positions.astype(jnp.float32)[..., None] * inv_freq  # (B, T, D/2)
+    cos = jnp.cos(angles)[:, :, None, :]
+    sin = jnp.sin(angles)[:, :, None, :]
     x32 = x.astype(jnp.float32)
     x1, x2 = jnp.split(x32, 2, axis=-1)
     rotated = jnp.concatenate([x1 * cos - x2 * sin, x2 * cos + x1 * sin], axis=-1)
     return rotated.astype(x.dtype)
 
 
+def chunk_positions(cache: KVCache, tokens: jax.Array) -> jax.Array:
+    """The positions (B, T) of a chunk of ``tokens`` (B, T) fed after ``cache``: each row
+    continues from its own length."""
+    return cache.length[:, None] + jnp.arange(tokens.shape[1], dtype=jnp.int32)[None, :]
+
+
+def advance_length(cache: KVCache, tokens: jax.Array, num_tokens) -> jax.Array:
+    """Each row's length after the chunk: ``num_tokens`` (B,) real tokens per row (the rest
+    of the chunk is right padding), all ``T`` when None."""
+    if num_tokens is None:
+        return cache.length + tokens.shape[1]
+    return cache.length + jnp.asarray(num_tokens, jnp.int32)
+
+
+def check_chunk(cache: KVCache, tokens, num_tokens, vocab_size: int) -> None:
+    """Eager calls only (concrete values): token ids in the vocabulary, and the chunk fits in
+    the cache. Under jit the values are tracers and the loops check on the host instead."""
+    from xg2_jax._src.errors import CacheOverflowError, InvalidArgumentError
+
+    if isinstance(tokens, jax.core.Tracer) or isinstance(cache.length, jax.core.Tracer):
+        return
+    ids = jnp.asarray(tokens)
+    if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= vocab_size):
+        raise InvalidArgumentError(f"token id {int(ids.max()) if int(ids.max()) >= vocab_size else int(ids.min())} "
+                                   f"is outside the model's vocabulary [0, {vocab_size})")
+    counts = ids.shape[1] if num_tokens is None else jnp.asarray(num_tokens)
+    if isinstance(counts, jax.core.Tracer):
+        return
+    end = int(jnp.max(cache.length + counts))
+    if end > cache.max_length:
+        raise CacheOverflowError(f"feeding these tokens needs {end} cache positions; the cache "
+                                 f"holds {cache.max_length}")
+
+
 def cached_attention(q: jax.Array, k: jax.Array, v: jax.Array, cache_k: jax.Array,
-                     cache_v: jax.Array, start: jax.Array):
-    """Writes this chunk's keys/values at ``start`` and attends causally over the cache.
+                     cache_v: jax.Array, positions: jax.Array):
+    """Writes this chunk's keys/values at their positions and attends causally over the cache.
 
     Args:
-        q: (B, T, H, D) queries of positions ``start .. start + T - 1``.
+        q: (B, T, H, D) queries.
         k, v: (B, T, H_kv, D) this chunk's keys and values (``H % H_kv == 0``: grouped-query).
         cache_k, cache_v: (B, S, H_kv, D).
-        start: int32 scalar, the first position of the chunk.
+        positions: int32 (B, T): each query's position (rows start at their own length).
 
     Returns:
-        ``(out (B, T, H * D), cache_k, cache_v)``.
+        ``(out (B, T, H * D), cache_k, cache_v)``. A query attends to the keys at positions
+        up to its own: padding written after a row's real tokens sits at later positions,
+        which that row's real queries never see, and is overwritten by the row's next tokens.
     """
     b, t, h, d = q.shape
     kv_heads = k.shape[2]
-    cache_k = jax.lax.dynamic_update_slice(cache_k, k.astype(cache_k.dtype), (0, start, 0, 0))
-    cache_v = jax.lax.dynamic_update_slice(cache_v, v.astype(cache_v.dtype), (0, start, 0, 0))
+    rows = jnp.arange(b)[:, None]
+    # Positions past the end are dropped, not clamped onto the last slot.
+    cache_k = cache_k.at[rows, positions].set(k.astype(cache_k.dtype), mode="drop")
+    cache_v = cache_v.at[rows, positions].set(v.astype(cache_v.dtype), mode="drop")
     qg = q.reshape(b, t, kv_heads, h // kv_heads, d)
     scores = jnp.einsum("btkgd,bskd->bkgts", qg, cache_k,
                         preferred_element_type=jnp.float32) / math.sqrt(d)
-    query_pos = start + jnp.arange(t)
     key_pos = jnp.arange(cache_k.shape[1])
-    allowed = key_pos[None, :] <= query_pos[:, None]  # (T, S)
-    scores = jnp.where(allowed, scores, -1e30)
+    allowed = key_pos[None, None, :] <= positions[:, :, None]  # (B, T, S)
+    scores = jnp.where(allowed[:, None, None], scores, -1e30)
     probs = jax.nn.softmax(scores, axis=-1).astype(cache_v.dtype)
     out = jnp.einsum("bkgts,bskd->btkgd", probs, cache_v)
     return out.reshape(b, t, h * d).astype(q.dtype), cache_k, cache_v
+
+
+def last_real(x: jax.Array, tokens: jax.Array, num_tokens) -> jax.Array:
+    """Each row's hidden state (B, D) at its last real token of the chunk."""
+    if num_tokens is None:
+        return x[:, -1]
+    idx = jnp.clip(jnp.asarray(num_tokens, jnp.int32) - 1, 0, tokens.shape[1] - 1)
+    return jnp.take_along_axis(x, idx[:, None, None], axis=1)[:, 0]

@@ -12,8 +12,8 @@ Example:
     >>> model = LlamaForCausalLM(cfg, rngs=nnx.Rngs(0))
     >>> cache = model.init_cache(batch_size=1, max_length=8)
     >>> logits, cache = model(jnp.array([[1, 2, 3]]), cache)
-    >>> logits.shape, int(cache.length)
-    ((1, 3, 50), 3)
+    >>> logits.shape, cache.length.tolist()
+    ((1, 3, 50), [3])
 """
 
 from __future__ import annotations
@@ -27,9 +27,13 @@ from xg2_jax.models.layers import (
     Dense,
     KVCache,
     RMSNorm,
+    advance_length,
     apply_rope,
     cached_attention,
+    check_chunk,
+    chunk_positions,
     init_kv_cache,
+    last_real,
     module_list,
     rope_inv_freq,
 )
@@ -51,7 +55,7 @@ class LlamaAttention(nnx.Module):
         else:
             self.q_norm = self.k_norm = None
 
-    def __call__(self, x, positions, inv_freq, cache_k, cache_v, start):
+    def __call__(self, x, positions, inv_freq, cache_k, cache_v):
         b, t, _ = x.shape
         q = self.q_proj(x).reshape(b, t, self.num_heads, self.head_dim)
         k = self.k_proj(x).reshape(b, t, self.num_kv_heads, self.head_dim)
@@ -60,7 +64,7 @@ class LlamaAttention(nnx.Module):
             q, k = self.q_norm(q), self.k_norm(k)
         q = apply_rope(q, positions, inv_freq)
         k = apply_rope(k, positions, inv_freq)
-        out, cache_k, cache_v = cached_attention(q, k, v, cache_k, cache_v, start)
+        out, cache_k, cache_v = cached_attention(q, k, v, cache_k, cache_v, positions)
         return self.o_proj(out), cache_k, cache_v
 
 
@@ -82,9 +86,9 @@ class LlamaDecoderLayer(nnx.Module):
         self.post_attention_layernorm = RMSNorm(cfg.hidden_size, eps=cfg.rms_norm_eps, dtype=dtype)
         self.mlp = LlamaMLP(cfg, dtype=dtype, rngs=rngs)
 
-    def __call__(self, x, positions, inv_freq, cache_k, cache_v, start):
+    def __call__(self, x, positions, inv_freq, cache_k, cache_v):
         attn, cache_k, cache_v = self.self_attn(self.input_layernorm(x), positions, inv_freq,
-                                                cache_k, cache_v, start)
+                                                cache_k, cache_v)
         x = x + attn
         x = x + self.mlp(self.post_attention_layernorm(x))
         return x, cache_k, cache_v
@@ -97,8 +101,11 @@ class LlamaForCausalLM(nnx.Module):
         cfg: a :class:`~xg2_jax.models.config.LlamaConfig`.
         rngs: initialiser randomness (random weights; use the loaders for real ones).
 
-    Call ``model(tokens (B, T) int32, cache, *, last_only=False)``: feeds ``tokens`` at
-    positions ``cache.length ..`` and returns ``(logits float32 (B, T, V) or (B, V), cache)``.
+    Call ``model(tokens (B, T) int32, cache, *, num_tokens=None, last_only=False)``: feeds
+    each row's tokens at positions ``cache.length[b] ..`` and returns ``(logits float32
+    (B, T, V) or (B, V), cache)``. ``num_tokens`` (B,) counts each row's real tokens (the
+    rest is right padding, not counted in the row's new length); ``last_only`` returns the
+    logits after each row's last real token.
     """
 
     def __init__(self, cfg: LlamaConfig, *, rngs: nnx.Rngs):
@@ -119,27 +126,29 @@ class LlamaForCausalLM(nnx.Module):
                              max_length=max_length, num_kv_heads=cfg.num_key_value_heads,
                              head_dim=cfg.head_dim, dtype=jnp.dtype(cfg.dtype))
 
-    def hidden_states(self, tokens: jax.Array, cache: KVCache) -> tuple[jax.Array, KVCache]:
+    def hidden_states(self, tokens: jax.Array, cache: KVCache, *, num_tokens=None
+                      ) -> tuple[jax.Array, KVCache]:
         """The final-normed hidden states (B, T, D) of ``tokens`` and the new cache."""
         cfg = self.config
         tokens = jnp.asarray(tokens, jnp.int32)
-        start = cache.length
-        positions = start + jnp.arange(tokens.shape[1], dtype=jnp.int32)
+        check_chunk(cache, tokens, num_tokens, cfg.vocab_size)
+        positions = chunk_positions(cache, tokens)
         inv_freq = rope_inv_freq(cfg.head_dim, theta=cfg.rope_theta, scaling=cfg.rope_scaling)
         x = jnp.take(self.embed_tokens[...], tokens, axis=0)
         keys, values = [], []
         for layer, ck, cv in zip(self.layers, cache.keys, cache.values):
-            x, ck, cv = layer(x, positions, inv_freq, ck, cv, start)
+            x, ck, cv = layer(x, positions, inv_freq, ck, cv)
             keys.append(ck)
             values.append(cv)
         new_cache = KVCache(keys=tuple(keys), values=tuple(values),
-                            length=start + tokens.shape[1])
+                            length=advance_length(cache, tokens, num_tokens))
         return self.norm(x), new_cache
 
-    def __call__(self, tokens: jax.Array, cache: KVCache, *, last_only: bool = False):
-        x, new_cache = self.hidden_states(tokens, cache)
+    def __call__(self, tokens: jax.Array, cache: KVCache, *, num_tokens=None,
+                 last_only: bool = False):
+        x, new_cache = self.hidden_states(tokens, cache, num_tokens=num_tokens)
         if last_only:
-            x = x[:, -1]
+            x = last_real(x, tokens, num_tokens)
         if self.lm_head is None:
             logits = jnp.einsum("...d,vd->...v", x, self.embed_tokens[...],
                                 preferred_element_type=jnp.float32)

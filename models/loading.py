@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import json
+import warnings
 from pathlib import Path
 from typing import Any, Optional, Union
 
@@ -28,7 +29,13 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from xg2_jax._src.errors import MissingTensorError, ModelError, ModelFileError, TensorShapeError
+from xg2_jax._src.errors import (
+    MissingTensorError,
+    ModelError,
+    ModelFileError,
+    TensorShapeError,
+    UnusedTensorWarning,
+)
 from xg2_jax._src.tokenizer import TokenizerInfo
 from xg2_jax.models.config import Gpt2Config, ModelConfig, config_from_hf
 from xg2_jax.models.gpt2 import Gpt2LMHeadModel, gpt2_tensor_plan
@@ -55,17 +62,18 @@ def make_step_fn(graphdef: Any):
         graphdef: from ``nnx.split(model)``.
 
     Returns:
-        ``step_fn(params, cache, tokens int32 (B, T)) -> (logits float32 (B, V), cache)``:
-        logits of the token after the last position.
+        ``step_fn(params, cache, tokens int32 (B, T), num_tokens=None) -> (logits float32
+        (B, V), cache)``: logits of the token after each row's last real token
+        (``num_tokens`` (B,): real tokens per row of a right-padded chunk; default all).
 
     Example:
         >>> graphdef, params = nnx.split(model)  # doctest: +SKIP
         >>> logits, cache = make_step_fn(graphdef)(params, cache, prompt)  # doctest: +SKIP
     """
 
-    def step_fn(params, cache: KVCache, tokens):
+    def step_fn(params, cache: KVCache, tokens, num_tokens=None):
         model = nnx.merge(graphdef, params)
-        return model(tokens, cache, last_only=True)
+        return model(tokens, cache, num_tokens=num_tokens, last_only=True)
 
     return step_fn
 
@@ -248,7 +256,29 @@ def load_pretrained(path: PathLike, *, dtype: Optional[str] = None) -> CausalLM:
             array = array.T
         _set_path(values, param_path, jnp.asarray(array.astype(target)))
     nnx.replace_by_pure_dict(state, values)
+    _warn_unused(directory, tensors, {resolve(name) for name, _, _ in plan}, resolve(plan[0][0]))
     return CausalLM(cfg, graphdef, state, make_step_fn(graphdef))
+
+
+# Buffers transformers saves that hold no weights (causal-mask constants, RoPE frequencies).
+_NOT_WEIGHTS = (".attn.bias", ".attn.masked_bias", "rotary_emb.inv_freq")
+
+
+def _warn_unused(directory: Path, tensors: dict, used: set, embed_name: str) -> None:
+    """Warns about checkpoint tensors the model does not read; a saved copy of a tied head
+    (equal to the embedding) is not warned about."""
+    unused = sorted(n for n in tensors if n not in used and not n.endswith(_NOT_WEIGHTS))
+    for head in ("lm_head.weight",):
+        if head in unused:
+            if np.array_equal(tensors[head].get(head), tensors[embed_name].get(embed_name)):
+                unused.remove(head)
+    if unused:
+        shown = ", ".join(unused[:8]) + (f", ... ({len(unused)} in all)" if len(unused) > 8
+                                         else "")
+        hint = (" (config.json says tie_word_embeddings but the checkpoint has a separate "
+                "lm_head.weight)" if "lm_head.weight" in unused else "")
+        warnings.warn(f"{directory}: the model does not use tensor(s) {shown}{hint}",
+                      UnusedTensorWarning, stacklevel=3)
 
 
 def load_tokenizer_info(path: PathLike, *, vocab_size: Optional[int] = None) -> TokenizerInfo:

@@ -66,7 +66,21 @@ class SafetensorsFile:
         header.pop("__metadata__", None)
         self._header = header
         self._data_start = 8 + size
+        self._check_extent()
         self._map = None
+
+    def _check_extent(self) -> None:
+        """Every tensor's bytes lie inside the file (a truncated download fails here, naming
+        the file, not later as a numpy reshape error)."""
+        size = self.path.stat().st_size
+        for name, entry in self._header.items():
+            offsets = entry.get("data_offsets") if isinstance(entry, dict) else None
+            if (not isinstance(offsets, list) or len(offsets) != 2
+                    or not all(isinstance(o, int) for o in offsets) or offsets[0] > offsets[1]):
+                raise ModelError(f"{self.path}: tensor {name!r} has malformed data_offsets")
+            if self._data_start + offsets[1] > size:
+                raise ModelError(f"{self.path}: truncated: tensor {name!r} ends at byte "
+                                 f"{self._data_start + offsets[1]}, the file has {size}")
 
     def keys(self) -> list[str]:
         return list(self._header)

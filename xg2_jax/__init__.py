@@ -38,6 +38,7 @@ from xg2_jax._src.compiler import (
     set_limits,
 )
 from xg2_jax._src.errors import (
+    CacheOverflowError,
     GrammarError,
     GrammarSyntaxError,
     InvalidArgumentError,
@@ -52,6 +53,7 @@ from xg2_jax._src.errors import (
     UnsupportedModelError,
     UnsupportedSchemaError,
     UnsupportedSchemaWarning,
+    UnusedTensorWarning,
     XG2Error,
 )
 from xg2_jax._src.grammar import Grammar
@@ -168,6 +170,8 @@ __all__ = [
     "TensorShapeError",
     "TokenizerError",
     "UnsupportedModelError",
+    "CacheOverflowError",
+    "UnusedTensorWarning",
     "UnsupportedSchemaError",
     "UnsupportedSchemaWarning",
     "TokenizerInfo",

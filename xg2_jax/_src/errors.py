@@ -100,6 +100,16 @@ class UnsupportedModelError(ModelError, ValueError):
     """The config asks for an architecture or option the models do not implement."""
 
 
+class CacheOverflowError(ModelError, ValueError):
+    """Tokens would be written past the end of the model's KV cache (their logits would be
+    wrong): size the cache for the prompt plus every generated token."""
+
+
+class UnusedTensorWarning(UserWarning):
+    """A checkpoint holds tensors the model does not read (the message names them): the
+    config may not describe the checkpoint (e.g. an untied head in a tied config)."""
+
+
 def _register_with_core() -> None:
     """Hands the classes to the native module, which raises its typed errors as them."""
     from xg2_jax import _core
