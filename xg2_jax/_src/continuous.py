@@ -1,0 +1,467 @@
+"""Continuous batching: a fixed number of slots, queued requests each with its own structure.
+
+Each request brings its prompt tokens, its structure (a :class:`~xg2_jax.Grammar`, a
+:class:`~xg2_jax.CompiledGrammar`, a zero-argument function making one, or None for an
+unconstrained request), its token budget, stop tokens and sampling settings. When a slot
+frees, the next request is admitted:
+
+1. its grammar is compiled on a worker thread (the process-wide cross-grammar cache is shared
+   by every request) while its prefill runs on the device: the prompt, right-padded to a
+   power-of-two bucket, fills a one-row cache that is written into the slot's row of the
+   batch cache in the same jitted call;
+2. the running rows do not wait for it: the slot joins the batch at the first step after its
+   compile is done (its prefill logits give its first token);
+3. every step dispatches the batch's forward pass first and, while the device runs it,
+   accepts the sampled tokens into the matchers, retires finished rows, admits new requests
+   and fills the next masks (native batch calls, GIL released); then one jitted call masks
+   and samples every row with its own temperature, top-p and seed.
+
+A row's tokens depend only on its own prompt, grammar and seed: the forward pass of a row
+reads only its own cache row, the prefill is always one row, and each row draws from
+``fold_in(key(seed), step)``. Greedy decoding of a request gives the same tokens in a full
+batch as alone (the tests check it).
+
+Example:
+    >>> import xg2_jax as xg
+    >>> from xg2_jax import models
+    >>> lm = models.load_pretrained(models.default_model_path())
+    >>> tok = models.load_tokenizer_info(models.default_model_path(),
+    ...                                  vocab_size=lm.config.vocab_size)
+    >>> reqs = [Request([50256] + xg.greedy_tokenize(tok, b"Return JSON.\\n"),
+    ...                 grammar=xg.Grammar.from_regex("[0-9]{3}"), max_tokens=8),
+    ...         Request([50256], max_tokens=3)]
+    >>> outs = generate_requests(lm, tok, reqs, num_slots=2, max_length=64)
+    >>> [o.finish_reason for o in outs], len(outs[0].tokens)
+    (['stop', 'length'], 4)
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import dataclasses
+import functools
+import time
+from typing import Any, Callable, Iterator, Optional, Sequence, Union
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from xg2_jax._src.batch import BatchGrammarMatcher
+from xg2_jax._src.bitmask import get_bitmask_shape
+from xg2_jax._src.compiler import CompiledGrammar, GrammarCompiler
+from xg2_jax._src.grammar import Grammar
+from xg2_jax._src.host_loop import HostMaskBuffers
+from xg2_jax._src.masking import apply_token_bitmask, bitmask_has_allowed
+from xg2_jax._src.matcher import GrammarMatcher
+from xg2_jax._src.tokenizer import TokenizerInfo
+
+__all__ = ["BatchGenerator", "Request", "RequestOutput", "generate_requests", "slot_sample"]
+
+Structure = Union[None, Grammar, CompiledGrammar, Callable[[], Union[Grammar, CompiledGrammar]]]
+MIN_PREFILL_BUCKET = 16
+
+
+@dataclasses.dataclass
+class Request:
+    """One generation request.
+
+    Attributes:
+        prompt_tokens: the prompt's token ids (at least one).
+        grammar: the structure: a Grammar, a CompiledGrammar, a zero-argument callable
+            returning either (run on the compile worker, so a slow front end also overlaps
+            the prefill), or None (unconstrained).
+        max_tokens: token budget (the stop token included).
+        stop_token_ids: end an unconstrained request (default: the tokenizer's); a
+            constrained one ends when its matcher terminates.
+        temperature: 0 takes the argmax (greedy); otherwise the softmax temperature.
+        top_p: nucleus mass (1: all tokens).
+        seed: the request's sampling seed.
+        id: returned in the output.
+    """
+
+    prompt_tokens: Sequence[int]
+    grammar: Structure = None
+    max_tokens: int = 256
+    stop_token_ids: Optional[Sequence[int]] = None
+    temperature: float = 0.0
+    top_p: float = 1.0
+    seed: int = 0
+    id: Any = None
+
+
+@dataclasses.dataclass
+class RequestOutput:
+    """A finished request.
+
+    Attributes:
+        index: the request's position in submission order.
+        id: the request's ``id``.
+        tokens: generated token ids (the stop token included when one ended the request).
+        finish_reason: ``"stop"`` (a stop token, or the grammar's end), ``"length"`` (the
+            budget), or ``"error"``.
+        error: what went wrong (``finish_reason == "error"``), else None.
+        prompt_tokens: prompt length.
+        compile_s: the grammar's compile time on the worker (0 when unconstrained).
+        ttft_s: from admission to the first token on the host.
+        queued_s: from submission to admission.
+        matcher: the request's matcher after the last token (None when unconstrained).
+    """
+
+    index: int
+    id: Any
+    tokens: list
+    finish_reason: str
+    error: Optional[str]
+    prompt_tokens: int
+    compile_s: float = 0.0
+    ttft_s: float = 0.0
+    queued_s: float = 0.0
+    matcher: Optional[GrammarMatcher] = None
+
+
+@dataclasses.dataclass
+class _Slot:
+    """A request in a slot: its compile future, matcher and progress."""
+
+    index: int
+    request: Request
+    submitted: float
+    admitted: float
+    future: Optional[concurrent.futures.Future]
+    prefill_logits: Any = None  # (1, V) until the first token is sampled
+    matcher: Optional[GrammarMatcher] = None
+    compile_s: float = 0.0
+    first_token_at: float = 0.0
+    tokens: list = dataclasses.field(default_factory=list)
+    stops: frozenset = frozenset()
+    budget: int = 0
+
+
+def _bucket(n: int, limit: int) -> int:
+    size = MIN_PREFILL_BUCKET
+    while size < n:
+        size *= 2
+    return min(size, limit)
+
+
+@functools.partial(jax.jit, static_argnames=("use_top_p",))
+def slot_sample(logits: jax.Array, bitmask: jax.Array, temperature: jax.Array,
+                top_p: jax.Array, seeds: jax.Array, steps: jax.Array, *,
+                use_top_p: bool) -> jax.Array:
+    """Masks and samples one token per row, each row with its own settings.
+
+    Args:
+        logits: float (B, V).
+        bitmask: int32 (B, W).
+        temperature: float32 (B,): 0 takes the argmax.
+        top_p: float32 (B,) nucleus mass (used when ``use_top_p``).
+        seeds: uint32 (B,) and steps: int32 (B,): a row draws from
+            ``fold_in(key(seed), step)``, so its tokens do not depend on the other rows.
+        use_top_p: static; False skips the sort.
+
+    Returns:
+        int32 (B,) tokens (an allowed token for every row whose mask allows one; a row whose
+        mask allows nothing gets its argmax over the unmasked logits, never a NaN draw).
+
+    Example:
+        >>> slot_sample(jnp.array([[3.0, 2.0]]), jnp.array([[0b10]], jnp.int32),
+        ...             jnp.zeros(1), jnp.ones(1), jnp.zeros(1, jnp.uint32),
+        ...             jnp.zeros(1, jnp.int32), use_top_p=False).tolist()
+        [1]
+    """
+    x = apply_token_bitmask(logits, bitmask).astype(jnp.float32)
+    x = jnp.where(jnp.isnan(x), -jnp.inf, x)
+    greedy = jnp.argmax(x, axis=-1).astype(jnp.int32)
+    t = jnp.maximum(temperature, 1e-6)[:, None]
+    scaled = x / t
+    if use_top_p:
+        sorted_desc = -jnp.sort(-scaled, axis=-1)
+        probs = jax.nn.softmax(sorted_desc, axis=-1)
+        keep = (jnp.cumsum(probs, axis=-1) - probs) < top_p[:, None]
+        threshold = jnp.min(jnp.where(keep, sorted_desc, jnp.inf), axis=-1, keepdims=True)
+        scaled = jnp.where(scaled < threshold, -jnp.inf, scaled)
+    keys = jax.vmap(lambda s, n: jax.random.fold_in(jax.random.key(s), n))(seeds, steps)
+    drawn = jax.vmap(lambda k, row: jax.random.categorical(k, row))(keys, scaled)
+    drawn = drawn.astype(jnp.int32)
+    ok = bitmask_has_allowed(bitmask, logits.shape[-1])
+    return jnp.where((temperature > 0) & ok, drawn, greedy)
+
+
+@functools.lru_cache(maxsize=16)
+def _prefill_fn(step_fn: Callable) -> Callable:
+    """One jitted ``(params, cache, tokens (1, T), n, slot) -> (logits (1, V), cache)``: the
+    prompt runs on a fresh one-row cache, which is then written into row ``slot``."""
+
+    def prefill(params, cache, tokens, num_tokens, slot):
+        row = jax.tree.map(lambda a: jnp.zeros((1,) + a.shape[1:], a.dtype), cache)
+        logits, row = step_fn(params, row, tokens, num_tokens)
+
+        def put(big, small):
+            start = (slot,) + (0,) * (big.ndim - 1)
+            return jax.lax.dynamic_update_slice(big, small.astype(big.dtype), start)
+
+        return logits, jax.tree.map(put, cache, row)
+
+    return jax.jit(prefill, donate_argnums=(1,))
+
+
+@functools.lru_cache(maxsize=16)
+def _decode_fn(step_fn: Callable) -> Callable:
+    """One jitted ``(params, cache, tokens (B,), feed (B,) int32) -> (logits, cache)``:
+    rows with ``feed`` 0 do not advance."""
+    return jax.jit(lambda params, cache, tokens, feed: step_fn(params, cache, tokens[:, None],
+                                                               feed), donate_argnums=(1,))
+
+
+@functools.partial(jax.jit, donate_argnums=(0,))
+def _merge_rows(logits: jax.Array, rows: jax.Array, new_rows: jax.Array) -> jax.Array:
+    return logits.at[rows].set(new_rows.astype(logits.dtype))
+
+
+class BatchGenerator:
+    """Continuous batching over a model's step function (see the module docstring).
+
+    Args:
+        lm: a :class:`~xg2_jax.models.CausalLM` (``step_fn(params, cache, tokens,
+            num_tokens)``, ``params``, ``init_cache``, ``config``).
+        tokenizer_info: the vocabulary the grammars compile against.
+        num_slots: rows decoded together.
+        max_length: cache positions per slot (prompt plus generated tokens); a request's
+            budget is cut to fit, a longer prompt fails alone.
+        compiler: a :class:`~xg2_jax.GrammarCompiler` (default: one over ``tokenizer_info``).
+        compile_workers: threads compiling admitted requests' grammars.
+
+    Use :meth:`submit` then iterate :meth:`run` (outputs in completion order), or call
+    :func:`generate_requests`.
+    """
+
+    def __init__(self, lm: Any, tokenizer_info: TokenizerInfo, *, num_slots: int = 16,
+                 max_length: int = 1024, compiler: Optional[GrammarCompiler] = None,
+                 compile_workers: int = 2):
+        if num_slots < 1:
+            raise ValueError("num_slots must be at least 1")
+        limit = lm.config.max_position_embeddings
+        if max_length > limit:
+            raise ValueError(f"max_length {max_length} exceeds the model's {limit} positions")
+        self.lm, self.tokenizer_info = lm, tokenizer_info
+        self.num_slots, self.max_length = num_slots, max_length
+        self.compiler = compiler or GrammarCompiler(tokenizer_info)
+        self.vocab_size = int(lm.config.vocab_size)
+        self.words = get_bitmask_shape(1, max(self.vocab_size, tokenizer_info.vocab_size))[1]
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            max_workers=compile_workers, thread_name_prefix="xg2-compile")
+        self._queue: collections.deque = collections.deque()
+        self._submitted = 0
+        self._batch = BatchGrammarMatcher()
+        self.stats = {"steps": 0, "host_s": 0.0, "tokens": 0}
+
+    def submit(self, request: Request) -> int:
+        """Queues ``request``; returns its index (submission order)."""
+        index = self._submitted
+        self._submitted += 1
+        self._queue.append((index, request, time.perf_counter()))
+        return index
+
+    def close(self) -> None:
+        """Stops the compile workers."""
+        self._executor.shutdown(wait=False, cancel_futures=True)
+
+    # ----------------------------------------------------------------- admission
+    def _compile(self, grammar: Structure) -> tuple[CompiledGrammar, float]:
+        t0 = time.perf_counter()
+        if callable(grammar) and not isinstance(grammar, (Grammar, CompiledGrammar)):
+            grammar = grammar()
+        compiled = grammar if isinstance(grammar, CompiledGrammar) else \
+            self.compiler.compile_grammar(grammar)
+        return compiled, time.perf_counter() - t0
+
+    def _check(self, request: Request) -> Optional[str]:
+        ids = np.asarray(request.prompt_tokens, dtype=np.int64).reshape(-1)
+        if ids.size == 0:
+            return "the prompt has no tokens"
+        if ids.min() < 0 or ids.max() >= self.vocab_size:
+            return f"prompt token ids must lie in [0, {self.vocab_size})"
+        if ids.size >= self.max_length:
+            return (f"the prompt has {ids.size} tokens; the cache holds {self.max_length} "
+                    "positions (raise max_length)")
+        if request.max_tokens < 1:
+            return "max_tokens must be at least 1"
+        if not request.temperature >= 0 or not 0 < request.top_p <= 1:
+            return "temperature must be >= 0 and top_p in (0, 1]"
+        return None
+
+    def _admit(self, slot_id: int, cache):
+        """Moves the next valid queued request into ``slot_id``; invalid ones finish at once.
+        Returns ``(slot or None, cache, outputs of rejected requests)``."""
+        rejected = []
+        while self._queue:
+            index, request, submitted = self._queue.popleft()
+            problem = self._check(request)
+            if problem is not None:
+                rejected.append(RequestOutput(index, request.id, [], "error", problem,
+                                              len(request.prompt_tokens)))
+                continue
+            now = time.perf_counter()
+            future = None if request.grammar is None else \
+                self._executor.submit(self._compile, request.grammar)
+            prompt = np.asarray(request.prompt_tokens, dtype=np.int32).reshape(-1)
+            width = _bucket(prompt.size, self.max_length)
+            tokens = np.zeros((1, width), np.int32)
+            tokens[0, :prompt.size] = prompt
+            logits, cache = _prefill_fn(self.lm.step_fn)(
+                self.lm.params, cache, tokens, np.array([prompt.size], np.int32),
+                np.int32(slot_id))
+            stops = request.stop_token_ids
+            if stops is None:
+                stops = self.tokenizer_info.stop_token_ids
+            slot = _Slot(index, request, submitted, now, future, prefill_logits=logits,
+                         stops=frozenset(int(t) for t in stops),
+                         budget=min(request.max_tokens, self.max_length - prompt.size))
+            return slot, cache, rejected
+        return None, cache, rejected
+
+    def _start(self, slot: _Slot) -> Optional[str]:
+        """The slot's compile is done: its matcher (or the compile error)."""
+        if slot.future is None:
+            return None
+        try:
+            compiled, slot.compile_s = slot.future.result()
+        except Exception as e:  # noqa: BLE001 - one bad request fails alone
+            return f"{type(e).__name__}: {e}"
+        slot.matcher = GrammarMatcher(compiled)
+        return None
+
+    # ----------------------------------------------------------------- the loop
+    def _finish(self, slot: _Slot, reason: str, error: Optional[str] = None) -> RequestOutput:
+        return RequestOutput(slot.index, slot.request.id, slot.tokens, reason, error,
+                             len(slot.request.prompt_tokens), slot.compile_s,
+                             slot.first_token_at - slot.admitted if slot.first_token_at else 0.0,
+                             slot.admitted - slot.submitted, slot.matcher)
+
+    def _accept(self, slot: _Slot, token: int) -> Optional[RequestOutput]:
+        """Records ``token``; returns the output when the request ends with it."""
+        if slot.matcher is not None and not slot.matcher.accept_token(token):
+            return self._finish(slot, "error", f"the matcher rejected sampled token {token}")
+        slot.tokens.append(token)
+        if slot.matcher is not None and slot.matcher.is_terminated():
+            return self._finish(slot, "stop")
+        if slot.matcher is None and token in slot.stops:
+            return self._finish(slot, "stop")
+        if len(slot.tokens) >= slot.budget:
+            return self._finish(slot, "length")
+        return None
+
+    def run(self) -> Iterator[RequestOutput]:
+        """Decodes until every submitted request has finished, yielding each output as its
+        request ends (completion order)."""
+        b, lm = self.num_slots, self.lm
+        cache = lm.init_cache(batch_size=b, max_length=self.max_length)
+        decode = _decode_fn(lm.step_fn)
+        slots: list[Optional[_Slot]] = [None] * b
+        running = np.zeros(b, bool)  # sampled a token that the next step feeds
+        buffers = HostMaskBuffers((b, self.words))
+        temps = np.zeros(b, np.float32)
+        top_p = np.ones(b, np.float32)
+        seeds = np.zeros(b, np.uint32)
+        steps = np.zeros(b, np.int32)
+        tokens_dev = jnp.zeros((b,), jnp.int32)
+        logits = None
+        while True:
+            host_t0 = time.perf_counter()
+            if running.any():  # 1. the forward pass first: the device runs while we work
+                logits, cache = decode(lm.params, cache, tokens_dev, running.astype(np.int32))
+                fed = np.asarray(tokens_dev)  # the tokens sampled last step
+                host_t0 = time.perf_counter()
+                for i in np.flatnonzero(running).tolist():  # 2. accept and retire
+                    out = self._accept(slots[i], int(fed[i]))
+                    steps[i] += 1
+                    if out is not None:
+                        slots[i], running[i] = None, False
+                        yield out
+            for i in range(b):  # 3. admit into free slots
+                if slots[i] is None and self._queue:
+                    slot, cache, rejected = self._admit(i, cache)
+                    yield from rejected
+                    slots[i] = slot
+            if not any(s is not None for s in slots):
+                return
+            ready = [i for i, s in enumerate(slots) if s is not None and not running[i]
+                     and (s.future is None or s.future.done())]
+            starting = []
+            for i in ready:  # 4. rows whose grammar is ready join the batch
+                s = slots[i]
+                problem = self._start(s)
+                if problem is not None:
+                    slots[i] = None
+                    yield self._finish(s, "error", problem)
+                    continue
+                temps[i], top_p[i] = s.request.temperature, s.request.top_p
+                seeds[i], steps[i] = np.uint32(s.request.seed & 0xFFFFFFFF), 0
+                starting.append(i)
+            live = running.copy()
+            live[starting] = True
+            if not live.any():  # every slot waits for its compile: wait for the first
+                pending = [s.future for s in slots if s is not None and s.future is not None]
+                concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
+                continue
+            k, buf = buffers.acquire()  # 5. masks of the running and starting rows
+            self._fill(slots, live, buf)
+            if starting:
+                first = jnp.concatenate([slots[i].prefill_logits for i in starting])
+                if logits is None:
+                    logits = jnp.zeros((b, first.shape[-1]), jnp.float32)
+                logits = _merge_rows(logits, jnp.asarray(starting, jnp.int32), first)
+                now = time.perf_counter()
+                for i in starting:
+                    slots[i].prefill_logits = None
+                    slots[i].first_token_at = now
+            self.stats["host_s"] += time.perf_counter() - host_t0
+            tokens_dev = slot_sample(logits, buf, temps, top_p, seeds, steps,
+                                     use_top_p=bool((top_p[live] < 1).any()))
+            buffers.release(k, tokens_dev)
+            running = live
+            self.stats["steps"] += 1
+            self.stats["tokens"] += int(live.sum())
+
+    def _fill(self, slots: list, live: np.ndarray, buf: np.ndarray) -> None:
+        """Next-token masks: constrained live rows from their matchers, the rest all-allowed."""
+        buf.fill(-1)
+        rows = [i for i in np.flatnonzero(live).tolist() if slots[i].matcher is not None]
+        if rows:
+            self._batch.batch_fill_next_token_bitmask([slots[i].matcher for i in rows], buf,
+                                                      rows)
+
+
+def generate_requests(lm: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Request], *,
+                      num_slots: int = 16, max_length: int = 1024,
+                      compiler: Optional[GrammarCompiler] = None,
+                      on_output: Optional[Callable[[RequestOutput], None]] = None
+                      ) -> list[RequestOutput]:
+    """Runs ``requests`` through a :class:`BatchGenerator`; outputs in input order.
+
+    Args:
+        lm, tokenizer_info, num_slots, max_length, compiler: see :class:`BatchGenerator`.
+        requests: the :class:`Request` list.
+        on_output: called with each output as its request finishes (completion order), e.g.
+            for a progress bar.
+
+    Returns:
+        One :class:`RequestOutput` per request, in the order given.
+
+    Example: see the module docstring.
+    """
+    gen = BatchGenerator(lm, tokenizer_info, num_slots=num_slots, max_length=max_length,
+                         compiler=compiler)
+    try:
+        for r in requests:
+            gen.submit(r)
+        outputs: list[Optional[RequestOutput]] = [None] * len(requests)
+        for out in gen.run():
+            outputs[out.index] = out
+            if on_output is not None:
+                on_output(out)
+        return outputs  # type: ignore[return-value]
+    finally:
+        gen.close()
