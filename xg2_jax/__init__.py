@@ -27,7 +27,9 @@ except ImportError as _error:  # pragma: no cover - exercised by test_packaging 
         "-e . (see README.md, 'Developing')") from _error
 
 from xg2_jax._src.batch import BatchGrammarMatcher, traverse_draft_tree
+from xg2_jax._src.batch_job import RequestLineError
 from xg2_jax._src.bitmask import allocate_token_bitmask, bitmask_to_bool, get_bitmask_shape
+from xg2_jax._src.chat_template import ChatTemplate, ChatTemplateError, ModelTokenizer
 from xg2_jax._src.compiler import (
     CompiledGrammar,
     GrammarCompiler,
@@ -59,6 +61,7 @@ from xg2_jax._src.errors import (
 from xg2_jax._src.grammar import Grammar
 from xg2_jax._src.matcher import GrammarMatcher
 from xg2_jax._src.model_formats import get_model_structural_tag
+from xg2_jax._src.output_parser import OutputParseError, parse_structured_output
 from xg2_jax._src.structural_tag import (
     AnyTextFormat,
     AnyTokensFormat,
@@ -86,6 +89,7 @@ from xg2_jax._src.tokenizer import TokenizerInfo, VocabType, greedy_tokenize
 __version__ = "0.1.0"
 
 if TYPE_CHECKING:  # the lazily loaded JAX side, spelled out for type checkers and IDEs
+    from xg2_jax._src.continuous import BatchGenerator, Request, RequestOutput, generate_requests
     from xg2_jax._src.decode import constrained_generate
     from xg2_jax._src.host_loop import GenerateResult, HostMaskBuffers, put_masks
     from xg2_jax._src.ingraph import (
@@ -112,6 +116,10 @@ if TYPE_CHECKING:  # the lazily loaded JAX side, spelled out for type checkers a
 
 # The JAX side is imported on first use, so `import xg2_jax` stays fast (no jax import).
 _JAX_EXPORTS = {
+    "BatchGenerator": "continuous",
+    "Request": "continuous",
+    "RequestOutput": "continuous",
+    "generate_requests": "continuous",
     "apply_token_bitmask": "masking",
     "bitmask_has_allowed": "masking",
     "masked_sample": "masking",
@@ -208,5 +216,12 @@ __all__ = [
     "TokenTriggeredTagsFormat",
     "TriggeredTagsFormat",
     "get_model_structural_tag",
+    # prompts and parsed outputs of real models
+    "ChatTemplate",
+    "ChatTemplateError",
+    "ModelTokenizer",
+    "OutputParseError",
+    "RequestLineError",
+    "parse_structured_output",
     *sorted(_JAX_EXPORTS),
 ]

@@ -4,6 +4,9 @@
 constrained by a JSON Schema, grammar, regex or structural tag with a model (by default the
 tiny model shipped in the package).
 
+``xg2-jax batch`` (:mod:`xg2_jax._src.cli_batch`) runs a JSONL file of requests, each with
+its own prompt and structure, through continuous batching.
+
 ``xg2-jax check`` compiles a grammar (EBNF, JSON Schema or regex) against a vocabulary (the GPT-2 vocabulary shipped in
 the package by default) and reports compile time, grammar size and, along a sample string,
 the number of allowed tokens and the mask time at every step.
@@ -20,6 +23,7 @@ from typing import Optional, Sequence
 import numpy as np
 
 from xg2_jax._src.bitmask import allocate_token_bitmask
+from xg2_jax._src.cli_batch import add_batch_parser
 from xg2_jax._src.cli_generate import add_generate_parser, add_structure_options, build_grammar
 from xg2_jax._src.compiler import GrammarCompiler
 from xg2_jax._src.errors import GrammarSyntaxError, XG2Error
@@ -82,7 +86,10 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from xg2_jax import __version__
+
     parser = argparse.ArgumentParser(prog="xg2-jax", description="xg2-jax: constrained decoding for JAX")
+    parser.add_argument("--version", action="version", version=f"xg2-jax {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
     check = sub.add_parser("check", help="compile a grammar and trace masks along a sample string")
     add_structure_options(check)
@@ -91,6 +98,7 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--lazy", action="store_true", help="build token masks on first use")
     check.set_defaults(func=run_check)
     add_generate_parser(sub)
+    add_batch_parser(sub)
     return parser
 
 

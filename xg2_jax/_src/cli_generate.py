@@ -39,13 +39,18 @@ def add_structure_options(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--tools", help="JSON file with a list of tools (OpenAI format); "
                                         "needs --model-format")
     source.add_argument("--builtin-json", action="store_true", help="any JSON value")
-    parser.add_argument("--model-format", help="tool-calling format for --tools (e.g. qwen3, "
-                                               "llama3; see xg2_jax.get_model_structural_tag)")
+    from xg2_jax._src.model_formats import supported_models
+
+    parser.add_argument("--model-format", metavar="FORMAT",
+                        help="tool-calling format for --tools, one of: "
+                             f"{', '.join(supported_models())} (aliases such as llama3.1, "
+                             "qwen2.5, gpt-oss are accepted)")
     parser.add_argument("--tool-choice", default="auto", choices=("auto", "required", "none"),
                         help="with --tools: calls optional, at least one, or none (default auto)")
-    parser.add_argument("--reasoning", default="required", choices=("required", "optional", "off"),
+    parser.add_argument("--reasoning", default=None, choices=("required", "optional", "off"),
                         help="with --tools, for models that think: the turn starts with a "
-                             "reasoning block, may, or may not (default required)")
+                             "reasoning block, may, or may not (default: off with the shipped "
+                             "model, which was not trained to reason; required otherwise)")
     parser.add_argument("--loose", action="store_true",
                         help="JSON Schema: strict_mode=False (allow undeclared properties)")
     parser.add_argument("--any-order", action="store_true",
@@ -70,35 +75,51 @@ def add_generate_parser(sub) -> None:
     gen.add_argument("--temperature", type=float, help="sample at this temperature")
     gen.add_argument("--top-p", type=float, default=1.0, help="nucleus mass when sampling")
     gen.add_argument("--seed", type=int, default=0, help="sampling seed (default 0)")
+    from xg2_jax._src.cli_batch import add_whitespace_options
+
+    add_whitespace_options(gen)
     gen.set_defaults(func=run_generate)
 
 
 def _json_arg(text: str, option: str) -> Any:
     """Inline JSON, or the path of a JSON file."""
-    if not text.lstrip().startswith(("{", "[")) and Path(text).exists():
-        where, text = text, Path(text).read_text(encoding="utf-8")
+    stripped = text.lstrip()
+    looks_inline = stripped.startswith(("{", "[", '"')) or stripped in ("true", "false")
+    if not looks_inline:
+        path = Path(text)
+        if not path.exists():
+            raise XG2Error(f"{option} {text}: no such file (and not inline JSON)")
+        if path.is_dir():
+            raise XG2Error(f"{option} {text}: is a directory")
+        where, text = text, path.read_text(encoding="utf-8")
     else:
         where = option
     try:
         return json.loads(text)
     except json.JSONDecodeError as e:
-        extra = "" if where != option else " (and no such file)"
-        raise XG2Error(f"{where}: not JSON{extra}: line {e.lineno} column {e.colno}: "
+        raise XG2Error(f"{where}: not JSON: line {e.lineno} column {e.colno}: "
                        f"{e.msg}") from None
 
 
-def build_grammar(args: argparse.Namespace, tokenizer_info=None) -> Grammar:
+def build_grammar(args: argparse.Namespace, tokenizer_info=None, *,
+                  default_reasoning: str = "required") -> Grammar:
     """The grammar named by the structure options (see add_structure_options).
 
-    ``tokenizer_info`` resolves the token-level parts of structural tags.
+    ``tokenizer_info`` resolves the token-level parts of structural tags;
+    ``default_reasoning`` applies when ``--reasoning`` is not given.
     """
     if args.builtin_json:
         return Grammar.builtin_json_grammar()
     if args.regex is not None:
         return Grammar.from_regex(args.regex)
     if args.json_schema is not None:
+        ws = getattr(args, "whitespace", "any")
+        options = ({"any_whitespace": False} if ws == "compact" else
+                   {"any_whitespace": True, "max_whitespace_cnt": getattr(args, "max_whitespace",
+                                                                          None)})
         return Grammar.from_json_schema(_json_arg(args.json_schema, "--json-schema"),
-                                        strict_mode=not args.loose, any_order=args.any_order)
+                                        strict_mode=not args.loose, any_order=args.any_order,
+                                        **options)
     if args.structural_tag is not None:
         return Grammar.from_structural_tag(_json_arg(args.structural_tag, "--structural-tag"),
                                            tokenizer_info=tokenizer_info)
@@ -107,7 +128,8 @@ def build_grammar(args: argparse.Namespace, tokenizer_info=None) -> Grammar:
 
         tools = _json_arg(args.tools, "--tools")
         try:
-            reasoning = {"required": True, "optional": "optional", "off": False}[args.reasoning]
+            mode = args.reasoning or default_reasoning
+            reasoning = {"required": True, "optional": "optional", "off": False}[mode]
             tag = get_model_structural_tag(args.model_format, tools, args.tool_choice,
                                            reasoning)
         except ValueError as e:  # unknown format or malformed tools
@@ -203,6 +225,14 @@ def run_generate(args: argparse.Namespace) -> int:
         raise XG2Error("--max-new-tokens must be at least 1")
     if args.temperature is not None and (args.greedy or args.temperature <= 0):
         raise XG2Error("--temperature must be > 0 and does not go with --greedy")
+    if not 0 < args.top_p <= 1:
+        raise XG2Error(f"--top-p must be in (0, 1], got {args.top_p:g}")
+    if args.top_p < 1 and args.temperature is None:
+        raise XG2Error("--top-p applies when sampling: give --temperature too")
+    from xg2_jax._src.cli_batch import whitespace_config
+
+    whitespace_config(args)  # rejects --max-whitespace without --whitespace any
+    default_reasoning = "off" if args.model is None else "required"
     if (args.model_format is None) != (args.tools is None):
         raise XG2Error("--tools and --model-format go together")
     if args.tools is None and args.structural_tag is None:
@@ -218,7 +248,8 @@ def run_generate(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     model = _Model(args)
     if args.tools is not None or args.structural_tag is not None:
-        grammar = build_grammar(args, model.tokenizer)  # before the weights load
+        grammar = build_grammar(args, model.tokenizer,
+                                default_reasoning=default_reasoning)  # before the weights load
     model.load_weights(args.dtype)
     t_load = time.perf_counter() - t0
     prompt = np.array([model.encode(args.prompt)], dtype=np.int32)
