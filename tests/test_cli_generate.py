@@ -67,7 +67,10 @@ def test_generate_reports_missing_model_directory(tmp_path):
 
 
 @pytest.mark.parametrize("args,message", [
-    (["--json-schema", '{"type": "objec'], "not JSON (and no such file): line 1 column 10"),
+    (["--json-schema", '{"type": "objec'], "--json-schema: not JSON: line 1 column 10"),
+    (["--json-schema", "/missing/schema.json"], "/missing/schema.json: no such file"),
+    (["--regex", "a", "--temperature", "0.5", "--top-p", "5"], "--top-p must be in (0, 1]"),
+    (["--regex", "a", "--max-whitespace", "3"], "--max-whitespace needs --whitespace any"),
     (["--json-schema", '{"type": "array", "uniqueItems": true}'], "uniqueItems"),
     (["--regex", "(a)\\1"], "backreference"),
     (["--ebnf", 'root ::= "a\n'], "1:10"),
@@ -134,6 +137,32 @@ def test_generate_tool_call_in_model_format(tmp_path):
     assert calls, proc.stdout
     for call in map(json.loads, calls):
         assert call["name"] == "get_weather" and isinstance(call["arguments"]["location"], str)
+
+
+@needs_structural_tags
+def test_generate_tools_default_reasoning_with_the_shipped_model(tmp_path):
+    """Without --reasoning, the shipped model (not trained to reason) gets no think block and
+    ends its call well within the budget."""
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"location": {"type": "string", "maxLength": 20}},
+        "required": ["location"], "additionalProperties": False}}}]
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps(tools))
+    proc = run_cli("--tools", str(path), "--model-format", "qwen3", "--tool-choice", "required",
+                   "--prompt", "What is the weather in Paris?", "--max-new-tokens", "96")
+    assert proc.returncode == 0, proc.stderr
+    assert "<think>" not in proc.stdout and "<tool_call>" in proc.stdout
+
+
+def test_version_and_format_list(capsys):
+    with pytest.raises(SystemExit) as e:
+        main(["--version"])
+    assert e.value.code == 0 and capsys.readouterr().out.startswith("xg2-jax ")
+    with pytest.raises(SystemExit):
+        main(["generate", "--help"])
+    help_text = " ".join(capsys.readouterr().out.split())
+    for name in ("qwen3", "llama3", "harmony", "mistral", "deepseek_r1"):
+        assert name in help_text
 
 
 def _byte_level_tokenizer_json(eos: str) -> dict:

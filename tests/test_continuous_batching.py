@@ -16,11 +16,11 @@ jsonschema = pytest.importorskip("jsonschema")
 pytest.importorskip("tokenizers")
 pytest.importorskip("jinja2")
 
-import xg2_jax as xg  # noqa: E402
-from xg2_jax import models  # noqa: E402
-
 from bfcl_lib import load_tool_set  # noqa: E402
 from json_schema_corpus_lib import JSB, jsb_categories, jsb_sample, large_bound  # noqa: E402
+
+import xg2_jax as xg  # noqa: E402
+from xg2_jax import models  # noqa: E402
 
 REGEXES = [r"[A-Z]{3}-[0-9]{4}", r"(yes|no|maybe)", r"[a-z]{3,8}@example\.com",
            r"\d{4}-\d{2}-\d{2}", r"#[0-9a-f]{6}"]
