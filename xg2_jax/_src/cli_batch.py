@@ -190,6 +190,8 @@ def run_batch(args: argparse.Namespace) -> int:
     specs: dict[int, RequestSpec] = {}
     by_request: dict[int, int] = {}  # generator index -> line index
     entries = [(i, ln) for i, ln in enumerate(lines) if ln.strip()]
+    prompt_lengths: list[int] = []
+    requests: list = []
     for slot, (i, ln) in enumerate(entries):
         results.append(None)
         try:
@@ -200,8 +202,12 @@ def run_batch(args: argparse.Namespace) -> int:
             results[slot] = output_line(id=rid, error=str(e))
             continue
         specs[slot] = spec
+        prompt_lengths.append(len(request.prompt_tokens))
+        requests.append((slot, request))
+    for slot, request in requests:  # submitted after the warm-up, so queue times start here
         by_request[gen.submit(request)] = slot
 
+    t_jit = gen.warm_up(prompt_lengths)
     progress = _Progress(len(entries), not args.no_progress)
     for slot, r in enumerate(results):
         if r is not None:
@@ -237,7 +243,8 @@ def run_batch(args: argparse.Namespace) -> int:
           f"{counts['error']} error) in {elapsed:.1f} s: {tokens} tokens, "
           f"{tokens / max(elapsed, 1e-9):.1f} tokens/s, {gen.stats['steps']} steps, host "
           f"{1e3 * host / max(gen.stats['steps'], 1):.2f} ms/step; model "
-          f"{job.path.name} loaded in {t_load:.1f} s; wrote {out_path}", file=sys.stderr)
+          f"{job.path.name} loaded in {t_load:.1f} s, jit warm-up {t_jit:.1f} s; wrote "
+          f"{out_path}", file=sys.stderr)
     return 0
 
 

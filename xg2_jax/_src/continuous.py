@@ -57,7 +57,8 @@ from xg2_jax._src.masking import apply_token_bitmask, bitmask_has_allowed
 from xg2_jax._src.matcher import GrammarMatcher
 from xg2_jax._src.tokenizer import TokenizerInfo
 
-__all__ = ["BatchGenerator", "Request", "RequestOutput", "generate_requests", "slot_sample"]
+__all__ = ["BatchGenerator", "MaskEngine", "Request", "RequestOutput", "generate_requests",
+           "slot_sample"]
 
 Structure = Union[None, Grammar, CompiledGrammar, Callable[[], Union[Grammar, CompiledGrammar]]]
 MIN_PREFILL_BUCKET = 16
@@ -104,7 +105,8 @@ class RequestOutput:
         error: what went wrong (``finish_reason == "error"``), else None.
         prompt_tokens: prompt length.
         compile_s: the grammar's compile time on the worker (0 when unconstrained).
-        ttft_s: from admission to the first token on the host.
+        ttft_s: from admission to the first token read on the host (the prefill, the wait
+            for the grammar, and one step).
         queued_s: from submission to admission.
         matcher: the request's matcher after the last token (None when unconstrained).
     """
@@ -130,13 +132,39 @@ class _Slot:
     submitted: float
     admitted: float
     future: Optional[concurrent.futures.Future]
-    prefill_logits: Any = None  # (1, V) until the first token is sampled
     matcher: Optional[GrammarMatcher] = None
     compile_s: float = 0.0
     first_token_at: float = 0.0
     tokens: list = dataclasses.field(default_factory=list)
     stops: frozenset = frozenset()
     budget: int = 0
+
+
+class MaskEngine:
+    """Where the loop's grammars come from and how their masks are filled: xg2-jax by
+    default; a benchmark plugs another engine in with the same three duties.
+
+    Args:
+        compiler: the :class:`~xg2_jax.GrammarCompiler` for the loop's vocabulary.
+
+    A matcher needs ``accept_token(id) -> bool`` and ``is_terminated()``.
+    """
+
+    def __init__(self, compiler: GrammarCompiler):
+        self.compiler = compiler
+        self._batch = BatchGrammarMatcher()
+
+    def compile(self, structure: Any) -> Any:
+        """A matcher for a request's structure (a Grammar or CompiledGrammar); runs on a
+        compile worker."""
+        compiled = structure if isinstance(structure, CompiledGrammar) else \
+            self.compiler.compile_grammar(structure)
+        return GrammarMatcher(compiled)
+
+    def fill(self, matchers: list, buf: np.ndarray, rows: list) -> None:
+        """Writes each matcher's next-token mask into ``buf[rows[i]]`` (native threads, GIL
+        released)."""
+        self._batch.batch_fill_next_token_bitmask(matchers, buf, rows)
 
 
 def _bucket(n: int, limit: int) -> int:
@@ -191,10 +219,12 @@ def slot_sample(logits: jax.Array, bitmask: jax.Array, temperature: jax.Array,
 
 @functools.lru_cache(maxsize=16)
 def _prefill_fn(step_fn: Callable) -> Callable:
-    """One jitted ``(params, cache, tokens (1, T), n, slot) -> (logits (1, V), cache)``: the
-    prompt runs on a fresh one-row cache, which is then written into row ``slot``."""
+    """One jitted ``(params, cache, pending (B, V), tokens (1, T), n, slot) -> (cache,
+    pending)``: the prompt runs on a fresh one-row cache, which is then written into row
+    ``slot``; its next-token logits go to row ``slot`` of ``pending`` (fixed shapes: one
+    compilation per prompt bucket)."""
 
-    def prefill(params, cache, tokens, num_tokens, slot):
+    def prefill(params, cache, pending, tokens, num_tokens, slot):
         row = jax.tree.map(lambda a: jnp.zeros((1,) + a.shape[1:], a.dtype), cache)
         logits, row = step_fn(params, row, tokens, num_tokens)
 
@@ -202,9 +232,10 @@ def _prefill_fn(step_fn: Callable) -> Callable:
             start = (slot,) + (0,) * (big.ndim - 1)
             return jax.lax.dynamic_update_slice(big, small.astype(big.dtype), start)
 
-        return logits, jax.tree.map(put, cache, row)
+        pending = jax.lax.dynamic_update_slice(pending, logits.astype(pending.dtype), (slot, 0))
+        return jax.tree.map(put, cache, row), pending
 
-    return jax.jit(prefill, donate_argnums=(1,))
+    return jax.jit(prefill, donate_argnums=(1, 2))
 
 
 @functools.lru_cache(maxsize=16)
@@ -215,9 +246,10 @@ def _decode_fn(step_fn: Callable) -> Callable:
                                                                feed), donate_argnums=(1,))
 
 
-@functools.partial(jax.jit, donate_argnums=(0,))
-def _merge_rows(logits: jax.Array, rows: jax.Array, new_rows: jax.Array) -> jax.Array:
-    return logits.at[rows].set(new_rows.astype(logits.dtype))
+@jax.jit
+def _merge_rows(logits: jax.Array, pending: jax.Array, starting: jax.Array) -> jax.Array:
+    """Rows that start this step take their prefill logits."""
+    return jnp.where(starting[:, None], pending, logits)
 
 
 class BatchGenerator:
@@ -232,6 +264,7 @@ class BatchGenerator:
             budget is cut to fit, a longer prompt fails alone.
         compiler: a :class:`~xg2_jax.GrammarCompiler` (default: one over ``tokenizer_info``).
         compile_workers: threads compiling admitted requests' grammars.
+        engine: a :class:`MaskEngine` (default: xg2-jax over ``compiler``).
 
     Use :meth:`submit` then iterate :meth:`run` (outputs in completion order), or call
     :func:`generate_requests`.
@@ -239,7 +272,7 @@ class BatchGenerator:
 
     def __init__(self, lm: Any, tokenizer_info: TokenizerInfo, *, num_slots: int = 16,
                  max_length: int = 1024, compiler: Optional[GrammarCompiler] = None,
-                 compile_workers: int = 2):
+                 compile_workers: int = 2, engine: Optional[MaskEngine] = None):
         if num_slots < 1:
             raise ValueError("num_slots must be at least 1")
         limit = lm.config.max_position_embeddings
@@ -247,14 +280,13 @@ class BatchGenerator:
             raise ValueError(f"max_length {max_length} exceeds the model's {limit} positions")
         self.lm, self.tokenizer_info = lm, tokenizer_info
         self.num_slots, self.max_length = num_slots, max_length
-        self.compiler = compiler or GrammarCompiler(tokenizer_info)
+        self.engine = engine or MaskEngine(compiler or GrammarCompiler(tokenizer_info))
         self.vocab_size = int(lm.config.vocab_size)
         self.words = get_bitmask_shape(1, max(self.vocab_size, tokenizer_info.vocab_size))[1]
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=compile_workers, thread_name_prefix="xg2-compile")
         self._queue: collections.deque = collections.deque()
         self._submitted = 0
-        self._batch = BatchGrammarMatcher()
         self.stats = {"steps": 0, "host_s": 0.0, "tokens": 0}
 
     def submit(self, request: Request) -> int:
@@ -264,18 +296,36 @@ class BatchGenerator:
         self._queue.append((index, request, time.perf_counter()))
         return index
 
+    def warm_up(self, prompt_lengths: Sequence[int]) -> float:
+        """Compiles the jitted prefill of every bucket these prompt lengths fall in, the
+        decode step and the sampler, so that timings (TTFT) exclude JAX's compilation.
+        Call before :meth:`submit`; returns the seconds it took."""
+        t0 = time.perf_counter()
+        buckets = sorted({_bucket(max(1, n), self.max_length) for n in prompt_lengths
+                          if 0 < n < self.max_length})
+        saved, self._queue = self._queue, collections.deque()
+        try:
+            for i, width in enumerate(buckets):
+                self._queue.append((-1 - i, Request([0] * min(width, self.max_length - 2),
+                                                    max_tokens=2, stop_token_ids=[]), t0))
+            for _ in self.run():
+                pass
+        finally:
+            self._queue = saved
+            self.stats = {"steps": 0, "host_s": 0.0, "tokens": 0}
+        return time.perf_counter() - t0
+
     def close(self) -> None:
         """Stops the compile workers."""
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     # ----------------------------------------------------------------- admission
-    def _compile(self, grammar: Structure) -> tuple[CompiledGrammar, float]:
+    def _compile(self, grammar: Structure) -> tuple[Any, float]:
         t0 = time.perf_counter()
         if callable(grammar) and not isinstance(grammar, (Grammar, CompiledGrammar)):
             grammar = grammar()
-        compiled = grammar if isinstance(grammar, CompiledGrammar) else \
-            self.compiler.compile_grammar(grammar)
-        return compiled, time.perf_counter() - t0
+        matcher = self.engine.compile(grammar)
+        return matcher, time.perf_counter() - t0
 
     def _check(self, request: Request) -> Optional[str]:
         ids = np.asarray(request.prompt_tokens, dtype=np.int64).reshape(-1)
@@ -292,9 +342,10 @@ class BatchGenerator:
             return "temperature must be >= 0 and top_p in (0, 1]"
         return None
 
-    def _admit(self, slot_id: int, cache):
-        """Moves the next valid queued request into ``slot_id``; invalid ones finish at once.
-        Returns ``(slot or None, cache, outputs of rejected requests)``."""
+    def _admit(self, slot_id: int, cache, pending):
+        """Moves the next valid queued request into ``slot_id`` (its prefill logits into row
+        ``slot_id`` of ``pending``); invalid ones finish at once. Returns ``(slot or None,
+        cache, pending, outputs of rejected requests)``."""
         rejected = []
         while self._queue:
             index, request, submitted = self._queue.popleft()
@@ -310,27 +361,26 @@ class BatchGenerator:
             width = _bucket(prompt.size, self.max_length)
             tokens = np.zeros((1, width), np.int32)
             tokens[0, :prompt.size] = prompt
-            logits, cache = _prefill_fn(self.lm.step_fn)(
-                self.lm.params, cache, tokens, np.array([prompt.size], np.int32),
+            cache, pending = _prefill_fn(self.lm.step_fn)(
+                self.lm.params, cache, pending, tokens, np.array([prompt.size], np.int32),
                 np.int32(slot_id))
             stops = request.stop_token_ids
             if stops is None:
                 stops = self.tokenizer_info.stop_token_ids
-            slot = _Slot(index, request, submitted, now, future, prefill_logits=logits,
+            slot = _Slot(index, request, submitted, now, future,
                          stops=frozenset(int(t) for t in stops),
                          budget=min(request.max_tokens, self.max_length - prompt.size))
-            return slot, cache, rejected
-        return None, cache, rejected
+            return slot, cache, pending, rejected
+        return None, cache, pending, rejected
 
     def _start(self, slot: _Slot) -> Optional[str]:
         """The slot's compile is done: its matcher (or the compile error)."""
         if slot.future is None:
             return None
         try:
-            compiled, slot.compile_s = slot.future.result()
+            slot.matcher, slot.compile_s = slot.future.result()
         except Exception as e:  # noqa: BLE001 - one bad request fails alone
             return f"{type(e).__name__}: {e}"
-        slot.matcher = GrammarMatcher(compiled)
         return None
 
     # ----------------------------------------------------------------- the loop
@@ -342,6 +392,8 @@ class BatchGenerator:
 
     def _accept(self, slot: _Slot, token: int) -> Optional[RequestOutput]:
         """Records ``token``; returns the output when the request ends with it."""
+        if not slot.tokens:
+            slot.first_token_at = time.perf_counter()
         if slot.matcher is not None and not slot.matcher.accept_token(token):
             return self._finish(slot, "error", f"the matcher rejected sampled token {token}")
         slot.tokens.append(token)
@@ -367,7 +419,9 @@ class BatchGenerator:
         seeds = np.zeros(b, np.uint32)
         steps = np.zeros(b, np.int32)
         tokens_dev = jnp.zeros((b,), jnp.int32)
-        logits = None
+        vocab = self.vocab_size
+        pending = jnp.zeros((b, vocab), jnp.float32)  # prefill logits of admitted rows
+        logits = jnp.zeros((b, vocab), jnp.float32)
         while True:
             host_t0 = time.perf_counter()
             if running.any():  # 1. the forward pass first: the device runs while we work
@@ -382,7 +436,7 @@ class BatchGenerator:
                         yield out
             for i in range(b):  # 3. admit into free slots
                 if slots[i] is None and self._queue:
-                    slot, cache, rejected = self._admit(i, cache)
+                    slot, cache, pending, rejected = self._admit(i, cache, pending)
                     yield from rejected
                     slots[i] = slot
             if not any(s is not None for s in slots):
@@ -403,20 +457,17 @@ class BatchGenerator:
             live = running.copy()
             live[starting] = True
             if not live.any():  # every slot waits for its compile: wait for the first
-                pending = [s.future for s in slots if s is not None and s.future is not None]
-                concurrent.futures.wait(pending, return_when=concurrent.futures.FIRST_COMPLETED)
+                waiting = [s.future for s in slots if s is not None and s.future is not None]
+                concurrent.futures.wait(waiting, return_when=concurrent.futures.FIRST_COMPLETED)
                 continue
+            t_wait = time.perf_counter()
             k, buf = buffers.acquire()  # 5. masks of the running and starting rows
+            host_t0 += time.perf_counter() - t_wait  # a device wait, not host work
             self._fill(slots, live, buf)
             if starting:
-                first = jnp.concatenate([slots[i].prefill_logits for i in starting])
-                if logits is None:
-                    logits = jnp.zeros((b, first.shape[-1]), jnp.float32)
-                logits = _merge_rows(logits, jnp.asarray(starting, jnp.int32), first)
-                now = time.perf_counter()
-                for i in starting:
-                    slots[i].prefill_logits = None
-                    slots[i].first_token_at = now
+                start_mask = np.zeros(b, bool)
+                start_mask[starting] = True
+                logits = _merge_rows(logits, pending, start_mask)
             self.stats["host_s"] += time.perf_counter() - host_t0
             tokens_dev = slot_sample(logits, buf, temps, top_p, seeds, steps,
                                      use_top_p=bool((top_p[live] < 1).any()))
@@ -430,19 +481,20 @@ class BatchGenerator:
         buf.fill(-1)
         rows = [i for i in np.flatnonzero(live).tolist() if slots[i].matcher is not None]
         if rows:
-            self._batch.batch_fill_next_token_bitmask([slots[i].matcher for i in rows], buf,
-                                                      rows)
+            self.engine.fill([slots[i].matcher for i in rows], buf, rows)
 
 
 def generate_requests(lm: Any, tokenizer_info: TokenizerInfo, requests: Sequence[Request], *,
                       num_slots: int = 16, max_length: int = 1024,
                       compiler: Optional[GrammarCompiler] = None,
+                      engine: Optional[MaskEngine] = None,
                       on_output: Optional[Callable[[RequestOutput], None]] = None
                       ) -> list[RequestOutput]:
     """Runs ``requests`` through a :class:`BatchGenerator`; outputs in input order.
 
     Args:
-        lm, tokenizer_info, num_slots, max_length, compiler: see :class:`BatchGenerator`.
+        lm, tokenizer_info, num_slots, max_length, compiler, engine: see
+            :class:`BatchGenerator`.
         requests: the :class:`Request` list.
         on_output: called with each output as its request finishes (completion order), e.g.
             for a progress bar.
@@ -453,7 +505,7 @@ def generate_requests(lm: Any, tokenizer_info: TokenizerInfo, requests: Sequence
     Example: see the module docstring.
     """
     gen = BatchGenerator(lm, tokenizer_info, num_slots=num_slots, max_length=max_length,
-                         compiler=compiler)
+                         compiler=compiler, engine=engine)
     try:
         for r in requests:
             gen.submit(r)
