@@ -7,6 +7,7 @@
 
 #include "frontends/json_schema.h"
 #include "frontends/regex.h"
+#include "frontends/structural_tag_gemma.h"
 #include "frontends/structural_tag_xml.h"
 #include "xg2/errors.h"
 
@@ -252,12 +253,27 @@ class Lowering {
     o.max_whitespace_cnt = static_cast<int>(fs.Int("max_whitespace_cnt", -1, -1, 1 << 20));
     o.on_unsupported_warn = options_.on_unsupported_warn;
     if (style == "json") return ImportSchema(schema, o, fs.At("json_schema"));
+    if (style == "gemma") {
+      GemmaArgumentLowering gemma(&g_, GemmaStringDelimiter(), o, fs.At("json_schema"), &warnings_);
+      return gemma.Lower(schema);
+    }
     XmlStyle xml;
     if (!ParseXmlStyle(style, &xml)) {
-      Fail(fs.At("style"), "unknown style '" + style + "' (json, qwen_xml, minimax_xml, deepseek_xml, glm_xml)");
+      Fail(fs.At("style"), "unknown style '" + style +
+                               "' (json, gemma, qwen_xml, minimax_xml, deepseek_xml, deepseek_v4_1_xml, glm_xml)");
     }
     XmlParameterLowering lowering(&g_, xml, o, fs.At("json_schema"), &warnings_);
     return lowering.Lower(schema);
+  }
+
+  // Gemma's string delimiter <|"|>: the special token where the tokenizer has it as one (as
+  // Gemma 4's does), so the mask allows that token; else the text.
+  std::string GemmaStringDelimiter() const {
+    static const std::string kDelimiter = "<|\"|>";
+    const TokenizerInfo* tok = options_.tokenizer;
+    if (!tok) return kDelimiter;
+    int32_t id = tok->FindToken(kDelimiter);
+    return id >= 0 && tok->is_special(id) && !tok->is_stop(id) ? VirtualTokenBytes(id) : kDelimiter;
   }
 
   ExprId ImportSchema(const JsonValue& schema, const JsonSchemaOptions& o, const std::string& path) {

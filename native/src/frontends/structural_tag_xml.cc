@@ -51,6 +51,8 @@ bool ParseXmlStyle(const std::string& name, XmlStyle* style) {
     *style = XmlStyle::kMiniMax;
   else if (name == "deepseek_xml")
     *style = XmlStyle::kDeepSeek;
+  else if (name == "deepseek_v4_1_xml")
+    *style = XmlStyle::kDeepSeekV41;
   else if (name == "glm_xml")
     *style = XmlStyle::kGlm;
   else
@@ -145,6 +147,17 @@ ExprId XmlParameterLowering::Parameter(const std::string& name, const JsonValue&
           "</\xEF\xBD\x9C"
           "DSML\xEF\xBD\x9C"
           "parameter>";
+      break;
+    case XmlStyle::kDeepSeekV41:  // DeepSeek-V4.1: a space after the DSML marker
+      begin =
+          "<\xEF\xBD\x9C"
+          "DSML\xEF\xBD\x9C"
+          " parameter name=\"" +
+          name + "\" string=\"" + (is_string ? "true" : "false") + "\">";
+      end =
+          "</\xEF\xBD\x9C"
+          "DSML\xEF\xBD\x9C"
+          " parameter>";
       break;
     case XmlStyle::kGlm:
       begin = "<arg_key>" + name + "</arg_key>";

@@ -12,9 +12,9 @@
 
 namespace xg2 {
 
-enum class XmlStyle { kQwen, kMiniMax, kDeepSeek, kGlm };
+enum class XmlStyle { kQwen, kMiniMax, kDeepSeek, kDeepSeekV41, kGlm };
 
-// "qwen_xml", "minimax_xml", "deepseek_xml", "glm_xml"; false for anything else.
+// "qwen_xml", "minimax_xml", "deepseek_xml", "deepseek_v4_1_xml", "glm_xml"; false for anything else.
 bool ParseXmlStyle(const std::string& name, XmlStyle* style);
 
 class XmlParameterLowering {
