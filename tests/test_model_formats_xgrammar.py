@@ -249,6 +249,50 @@ def test_deepseek_required_accepts_reference_lead(vocab, model, wrapper, space, 
 
 
 # ----------------------------------------------------------------------------------------------
+# Kimi-K3 blocks (fixtures written from the renderer's format as quoted by K3 tool parsers)
+# ----------------------------------------------------------------------------------------------
+def _k3_arg(key, value):
+    kind = "string" if isinstance(value, str) else "boolean" if isinstance(value, bool) else \
+        "number" if isinstance(value, (int, float)) else "object" if isinstance(value, dict) else "array"
+    body = value if isinstance(value, str) else json.dumps(value)
+    return f'<|open|>argument key="{key}" type="{kind}"<|sep|>{body}<|close|>argument<|sep|>'
+
+
+def _k3_tools(calls):
+    return "<|open|>tools<|sep|>" + "".join(
+        f'<|open|>call tool="{n}" index="{i + 1}"<|sep|>' + "".join(_k3_arg(k, v) for k, v in a.items())
+        + "<|close|>call<|sep|>" for i, (n, a) in enumerate(calls)) + "<|close|>tools<|sep|>"
+
+
+K3_END = "<|close|>message<|sep|>"
+K3_THINK = "Check the weather.<|close|>think<|sep|>"
+K3_REPLY = "<|open|>response<|sep|>On it.<|close|>response<|sep|>"
+K3_CALLS = [("get_weather", {"city": "New York", "unit": "celsius"}), ("search", {"query": "q", "limit": 2})]
+
+
+@pytest.mark.parametrize("kwargs, text, ok", [
+    ({}, K3_THINK + K3_REPLY + _k3_tools(K3_CALLS) + K3_END, True),
+    ({}, K3_THINK + K3_REPLY + K3_END, True),
+    ({"tool_choice": "required"}, K3_THINK + K3_REPLY + K3_END, False),
+    ({"tool_choice": "required"}, K3_THINK + K3_REPLY + _k3_tools(K3_CALLS[:1]) + K3_END, True),
+    ({"reasoning": False}, "On it.<|close|>response<|sep|>" + _k3_tools(K3_CALLS[1:]) + K3_END, True),
+    ({"reasoning": "auto"}, K3_REPLY + K3_END, True),
+    ({"reasoning": "auto"}, "<|open|>think<|sep|>" + K3_THINK + K3_REPLY + K3_END, True),
+    ({"tool_choice": "none"}, K3_THINK + K3_REPLY + _k3_tools(K3_CALLS[:1]) + K3_END, False),
+    ({"parallel_tool_calls": False}, K3_THINK + K3_REPLY + _k3_tools(K3_CALLS) + K3_END, False),
+    ({}, K3_THINK + K3_REPLY + _k3_tools([("get_weather", {"city": "P", "unit": "kelvin"})]) + K3_END, False),
+    ({}, K3_THINK + K3_REPLY + _k3_tools([("search", {"query": "q"})]).replace('type="string"', 'type="number"')
+     + K3_END, False),                                                 # type attribute pinned
+    ({}, K3_THINK + K3_REPLY + _k3_tools([("search", {"query": "q", "limit": 2})]).replace(
+        'type="number"', 'type="integer"') + K3_END, False),            # numbers are "number"
+    ({}, K3_THINK + "<|open|>response<|sep|>a <|open|>b<|close|>response<|sep|>" + K3_END, False),
+])
+def test_kimi_k3_turns(vocab, kwargs, text, ok):
+    tag = xg.get_model_structural_tag("kimi_k3", TOOLS, **kwargs)
+    assert vocab("qwen3").run(tag, text, eos=151645) == ok
+
+
+# ----------------------------------------------------------------------------------------------
 # Mask/accept agreement along real turns of the new formats
 # ----------------------------------------------------------------------------------------------
 NEW_FORMAT_TURNS = {
@@ -261,6 +305,7 @@ NEW_FORMAT_TURNS = {
              "</parameter></function></tool_call><|im_end|>"),
     "exaone": ("qwen3", '<think>\nhm\n</think>\n\n<tool_call>{"name": "search", "arguments": '
                '{"query": "q"}}</tool_call><|im_end|>'),
+    "kimi_k3": ("qwen3", K3_THINK + K3_REPLY + _k3_tools(K3_CALLS) + K3_END + "<|im_end|>"),
 }
 
 

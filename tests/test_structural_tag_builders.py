@@ -147,7 +147,9 @@ def test_every_model_builds_dsl_json(model, tool_choice, reasoning):
 
 
 def test_every_model_has_cases():
-    assert {name.split("@")[0].replace(".", "_") for name in RENDERERS} == set(supported_models())
+    # kimi_k3 turns are fixed block sequences: their cases are in test_model_formats_xgrammar.py.
+    assert {name.split("@")[0].replace(".", "_") for name in RENDERERS} == \
+        set(supported_models()) - {"kimi_k3"}
 
 
 @pytest.mark.parametrize("alias, canonical", [

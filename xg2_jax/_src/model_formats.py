@@ -164,13 +164,13 @@ _ALIASES = {
     "qwen_3": "qwen3", "qwen2_5": "qwen3", "qwen3_5": "qwen3_coder", "qwen_3_5": "qwen3_coder",
     "qwen_3_coder": "qwen3_coder",
     "deepseek_v3_1_terminus": "deepseek_v3_1", "deepseek_v31": "deepseek_v3_1",
-    "deepseek_v32": "deepseek_v3_2", "deepseek_v41": "deepseek_v4_1",
+    "deepseek_v32": "deepseek_v3_2", "deepseek_v41": "deepseek_v4_1", "kimi3": "kimi_k3",
     "gpt_oss": "harmony", "kimi": "kimi_k2", "kimi_k2_thinking": "kimi_k2",
     "glm4_5": "glm4", "glm4_6": "glm4", "glm4_7": "glm4", "glm_4": "glm4", "glm_4_5": "glm4",
     "glm_4_6": "glm4", "glm_4_7": "glm4", "minimax_m2": "minimax",
     "gemma4": "gemma_4", "mimo_v2_6": "mimo", "exaone4": "exaone", "exaone_4": "exaone",
 }
-_SPECIAL_MODELS = ("harmony", "mistral")
+_SPECIAL_MODELS = ("harmony", "kimi_k3", "mistral")
 
 
 def supported_models() -> list[str]:
@@ -206,6 +206,9 @@ def _turn_format(key: str, tools: list[FunctionTool], mode: str, think: str, par
     if key in TEXT_SYNTAXES:
         return text_syntax_format(TEXT_SYNTAXES[key], tools, mode, think, parallel,
                                   reasoning_prefilled, exclude_special_tokens)
+    if key == "kimi_k3":
+        return model_formats_special.kimi_k3_format(
+            tools, mode, think, parallel, exclude_special_tokens=exclude_special_tokens)
     build = {"harmony": model_formats_special.harmony_format,
              "mistral": model_formats_special.mistral_format}[key]
     return build(tools, mode, think, parallel)
@@ -252,8 +255,8 @@ def get_model_structural_tag(
             (``qwen_3``), ``qwen3_coder`` (``qwen_3_5``, ``qwen_3_coder``), ``deepseek_r1``,
             ``deepseek_v3_1``, ``deepseek_v3_2``, ``deepseek_v4``, ``deepseek_v4_1``,
             ``harmony`` (``gpt-oss``), ``mistral``, ``kimi_k2`` (``kimi``), ``glm4``
-            (``glm_4_7``; GLM-4.5/4.6/4.7), ``minimax`` (MiniMax-M2), ``gemma_4``, ``mimo``
-            (MiMo-V2.6), ``exaone`` (EXAONE 4.0). Case, ``-`` and ``.`` do not matter.
+            (``glm_4_7``; GLM-4.5/4.6/4.7), ``minimax`` (MiniMax-M2), ``gemma_4``, ``kimi_k3``,
+            ``mimo`` (MiMo-V2.6), ``exaone`` (EXAONE 4.0). Case, ``-`` and ``.`` do not matter.
         tools: OpenAI-style ``[{"type": "function", "function": {"name", "description",
             "parameters"}}]``.
         tool_choice: ``"auto"`` (text and any number of calls; ``None`` too), ``"required"``

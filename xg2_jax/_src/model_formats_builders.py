@@ -21,7 +21,7 @@ XGRAMMAR_MODEL_KEYS = {
     "llama": "llama3", "qwen_3": "qwen3", "qwen_3_5": "qwen3_coder", "qwen_3_coder": "qwen3_coder",
     "deepseek_r1": "deepseek_r1", "deepseek_v3_1": "deepseek_v3_1",
     "deepseek_v3_2": "deepseek_v3_2", "deepseek_v4": "deepseek_v4",
-    "deepseek_v4_1": "deepseek_v4_1", "kimi": "kimi_k2", "glm_4_7": "glm4",
+    "deepseek_v4_1": "deepseek_v4_1", "kimi": "kimi_k2", "kimi_k3": "kimi_k3", "glm_4_7": "glm4",
     "minimax": "minimax", "harmony": "harmony", "gemma_4": "gemma_4", "mimo": "mimo",
     "exaone": "exaone",
 }
@@ -60,6 +60,7 @@ get_deepseek_v3_2_structural_tag = _builder("deepseek_v3_2", "DeepSeek-V3.2")
 get_deepseek_v4_structural_tag = _builder("deepseek_v4", "DeepSeek-V4")
 get_deepseek_v4_1_structural_tag = _builder("deepseek_v4_1", "DeepSeek-V4.1")
 get_kimi_structural_tag = _builder("kimi", "Kimi-K2")
+get_kimi_k3_structural_tag = _builder("kimi_k3", "Kimi-K3")
 get_glm_4_7_structural_tag = _builder("glm_4_7", "GLM-4.5/4.6/4.7")
 get_minimax_structural_tag = _builder("minimax", "MiniMax-M2")
 get_harmony_structural_tag = _builder("harmony", "gpt-oss Harmony")

@@ -57,7 +57,7 @@ __all__ = [
 ]
 
 JSON_SCHEMA_STYLES = ("json", "gemma", "qwen_xml", "minimax_xml", "deepseek_xml", "deepseek_v4_1_xml",
-                      "glm_xml")
+                      "glm_xml", "kimi_k3_xml")
 
 
 # --------------------------------------------------------------------------------------------
@@ -180,7 +180,9 @@ class JSONSchemaFormat(_FormatBase):
             (``<parameter name="k">v</parameter>``), ``"deepseek_xml"`` (DSML
             ``<｜DSML｜parameter name="k" string="true|false">v</｜DSML｜parameter>``),
             ``"deepseek_v4_1_xml"`` (the same with a space after each ``｜DSML｜``),
-            ``"glm_xml"`` (``<arg_key>k</arg_key><arg_value>v</arg_value>``).
+            ``"glm_xml"`` (``<arg_key>k</arg_key><arg_value>v</arg_value>``), ``"kimi_k3_xml"``
+            (``<|open|>argument key="k" type="string"<|sep|>v<|close|>argument<|sep|>``, the
+            type attribute pinned to the property's type; numbers are ``"number"``).
         any_order: object properties may come in any order (required ones still appear
             once each).
         max_whitespace_cnt: at most this many consecutive whitespace characters (None: no

@@ -259,8 +259,9 @@ class Lowering {
     }
     XmlStyle xml;
     if (!ParseXmlStyle(style, &xml)) {
-      Fail(fs.At("style"), "unknown style '" + style +
-                               "' (json, gemma, qwen_xml, minimax_xml, deepseek_xml, deepseek_v4_1_xml, glm_xml)");
+      Fail(fs.At("style"),
+           "unknown style '" + style +
+               "' (json, gemma, qwen_xml, minimax_xml, deepseek_xml, deepseek_v4_1_xml, glm_xml, kimi_k3_xml)");
     }
     XmlParameterLowering lowering(&g_, xml, o, fs.At("json_schema"), &warnings_);
     return lowering.Lower(schema);

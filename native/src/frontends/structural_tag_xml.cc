@@ -42,6 +42,32 @@ bool StringChoices(const JsonValue& s, std::vector<std::string>* out) {
   return true;
 }
 
+// Kimi-K3 escapes attribute values: & -> &amp;, " -> &quot;.
+std::string KimiK3Attribute(const std::string& value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '&')
+      out += "&amp;";
+    else if (c == '"')
+      out += "&quot;";
+    else
+      out.push_back(c);
+  }
+  return out;
+}
+
+// Kimi-K3's type attribute of a non-string value: its renderer names the JSON type of the
+// value, every number "number". The property must pin one type.
+std::string KimiK3Type(const JsonValue& prop, const std::string& path) {
+  const JsonValue* type = prop.is_object() ? prop.Find("type") : nullptr;
+  if (!type || !type->is_string())
+    Fail(path, "the kimi_k3_xml style needs one 'type' per property (its type attribute names it)");
+  const std::string& t = type->as_string();
+  if (t == "integer" || t == "number") return "number";
+  if (t == "boolean" || t == "null" || t == "object" || t == "array" || t == "string") return t;
+  Fail(path + "/type", "unknown type '" + t + "'");
+}
+
 }  // namespace
 
 bool ParseXmlStyle(const std::string& name, XmlStyle* style) {
@@ -55,6 +81,8 @@ bool ParseXmlStyle(const std::string& name, XmlStyle* style) {
     *style = XmlStyle::kDeepSeekV41;
   else if (name == "glm_xml")
     *style = XmlStyle::kGlm;
+  else if (name == "kimi_k3_xml")
+    *style = XmlStyle::kKimiK3;
   else
     return false;
   return true;
@@ -162,6 +190,11 @@ ExprId XmlParameterLowering::Parameter(const std::string& name, const JsonValue&
     case XmlStyle::kGlm:
       begin = "<arg_key>" + name + "</arg_key>";
       end = "</arg_value>";
+      break;
+    case XmlStyle::kKimiK3:
+      begin = "<|open|>argument key=\"" + KimiK3Attribute(name) + "\" type=\"" +
+              (is_string ? std::string("string") : KimiK3Type(prop, path)) + "\"<|sep|>";
+      end = "<|close|>argument<|sep|>";
       break;
   }
   std::vector<ExprId> seq{g_->AddBytes(begin)};

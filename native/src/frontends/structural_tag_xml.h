@@ -1,5 +1,5 @@
 // The XML argument styles of structural-tag json_schema formats: a tool's top-level object
-// properties written as XML-like parameters (Qwen3-Coder, MiniMax, DeepSeek DSML, GLM), each
+// properties written as XML-like parameters (Qwen3-Coder, MiniMax, DeepSeek DSML, GLM, Kimi-K3), each
 // value raw text for string properties and JSON otherwise.
 #pragma once
 
@@ -12,9 +12,10 @@
 
 namespace xg2 {
 
-enum class XmlStyle { kQwen, kMiniMax, kDeepSeek, kDeepSeekV41, kGlm };
+enum class XmlStyle { kQwen, kMiniMax, kDeepSeek, kDeepSeekV41, kGlm, kKimiK3 };
 
-// "qwen_xml", "minimax_xml", "deepseek_xml", "deepseek_v4_1_xml", "glm_xml"; false for anything else.
+// "qwen_xml", "minimax_xml", "deepseek_xml", "deepseek_v4_1_xml", "glm_xml", "kimi_k3_xml"; false for
+// anything else.
 bool ParseXmlStyle(const std::string& name, XmlStyle* style);
 
 class XmlParameterLowering {
