@@ -123,6 +123,26 @@ def _mimo_calls(calls):
         + "</function></tool_call>" for n, a in calls)
 
 
+def _cohere_value(name, v) -> str:
+    """A value node of Cohere's cmd5 nested-XML format (as its response parser reads it)."""
+    attr = f' name="{name}"' if name is not None else ""
+    if isinstance(v, str):
+        return f'<cofl:value{attr} type="raw">{v}</cofl:value>'
+    if isinstance(v, dict):
+        inner = "".join(_cohere_value(k, x) for k, x in v.items())
+        return f'<cofl:value{attr} type="dict">{inner}</cofl:value>'
+    if isinstance(v, list):
+        inner = "".join(_cohere_value(None, x) for x in v)
+        return f'<cofl:value{attr} type="list">{inner}</cofl:value>'
+    return f'<cofl:value{attr} type="json">{json.dumps(v)}</cofl:value>'
+
+
+def _cohere_calls(calls):
+    return "<cofl:tool_calls>" + "".join(
+        f'<cofl:tool_call id="{i}" name="{n}">' + "".join(_cohere_value(k, v) for k, v in a.items())
+        + "</cofl:tool_call>" for i, (n, a) in enumerate(calls)) + "</cofl:tool_calls>"
+
+
 def _exaone_calls(calls):
     return "\n".join("<tool_call>" + json.dumps({"name": n, "arguments": a}) + "</tool_call>"
                      for n, a in calls)
@@ -197,6 +217,9 @@ RENDERERS: dict[str, Renderer] = {
                         "gemma4", "<tool_call|>", "<|tool_call>", think_marker="<|channel>"),
     "mimo": Renderer(_think_tags, _mimo_calls, "<|im_end|>", "qwen3", "</tool_call>",
                      "<tool_call>"),
+    "cohere": Renderer(lambda r: f"<|START_THINKING|>{r}<|END_THINKING|>", _cohere_calls,
+                       "<|im_end|>", "qwen3", "</cofl:tool_calls>", "<cofl:tool_calls>",
+                       think_marker="<|START_THINKING|>"),
     "exaone": Renderer(_think_tags, _exaone_calls, "<|im_end|>", "qwen3", "</tool_call>",
                        "<tool_call>"),
     "kimi_k2": Renderer(lambda r: f"<think>{r}</think>", _kimi_calls, "<|im_end|>", "qwen3",

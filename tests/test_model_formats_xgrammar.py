@@ -176,6 +176,23 @@ def test_gemma_style_recursive_ref(gpt2_compiler):
 
 
 @pytest.mark.parametrize("text, ok", [
+    ('<cofl:value name="name" type="raw">Ada &amp; "L"</cofl:value>', True),
+    ('<cofl:value name="name" type="raw">A</cofl:value>\n<cofl:value name="age" type="json">3</cofl:value>'
+     '<cofl:value name="Tags" type="list"><cofl:value type="raw">x</cofl:value></cofl:value>'
+     '<cofl:value name="address" type="dict"><cofl:value name="city" type="raw">Oslo</cofl:value></cofl:value>'
+     '<cofl:value name="kind" type="json">3</cofl:value><cofl:value name="note" type="json">null</cofl:value>', True),
+    ('<cofl:value name="name" type="json">"A"</cofl:value>', False),       # a string is raw
+    ('<cofl:value name="age" type="json">3</cofl:value>', False),          # name is required
+    ('<cofl:value name="name" type="raw">A</cofl:value><cofl:value name="Tags" type="list">'
+     '<cofl:value name="t" type="raw">x</cofl:value></cofl:value>', False),  # list items have no name
+    ('<cofl:value name="name" type="raw">A</cofl:value><cofl:value name="kind" type="raw">c</cofl:value>',
+     False),                                                                 # enum
+])
+def test_cohere_xml_style(gpt2_compiler, text, ok):
+    assert _complete(gpt2_compiler, _gemma_tag(PROFILE, "cohere_xml"), text) == ok
+
+
+@pytest.mark.parametrize("text, ok", [
     ('<｜DSML｜ parameter name="city" string="true">Paris</｜DSML｜ parameter>', True),
     ('<｜DSML｜parameter name="city" string="true">Paris</｜DSML｜parameter>', False),
     ('<｜DSML｜ parameter name="city" string="false">Paris</｜DSML｜ parameter>', False),
@@ -306,6 +323,9 @@ NEW_FORMAT_TURNS = {
     "exaone": ("qwen3", '<think>\nhm\n</think>\n\n<tool_call>{"name": "search", "arguments": '
                '{"query": "q"}}</tool_call><|im_end|>'),
     "kimi_k3": ("qwen3", K3_THINK + K3_REPLY + _k3_tools(K3_CALLS) + K3_END + "<|im_end|>"),
+    "cohere": ("qwen3", '<|START_THINKING|>hm<|END_THINKING|>Sure.<cofl:tool_calls><cofl:tool_call id="0" '
+               'name="search"><cofl:value name="query" type="raw">q</cofl:value><cofl:value name="limit" '
+               'type="json">2</cofl:value></cofl:tool_call></cofl:tool_calls><|im_end|>'),
 }
 
 

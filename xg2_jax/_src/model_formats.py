@@ -256,7 +256,7 @@ def get_model_structural_tag(
             ``deepseek_v3_1``, ``deepseek_v3_2``, ``deepseek_v4``, ``deepseek_v4_1``,
             ``harmony`` (``gpt-oss``), ``mistral``, ``kimi_k2`` (``kimi``), ``glm4``
             (``glm_4_7``; GLM-4.5/4.6/4.7), ``minimax`` (MiniMax-M2), ``gemma_4``, ``kimi_k3``,
-            ``mimo`` (MiMo-V2.6), ``exaone`` (EXAONE 4.0). Case, ``-`` and ``.`` do not matter.
+            ``mimo`` (MiMo-V2.6), ``exaone`` (EXAONE 4.0), ``cohere`` (Command, cmd5). Case, ``-`` and ``.`` do not matter.
         tools: OpenAI-style ``[{"type": "function", "function": {"name", "description",
             "parameters"}}]``.
         tool_choice: ``"auto"`` (text and any number of calls; ``None`` too), ``"required"``

@@ -23,7 +23,7 @@ XGRAMMAR_MODEL_KEYS = {
     "deepseek_v3_2": "deepseek_v3_2", "deepseek_v4": "deepseek_v4",
     "deepseek_v4_1": "deepseek_v4_1", "kimi": "kimi_k2", "kimi_k3": "kimi_k3", "glm_4_7": "glm4",
     "minimax": "minimax", "harmony": "harmony", "gemma_4": "gemma_4", "mimo": "mimo",
-    "exaone": "exaone",
+    "exaone": "exaone", "cohere": "cohere",
 }
 
 
@@ -68,6 +68,7 @@ get_mistral_structural_tag = _builder("mistral", "Mistral")
 get_gemma_4_structural_tag = _builder("gemma_4", "Gemma 4")
 get_mimo_structural_tag = _builder("mimo", "MiMo-V2.6")
 get_exaone_structural_tag = _builder("exaone", "EXAONE 4.0")
+get_cohere_structural_tag = _builder("cohere", "Cohere Command (cmd5)")
 
 __all__ = ["XGRAMMAR_MODEL_KEYS", *sorted(name for name in dir() if name.startswith("get_")
                                          and name.endswith("_structural_tag")

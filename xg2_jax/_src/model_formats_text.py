@@ -104,6 +104,21 @@ _QWEN_MARKERS = ("<think>", "</think>", "<tool_call>", "</tool_call>")
 _GEMMA_MARKERS = ("<|tool_call>", "<tool_call|>", "<|channel>", "<channel|>")
 
 
+def _xml_attribute(value: str) -> str:
+    return (value.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;"))
+
+
+def _cohere_call(tool) -> TagFormat:
+    return TagFormat(
+        begin='<cofl:tool_call id="',
+        content=SequenceFormat(elements=[
+            RegexFormat(pattern=r"[0-9]+"),
+            ConstStringFormat(value=f'" name="{_xml_attribute(tool.name)}">'),
+            JSONSchemaFormat(json_schema=tool.parameters, style="cohere_xml")]),
+        end="</cofl:tool_call>")
+
+
 def _dsml(wrapper: str, space: str, style: str, source: str) -> ToolCallSyntax:
     """DeepSeek DSML (V3.2, V4, V4.1): ``wrapper`` names the calls section, ``space`` sits
     between the DSML marker and the tag names. The reference encoders put "\\n\\n" before the
@@ -239,6 +254,17 @@ TEXT_SYNTAXES: dict[str, ToolCallSyntax] = {
                        "}</tool_call>"),
         trigger="<tool_call>", text_excludes=("</tool_call>",),
         reasoning_excludes=("<tool_call>",)),
+    # Cohere Command (the "cmd5" nested-XML template): as its response parser documents the
+    # format (Cohere's cofl tool-call parsing, nested-xml module, and its test fixtures; the
+    # template itself is not in the offline corpus): <|START_THINKING|>...<|END_THINKING|>,
+    # then <cofl:tool_calls><cofl:tool_call id="0" name="NAME"> value nodes
+    # </cofl:tool_call>...</cofl:tool_calls>, names XML-escaped.
+    "cohere": ToolCallSyntax(
+        source="Cohere cmd5 nested-XML tool calls (cofl response parser)",
+        call_tag=_cohere_call, trigger="<cofl:tool_calls>",
+        section=("<cofl:tool_calls>", "", "</cofl:tool_calls>"),
+        think=("<|START_THINKING|>", "<|END_THINKING|>"),
+        reasoning_excludes=("<cofl:tool_calls>",)),
 }
 
 

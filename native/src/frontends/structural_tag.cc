@@ -7,6 +7,7 @@
 
 #include "frontends/json_schema.h"
 #include "frontends/regex.h"
+#include "frontends/structural_tag_cohere.h"
 #include "frontends/structural_tag_gemma.h"
 #include "frontends/structural_tag_xml.h"
 #include "xg2/errors.h"
@@ -257,11 +258,15 @@ class Lowering {
       GemmaArgumentLowering gemma(&g_, GemmaStringDelimiter(), o, fs.At("json_schema"), &warnings_);
       return gemma.Lower(schema);
     }
+    if (style == "cohere_xml") {
+      CohereArgumentLowering cohere(&g_, o, fs.At("json_schema"), &warnings_);
+      return cohere.Lower(schema);
+    }
     XmlStyle xml;
     if (!ParseXmlStyle(style, &xml)) {
-      Fail(fs.At("style"),
-           "unknown style '" + style +
-               "' (json, gemma, qwen_xml, minimax_xml, deepseek_xml, deepseek_v4_1_xml, glm_xml, kimi_k3_xml)");
+      Fail(fs.At("style"), "unknown style '" + style +
+                               "' (json, gemma, cohere_xml, qwen_xml, minimax_xml, deepseek_xml, deepseek_v4_1_xml, "
+                               "glm_xml, kimi_k3_xml)");
     }
     XmlParameterLowering lowering(&g_, xml, o, fs.At("json_schema"), &warnings_);
     return lowering.Lower(schema);

@@ -6,54 +6,40 @@
 // every mapping with Jinja's dictsort (case-insensitive), so properties come in that order.
 #pragma once
 
-#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "frontends/json_schema.h"
-#include "support/json.h"
-#include "xg2/grammar.h"
+#include "frontends/structural_tag_args.h"
 
 namespace xg2 {
 
-class GemmaArgumentLowering {
+class GemmaArgumentLowering : public StyledArgumentLowering {
  public:
   // delimiter: the bytes of <|"|> (the special token's virtual string when the tokenizer has
   // it as a special token, else the text). path: the structural-tag path of the schema.
   GemmaArgumentLowering(Grammar* g, std::string delimiter, JsonSchemaOptions options, std::string path,
                         std::vector<std::string>* warnings)
-      : g_(g),
-        delimiter_(std::move(delimiter)),
-        options_(std::move(options)),
-        path_(std::move(path)),
-        warnings_(warnings) {}
+      : StyledArgumentLowering(g, "gemma", std::move(options), std::move(path), warnings),
+        delimiter_(std::move(delimiter)) {}
 
-  // The whole argument object of a tool (its schema must describe an object).
-  ExprId Lower(const JsonValue& schema);
+ protected:
+  ExprId Arguments(std::vector<Member> members, ExprId extra) override;
+  ExprId Object(std::vector<Member> members, ExprId extra, const std::string* name) override;
+  ExprId Array(ExprId items, const std::string* name) override;
+  ExprId String(const std::string* name) override;
+  ExprId Scalar(ExprId json, const std::string* name) override;
+  ExprId Literal(const JsonValue& v, const std::string* name, const std::string& path) override;
+  ExprId WriteMember(const std::string& key, const JsonValue& s, const std::string& path) override;
+  ExprId ExtraMember(const JsonValue* s, const std::string& path) override;
+  ExprId ItemSeparator() override;
+  std::vector<std::pair<std::string, const JsonValue*>> Ordered(const JsonValue& props) override;
 
  private:
-  ExprId Value(const JsonValue& s, const std::string& path);
-  ExprId Object(const JsonValue& s, const std::string& path);
-  ExprId Array(const JsonValue& s, const std::string& path);
-  ExprId String(const JsonValue& s, const std::string& path);
-  ExprId Scalar(const JsonValue& s, const std::string& path);
-  ExprId Ref(const std::string& ref, const std::string& path);
-  ExprId Literal(const JsonValue& v, const std::string& path);
-  ExprId AnyValue();
-  ExprId RawText();
-  ExprId Identifier();
   std::string Serialize(const JsonValue& v, const std::string& path);
+  ExprId Identifier();
 
-  Grammar* g_;
   std::string delimiter_;
-  JsonSchemaOptions options_;
-  std::string path_;
-  std::vector<std::string>* warnings_;
-  const JsonValue* root_ = nullptr;
-  std::map<std::string, RuleId> refs_;
-  RuleId any_value_ = -1;
-  RuleId raw_text_ = -1;
-  int imports_ = 0;
 };
 
 }  // namespace xg2
