@@ -143,6 +143,27 @@ def _cohere_calls(calls):
         + "</cofl:tool_call>" for i, (n, a) in enumerate(calls)) + "</cofl:tool_calls>"
 
 
+M3 = "]<]minimax[>["
+
+
+def _m3_value(key, v) -> str:
+    """MiniMax-M3's to_xml: raw strings, bare numbers, tojson booleans, nested tags for
+    objects and <item> tags for lists."""
+    if isinstance(v, dict):
+        inner = "".join(_m3_value(k, x) for k, x in v.items())
+    elif isinstance(v, list):
+        inner = "".join(_m3_value("item", x) for x in v)
+    else:
+        inner = v if isinstance(v, str) else json.dumps(v)
+    return f"{M3}<{key}>{inner}{M3}</{key}>"
+
+
+def _m3_calls(calls):
+    return f"{M3}<tool_call>\n" + "".join(
+        f'{M3}<invoke name="{n}">' + "".join(_m3_value(k, v) for k, v in a.items())
+        + f"{M3}</invoke>\n" for n, a in calls) + f"{M3}</tool_call>"
+
+
 def _exaone_calls(calls):
     return "\n".join("<tool_call>" + json.dumps({"name": n, "arguments": a}) + "</tool_call>"
                      for n, a in calls)
@@ -217,6 +238,8 @@ RENDERERS: dict[str, Renderer] = {
                         "gemma4", "<tool_call|>", "<|tool_call>", think_marker="<|channel>"),
     "mimo": Renderer(_think_tags, _mimo_calls, "<|im_end|>", "qwen3", "</tool_call>",
                      "<tool_call>"),
+    "minimax_m3": Renderer(lambda r: f"{r}</mm:think>", _m3_calls, "<|im_end|>", "qwen3",
+                           f"{M3}</tool_call>", f"{M3}<tool_call>", think_marker="<mm:think>"),
     "cohere": Renderer(lambda r: f"<|START_THINKING|>{r}<|END_THINKING|>", _cohere_calls,
                        "<|im_end|>", "qwen3", "</cofl:tool_calls>", "<cofl:tool_calls>",
                        think_marker="<|START_THINKING|>"),

@@ -192,6 +192,22 @@ def test_cohere_xml_style(gpt2_compiler, text, ok):
     assert _complete(gpt2_compiler, _gemma_tag(PROFILE, "cohere_xml"), text) == ok
 
 
+M3 = "]<]minimax[>["
+
+
+@pytest.mark.parametrize("text, ok", [
+    (f"{M3}<name>Ada <b></b>{M3}</name>", True),
+    (f"{M3}<name>A{M3}</name>\n{M3}<age>3{M3}</age>{M3}<Tags>{M3}<item>x{M3}</item>{M3}<item>y{M3}</item>{M3}</Tags>"
+     f"{M3}<address>{M3}<city>Oslo{M3}</city>{M3}</address>{M3}<active>true{M3}</active>", True),
+    (f"{M3}<age>3{M3}</age>", False),                                     # name is required
+    (f"{M3}<name>A{M3}</name>{M3}<age>x{M3}</age>", False),               # not a number
+    (f"{M3}<name>A{M3}</name>{M3}<Tags>{M3}<t>x{M3}</t>{M3}</Tags>", False),  # items are <item>
+    ("<name>A</name>", False),                                              # no namespace marker
+])
+def test_minimax_m3_xml_style(gpt2_compiler, text, ok):
+    assert _complete(gpt2_compiler, _gemma_tag(PROFILE, "minimax_m3_xml"), text) == ok
+
+
 @pytest.mark.parametrize("text, ok", [
     ('<｜DSML｜ parameter name="city" string="true">Paris</｜DSML｜ parameter>', True),
     ('<｜DSML｜parameter name="city" string="true">Paris</｜DSML｜parameter>', False),
@@ -323,6 +339,8 @@ NEW_FORMAT_TURNS = {
     "exaone": ("qwen3", '<think>\nhm\n</think>\n\n<tool_call>{"name": "search", "arguments": '
                '{"query": "q"}}</tool_call><|im_end|>'),
     "kimi_k3": ("qwen3", K3_THINK + K3_REPLY + _k3_tools(K3_CALLS) + K3_END + "<|im_end|>"),
+    "minimax_m3": ("qwen3", f'hm</mm:think>Sure.{M3}<tool_call>\n{M3}<invoke name="search">{M3}<query>q{M3}</query>'
+                   f'{M3}<limit>2{M3}</limit>{M3}</invoke>\n{M3}</tool_call><|im_end|>'),
     "cohere": ("qwen3", '<|START_THINKING|>hm<|END_THINKING|>Sure.<cofl:tool_calls><cofl:tool_call id="0" '
                'name="search"><cofl:value name="query" type="raw">q</cofl:value><cofl:value name="limit" '
                'type="json">2</cofl:value></cofl:tool_call></cofl:tool_calls><|im_end|>'),

@@ -255,7 +255,7 @@ def get_model_structural_tag(
             (``qwen_3``), ``qwen3_coder`` (``qwen_3_5``, ``qwen_3_coder``), ``deepseek_r1``,
             ``deepseek_v3_1``, ``deepseek_v3_2``, ``deepseek_v4``, ``deepseek_v4_1``,
             ``harmony`` (``gpt-oss``), ``mistral``, ``kimi_k2`` (``kimi``), ``glm4``
-            (``glm_4_7``; GLM-4.5/4.6/4.7), ``minimax`` (MiniMax-M2), ``gemma_4``, ``kimi_k3``,
+            (``glm_4_7``; GLM-4.5/4.6/4.7), ``minimax`` (MiniMax-M2), ``minimax_m3``, ``gemma_4``, ``kimi_k3``,
             ``mimo`` (MiMo-V2.6), ``exaone`` (EXAONE 4.0), ``cohere`` (Command, cmd5). Case, ``-`` and ``.`` do not matter.
         tools: OpenAI-style ``[{"type": "function", "function": {"name", "description",
             "parameters"}}]``.
@@ -279,7 +279,7 @@ def get_model_structural_tag(
             for the others. Supported for qwen3, qwen3_coder, glm4 and gemma_4.
         reasoning_prefilled: the prompt already ends with the opening think tag, so the
             output starts inside the reasoning; ``None`` uses the model's chat-template default
-            (True for deepseek_r1/v3.1/v3.2/v4/v4.1, False otherwise).
+            (True for deepseek_r1/v3.1/v3.2/v4/v4.1 and minimax_m3, False otherwise).
 
     Returns:
         The :class:`StructuralTag`, ready for ``GrammarCompiler.compile_structural_tag``

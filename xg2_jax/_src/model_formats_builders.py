@@ -23,7 +23,7 @@ XGRAMMAR_MODEL_KEYS = {
     "deepseek_v3_2": "deepseek_v3_2", "deepseek_v4": "deepseek_v4",
     "deepseek_v4_1": "deepseek_v4_1", "kimi": "kimi_k2", "kimi_k3": "kimi_k3", "glm_4_7": "glm4",
     "minimax": "minimax", "harmony": "harmony", "gemma_4": "gemma_4", "mimo": "mimo",
-    "exaone": "exaone", "cohere": "cohere",
+    "exaone": "exaone", "cohere": "cohere", "minimax_m3": "minimax_m3",
 }
 
 
@@ -63,6 +63,7 @@ get_kimi_structural_tag = _builder("kimi", "Kimi-K2")
 get_kimi_k3_structural_tag = _builder("kimi_k3", "Kimi-K3")
 get_glm_4_7_structural_tag = _builder("glm_4_7", "GLM-4.5/4.6/4.7")
 get_minimax_structural_tag = _builder("minimax", "MiniMax-M2")
+get_minimax_m3_structural_tag = _builder("minimax_m3", "MiniMax-M3")
 get_harmony_structural_tag = _builder("harmony", "gpt-oss Harmony")
 get_mistral_structural_tag = _builder("mistral", "Mistral")
 get_gemma_4_structural_tag = _builder("gemma_4", "Gemma 4")

@@ -119,6 +119,9 @@ def _cohere_call(tool) -> TagFormat:
         end="</cofl:tool_call>")
 
 
+_M3 = "]<]minimax[>["     # MiniMax-M3's namespace marker, before every tag
+
+
 def _dsml(wrapper: str, space: str, style: str, source: str) -> ToolCallSyntax:
     """DeepSeek DSML (V3.2, V4, V4.1): ``wrapper`` names the calls section, ``space`` sits
     between the DSML marker and the tag names. The reference encoders put "\\n\\n" before the
@@ -254,6 +257,19 @@ TEXT_SYNTAXES: dict[str, ToolCallSyntax] = {
                        "}</tool_call>"),
         trigger="<tool_call>", text_excludes=("</tool_call>",),
         reasoning_excludes=("<tool_call>",)),
+    # MiniMax-M3 chat_template.jinja (its to_xml macro and tool_calls branch, as the M3 tool
+    # parsers of mlx_lm / vLLM-based servers quote it): ]<]minimax[>[<tool_call>\n, per call
+    # ]<]minimax[>[<invoke name="NAME"> + argument tags + ]<]minimax[>[</invoke>\n, then
+    # ]<]minimax[>[</tool_call>; the generation prompt ends with <mm:think> when thinking.
+    "minimax_m3": ToolCallSyntax(
+        source="MiniMaxAI/MiniMax-M3 chat_template.jinja (to_xml)",
+        call_tag=_call(lambda name: f'{_M3}<invoke name="{name}">', _styled_args("minimax_m3_xml"),
+                       f"{_M3}</invoke>\n"),
+        trigger=f"{_M3}<tool_call>", section=(f"{_M3}<tool_call>\n", "", f"{_M3}</tool_call>"),
+        think=("<mm:think>", "</mm:think>"), reasoning_prefilled=True,
+        text_excludes=(f"{_M3}</tool_call>", f"{_M3}<invoke", f"{_M3}</invoke>"),
+        reasoning_excludes=(f"{_M3}<tool_call>", f"{_M3}</tool_call>", f"{_M3}<invoke",
+                            f"{_M3}</invoke>")),
     # Cohere Command (the "cmd5" nested-XML template): as its response parser documents the
     # format (Cohere's cofl tool-call parsing, nested-xml module, and its test fixtures; the
     # template itself is not in the offline corpus): <|START_THINKING|>...<|END_THINKING|>,

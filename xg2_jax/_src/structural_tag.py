@@ -56,8 +56,8 @@ __all__ = [
     "format_from_dict",
 ]
 
-JSON_SCHEMA_STYLES = ("json", "gemma", "cohere_xml", "qwen_xml", "minimax_xml", "deepseek_xml",
-                      "deepseek_v4_1_xml", "glm_xml", "kimi_k3_xml")
+JSON_SCHEMA_STYLES = ("json", "gemma", "cohere_xml", "minimax_m3_xml", "qwen_xml", "minimax_xml",
+                      "deepseek_xml", "deepseek_v4_1_xml", "glm_xml", "kimi_k3_xml")
 
 
 # --------------------------------------------------------------------------------------------
@@ -176,7 +176,9 @@ class JSONSchemaFormat(_FormatBase):
         style: ``"json"`` (plain JSON), ``"gemma"`` (Gemma 4's tool-call arguments:
             ``{key:<|"|>text<|"|>,n:1}``, bare keys in the template's sorted order, raw strings
             between ``<|"|>`` delimiters), ``"cohere_xml"`` (Cohere's nested value nodes
-            ``<cofl:value name="k" type="raw|json|dict|list">v</cofl:value>``), or an XML
+            ``<cofl:value name="k" type="raw|json|dict|list">v</cofl:value>``),
+            ``"minimax_m3_xml"`` (MiniMax-M3's nested tags ``]<]minimax[>[<k>v]<]minimax[>[</k>``,
+            list items as ``<item>`` tags), or an XML
             parameter style of a model family:
             ``"qwen_xml"`` (``<parameter=k>v</parameter>``), ``"minimax_xml"``
             (``<parameter name="k">v</parameter>``), ``"deepseek_xml"`` (DSML

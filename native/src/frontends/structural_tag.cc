@@ -9,6 +9,7 @@
 #include "frontends/regex.h"
 #include "frontends/structural_tag_cohere.h"
 #include "frontends/structural_tag_gemma.h"
+#include "frontends/structural_tag_minimax_m3.h"
 #include "frontends/structural_tag_xml.h"
 #include "xg2/errors.h"
 
@@ -261,6 +262,10 @@ class Lowering {
     if (style == "cohere_xml") {
       CohereArgumentLowering cohere(&g_, o, fs.At("json_schema"), &warnings_);
       return cohere.Lower(schema);
+    }
+    if (style == "minimax_m3_xml") {
+      MiniMaxM3ArgumentLowering m3(&g_, o, fs.At("json_schema"), &warnings_);
+      return m3.Lower(schema);
     }
     XmlStyle xml;
     if (!ParseXmlStyle(style, &xml)) {

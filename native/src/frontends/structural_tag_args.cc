@@ -184,7 +184,7 @@ ExprId StyledArgumentLowering::JoinMembers(const std::vector<Member>& members, E
 
 ExprId StyledArgumentLowering::Items(const JsonValue& s, const std::string& path) {
   const JsonValue* items = s.Find("items");
-  ExprId item = items ? Value(*items, path + "/items", nullptr) : AnyValue(nullptr);
+  ExprId item = items ? Value(*items, path + "/items", ItemName()) : AnyValue(ItemName());
   auto count = [&](const char* key, int64_t fallback) {
     const JsonValue* v = s.Find(key);
     if (!v) return fallback;
@@ -249,7 +249,7 @@ ExprId StyledArgumentLowering::AnyValue(const std::string* name) {
   const JsonValue scalars = JsonValue::Object(
       {{"type",
         JsonValue::Array({JsonValue::String("number"), JsonValue::String("boolean"), JsonValue::String("null")})}});
-  ExprId item = AnyValue(nullptr);
+  ExprId item = AnyValue(ItemName());
   ExprId sep = ItemSeparator();
   ExprId items = g_->AddRepeat(
       g_->AddSequence({item, g_->AddRepeat(sep == kNoExpr ? item : g_->AddSequence({sep, item}), 0, kUnbounded)}), 0,

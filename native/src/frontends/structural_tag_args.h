@@ -1,5 +1,5 @@
 // The schema walk shared by the recursive tool-argument styles of structural-tag json_schema
-// formats (gemma, cohere_xml): $ref / const / enum / anyOf / type dispatch, object members
+// formats (gemma, cohere_xml, minimax_m3_xml): $ref / const / enum / anyOf / type dispatch, object members
 // with required and optional properties, arrays with item bounds, and scalars spelled as in
 // JSON (built by the JSON front end). A style says how each kind of value is written.
 #pragma once
@@ -45,7 +45,8 @@ class StyledArgumentLowering {
   virtual ExprId WriteMember(const std::string& key, const JsonValue& s, const std::string& path) = 0;
   // A member with a key the schema does not name (additionalProperties), or kNoExpr.
   virtual ExprId ExtraMember(const JsonValue* s, const std::string& path) = 0;
-  virtual ExprId ItemSeparator() = 0;  // between list items (kNoExpr: nothing)
+  virtual ExprId ItemSeparator() = 0;                        // between list items (kNoExpr: nothing)
+  virtual const std::string* ItemName() { return nullptr; }  // the name list items are written with
   // Properties in the order the style writes them.
   virtual std::vector<std::pair<std::string, const JsonValue*>> Ordered(const JsonValue& props);
 
