@@ -243,7 +243,7 @@ RENDERERS: dict[str, Renderer] = {
     "cohere": Renderer(lambda r: f"<|START_THINKING|>{r}<|END_THINKING|>", _cohere_calls,
                        "<|im_end|>", "qwen3", "</cofl:tool_calls>", "<cofl:tool_calls>",
                        think_marker="<|START_THINKING|>"),
-    "exaone": Renderer(_think_tags, _exaone_calls, "<|im_end|>", "qwen3", "</tool_call>",
+    "exaone": Renderer(lambda r: f"{r}\n</think>\n\n", _exaone_calls, "<|im_end|>", "qwen3", "</tool_call>",
                        "<tool_call>"),
     "kimi_k2": Renderer(lambda r: f"<think>{r}</think>", _kimi_calls, "<|im_end|>", "qwen3",
                         "<|tool_calls_section_end|>", "<|tool_calls_section_begin|>"),

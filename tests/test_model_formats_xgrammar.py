@@ -336,7 +336,7 @@ NEW_FORMAT_TURNS = {
                       "</｜DSML｜ invoke>\n</｜DSML｜ calls><|im_end|>"),
     "mimo": ("qwen3", "<think>\nhm\n</think>\nOK<tool_call><function=search><parameter=query>q"
              "</parameter></function></tool_call><|im_end|>"),
-    "exaone": ("qwen3", '<think>\nhm\n</think>\n\n<tool_call>{"name": "search", "arguments": '
+    "exaone": ("qwen3", 'hm\n</think>\n\n<tool_call>{"name": "search", "arguments": '
                '{"query": "q"}}</tool_call><|im_end|>'),
     "kimi_k3": ("qwen3", K3_THINK + K3_REPLY + _k3_tools(K3_CALLS) + K3_END + "<|im_end|>"),
     "minimax_m3": ("qwen3", f'hm</mm:think>Sure.{M3}<tool_call>\n{M3}<invoke name="search">{M3}<query>q{M3}</query>'

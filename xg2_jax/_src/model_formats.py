@@ -279,7 +279,7 @@ def get_model_structural_tag(
             for the others. Supported for qwen3, qwen3_coder, glm4 and gemma_4.
         reasoning_prefilled: the prompt already ends with the opening think tag, so the
             output starts inside the reasoning; ``None`` uses the model's chat-template default
-            (True for deepseek_r1/v3.1/v3.2/v4/v4.1 and minimax_m3, False otherwise).
+            (True for deepseek_r1/v3.1/v3.2/v4/v4.1, minimax_m3 and exaone, False otherwise).
 
     Returns:
         The :class:`StructuralTag`, ready for ``GrammarCompiler.compile_structural_tag``

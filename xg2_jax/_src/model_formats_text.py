@@ -247,15 +247,17 @@ TEXT_SYNTAXES: dict[str, ToolCallSyntax] = {
                        "</function></tool_call>"),
         trigger="<tool_call>", text_excludes=("</tool_call>", "<function="),
         reasoning_excludes=("<tool_call>", "</tool_call>", "<function=")),
-    # LG EXAONE 4.0 chat_template (https://huggingface.co/LGAI-EXAONE/EXAONE-4.0-32B; the full
-    # template as LG AI Research posted it in github.com/ggml-org/llama.cpp/pull/14630, its
-    # available_tools macro): one <tool_call>{"name": NAME, "arguments": {...}}</tool_call>
-    # per line; reasoning is <think>\n...\n</think>\n\n before the answer.
+    # LG EXAONE 4.0 chat_template (https://huggingface.co/LGAI-EXAONE/EXAONE-4.0-32B; quoted
+    # whole in the Exaone4Handler docstring of the Berkeley Function-Calling Leaderboard's
+    # bfcl_eval, and by LG AI Research in github.com/ggml-org/llama.cpp/pull/14630): calls are
+    # <tool_call>{"name": NAME, "arguments": ARGS|tojson}</tool_call> joined by "\n"; the
+    # generation prompt ends with "<think>\n" when thinking (else "<think>\n\n</think>\n\n"),
+    # and the model closes reasoning with "\n</think>\n\n".
     "exaone": ToolCallSyntax(
-        source="LGAI-EXAONE/EXAONE-4.0-32B chat_template (llama.cpp PR 14630)",
+        source="LGAI-EXAONE/EXAONE-4.0-32B chat_template (bfcl_eval Exaone4Handler; llama.cpp PR 14630)",
         call_tag=_call(lambda name: f'<tool_call>{{"name": "{name}", "arguments": ', _json_args,
                        "}</tool_call>"),
-        trigger="<tool_call>", text_excludes=("</tool_call>",),
+        trigger="<tool_call>", reasoning_prefilled=True, text_excludes=("</tool_call>",),
         reasoning_excludes=("<tool_call>",)),
     # MiniMax-M3 chat_template.jinja (its to_xml macro and tool_calls branch, as the M3 tool
     # parsers of mlx_lm / vLLM-based servers quote it): ]<]minimax[>[<tool_call>\n, per call
