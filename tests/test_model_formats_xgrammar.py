@@ -399,6 +399,19 @@ def test_exclude_special_tokens_false_allows_markers_in_text():
     on = _dict("qwen3", TOOLS, reasoning=False)
     off = _dict("qwen3", TOOLS, reasoning=False, exclude_special_tokens=False)
     assert on["format"]["excludes"] and off["format"]["excludes"] == []
+    gemma_on = list(_json_formats(_dict("gemma_4", TOOLS)))
+    gemma_off = list(_json_formats(_dict("gemma_4", TOOLS, exclude_special_tokens=False)))
+    assert all("<tool_call|>" in f["excludes"] for f in gemma_on)
+    assert all("excludes" not in f for f in gemma_off)
+
+
+def test_gemma_4_text_markers_keep_markers_out_of_strings(gpt2_compiler):
+    """token_markers=False: an argument string cannot hold <tool_call|> (it would end the call
+    for the engine's parser)."""
+    tag = xg.get_model_structural_tag("gemma_4", TOOLS, "required", "disabled", token_markers=False)
+    ok = '<|tool_call>call:search{query:<|"|>x<|"|>}<tool_call|>'
+    assert _complete(gpt2_compiler, tag, ok)
+    assert not _complete(gpt2_compiler, tag, ok.replace(">x<", "><tool_call|><"))
 
 
 def test_token_markers():
@@ -445,11 +458,41 @@ def test_json_schema_format_options(gpt2_compiler, fmt, accepted, rejected):
     assert not any(_complete(gpt2_compiler, tag, t) for t in rejected)
 
 
+EXCLUDES_SCHEMA = {"type": "object", "properties": {
+    "q": {"type": "string"}, "mode": {"enum": ["a<x>", "b"]}, "n": {"type": "integer"},
+    "tags": {"type": "array", "items": {"type": "string"}}, "bad<x>": {"type": "string"}}, "required": ["q"]}
+
+
+@pytest.mark.parametrize("style, text, ok", [
+    ("gemma", '{q:<|"|>fine<|"|>}', True),
+    ("gemma", '{q:<|"|>no <x> here<|"|>}', False),
+    ("gemma", '{q:<|"|>a<|"|>,tags:[<|"|>ok<|"|>,<|"|><x><|"|>]}', False),     # nested strings too
+    ("gemma", '{mode:<|"|>b<|"|>,q:<|"|>a<|"|>}', True),
+    ("gemma", '{mode:<|"|>a<x><|"|>,q:<|"|>a<|"|>}', False),                  # enum value removed
+    ("qwen_xml", "<parameter=q>fine</parameter>", True),
+    ("qwen_xml", "<parameter=q>no <x> here</parameter>", False),
+    ("qwen_xml", "<parameter=q>a</parameter><parameter=n>3</parameter>", True),
+])
+def test_json_schema_excludes(gpt2_compiler, style, text, ok):
+    schema = dict(EXCLUDES_SCHEMA)
+    if style != "gemma":      # JSON-valued string arrays cannot be filtered in the XML styles
+        schema["properties"] = {k: v for k, v in schema["properties"].items() if k != "tags"}
+    tag = xg.StructuralTag(format=xg.JSONSchemaFormat(json_schema=schema, style=style, excludes=["<x>"]))
+    assert _complete(gpt2_compiler, tag, text) == ok
+
+
 @pytest.mark.parametrize("fmt, match", [
     (xg.JSONSchemaFormat(json_schema={"type": "string"}, excludes=["<x>"]), "excludes"),
+    (xg.JSONSchemaFormat(json_schema={"type": "object", "properties": {"t": {"type": "array"}}},
+                         style="qwen_xml", excludes=["<x>"]), "JSON-valued"),
+    (xg.JSONSchemaFormat(json_schema={"type": "object", "properties": {"t": {"type": "string"}}},
+                         style="qwen_xml", excludes=[" x"]), "whitespace"),
+    (xg.JSONSchemaFormat(json_schema={"type": "object", "properties": {"x": {"type": "string"}},
+                                      "required": ["x"]}, style="gemma", excludes=["x"]), "excluded"),
     (xg.AnyTextFormat(max_tokens=8), "max_tokens"),
 ])
 def test_options_without_native_support_raise(gpt2_compiler, fmt, match):
     with pytest.raises(xg.StructuralTagError, match=match):
         gpt2_compiler.compile_structural_tag(xg.StructuralTag(format=fmt))
-    assert json.loads(fmt.to_json())[match]
+    data = json.loads(fmt.to_json())
+    assert data.get("excludes") or data.get("max_tokens")       # the field reaches the compiler

@@ -269,7 +269,7 @@ def get_model_structural_tag(
             ignored.
         any_order: tool arguments' properties may come in any order.
         exclude_special_tokens: keep the model's markers (think tags, call markers) out of
-            free text and reasoning (``False``: allow them as text).
+            free text, reasoning and (gemma_4) argument strings (``False``: allow them as text).
         max_whitespace_cnt: at most this many consecutive whitespace characters in tool
             arguments (None: no limit).
         parallel_tool_calls: ``False`` allows at most one call (stop after the first).
@@ -305,7 +305,8 @@ def get_model_structural_tag(
         raise ValueError(f"parallel_tool_calls must be a bool, got {parallel_tool_calls!r}")
     fmt = _turn_format(key, callable_tools, mode, think, parallel_tool_calls,
                        reasoning_prefilled, bool(exclude_special_tokens))
-    fmt = with_json_options(fmt, any_order=bool(any_order), max_whitespace_cnt=max_whitespace_cnt)
+    fmt = with_json_options(fmt, any_order=bool(any_order), max_whitespace_cnt=max_whitespace_cnt,
+                            keep_excludes=bool(exclude_special_tokens))
     if markers:
         fmt = bind_marker_tokens(fmt, markers)
     return StructuralTag(format=fmt)

@@ -35,15 +35,18 @@ __all__ = ["bind_marker_tokens", "with_json_options"]
 _CONTAINERS = (OptionalFormat, StarFormat, PlusFormat)
 
 
-def with_json_options(fmt, *, any_order: bool, max_whitespace_cnt: int | None):
+def with_json_options(fmt, *, any_order: bool, max_whitespace_cnt: int | None,
+                      keep_excludes: bool = True):
     """``fmt`` with ``any_order`` and ``max_whitespace_cnt`` set on every
-    :class:`JSONSchemaFormat` in it (other nodes are copied only where a child changed)."""
-    if not any_order and max_whitespace_cnt is None:
+    :class:`JSONSchemaFormat` in it, and their ``excludes`` dropped unless ``keep_excludes``."""
+    if not any_order and max_whitespace_cnt is None and keep_excludes:
         return fmt
     if isinstance(fmt, JSONSchemaFormat):
-        return dataclasses.replace(fmt, any_order=any_order, max_whitespace_cnt=max_whitespace_cnt)
+        return dataclasses.replace(fmt, any_order=any_order, max_whitespace_cnt=max_whitespace_cnt,
+                                   excludes=fmt.excludes if keep_excludes else ())
     return _map_children(fmt, lambda child: with_json_options(
-        child, any_order=any_order, max_whitespace_cnt=max_whitespace_cnt))
+        child, any_order=any_order, max_whitespace_cnt=max_whitespace_cnt,
+        keep_excludes=keep_excludes))
 
 
 def _map_children(fmt, fn):

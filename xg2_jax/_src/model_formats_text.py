@@ -119,6 +119,12 @@ def _cohere_call(tool) -> TagFormat:
         end="</cofl:tool_call>")
 
 
+def _gemma_args(tool) -> JSONSchemaFormat:
+    # No marker inside a string or key: a <tool_call|> in a value would end the call for the
+    # engine's parser. (With the markers bound as tokens, text cannot hold them anyway.)
+    return JSONSchemaFormat(json_schema=tool.parameters, style="gemma", excludes=_GEMMA_MARKERS)
+
+
 _M3 = "]<]minimax[>["     # MiniMax-M3's namespace marker, before every tag
 
 
@@ -231,8 +237,7 @@ TEXT_SYNTAXES: dict[str, ToolCallSyntax] = {
     "gemma_4": ToolCallSyntax(
         source="https://ai.google.dev/gemma/docs/core/prompt-formatting-gemma4; "
                "google/gemma-4-31B-it chat_template.jinja",
-        call_tag=_call(lambda name: f"<|tool_call>call:{name}", _styled_args("gemma"),
-                       "<tool_call|>"),
+        call_tag=_call(lambda name: f"<|tool_call>call:{name}", _gemma_args, "<tool_call|>"),
         trigger="<|tool_call>", think=("<|channel>thought\n", "<channel|>"),
         text_excludes=("<|channel>", "<tool_call|>"),
         reasoning_excludes=("<|channel>", "<|tool_call>", "<tool_call|>"),

@@ -247,8 +247,10 @@ class Lowering {
     if (!schema.is_object() && !schema.is_bool()) Fail(fs.At("json_schema"), "must be a JSON Schema object or boolean");
     std::string style = "json";
     if (fs.Get("style")) style = fs.String("style");
-    if (!fs.Strings("excludes").empty()) {
-      Fail(fs.At("excludes"), "excluded substrings inside JSON values are not supported");
+    std::vector<std::string> excludes = fs.Strings("excludes");
+    if (!excludes.empty() && (style == "json" || style == "cohere_xml" || style == "minimax_m3_xml")) {
+      Fail(fs.At("excludes"), "excluded substrings are not supported for the " + style +
+                                  " style (they are for gemma and the parameter XML styles)");
     }
     JsonSchemaOptions o;
     o.any_order = fs.Bool("any_order", false);
@@ -257,6 +259,7 @@ class Lowering {
     if (style == "json") return ImportSchema(schema, o, fs.At("json_schema"));
     if (style == "gemma") {
       GemmaArgumentLowering gemma(&g_, GemmaStringDelimiter(), o, fs.At("json_schema"), &warnings_);
+      gemma.set_excludes(std::move(excludes));
       return gemma.Lower(schema);
     }
     if (style == "cohere_xml") {
@@ -273,7 +276,7 @@ class Lowering {
                                "' (json, gemma, cohere_xml, qwen_xml, minimax_xml, deepseek_xml, deepseek_v4_1_xml, "
                                "glm_xml, kimi_k3_xml)");
     }
-    XmlParameterLowering lowering(&g_, xml, o, fs.At("json_schema"), &warnings_);
+    XmlParameterLowering lowering(&g_, xml, o, fs.At("json_schema"), &warnings_, std::move(excludes));
     return lowering.Lower(schema);
   }
 

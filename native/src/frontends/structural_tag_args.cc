@@ -26,6 +26,13 @@ void StyledArgumentLowering::Fail(const std::string& path, const std::string& re
   throw Error(ErrorKind::kStructuralTag, path + ": " + reason);
 }
 
+bool StyledArgumentLowering::Excluded(const std::string& text) const {
+  for (const std::string& e : excludes_) {
+    if (text.find(e) != std::string::npos) return true;
+  }
+  return false;
+}
+
 // The schema's "type" as a list of names (empty: no "type").
 static std::vector<std::string> Types(const JsonValue& s) {
   const JsonValue* t = s.Find("type");
@@ -88,7 +95,10 @@ ExprId StyledArgumentLowering::Value(const JsonValue& s, const std::string& path
     if (key == "enum" && (!v->is_array() || v->items().empty())) Fail(path + "/enum", "must be a non-empty list");
     const std::vector<JsonValue> values = key == "const" ? std::vector<JsonValue>{*v} : v->items();
     std::vector<ExprId> alts;
-    for (const JsonValue& value : values) alts.push_back(Literal(value, name, path + "/" + key));
+    for (const JsonValue& value : values) {
+      if (!(value.is_string() && Excluded(value.as_string()))) alts.push_back(Literal(value, name, path + "/" + key));
+    }
+    if (alts.empty()) Fail(path + "/" + key, "every value contains an excluded substring");
     return alts.size() == 1 ? alts[0] : g_->AddChoice(std::move(alts));
   }
   if (const JsonValue* any = s.Find("anyOf")) {
@@ -147,6 +157,10 @@ std::vector<StyledArgumentLowering::Member> StyledArgumentLowering::Members(cons
   if (!props) return out;
   for (const auto& [key, prop] : Ordered(*props)) {
     std::string p = path + "/properties/" + JsonPointerEscape(key);
+    if (Excluded(key)) {  // a name that cannot be written: only an optional property may go
+      if (required.count(key)) Fail(p, "the required property name contains an excluded substring");
+      continue;
+    }
     out.push_back({key, WriteMember(key, *prop, p), required.count(key) > 0});
   }
   return out;
@@ -264,6 +278,7 @@ ExprId StyledArgumentLowering::RawTextUntil(const std::string& end) {
   if (auto it = raw_texts_.find(end); it != raw_texts_.end()) return g_->AddRuleRef(it->second);
   TagDispatchSpec text;
   text.ends = {end};
+  text.excludes = excludes_;
   text.plain_end = false;
   RuleId rule = g_->DeclareRule(style_ + "_raw_text");
   g_->SetRuleBody(rule, g_->AddTagDispatch(std::move(text), {}));

@@ -24,6 +24,8 @@ class StyledArgumentLowering {
 
   // The whole argument object of a tool (its schema must describe an object).
   ExprId Lower(const JsonValue& schema);
+  // Substrings no string value or property name may contain (JSONSchemaFormat.excludes).
+  void set_excludes(std::vector<std::string> excludes) { excludes_ = std::move(excludes); }
 
  protected:
   struct Member {
@@ -57,12 +59,14 @@ class StyledArgumentLowering {
   ExprId AnyValue(const std::string* name);
   ExprId RawTextUntil(const std::string& end);
   [[noreturn]] void Fail(const std::string& path, const std::string& reason) const;
+  bool Excluded(const std::string& text) const;  // contains an excluded substring
 
   Grammar* g_;
   std::string style_;
   JsonSchemaOptions options_;
   std::string path_;
   std::vector<std::string>* warnings_;
+  std::vector<std::string> excludes_;
 
  private:
   std::vector<Member> Members(const JsonValue& s, const std::string& path);

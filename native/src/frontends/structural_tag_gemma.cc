@@ -80,6 +80,11 @@ std::string GemmaArgumentLowering::Serialize(const JsonValue& v, const std::stri
 }
 
 ExprId GemmaArgumentLowering::Identifier() {
+  // Excluded substrings made of identifier characters only could occur in a free key.
+  for (const std::string& e : excludes_) {
+    if (IsIdentifier(e) || std::all_of(e.begin(), e.end(), [](char c) { return std::isdigit(c); }))
+      Fail(path_, "excluded substring '" + e + "' could occur in a free (additionalProperties) key");
+  }
   return g_->AddSequence(
       {g_->AddCharClass({{'a', 'z'}, {'A', 'Z'}, {'_', '_'}}, false),
        g_->AddRepeat(g_->AddCharClass({{'a', 'z'}, {'A', 'Z'}, {'0', '9'}, {'_', '_'}}, false), 0, kUnbounded)});

@@ -1,5 +1,6 @@
 #include "frontends/structural_tag_xml.h"
 
+#include <cctype>
 #include <set>
 
 #include "xg2/errors.h"
@@ -68,6 +69,21 @@ std::string KimiK3Type(const JsonValue& prop, const std::string& path) {
   Fail(path + "/type", "unknown type '" + t + "'");
 }
 
+// A schema whose values are numbers, booleans or null only (no string can occur in them).
+bool ScalarOnly(const JsonValue& s) {
+  const JsonValue* type = s.is_object() ? s.Find("type") : nullptr;
+  if (!type || s.Find("$ref") || s.Find("anyOf") || s.Find("oneOf") || s.Find("allOf") || s.Find("enum") ||
+      s.Find("const"))
+    return false;
+  std::vector<JsonValue> types = type->is_array() ? type->items() : std::vector<JsonValue>{*type};
+  for (const JsonValue& t : types) {
+    if (!t.is_string()) return false;
+    const std::string& name = t.as_string();
+    if (name != "integer" && name != "number" && name != "boolean" && name != "null") return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool ParseXmlStyle(const std::string& name, XmlStyle* style) {
@@ -89,7 +105,15 @@ bool ParseXmlStyle(const std::string& name, XmlStyle* style) {
 }
 
 ExprId XmlParameterLowering::Whitespace() {
-  return g_->AddRepeat(g_->AddCharClass({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'}, {'\r', '\r'}}, false), 0, kUnbounded);
+  return g_->AddRepeat(g_->AddCharClass({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'}, {'\r', '\r'}}, false), 0,
+                       options_.max_whitespace_cnt < 0 ? kUnbounded : options_.max_whitespace_cnt);
+}
+
+bool XmlParameterLowering::Excluded(const std::string& text) const {
+  for (const std::string& e : excludes_) {
+    if (text.find(e) != std::string::npos) return true;
+  }
+  return false;
 }
 
 ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
@@ -118,9 +142,19 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
       must.insert(r.as_string());
     }
   }
+  for (const std::string& e : excludes_) {
+    if (std::isspace(static_cast<unsigned char>(e.front())) || std::isspace(static_cast<unsigned char>(e.back())))
+      Fail(path_, "XML argument styles cannot exclude '" + e + "': it starts or ends with whitespace");
+  }
   std::vector<ExprId> parts{Whitespace()};
   if (props) {
     for (const auto& [name, prop] : props->members()) {
+      if (Excluded(name)) {  // a name that cannot be written: only an optional parameter may go
+        if (must.count(name))
+          Fail(path_ + "/properties/" + JsonPointerEscape(name),
+               "the required parameter name contains an excluded substring");
+        continue;
+      }
       ExprId p = g_->AddSequence({Parameter(name, prop, schema), Whitespace()});
       parts.push_back(must.count(name) ? p : g_->AddRepeat(p, 0, 1));
     }
@@ -205,6 +239,7 @@ ExprId XmlParameterLowering::Parameter(const std::string& name, const JsonValue&
   if (plain) {  // raw text up to the first end string
     TagDispatchSpec text;
     text.ends = {end};
+    text.excludes = excludes_;
     text.plain_end = false;
     // A rule of its own: identical ones (every string parameter) merge into one, whose masks
     // are then built once.
@@ -215,13 +250,18 @@ ExprId XmlParameterLowering::Parameter(const std::string& name, const JsonValue&
   }
   if (fixed) {
     std::vector<ExprId> alts;
-    for (const auto& c : choices) alts.push_back(c.empty() ? g_->AddEmpty() : g_->AddBytes(c));
+    for (const auto& c : choices) {
+      if (!Excluded(c)) alts.push_back(c.empty() ? g_->AddEmpty() : g_->AddBytes(c));
+    }
+    if (alts.empty()) Fail(path, "every value contains an excluded substring");
     // Qwen's template puts the value on its own line.
     ExprId nl = g_->AddRepeat(g_->AddBytes("\n"), 0, 1);
     seq.push_back(nl);
     seq.push_back(g_->AddChoice(std::move(alts)));
     seq.push_back(g_->AddRepeat(g_->AddBytes("\n"), 0, 1));
   } else {
+    if (!excludes_.empty() && !ScalarOnly(prop))
+      Fail(path, "excluded substrings cannot reach a JSON-valued argument that may hold strings");
     seq.push_back(Whitespace());
     seq.push_back(JsonValueOf(prop, root, path));
     seq.push_back(Whitespace());

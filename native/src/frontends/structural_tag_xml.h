@@ -21,9 +21,15 @@ bool ParseXmlStyle(const std::string& name, XmlStyle* style);
 class XmlParameterLowering {
  public:
   // path: the structural-tag path of the json_schema field (for errors).
+  // excludes: substrings no raw string value or parameter name may contain.
   XmlParameterLowering(Grammar* g, XmlStyle style, JsonSchemaOptions options, std::string path,
-                       std::vector<std::string>* warnings)
-      : g_(g), style_(style), options_(std::move(options)), path_(std::move(path)), warnings_(warnings) {}
+                       std::vector<std::string>* warnings, std::vector<std::string> excludes = {})
+      : g_(g),
+        style_(style),
+        options_(std::move(options)),
+        path_(std::move(path)),
+        warnings_(warnings),
+        excludes_(std::move(excludes)) {}
 
   // The parameters of an object schema, in declaration order (optional ones may be left
   // out), separated by optional whitespace.
@@ -33,12 +39,14 @@ class XmlParameterLowering {
   ExprId Parameter(const std::string& name, const JsonValue& prop, const JsonValue& root);
   ExprId JsonValueOf(const JsonValue& prop, const JsonValue& root, const std::string& path);
   ExprId Whitespace();
+  bool Excluded(const std::string& text) const;
 
   Grammar* g_;
   XmlStyle style_;
   JsonSchemaOptions options_;
   std::string path_;
   std::vector<std::string>* warnings_;
+  std::vector<std::string> excludes_;
   int imports_ = 0;
 };
 
