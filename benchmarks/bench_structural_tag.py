@@ -31,7 +31,6 @@ only xgrammar rows are printed. xgrammar needs torch: run with the peers venv, e
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
