@@ -167,6 +167,23 @@ def test_gemma_style_refuses_what_it_cannot_keep(gpt2_compiler, schema, match):
         gpt2_compiler.compile_structural_tag(_gemma_tag(schema))
 
 
+@pytest.mark.parametrize("value, ok", [
+    ('{code:<|"|>ABC<|"|>,day:<|"|>2024-02-29<|"|>}', True),
+    ('{code:<|"|>ABCD<|"|>,day:<|"|>2024-02-29<|"|>}', False),
+    ('{code:<|"|>ABC<|"|>,day:<|"|>tomorrow<|"|>}', False),
+])
+def test_gemma_style_pattern_and_format_with_the_delimiter_token(vocab, value, ok):
+    """With <|"|> a special token (Gemma's vocabulary) no pattern can run past the string, so
+    pattern and format are kept; on a vocabulary without it they are refused (see above)."""
+    v = vocab("gemma4")
+    schema = {"type": "object", "properties": {"code": {"type": "string", "pattern": "^[A-Z]{3}$"},
+                                               "day": {"type": "string", "format": "date"}},
+              "required": ["code", "day"]}
+    tool = [{"type": "function", "function": {"name": "f", "parameters": schema}}]
+    tag = xg.get_model_structural_tag("gemma_4", tool, "required", "disabled")
+    assert v.run(tag, f"<|tool_call>call:f{value}<tool_call|>", eos=106) == ok
+
+
 def test_gemma_style_recursive_ref(gpt2_compiler):
     tree = {"type": "object", "$defs": {"node": {"type": "object", "properties": {
         "kids": {"type": "array", "items": {"$ref": "#/$defs/node"}}, "v": {"type": "integer"}}}},

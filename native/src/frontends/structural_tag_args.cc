@@ -2,6 +2,8 @@
 
 #include <set>
 
+#include "frontends/json_schema_internal.h"
+#include "frontends/regex.h"
 #include "xg2/errors.h"
 
 namespace xg2 {
@@ -52,7 +54,7 @@ void StyledArgumentLowering::CheckKeywords(const JsonValue& s, const std::vector
   for (const std::string& t : types) {
     if (t == "object") handled.insert({"properties", "required", "additionalProperties"});
     if (t == "array") handled.insert({"items", "minItems", "maxItems"});
-    if (t == "string") handled.insert({"minLength", "maxLength"});
+    if (t == "string") handled.insert({"minLength", "maxLength", "pattern", "format"});
     if (t == "integer" || t == "number") handled.insert(NumberKeywords().begin(), NumberKeywords().end());
   }
   for (const auto& [k, v] : s.members()) {
@@ -125,13 +127,45 @@ ExprId StyledArgumentLowering::Value(const JsonValue& s, const std::string& path
     else if (t == "string") {
       if (s.Find("minLength") || s.Find("maxLength"))
         warnings_->push_back(path + ": minLength/maxLength are not enforced in the " + style_ + " style");
-      alts.push_back(String(name));
+      ExprId content = StringContent(s, path);
+      alts.push_back(content == kNoExpr ? String(name) : ConstrainedString(content, name, path));
     } else if (t == "integer" || t == "number" || t == "boolean" || t == "null")
       alts.push_back(Scalar(JsonScalar(s, path), name));
     else
       Fail(path + "/type", "unknown type '" + t + "'");
   }
   return alts.size() == 1 ? alts[0] : g_->AddChoice(std::move(alts));
+}
+
+// The raw text a `pattern` (JSON Schema search semantics) or `format` allows, or kNoExpr.
+ExprId StyledArgumentLowering::StringContent(const JsonValue& s, const std::string& path) {
+  const JsonValue* pattern = s.Find("pattern");
+  const JsonValue* format = s.Find("format");
+  if (pattern && format) Fail(path, "'pattern' with 'format' is not supported by the " + style_ + " style");
+  if (pattern) {
+    if (!pattern->is_string()) Fail(path + "/pattern", "must be a string");
+    RegexOptions options;
+    options.search_semantics = true;
+    try {
+      return RegexToExpr(g_, pattern->as_string(), options);
+    } catch (const Error& e) {
+      Fail(path + "/pattern", e.what());
+    }
+  }
+  if (format) {
+    if (!format->is_string()) Fail(path + "/format", "must be a string");
+    try {
+      return jsonschema::FormatContentExpr(g_, format->as_string());
+    } catch (const jsonschema::UnsupportedKeyword&) {
+      Fail(path + "/format", "format '" + format->as_string() + "' is not supported");
+    }
+  }
+  return kNoExpr;
+}
+
+ExprId StyledArgumentLowering::ConstrainedString(ExprId, const std::string*, const std::string& path) {
+  Fail(path, "'pattern' and 'format' strings are not supported by the " + style_ +
+                 " style (a pattern could also match the end of the value)");
 }
 
 std::vector<std::pair<std::string, const JsonValue*>> StyledArgumentLowering::Ordered(const JsonValue& props) {

@@ -42,6 +42,9 @@ class StyledArgumentLowering {
   virtual ExprId Object(std::vector<Member> members, ExprId extra, const std::string* name) = 0;
   virtual ExprId Array(ExprId items, const std::string* name) = 0;  // items: the list's inside
   virtual ExprId String(const std::string* name) = 0;
+  // A string whose raw text matches `content` (a pattern or format); styles whose string end
+  // a pattern could also match refuse it.
+  virtual ExprId ConstrainedString(ExprId content, const std::string* name, const std::string& path);
   virtual ExprId Scalar(ExprId json, const std::string* name) = 0;  // json: number/bool/null text
   virtual ExprId Literal(const JsonValue& v, const std::string* name, const std::string& path) = 0;
   virtual ExprId WriteMember(const std::string& key, const JsonValue& s, const std::string& path) = 0;
@@ -73,6 +76,7 @@ class StyledArgumentLowering {
   ExprId MembersOf(const JsonValue& s, const std::string& path, const std::string* name, bool root);
   ExprId Items(const JsonValue& s, const std::string& path);
   ExprId Ref(const std::string& ref, const std::string& path, const std::string* name);
+  ExprId StringContent(const JsonValue& s, const std::string& path);
   void CheckKeywords(const JsonValue& s, const std::vector<std::string>& types, const std::string& path,
                      const std::set<std::string>& also = {}) const;
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 
+#include "xg2/tokenizer.h"
+
 namespace xg2 {
 namespace {
 
@@ -42,6 +44,14 @@ ExprId GemmaArgumentLowering::Array(ExprId items, const std::string*) {
 
 ExprId GemmaArgumentLowering::String(const std::string*) {
   return g_->AddSequence({g_->AddBytes(delimiter_), RawTextUntil(delimiter_)});
+}
+
+// Only with <|"|> as its special token can no pattern run past the end of the string (text
+// never holds the token).
+ExprId GemmaArgumentLowering::ConstrainedString(ExprId content, const std::string* name, const std::string& path) {
+  if (delimiter_.empty() || static_cast<uint8_t>(delimiter_[0]) != kVirtualTokenLead)
+    return StyledArgumentLowering::ConstrainedString(content, name, path);
+  return g_->AddSequence({g_->AddBytes(delimiter_), content, g_->AddBytes(delimiter_)});
 }
 
 ExprId GemmaArgumentLowering::Scalar(ExprId json, const std::string*) { return json; }

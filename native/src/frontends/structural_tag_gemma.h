@@ -28,6 +28,7 @@ class GemmaArgumentLowering : public StyledArgumentLowering {
   ExprId Object(std::vector<Member> members, ExprId extra, const std::string* name) override;
   ExprId Array(ExprId items, const std::string* name) override;
   ExprId String(const std::string* name) override;
+  ExprId ConstrainedString(ExprId content, const std::string* name, const std::string& path) override;
   ExprId Scalar(ExprId json, const std::string* name) override;
   ExprId Literal(const JsonValue& v, const std::string* name, const std::string& path) override;
   ExprId WriteMember(const std::string& key, const JsonValue& s, const std::string& path) override;
