@@ -513,3 +513,29 @@ def test_options_without_native_support_raise(gpt2_compiler, fmt, match):
         gpt2_compiler.compile_structural_tag(xg.StructuralTag(format=fmt))
     data = json.loads(fmt.to_json())
     assert data.get("excludes") or data.get("max_tokens")       # the field reaches the compiler
+
+
+def _allowed(mode, *names):
+    return {"type": "allowed_tools", "allowed_tools": {"mode": mode, "tools": [
+        {"type": "function", "function": {"name": n}} for n in names]}}
+
+
+@pytest.mark.parametrize("choice, same_as", [
+    (_allowed("auto", "search"), {"tool_choice": "auto", "tools": [TOOLS[1]]}),
+    (_allowed("required", "search", "get_weather"), {"tool_choice": "required", "tools": TOOLS}),
+    (_allowed("auto"), {"tool_choice": "none", "tools": TOOLS}),
+])
+def test_allowed_tools_choice(choice, same_as):
+    assert _dict("qwen3", TOOLS, choice) == _dict("qwen3", same_as["tools"], same_as["tool_choice"])
+
+
+@pytest.mark.parametrize("choice, match", [
+    (_allowed("auto", "fly"), "fly"),
+    (_allowed("required"), "at least one"),
+    (_allowed("sometimes", "search"), "mode"),
+    ({"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [{"type": "web_search"}]}},
+     "function references"),
+])
+def test_allowed_tools_errors(choice, match):
+    with pytest.raises(ValueError, match=match):
+        xg.get_model_structural_tag("qwen3", TOOLS, choice)

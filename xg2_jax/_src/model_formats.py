@@ -105,8 +105,9 @@ def resolve_tool_choice(tools: list[FunctionTool], tool_choice: Any) -> tuple[li
 
     Args:
         tools: the normalized tools.
-        tool_choice: ``"auto"``, ``"required"``, ``"none"`` or
-            ``{"type": "function", "function": {"name": NAME}}``.
+        tool_choice: ``"auto"``, ``"required"``, ``"none"``,
+            ``{"type": "function", "function": {"name": NAME}}`` or OpenAI's
+            ``{"type": "allowed_tools", "allowed_tools": {"mode": ..., "tools": [...]}}``.
 
     Returns:
         ``(callable tools, mode)`` where mode is ``"auto"``, ``"required"`` or ``"none"``; a
@@ -118,19 +119,16 @@ def resolve_tool_choice(tools: list[FunctionTool], tool_choice: Any) -> tuple[li
     """
     if tool_choice is None:
         tool_choice = "auto"
+    if isinstance(tool_choice, dict) and tool_choice.get("type") == "allowed_tools":
+        return _allowed_tools(tools, tool_choice)
     if isinstance(tool_choice, dict):
         function = tool_choice.get("function")
         if tool_choice.get("type") != "function" or not isinstance(function, dict) \
                 or not isinstance(function.get("name"), str):
-            raise ValueError("tool_choice must be 'auto', 'required', 'none' or "
-                             "{'type': 'function', 'function': {'name': ...}}, got "
-                             f"{tool_choice!r}")
-        name = function["name"]
-        chosen = [t for t in tools if t.name == name]
-        if not chosen:
-            known = ", ".join(t.name for t in tools) or "none"
-            raise ValueError(f"tool_choice names unknown tool {name!r} (tools: {known})")
-        return chosen, "required"
+            raise ValueError("tool_choice must be 'auto', 'required', 'none', "
+                             "{'type': 'function', 'function': {'name': ...}} or "
+                             f"{{'type': 'allowed_tools', ...}}, got {tool_choice!r}")
+        return _named(tools, function["name"]), "required"
     if tool_choice not in ("auto", "required", "none"):
         raise ValueError(f"unknown tool_choice {tool_choice!r}; expected 'auto', 'required', "
                          "'none' or a {'type': 'function', ...} object")
@@ -139,6 +137,37 @@ def resolve_tool_choice(tools: list[FunctionTool], tool_choice: Any) -> tuple[li
     if tool_choice == "none":
         return [], "none"
     return tools, tool_choice
+
+
+def _named(tools: list[FunctionTool], name: str) -> list[FunctionTool]:
+    chosen = [t for t in tools if t.name == name]
+    if not chosen:
+        known = ", ".join(t.name for t in tools) or "none"
+        raise ValueError(f"tool_choice names unknown tool {name!r} (tools: {known})")
+    return chosen
+
+
+def _allowed_tools(tools: list[FunctionTool], tool_choice: dict) -> tuple[list[FunctionTool], str]:
+    """OpenAI's ``{"type": "allowed_tools", "allowed_tools": {"mode": "auto" | "required",
+    "tools": [{"type": "function", "function": {"name": ...}}, ...]}}``."""
+    allowed = tool_choice.get("allowed_tools")
+    refs = allowed.get("tools") if isinstance(allowed, dict) else None
+    mode = allowed.get("mode", "auto") if isinstance(allowed, dict) else None
+    if mode not in ("auto", "required") or not isinstance(refs, list):
+        raise ValueError("tool_choice 'allowed_tools' needs {'mode': 'auto' | 'required', "
+                         f"'tools': [...]}}, got {tool_choice!r}")
+    names = set()
+    for ref in refs:
+        function = ref.get("function") if isinstance(ref, dict) else None
+        if not isinstance(ref, dict) or ref.get("type") != "function" or not isinstance(
+                function, dict) or not isinstance(function.get("name"), str):
+            raise ValueError(f"allowed_tools: only function references are supported, got {ref!r}")
+        _named(tools, function["name"])
+        names.add(function["name"])
+    chosen = [t for t in tools if t.name in names]
+    if mode == "required" and not chosen:
+        raise ValueError("tool_choice 'allowed_tools' with mode 'required' needs at least one tool")
+    return chosen, mode if chosen else "none"
 
 
 def reasoning_mode(reasoning: ReasoningMode) -> str:
@@ -261,7 +290,9 @@ def get_model_structural_tag(
             "parameters"}}]``.
         tool_choice: ``"auto"`` (text and any number of calls; ``None`` too), ``"required"``
             (at least one call), ``"none"`` (text only; the tool-call marker is forbidden),
-            or ``{"type": "function", "function": {"name": NAME}}`` (calls to NAME only).
+            ``{"type": "function", "function": {"name": NAME}}`` (calls to NAME only), or
+            ``{"type": "allowed_tools", "allowed_tools": {"mode": "auto" | "required",
+            "tools": [function references]}}`` (those tools only, in that mode).
         reasoning: for models that think: ``"enabled"``/``True`` (the turn starts with a
             reasoning block), ``"auto"`` (the block may be left out), ``"disabled"``/``False``
             (no block; the think markers are forbidden). Ignored by llama3 and mistral.
