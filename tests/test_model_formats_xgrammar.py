@@ -539,3 +539,28 @@ def test_allowed_tools_choice(choice, same_as):
 def test_allowed_tools_errors(choice, match):
     with pytest.raises(ValueError, match=match):
         xg.get_model_structural_tag("qwen3", TOOLS, choice)
+
+
+ORDER_SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"},
+                                                 "c": {"type": "string"}}, "required": ["a", "b"]}
+
+
+@pytest.mark.parametrize("style, in_order, reordered, repeated", [
+    ("qwen_xml", "<parameter=a>x</parameter><parameter=b>1</parameter>",
+     "<parameter=c>z</parameter><parameter=b>1</parameter><parameter=a>x</parameter>",
+     "<parameter=b>1</parameter><parameter=a>x</parameter><parameter=b>2</parameter>"),
+    ("gemma", '{a:<|"|>x<|"|>,b:1}', '{c:<|"|>z<|"|>,b:1,a:<|"|>x<|"|>}', '{b:1,a:<|"|>x<|"|>,b:2}'),
+    ("cohere_xml", '<cofl:value name="a" type="raw">x</cofl:value><cofl:value name="b" type="json">1</cofl:value>',
+     '<cofl:value name="b" type="json">1</cofl:value><cofl:value name="a" type="raw">x</cofl:value>',
+     '<cofl:value name="b" type="json">1</cofl:value><cofl:value name="a" type="raw">x</cofl:value>'
+     '<cofl:value name="b" type="json">2</cofl:value>'),
+])
+def test_any_order_in_argument_styles(gpt2_compiler, style, in_order, reordered, repeated):
+    """any_order: any order, required members still exactly once (stricter than xgrammar 0.2.9,
+    which drops presence and uniqueness)."""
+    def tag(any_order):
+        return xg.StructuralTag(format=xg.JSONSchemaFormat(json_schema=ORDER_SCHEMA, style=style,
+                                                           any_order=any_order))
+    assert _complete(gpt2_compiler, tag(False), in_order) and not _complete(gpt2_compiler, tag(False), reordered)
+    assert _complete(gpt2_compiler, tag(True), in_order) and _complete(gpt2_compiler, tag(True), reordered)
+    assert not _complete(gpt2_compiler, tag(True), repeated)

@@ -212,9 +212,11 @@ ExprId StyledArgumentLowering::MembersOf(const JsonValue& s, const std::string& 
   return root ? Arguments(std::move(members), more) : Object(std::move(members), more, name);
 }
 
-// Built back to front: after[i][w] is the text from member i on, where w says whether a
-// member was written before (so a separator is due).
 ExprId StyledArgumentLowering::JoinMembers(const std::vector<Member>& members, ExprId extra, ExprId separator) {
+  if (options_.any_order && (members.size() > 1 || (extra != kNoExpr && !members.empty())))
+    return AnyOrderMembers(members, extra, separator);
+  // Built back to front: `written` is the text from member i on after a member was written (a
+  // separator is due), `fresh` the same before any member.
   auto sep = [&](ExprId e) { return separator == kNoExpr ? e : g_->AddSequence({separator, e}); };
   ExprId written = g_->AddEmpty(), fresh = g_->AddEmpty();
   if (extra != kNoExpr) {
@@ -228,6 +230,25 @@ ExprId StyledArgumentLowering::JoinMembers(const std::vector<Member>& members, E
     fresh = members[i].required ? with_fresh : g_->AddChoice({with_fresh, fresh});
   }
   return fresh;
+}
+
+// any_order: one AnyOrder node (required members exactly once, optional ones at most once,
+// extra ones any number of times, in any order); the parser keeps the set written so far.
+ExprId StyledArgumentLowering::AnyOrderMembers(const std::vector<Member>& members, ExprId extra, ExprId separator) {
+  std::vector<ExprId> children{separator == kNoExpr ? g_->AddEmpty() : separator};
+  AnyOrderSpec spec;
+  for (bool required : {true, false}) {
+    for (const Member& m : members) {
+      if (m.required != required) continue;
+      children.push_back(m.value);
+      ++(required ? spec.num_required : spec.num_optional);
+    }
+  }
+  if (extra != kNoExpr) {
+    children.push_back(extra);
+    spec.num_repeated = 1;
+  }
+  return g_->AddAnyOrder(spec, std::move(children));
 }
 
 ExprId StyledArgumentLowering::Items(const JsonValue& s, const std::string& path) {

@@ -56,8 +56,9 @@ class StyledArgumentLowering {
   virtual std::vector<std::pair<std::string, const JsonValue*>> Ordered(const JsonValue& props);
 
   // Members (each may be left out unless required) in order, joined by `separator`, then any
-  // number of `extra` members (kNoExpr: none).
+  // number of `extra` members (kNoExpr: none); with options_.any_order, in any order.
   ExprId JoinMembers(const std::vector<Member>& members, ExprId extra, ExprId separator);
+  ExprId AnyOrderMembers(const std::vector<Member>& members, ExprId extra, ExprId separator);
   ExprId JsonScalar(const JsonValue& s, const std::string& path);
   ExprId AnyValue(const std::string* name);
   ExprId RawTextUntil(const std::string& end);

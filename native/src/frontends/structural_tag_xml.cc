@@ -146,7 +146,9 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
     if (std::isspace(static_cast<unsigned char>(e.front())) || std::isspace(static_cast<unsigned char>(e.back())))
       Fail(path_, "XML argument styles cannot exclude '" + e + "': it starts or ends with whitespace");
   }
-  std::vector<ExprId> parts{Whitespace()};
+  // Parameters in declaration order (optional ones may be left out) or, with any_order, in any
+  // order (one AnyOrder node); required ones exactly once either way.
+  std::vector<std::pair<ExprId, bool>> params;  // (parameter, required)
   if (props) {
     for (const auto& [name, prop] : props->members()) {
       if (Excluded(name)) {  // a name that cannot be written: only an optional parameter may go
@@ -155,9 +157,25 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
                "the required parameter name contains an excluded substring");
         continue;
       }
-      ExprId p = g_->AddSequence({Parameter(name, prop, schema), Whitespace()});
-      parts.push_back(must.count(name) ? p : g_->AddRepeat(p, 0, 1));
+      params.emplace_back(Parameter(name, prop, schema), must.count(name) > 0);
     }
+  }
+  if (options_.any_order && params.size() > 1) {
+    AnyOrderSpec spec;
+    std::vector<ExprId> children{Whitespace()};
+    for (bool required : {true, false}) {
+      for (const auto& [p, req] : params) {
+        if (req != required) continue;
+        children.push_back(p);
+        ++(required ? spec.num_required : spec.num_optional);
+      }
+    }
+    return g_->AddSequence({Whitespace(), g_->AddAnyOrder(spec, std::move(children)), Whitespace()});
+  }
+  std::vector<ExprId> parts{Whitespace()};
+  for (const auto& [p, required] : params) {
+    ExprId item = g_->AddSequence({p, Whitespace()});
+    parts.push_back(required ? item : g_->AddRepeat(item, 0, 1));
   }
   return g_->AddSequence(std::move(parts));
 }

@@ -31,8 +31,8 @@ class XmlParameterLowering {
         warnings_(warnings),
         excludes_(std::move(excludes)) {}
 
-  // The parameters of an object schema, in declaration order (optional ones may be left
-  // out), separated by optional whitespace.
+  // The parameters of an object schema, in declaration order (any order with
+  // options.any_order; optional ones may be left out), separated by optional whitespace.
   ExprId Lower(const JsonValue& schema);
 
  private:
