@@ -12,6 +12,10 @@ Workloads (each one structural tag plus the turns that the tag must accept):
                               <｜DSML｜function_calls> block) over the 10-tool BFCL set
     harmony                   gpt-oss Harmony (analysis message, then one
                               commentary to=functions.NAME call) over the 10-tool BFCL set
+    gemma                     Gemma 4 (thought channel, then <|tool_call>call:NAME{...} calls in
+                              the gemma argument style) over the 10-tool BFCL set, markers as
+                              text (token_markers=False) so every vocabulary can spell them
+    deepseek_v4_1             DeepSeek-V4.1 DSML (deepseek_v4_1_xml) over the 10-tool BFCL set
 
 Both engines get the JSON envelope from xg2_jax.get_model_structural_tag (pure Python). The
 turns are tokenized greedily, an end-of-sequence token is appended, and the streams are
@@ -27,7 +31,6 @@ only xgrammar rows are printed. xgrammar needs torch: run with the peers venv, e
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import platform
 import sys
@@ -51,9 +54,9 @@ REFERENCE = bn.REFERENCE
 class TagWorkload(bn.Workload):
     """A structural tag (the JSON envelope) and the turns to replay."""
 
-    def __init__(self, name: str, title: str, tag: dict, docs: list[str]):
+    def __init__(self, name: str, title: str, tag, docs: list[str]):
         super().__init__(name, title, None, docs)
-        self.tag_json = json.dumps(tag, ensure_ascii=False)
+        self.tag_json = tag.to_json()
 
 
 class TagEngine(bn.Engine):
@@ -111,6 +114,25 @@ def harmony_workload(n_docs: int) -> TagWorkload:
     return TagWorkload("harmony", "gpt-oss Harmony channels, 10 BFCL tools", tag, docs)
 
 
+def gemma_workload(n_docs: int) -> TagWorkload:
+    tools = bfcl_lib.load_tool_set(10)
+    render = cases.RENDERERS["gemma_4"]
+    docs = [render.think(cases.REASONING) + "Let me call the tools." + render.calls(c)
+            for c in tools.calls[:n_docs]]
+    tag = get_model_structural_tag("gemma_4", tools.tools, token_markers=False)
+    return TagWorkload("gemma", "Gemma 4 (gemma argument style), 10 BFCL tools", tag, docs)
+
+
+def deepseek_v4_1_workload(n_docs: int) -> TagWorkload:
+    tools = bfcl_lib.load_tool_set(10)
+    render = cases.RENDERERS["deepseek_v4.1"]
+    docs = [render.think(cases.REASONING) + "Let me call the tools." + render.calls(c)
+            for c in tools.calls[:n_docs]]
+    tag = get_model_structural_tag("deepseek_v4_1", tools.tools)
+    return TagWorkload("deepseek_v4_1", "DeepSeek-V4.1 DSML (deepseek_v4_1_xml), 10 BFCL tools",
+                       tag, docs)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -118,7 +140,8 @@ def main(argv: list[str] | None = None) -> int:
                     "importable and with structural tags)")
     ap.add_argument("--vocab", type=Path, default=bn.DEFAULT_VOCAB,
                     help=f"vocabulary file (default: {bn.DEFAULT_VOCAB})")
-    ap.add_argument("--workloads", default="bfcl10,bfcl50,bfcl200,deepseek,harmony")
+    ap.add_argument("--workloads",
+                    default="bfcl10,bfcl50,bfcl200,deepseek,harmony,gemma,deepseek_v4_1")
     ap.add_argument("--docs", type=int, help="turns per workload (default 30, --quick 6)")
     ap.add_argument("--repeat", type=int, default=1, help="replay every turn this many times")
     ap.add_argument("--compile-reps", type=int, default=3, help="cold compiles (median)")
@@ -142,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
         "bfcl200": lambda: bfcl_workload(200, n_docs),
         "deepseek": lambda: deepseek_workload(n_docs),
         "harmony": lambda: harmony_workload(n_docs),
+        "gemma": lambda: gemma_workload(n_docs),
+        "deepseek_v4_1": lambda: deepseek_v4_1_workload(n_docs),
     }
     wanted = [w.strip() for w in args.workloads.split(",") if w.strip()]
     unknown = [w for w in wanted if w not in builders]

@@ -61,7 +61,7 @@ tools = [
                        "required": ["timezone"], "additionalProperties": False}}},
 ]
 tag = xg.get_model_structural_tag("qwen3", tools, tool_choice="auto", reasoning=True)
-elements = tag["format"]["elements"]
+elements = tag.to_dict()["format"]["elements"]
 print("turn:", " then ".join(e["type"] for e in elements))
 print("the get_weather tag:", json.dumps(elements[1]["tags"][0], indent=1))
 

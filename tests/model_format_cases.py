@@ -51,6 +51,7 @@ class Renderer:
     text_trigger: str                         # the marker that starts tool calling
     parallel: bool = True                     # several calls in one turn
     kwargs: dict = field(default_factory=dict)  # extra get_model_structural_tag arguments
+    think_marker: str = "<think>"             # a reasoning marker that free text must not hold
 
 
 def _qwen3_calls(calls):
@@ -78,19 +79,94 @@ def _ds_v31_calls(calls):
     return f"<｜tool▁calls▁begin｜>{inner}<｜tool▁calls▁end｜>"
 
 
-def _dsml_calls(wrapper):
+def _dsml_calls(wrapper, space=""):
+    """DeepSeek's reference encoders (encoding_dsv32.py / encoding_dsv4.py / V4.1's
+    encoding.py, render_message for "assistant"): "\n\n" + the calls section, invokes and
+    parameters joined by "\n"."""
     def render(calls):
-        out = [f"\n\n<｜DSML｜{wrapper}>\n"]
+        invokes = []
         for n, a in calls:
-            out.append(f'<｜DSML｜invoke name="{n}">\n')
-            for k, v in a.items():
-                is_str = "true" if isinstance(v, str) else "false"
-                out.append(f'<｜DSML｜parameter name="{k}" string="{is_str}">{_xml_value(v)}'
-                           "</｜DSML｜parameter>\n")
-            out.append("</｜DSML｜invoke>\n")
-        out.append(f"</｜DSML｜{wrapper}>")
-        return "".join(out)
+            params = "\n".join(
+                f'<｜DSML｜{space}parameter name="{k}" string="{str(isinstance(v, str)).lower()}">'
+                f"{_xml_value(v)}</｜DSML｜{space}parameter>" for k, v in a.items())
+            invokes.append(f'<｜DSML｜{space}invoke name="{n}">\n{params}\n</｜DSML｜{space}invoke>')
+        return f"\n\n<｜DSML｜{wrapper}>\n" + "\n".join(invokes) + f"\n</｜DSML｜{wrapper}>"
     return render
+
+
+def _dsml_think(r):             # "{reasoning}</think>": the prompt ends with "<think>"
+    return f"{r}</think>"
+
+
+def _gemma_value(v: Any) -> str:
+    """Gemma 4's format_argument macro (escape_keys=False): raw strings between <|"|>,
+    mappings with dictsort'ed bare keys, no whitespace."""
+    if isinstance(v, str):
+        return f'<|"|>{v}<|"|>'
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, dict):
+        return "{" + ",".join(f"{k}:{_gemma_value(x)}"
+                              for k, x in sorted(v.items(), key=lambda kv: kv[0].lower())) + "}"
+    if isinstance(v, list):
+        return "[" + ",".join(_gemma_value(x) for x in v) + "]"
+    return "null" if v is None else json.dumps(v)
+
+
+def _gemma_calls(calls):
+    return "".join(f"<|tool_call>call:{n}{_gemma_value(a)}<tool_call|>" for n, a in calls)
+
+
+def _mimo_calls(calls):
+    return "".join("<tool_call><function=" + n + ">" + "".join(
+        f"<parameter={k}>{_xml_value(v)}</parameter>" for k, v in a.items())
+        + "</function></tool_call>" for n, a in calls)
+
+
+def _cohere_value(name, v) -> str:
+    """A value node of Cohere's cmd5 nested-XML format (as its response parser reads it)."""
+    attr = f' name="{name}"' if name is not None else ""
+    if isinstance(v, str):
+        return f'<cofl:value{attr} type="raw">{v}</cofl:value>'
+    if isinstance(v, dict):
+        inner = "".join(_cohere_value(k, x) for k, x in v.items())
+        return f'<cofl:value{attr} type="dict">{inner}</cofl:value>'
+    if isinstance(v, list):
+        inner = "".join(_cohere_value(None, x) for x in v)
+        return f'<cofl:value{attr} type="list">{inner}</cofl:value>'
+    return f'<cofl:value{attr} type="json">{json.dumps(v)}</cofl:value>'
+
+
+def _cohere_calls(calls):
+    return "<cofl:tool_calls>" + "".join(
+        f'<cofl:tool_call id="{i}" name="{n}">' + "".join(_cohere_value(k, v) for k, v in a.items())
+        + "</cofl:tool_call>" for i, (n, a) in enumerate(calls)) + "</cofl:tool_calls>"
+
+
+M3 = "]<]minimax[>["
+
+
+def _m3_value(key, v) -> str:
+    """MiniMax-M3's to_xml: raw strings, bare numbers, tojson booleans, nested tags for
+    objects and <item> tags for lists."""
+    if isinstance(v, dict):
+        inner = "".join(_m3_value(k, x) for k, x in v.items())
+    elif isinstance(v, list):
+        inner = "".join(_m3_value("item", x) for x in v)
+    else:
+        inner = v if isinstance(v, str) else json.dumps(v)
+    return f"{M3}<{key}>{inner}{M3}</{key}>"
+
+
+def _m3_calls(calls):
+    return f"{M3}<tool_call>\n" + "".join(
+        f'{M3}<invoke name="{n}">' + "".join(_m3_value(k, v) for k, v in a.items())
+        + f"{M3}</invoke>\n" for n, a in calls) + f"{M3}</tool_call>"
+
+
+def _exaone_calls(calls):
+    return "\n".join("<tool_call>" + json.dumps({"name": n, "arguments": a}) + "</tool_call>"
+                     for n, a in calls)
 
 
 def _kimi_calls(calls):
@@ -152,10 +228,23 @@ RENDERERS: dict[str, Renderer] = {
                             "<｜tool▁calls▁end｜>", "<｜tool▁calls▁begin｜>"),
     "deepseek_v3.1": Renderer(_prefilled_think, _ds_v31_calls, "<|im_end|>", "qwen3",
                               "<｜tool▁calls▁end｜>", "<｜tool▁calls▁begin｜>"),
-    "deepseek_v3.2": Renderer(_prefilled_think, _dsml_calls("function_calls"), "<|im_end|>",
+    "deepseek_v3.2": Renderer(_dsml_think, _dsml_calls("function_calls"), "<|im_end|>",
                               "qwen3", "</｜DSML｜function_calls>", "<｜DSML｜function_calls>"),
-    "deepseek_v4": Renderer(_prefilled_think, _dsml_calls("tool_calls"), "<|im_end|>", "qwen3",
+    "deepseek_v4": Renderer(_dsml_think, _dsml_calls("tool_calls"), "<|im_end|>", "qwen3",
                             "</｜DSML｜tool_calls>", "<｜DSML｜tool_calls>"),
+    "deepseek_v4.1": Renderer(_dsml_think, _dsml_calls(" calls", " "), "<|im_end|>", "qwen3",
+                              "</｜DSML｜ calls>", "<｜DSML｜ calls>"),
+    "gemma_4": Renderer(lambda r: f"<|channel>thought\n{r}\n<channel|>", _gemma_calls, "<turn|>",
+                        "gemma4", "<tool_call|>", "<|tool_call>", think_marker="<|channel>"),
+    "mimo": Renderer(_think_tags, _mimo_calls, "<|im_end|>", "qwen3", "</tool_call>",
+                     "<tool_call>"),
+    "minimax_m3": Renderer(lambda r: f"{r}</mm:think>", _m3_calls, "<|im_end|>", "qwen3",
+                           f"{M3}</tool_call>", f"{M3}<tool_call>", think_marker="<mm:think>"),
+    "cohere": Renderer(lambda r: f"<|START_THINKING|>{r}<|END_THINKING|>", _cohere_calls,
+                       "<|im_end|>", "qwen3", "</cofl:tool_calls>", "<cofl:tool_calls>",
+                       think_marker="<|START_THINKING|>"),
+    "exaone": Renderer(lambda r: f"{r}\n</think>\n\n", _exaone_calls, "<|im_end|>", "qwen3", "</tool_call>",
+                       "<tool_call>"),
     "kimi_k2": Renderer(lambda r: f"<think>{r}</think>", _kimi_calls, "<|im_end|>", "qwen3",
                         "<|tool_calls_section_end|>", "<|tool_calls_section_begin|>"),
     "glm4": Renderer(lambda r: f"<think>{r}</think>\n", _glm4_calls, "<|im_end|>", "qwen3",
@@ -235,8 +324,11 @@ def cases(model: str) -> list[Case]:
             True, reasoning=False)
         add("missing_required_reasoning", _final(model, "Hi there."), False)
         add("optional_reasoning_absent", _final(model, "Hi there."), True, reasoning="optional")
+        # What the template writes before the calls when the reply has no text (DeepSeek's
+        # encoders: "\n\n"), also with reasoning off.
+        add("required_without_reasoning", calls1, True, reasoning=False, tool_choice="required")
         if not harmony:
-            add("think_tag_in_text", think + "Done. <think>again", False)
+            add("think_tag_in_text", think + f"Done. {r.think_marker}again", False)
             add("trigger_in_reasoning", r.think(f"I will call {r.text_trigger} now."), False)
     add("unknown_tool", think + r.calls([CALL_UNKNOWN]), False)
     add("bad_argument_type", think + r.calls([CALL_BAD_ARGS]), False)

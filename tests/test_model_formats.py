@@ -49,8 +49,8 @@ class _Vocab:
         return tokenize_with_specials(text, self.specials,
                                       lambda data: tokenize(self.tokenizer, data.decode("utf-8")))
 
-    def compile(self, tag: dict) -> xg.CompiledGrammar:
-        key = json.dumps(tag, sort_keys=True)
+    def compile(self, tag: xg.StructuralTag) -> xg.CompiledGrammar:
+        key = json.dumps(tag.to_dict(), sort_keys=True)
         if key not in self.compiled:
             self.compiled[key] = self.compiler.compile_structural_tag(tag)
         return self.compiled[key]

@@ -26,6 +26,7 @@ except ImportError as _error:  # pragma: no cover - exercised by test_packaging 
         "editable so the source tree carries the build: pip install --no-build-isolation "
         "-e . (see README.md, 'Developing')") from _error
 
+from xg2_jax import builtin_structural_tag
 from xg2_jax._src.batch import BatchGrammarMatcher, traverse_draft_tree
 from xg2_jax._src.batch_job import RequestLineError
 from xg2_jax._src.bitmask import allocate_token_bitmask, bitmask_to_bool, get_bitmask_shape
@@ -215,6 +216,7 @@ __all__ = [
     "TokenFormat",
     "TokenTriggeredTagsFormat",
     "TriggeredTagsFormat",
+    "builtin_structural_tag",
     "get_model_structural_tag",
     # prompts and parsed outputs of real models
     "ChatTemplate",

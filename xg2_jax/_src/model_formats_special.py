@@ -1,6 +1,7 @@
 """Built-in structural tags whose structure is not "free text + triggered calls": OpenAI
-gpt-oss Harmony (a stream of channel messages) and Mistral (the ``[TOOL_CALLS]`` special
-token followed by a JSON list). Used by :func:`xg2_jax.get_model_structural_tag`.
+gpt-oss Harmony (a stream of channel messages), Kimi-K3 (a fixed sequence of blocks) and
+Mistral (the ``[TOOL_CALLS]`` special token followed by a JSON list). Used by
+:func:`xg2_jax.get_model_structural_tag`.
 
 Example:
     >>> from xg2_jax._src.model_formats import FunctionTool
@@ -16,6 +17,7 @@ from xg2_jax._src.structural_tag import (
     AnyTokensFormat,
     ConstStringFormat,
     JSONSchemaFormat,
+    OptionalFormat,
     OrFormat,
     RegexFormat,
     SequenceFormat,
@@ -26,7 +28,7 @@ from xg2_jax._src.structural_tag import (
     TokenTriggeredTagsFormat,
 )
 
-__all__ = ["harmony_format", "mistral_format"]
+__all__ = ["harmony_format", "kimi_k3_format", "mistral_format"]
 
 # ---------------------------------------------------------------------------------------------
 # gpt-oss Harmony. Source: OpenAI, "OpenAI Harmony Response Format"
@@ -150,3 +152,73 @@ def mistral_format(tools: list, mode: str, reasoning: str, parallel_tool_calls: 
     return TokenTriggeredTagsFormat(trigger_tokens=[MISTRAL_TOOL_CALLS], tags=[section],
                                     at_least_one=mode == "required", stop_after_first=True)
 
+
+
+# ---------------------------------------------------------------------------------------------
+# Kimi-K3 ("XTML"). Source: the checkpoint's encoding_k3.py renderer, as quoted by the K3
+# tool parsers of vLLM/sglang-based servers (moonshotai Kimi-K3; their docstrings and test
+# fixtures): a message is blocks <|open|>NAME<|sep|>...<|close|>NAME<|sep|>:
+#   think (reasoning), response (the reply text), then optionally
+#   <|open|>tools<|sep|><|open|>call tool="NAME" index="1"<|sep|>
+#     <|open|>argument key="K" type="string|number|boolean|null|object|array"<|sep|>V
+#     <|close|>argument<|sep|>...<|close|>call<|sep|>...<|close|>tools<|sep|>
+#   and <|close|>message<|sep|>. Attribute values are escaped (& -> &amp;, " -> &quot;);
+# string arguments are raw text, others JSON. The generation prompt ends with the first
+# block's opener (<|open|>think<|sep|> when thinking, else <|open|>response<|sep|>).
+# ---------------------------------------------------------------------------------------------
+K3_OPEN, K3_CLOSE, K3_SEP = "<|open|>", "<|close|>", "<|sep|>"
+
+
+def _k3_block(name: str) -> tuple[str, str]:
+    return f"{K3_OPEN}{name}{K3_SEP}", f"{K3_CLOSE}{name}{K3_SEP}"
+
+
+def _k3_attribute(value: str) -> str:
+    return value.replace("&", "&amp;").replace('"', "&quot;")
+
+
+def _k3_call(tool) -> TagFormat:
+    return TagFormat(
+        begin=f'{K3_OPEN}call tool="{_k3_attribute(tool.name)}" index="',
+        content=SequenceFormat(elements=[
+            RegexFormat(pattern=r"[0-9]+"), ConstStringFormat(value=f'"{K3_SEP}'),
+            JSONSchemaFormat(json_schema=tool.parameters, style="kimi_k3_xml")]),
+        end=f"{K3_CLOSE}call{K3_SEP}")
+
+
+def kimi_k3_format(tools: list, mode: str, reasoning: str, parallel_tool_calls: bool, *,
+                   exclude_special_tokens: bool = True):
+    """The Kimi-K3 format for one assistant turn: [think block], the response block, [the
+    tools block], the message end.
+
+    Args:
+        tools: the callable tools (empty for ``mode="none"``).
+        mode: ``"auto"`` (the tools block is optional), ``"required"`` (it is there, with at
+            least one call) or ``"none"`` (no tools block).
+        reasoning: ``"required"`` (the output starts inside the think block), ``"optional"``
+            (a think block may come first) or ``"none"`` (it starts inside the response block).
+        parallel_tool_calls: ``False``: at most one call.
+        exclude_special_tokens: keep ``<|open|>``/``<|close|>`` out of the think and response
+            text.
+
+    Returns:
+        The format object.
+    """
+    excludes = [K3_OPEN, K3_CLOSE] if exclude_special_tokens else []
+    think_begin, think_end = _k3_block("think")
+    response_begin, response_end = _k3_block("response")
+    elements = []
+    if reasoning != "none":
+        think = TagFormat(begin="" if reasoning == "required" else think_begin,
+                          content=AnyTextFormat(excludes=excludes), end=think_end)
+        elements.append(OptionalFormat(content=think) if reasoning == "optional" else think)
+    elements.append(TagFormat(begin="" if reasoning == "none" else response_begin,
+                              content=AnyTextFormat(excludes=excludes), end=response_end))
+    if mode != "none" and tools:
+        tools_begin, tools_end = _k3_block("tools")
+        section = TagFormat(begin=tools_begin, content=TagsWithSeparatorFormat(
+            tags=[_k3_call(t) for t in tools], separator="", at_least_one=True,
+            stop_after_first=not parallel_tool_calls), end=tools_end)
+        elements.append(section if mode == "required" else OptionalFormat(content=section))
+    elements.append(ConstStringFormat(value=f"{K3_CLOSE}message{K3_SEP}"))
+    return SequenceFormat(elements=elements)

@@ -56,7 +56,8 @@ __all__ = [
     "format_from_dict",
 ]
 
-JSON_SCHEMA_STYLES = ("json", "qwen_xml", "minimax_xml", "deepseek_xml", "glm_xml")
+JSON_SCHEMA_STYLES = ("json", "gemma", "cohere_xml", "minimax_m3_xml", "qwen_xml", "minimax_xml",
+                      "deepseek_xml", "deepseek_v4_1_xml", "glm_xml", "kimi_k3_xml")
 
 
 # --------------------------------------------------------------------------------------------
@@ -172,11 +173,26 @@ class JSONSchemaFormat(_FormatBase):
 
     Args:
         json_schema: a JSON Schema (dict, or ``True``/``False``).
-        style: ``"json"`` (plain JSON), or an XML parameter style of a model family:
+        style: ``"json"`` (plain JSON), ``"gemma"`` (Gemma 4's tool-call arguments:
+            ``{key:<|"|>text<|"|>,n:1}``, bare keys in the template's sorted order, raw strings
+            between ``<|"|>`` delimiters), ``"cohere_xml"`` (Cohere's nested value nodes
+            ``<cofl:value name="k" type="raw|json|dict|list">v</cofl:value>``),
+            ``"minimax_m3_xml"`` (MiniMax-M3's nested tags ``]<]minimax[>[<k>v]<]minimax[>[</k>``,
+            list items as ``<item>`` tags), or an XML
+            parameter style of a model family:
             ``"qwen_xml"`` (``<parameter=k>v</parameter>``), ``"minimax_xml"``
             (``<parameter name="k">v</parameter>``), ``"deepseek_xml"`` (DSML
             ``<｜DSML｜parameter name="k" string="true|false">v</｜DSML｜parameter>``),
-            ``"glm_xml"`` (``<arg_key>k</arg_key><arg_value>v</arg_value>``).
+            ``"deepseek_v4_1_xml"`` (the same with a space after each ``｜DSML｜``),
+            ``"glm_xml"`` (``<arg_key>k</arg_key><arg_value>v</arg_value>``), ``"kimi_k3_xml"``
+            (``<|open|>argument key="k" type="string"<|sep|>v<|close|>argument<|sep|>``, the
+            type attribute pinned to the property's type; numbers are ``"number"``).
+        any_order: object properties may come in any order (required ones still appear
+            once each).
+        max_whitespace_cnt: at most this many consecutive whitespace characters (None: no
+            limit).
+        excludes: substrings that must not occur in string values or property names
+            (xgrammar's field; the native compiler refuses a non-empty list).
 
     Example:
         >>> JSONSchemaFormat(json_schema={"type": "integer"}).to_dict()["style"]
@@ -186,6 +202,9 @@ class JSONSchemaFormat(_FormatBase):
     type: ClassVar[str] = "json_schema"
     json_schema: Union[dict, bool]
     style: str = "json"
+    any_order: bool = False
+    max_whitespace_cnt: int | None = None
+    excludes: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.json_schema, (dict, bool)):
@@ -194,6 +213,18 @@ class JSONSchemaFormat(_FormatBase):
         if self.style not in JSON_SCHEMA_STYLES:
             raise ValueError(f"JSONSchemaFormat.style: {self.style!r} is not one of "
                              f"{', '.join(JSON_SCHEMA_STYLES)}")
+        _check_bool("JSONSchemaFormat", "any_order", self.any_order)
+        _check_int("JSONSchemaFormat", "max_whitespace_cnt", self.max_whitespace_cnt,
+                   optional=True)
+        object.__setattr__(self, "excludes", _check_str_list("JSONSchemaFormat", "excludes",
+                                                             self.excludes))
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        for key, default in (("any_order", False), ("max_whitespace_cnt", None), ("excludes", [])):
+            if out[key] == default:
+                del out[key]                # left out: the default
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -242,16 +273,19 @@ class AnyTextFormat(_FormatBase):
     type: ClassVar[str] = "any_text"
     excludes: tuple[str, ...] = ()
     max_chars: int | None = None
+    max_tokens: int | None = None   # xgrammar's token budget; the native compiler refuses it
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "excludes", _check_str_list("AnyTextFormat", "excludes",
                                                              self.excludes))
         _check_int("AnyTextFormat", "max_chars", self.max_chars, optional=True)
+        _check_int("AnyTextFormat", "max_tokens", self.max_tokens, optional=True)
 
     def to_dict(self) -> dict[str, Any]:
         out = super().to_dict()
-        if self.max_chars is None:
-            del out["max_chars"]            # absent means unbounded
+        for key in ("max_chars", "max_tokens"):
+            if out[key] is None:
+                del out[key]                # absent means unbounded
         return out
 
 

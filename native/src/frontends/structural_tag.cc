@@ -7,6 +7,9 @@
 
 #include "frontends/json_schema.h"
 #include "frontends/regex.h"
+#include "frontends/structural_tag_cohere.h"
+#include "frontends/structural_tag_gemma.h"
+#include "frontends/structural_tag_minimax_m3.h"
 #include "frontends/structural_tag_xml.h"
 #include "xg2/errors.h"
 
@@ -244,20 +247,47 @@ class Lowering {
     if (!schema.is_object() && !schema.is_bool()) Fail(fs.At("json_schema"), "must be a JSON Schema object or boolean");
     std::string style = "json";
     if (fs.Get("style")) style = fs.String("style");
-    if (!fs.Strings("excludes").empty()) {
-      Fail(fs.At("excludes"), "excluded substrings inside JSON values are not supported");
+    std::vector<std::string> excludes = fs.Strings("excludes");
+    if (!excludes.empty() && (style == "json" || style == "cohere_xml" || style == "minimax_m3_xml")) {
+      Fail(fs.At("excludes"), "excluded substrings are not supported for the " + style +
+                                  " style (they are for gemma and the parameter XML styles)");
     }
     JsonSchemaOptions o;
     o.any_order = fs.Bool("any_order", false);
     o.max_whitespace_cnt = static_cast<int>(fs.Int("max_whitespace_cnt", -1, -1, 1 << 20));
     o.on_unsupported_warn = options_.on_unsupported_warn;
     if (style == "json") return ImportSchema(schema, o, fs.At("json_schema"));
+    if (style == "gemma") {
+      GemmaArgumentLowering gemma(&g_, GemmaStringDelimiter(), o, fs.At("json_schema"), &warnings_);
+      gemma.set_excludes(std::move(excludes));
+      return gemma.Lower(schema);
+    }
+    if (style == "cohere_xml") {
+      CohereArgumentLowering cohere(&g_, o, fs.At("json_schema"), &warnings_);
+      return cohere.Lower(schema);
+    }
+    if (style == "minimax_m3_xml") {
+      MiniMaxM3ArgumentLowering m3(&g_, o, fs.At("json_schema"), &warnings_);
+      return m3.Lower(schema);
+    }
     XmlStyle xml;
     if (!ParseXmlStyle(style, &xml)) {
-      Fail(fs.At("style"), "unknown style '" + style + "' (json, qwen_xml, minimax_xml, deepseek_xml, glm_xml)");
+      Fail(fs.At("style"), "unknown style '" + style +
+                               "' (json, gemma, cohere_xml, qwen_xml, minimax_xml, deepseek_xml, deepseek_v4_1_xml, "
+                               "glm_xml, kimi_k3_xml)");
     }
-    XmlParameterLowering lowering(&g_, xml, o, fs.At("json_schema"), &warnings_);
+    XmlParameterLowering lowering(&g_, xml, o, fs.At("json_schema"), &warnings_, std::move(excludes));
     return lowering.Lower(schema);
+  }
+
+  // Gemma's string delimiter <|"|>: the special token where the tokenizer has it as one (as
+  // Gemma 4's does), so the mask allows that token; else the text.
+  std::string GemmaStringDelimiter() const {
+    static const std::string kDelimiter = "<|\"|>";
+    const TokenizerInfo* tok = options_.tokenizer;
+    if (!tok) return kDelimiter;
+    int32_t id = tok->FindToken(kDelimiter);
+    return id >= 0 && tok->is_special(id) && !tok->is_stop(id) ? VirtualTokenBytes(id) : kDelimiter;
   }
 
   ExprId ImportSchema(const JsonValue& schema, const JsonSchemaOptions& o, const std::string& path) {

@@ -1,5 +1,6 @@
 #include "frontends/structural_tag_xml.h"
 
+#include <cctype>
 #include <set>
 
 #include "xg2/errors.h"
@@ -42,6 +43,47 @@ bool StringChoices(const JsonValue& s, std::vector<std::string>* out) {
   return true;
 }
 
+// Kimi-K3 escapes attribute values: & -> &amp;, " -> &quot;.
+std::string KimiK3Attribute(const std::string& value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '&')
+      out += "&amp;";
+    else if (c == '"')
+      out += "&quot;";
+    else
+      out.push_back(c);
+  }
+  return out;
+}
+
+// Kimi-K3's type attribute of a non-string value: its renderer names the JSON type of the
+// value, every number "number". The property must pin one type.
+std::string KimiK3Type(const JsonValue& prop, const std::string& path) {
+  const JsonValue* type = prop.is_object() ? prop.Find("type") : nullptr;
+  if (!type || !type->is_string())
+    Fail(path, "the kimi_k3_xml style needs one 'type' per property (its type attribute names it)");
+  const std::string& t = type->as_string();
+  if (t == "integer" || t == "number") return "number";
+  if (t == "boolean" || t == "null" || t == "object" || t == "array" || t == "string") return t;
+  Fail(path + "/type", "unknown type '" + t + "'");
+}
+
+// A schema whose values are numbers, booleans or null only (no string can occur in them).
+bool ScalarOnly(const JsonValue& s) {
+  const JsonValue* type = s.is_object() ? s.Find("type") : nullptr;
+  if (!type || s.Find("$ref") || s.Find("anyOf") || s.Find("oneOf") || s.Find("allOf") || s.Find("enum") ||
+      s.Find("const"))
+    return false;
+  std::vector<JsonValue> types = type->is_array() ? type->items() : std::vector<JsonValue>{*type};
+  for (const JsonValue& t : types) {
+    if (!t.is_string()) return false;
+    const std::string& name = t.as_string();
+    if (name != "integer" && name != "number" && name != "boolean" && name != "null") return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool ParseXmlStyle(const std::string& name, XmlStyle* style) {
@@ -51,15 +93,27 @@ bool ParseXmlStyle(const std::string& name, XmlStyle* style) {
     *style = XmlStyle::kMiniMax;
   else if (name == "deepseek_xml")
     *style = XmlStyle::kDeepSeek;
+  else if (name == "deepseek_v4_1_xml")
+    *style = XmlStyle::kDeepSeekV41;
   else if (name == "glm_xml")
     *style = XmlStyle::kGlm;
+  else if (name == "kimi_k3_xml")
+    *style = XmlStyle::kKimiK3;
   else
     return false;
   return true;
 }
 
 ExprId XmlParameterLowering::Whitespace() {
-  return g_->AddRepeat(g_->AddCharClass({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'}, {'\r', '\r'}}, false), 0, kUnbounded);
+  return g_->AddRepeat(g_->AddCharClass({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'}, {'\r', '\r'}}, false), 0,
+                       options_.max_whitespace_cnt < 0 ? kUnbounded : options_.max_whitespace_cnt);
+}
+
+bool XmlParameterLowering::Excluded(const std::string& text) const {
+  for (const std::string& e : excludes_) {
+    if (text.find(e) != std::string::npos) return true;
+  }
+  return false;
 }
 
 ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
@@ -88,12 +142,40 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
       must.insert(r.as_string());
     }
   }
-  std::vector<ExprId> parts{Whitespace()};
+  for (const std::string& e : excludes_) {
+    if (std::isspace(static_cast<unsigned char>(e.front())) || std::isspace(static_cast<unsigned char>(e.back())))
+      Fail(path_, "XML argument styles cannot exclude '" + e + "': it starts or ends with whitespace");
+  }
+  // Parameters in declaration order (optional ones may be left out) or, with any_order, in any
+  // order (one AnyOrder node); required ones exactly once either way.
+  std::vector<std::pair<ExprId, bool>> params;  // (parameter, required)
   if (props) {
     for (const auto& [name, prop] : props->members()) {
-      ExprId p = g_->AddSequence({Parameter(name, prop, schema), Whitespace()});
-      parts.push_back(must.count(name) ? p : g_->AddRepeat(p, 0, 1));
+      if (Excluded(name)) {  // a name that cannot be written: only an optional parameter may go
+        if (must.count(name))
+          Fail(path_ + "/properties/" + JsonPointerEscape(name),
+               "the required parameter name contains an excluded substring");
+        continue;
+      }
+      params.emplace_back(Parameter(name, prop, schema), must.count(name) > 0);
     }
+  }
+  if (options_.any_order && params.size() > 1) {
+    AnyOrderSpec spec;
+    std::vector<ExprId> children{Whitespace()};
+    for (bool required : {true, false}) {
+      for (const auto& [p, req] : params) {
+        if (req != required) continue;
+        children.push_back(p);
+        ++(required ? spec.num_required : spec.num_optional);
+      }
+    }
+    return g_->AddSequence({Whitespace(), g_->AddAnyOrder(spec, std::move(children)), Whitespace()});
+  }
+  std::vector<ExprId> parts{Whitespace()};
+  for (const auto& [p, required] : params) {
+    ExprId item = g_->AddSequence({p, Whitespace()});
+    parts.push_back(required ? item : g_->AddRepeat(item, 0, 1));
   }
   return g_->AddSequence(std::move(parts));
 }
@@ -146,9 +228,25 @@ ExprId XmlParameterLowering::Parameter(const std::string& name, const JsonValue&
           "DSML\xEF\xBD\x9C"
           "parameter>";
       break;
+    case XmlStyle::kDeepSeekV41:  // DeepSeek-V4.1: a space after the DSML marker
+      begin =
+          "<\xEF\xBD\x9C"
+          "DSML\xEF\xBD\x9C"
+          " parameter name=\"" +
+          name + "\" string=\"" + (is_string ? "true" : "false") + "\">";
+      end =
+          "</\xEF\xBD\x9C"
+          "DSML\xEF\xBD\x9C"
+          " parameter>";
+      break;
     case XmlStyle::kGlm:
       begin = "<arg_key>" + name + "</arg_key>";
       end = "</arg_value>";
+      break;
+    case XmlStyle::kKimiK3:
+      begin = "<|open|>argument key=\"" + KimiK3Attribute(name) + "\" type=\"" +
+              (is_string ? std::string("string") : KimiK3Type(prop, path)) + "\"<|sep|>";
+      end = "<|close|>argument<|sep|>";
       break;
   }
   std::vector<ExprId> seq{g_->AddBytes(begin)};
@@ -159,6 +257,7 @@ ExprId XmlParameterLowering::Parameter(const std::string& name, const JsonValue&
   if (plain) {  // raw text up to the first end string
     TagDispatchSpec text;
     text.ends = {end};
+    text.excludes = excludes_;
     text.plain_end = false;
     // A rule of its own: identical ones (every string parameter) merge into one, whose masks
     // are then built once.
@@ -169,13 +268,18 @@ ExprId XmlParameterLowering::Parameter(const std::string& name, const JsonValue&
   }
   if (fixed) {
     std::vector<ExprId> alts;
-    for (const auto& c : choices) alts.push_back(c.empty() ? g_->AddEmpty() : g_->AddBytes(c));
+    for (const auto& c : choices) {
+      if (!Excluded(c)) alts.push_back(c.empty() ? g_->AddEmpty() : g_->AddBytes(c));
+    }
+    if (alts.empty()) Fail(path, "every value contains an excluded substring");
     // Qwen's template puts the value on its own line.
     ExprId nl = g_->AddRepeat(g_->AddBytes("\n"), 0, 1);
     seq.push_back(nl);
     seq.push_back(g_->AddChoice(std::move(alts)));
     seq.push_back(g_->AddRepeat(g_->AddBytes("\n"), 0, 1));
   } else {
+    if (!excludes_.empty() && !ScalarOnly(prop))
+      Fail(path, "excluded substrings cannot reach a JSON-valued argument that may hold strings");
     seq.push_back(Whitespace());
     seq.push_back(JsonValueOf(prop, root, path));
     seq.push_back(Whitespace());

@@ -1,5 +1,5 @@
 // The XML argument styles of structural-tag json_schema formats: a tool's top-level object
-// properties written as XML-like parameters (Qwen3-Coder, MiniMax, DeepSeek DSML, GLM), each
+// properties written as XML-like parameters (Qwen3-Coder, MiniMax, DeepSeek DSML, GLM, Kimi-K3), each
 // value raw text for string properties and JSON otherwise.
 #pragma once
 
@@ -12,32 +12,41 @@
 
 namespace xg2 {
 
-enum class XmlStyle { kQwen, kMiniMax, kDeepSeek, kGlm };
+enum class XmlStyle { kQwen, kMiniMax, kDeepSeek, kDeepSeekV41, kGlm, kKimiK3 };
 
-// "qwen_xml", "minimax_xml", "deepseek_xml", "glm_xml"; false for anything else.
+// "qwen_xml", "minimax_xml", "deepseek_xml", "deepseek_v4_1_xml", "glm_xml", "kimi_k3_xml"; false for
+// anything else.
 bool ParseXmlStyle(const std::string& name, XmlStyle* style);
 
 class XmlParameterLowering {
  public:
   // path: the structural-tag path of the json_schema field (for errors).
+  // excludes: substrings no raw string value or parameter name may contain.
   XmlParameterLowering(Grammar* g, XmlStyle style, JsonSchemaOptions options, std::string path,
-                       std::vector<std::string>* warnings)
-      : g_(g), style_(style), options_(std::move(options)), path_(std::move(path)), warnings_(warnings) {}
+                       std::vector<std::string>* warnings, std::vector<std::string> excludes = {})
+      : g_(g),
+        style_(style),
+        options_(std::move(options)),
+        path_(std::move(path)),
+        warnings_(warnings),
+        excludes_(std::move(excludes)) {}
 
-  // The parameters of an object schema, in declaration order (optional ones may be left
-  // out), separated by optional whitespace.
+  // The parameters of an object schema, in declaration order (any order with
+  // options.any_order; optional ones may be left out), separated by optional whitespace.
   ExprId Lower(const JsonValue& schema);
 
  private:
   ExprId Parameter(const std::string& name, const JsonValue& prop, const JsonValue& root);
   ExprId JsonValueOf(const JsonValue& prop, const JsonValue& root, const std::string& path);
   ExprId Whitespace();
+  bool Excluded(const std::string& text) const;
 
   Grammar* g_;
   XmlStyle style_;
   JsonSchemaOptions options_;
   std::string path_;
   std::vector<std::string>* warnings_;
+  std::vector<std::string> excludes_;
   int imports_ = 0;
 };
 

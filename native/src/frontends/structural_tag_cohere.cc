@@ -1,0 +1,73 @@
+#include "frontends/structural_tag_cohere.h"
+
+namespace xg2 {
+namespace {
+
+constexpr const char* kValueEnd = "</cofl:value>";
+
+std::string XmlAttribute(const std::string& value) {
+  std::string out;
+  for (char c : value) {
+    switch (c) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      default: out.push_back(c);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+ExprId CohereArgumentLowering::Open(const std::string* name, const char* type) {
+  std::string tag = "<cofl:value";
+  if (name) tag += " name=\"" + XmlAttribute(*name) + "\"";
+  return g_->AddBytes(tag + " type=\"" + type + "\">");
+}
+
+ExprId CohereArgumentLowering::Close() { return g_->AddBytes(kValueEnd); }
+
+// Between nodes: optional whitespace (the template writes none; pretty-printed output has
+// newlines and indentation).
+ExprId CohereArgumentLowering::ItemSeparator() {
+  return g_->AddRepeat(g_->AddCharClass({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'}, {'\r', '\r'}}, false), 0,
+                       options_.max_whitespace_cnt < 0 ? kUnbounded : options_.max_whitespace_cnt);
+}
+
+ExprId CohereArgumentLowering::Arguments(std::vector<Member> members, ExprId extra) {
+  return g_->AddSequence({ItemSeparator(), JoinMembers(members, extra, ItemSeparator()), ItemSeparator()});
+}
+
+ExprId CohereArgumentLowering::Object(std::vector<Member> members, ExprId extra, const std::string* name) {
+  return g_->AddSequence({Open(name, "dict"), Arguments(std::move(members), extra), Close()});
+}
+
+ExprId CohereArgumentLowering::Array(ExprId items, const std::string* name) {
+  return g_->AddSequence({Open(name, "list"), ItemSeparator(), items, ItemSeparator(), Close()});
+}
+
+ExprId CohereArgumentLowering::String(const std::string* name) {
+  return g_->AddSequence({Open(name, "raw"), RawTextUntil(kValueEnd)});
+}
+
+ExprId CohereArgumentLowering::Scalar(ExprId json, const std::string* name) {
+  return g_->AddSequence({Open(name, "json"), json, Close()});
+}
+
+ExprId CohereArgumentLowering::Literal(const JsonValue& v, const std::string* name, const std::string& path) {
+  if (v.is_string()) return g_->AddSequence({Open(name, "raw"), g_->AddBytes(v.as_string()), Close()});
+  if (v.is_array() || v.is_object()) Fail(path, "list and dict values in const/enum are not supported by cohere_xml");
+  const std::string text = v.is_bool() ? (v.as_bool() ? "true" : "false") : v.is_null() ? "null" : v.number_literal();
+  return g_->AddSequence({Open(name, "json"), g_->AddBytes(text), Close()});
+}
+
+ExprId CohereArgumentLowering::WriteMember(const std::string& key, const JsonValue& s, const std::string& path) {
+  return Value(s, path, &key);
+}
+
+// A node's name is an attribute the schema does not name: not written (refused).
+ExprId CohereArgumentLowering::ExtraMember(const JsonValue*, const std::string&) { return kNoExpr; }
+
+}  // namespace xg2

@@ -1,0 +1,103 @@
+#include "frontends/structural_tag_gemma.h"
+
+#include <algorithm>
+#include <cctype>
+
+#include "xg2/tokenizer.h"
+
+namespace xg2 {
+namespace {
+
+std::string Lowered(const std::string& s) {
+  std::string out = s;
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+bool IsIdentifier(const std::string& key) {
+  if (key.empty() || std::isdigit(static_cast<unsigned char>(key[0]))) return false;
+  return std::all_of(key.begin(), key.end(),
+                     [](char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; });
+}
+
+}  // namespace
+
+// Jinja's dictsort (case-insensitive by default): the order Gemma's template writes keys in.
+std::vector<std::pair<std::string, const JsonValue*>> GemmaArgumentLowering::Ordered(const JsonValue& props) {
+  std::vector<std::pair<std::string, const JsonValue*>> out = StyledArgumentLowering::Ordered(props);
+  std::stable_sort(out.begin(), out.end(),
+                   [](const auto& a, const auto& b) { return Lowered(a.first) < Lowered(b.first); });
+  return out;
+}
+
+ExprId GemmaArgumentLowering::Arguments(std::vector<Member> members, ExprId extra) {
+  return Object(std::move(members), extra, nullptr);
+}
+
+ExprId GemmaArgumentLowering::Object(std::vector<Member> members, ExprId extra, const std::string*) {
+  return g_->AddSequence({g_->AddBytes("{"), JoinMembers(members, extra, ItemSeparator()), g_->AddBytes("}")});
+}
+
+ExprId GemmaArgumentLowering::Array(ExprId items, const std::string*) {
+  return g_->AddSequence({g_->AddBytes("["), items, g_->AddBytes("]")});
+}
+
+ExprId GemmaArgumentLowering::String(const std::string*) {
+  return g_->AddSequence({g_->AddBytes(delimiter_), RawTextUntil(delimiter_)});
+}
+
+// Only with <|"|> as its special token can no pattern run past the end of the string (text
+// never holds the token).
+ExprId GemmaArgumentLowering::ConstrainedString(ExprId content, const std::string* name, const std::string& path) {
+  if (delimiter_.empty() || static_cast<uint8_t>(delimiter_[0]) != kVirtualTokenLead)
+    return StyledArgumentLowering::ConstrainedString(content, name, path);
+  return g_->AddSequence({g_->AddBytes(delimiter_), content, g_->AddBytes(delimiter_)});
+}
+
+ExprId GemmaArgumentLowering::Scalar(ExprId json, const std::string*) { return json; }
+
+ExprId GemmaArgumentLowering::Literal(const JsonValue& v, const std::string*, const std::string& path) {
+  return g_->AddBytes(Serialize(v, path));
+}
+
+ExprId GemmaArgumentLowering::WriteMember(const std::string& key, const JsonValue& s, const std::string& path) {
+  if (!IsIdentifier(key)) Fail(path, "property name '" + key + "' is not a bare identifier");
+  return g_->AddSequence({g_->AddBytes(key + ":"), Value(s, path, &key)});
+}
+
+ExprId GemmaArgumentLowering::ExtraMember(const JsonValue* s, const std::string& path) {
+  return g_->AddSequence({Identifier(), g_->AddBytes(":"), s ? Value(*s, path, nullptr) : AnyValue(nullptr)});
+}
+
+ExprId GemmaArgumentLowering::ItemSeparator() { return g_->AddBytes(","); }
+
+// A const/enum value as the template writes it.
+std::string GemmaArgumentLowering::Serialize(const JsonValue& v, const std::string& path) {
+  if (v.is_string()) return delimiter_ + v.as_string() + delimiter_;
+  if (v.is_bool()) return v.as_bool() ? "true" : "false";
+  if (v.is_null()) return "null";
+  if (v.is_number()) return v.number_literal();
+  std::string out;
+  if (v.is_array()) {
+    for (size_t i = 0; i < v.items().size(); ++i) out += (i ? "," : "") + Serialize(v.items()[i], path);
+    return "[" + out + "]";
+  }
+  for (const auto& [k, item] : Ordered(v)) {
+    if (!IsIdentifier(k)) Fail(path, "key '" + k + "' is not a bare identifier");
+    out += (out.empty() ? "" : ",") + k + ":" + Serialize(*item, path);
+  }
+  return "{" + out + "}";
+}
+
+ExprId GemmaArgumentLowering::Identifier() {
+  // Excluded substrings made of identifier characters only could occur in a free key.
+  for (const std::string& e : excludes_) {
+    if (IsIdentifier(e) || std::all_of(e.begin(), e.end(), [](char c) { return std::isdigit(c); }))
+      Fail(path_, "excluded substring '" + e + "' could occur in a free (additionalProperties) key");
+  }
+  return g_->AddSequence(
+      {g_->AddCharClass({{'a', 'z'}, {'A', 'Z'}, {'_', '_'}}, false),
+       g_->AddRepeat(g_->AddCharClass({{'a', 'z'}, {'A', 'Z'}, {'0', '9'}, {'_', '_'}}, false), 0, kUnbounded)});
+}
+
+}  // namespace xg2

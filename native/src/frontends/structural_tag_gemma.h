@@ -1,0 +1,46 @@
+// The "gemma" argument style of structural-tag json_schema formats: tool-call arguments as
+// Gemma 4's chat template writes them (its format_argument macro with escape_keys=False):
+//   {key:<|"|>text<|"|>,n:3,flag:true,xs:[1,<|"|>a<|"|>],obj:{k:null}}
+// Keys are bare and unescaped, strings are raw text between <|"|> delimiters, numbers,
+// booleans and null keep their JSON spelling, and there is no whitespace. The template sorts
+// every mapping with Jinja's dictsort (case-insensitive), so properties come in that order.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "frontends/structural_tag_args.h"
+
+namespace xg2 {
+
+class GemmaArgumentLowering : public StyledArgumentLowering {
+ public:
+  // delimiter: the bytes of <|"|> (the special token's virtual string when the tokenizer has
+  // it as a special token, else the text). path: the structural-tag path of the schema.
+  GemmaArgumentLowering(Grammar* g, std::string delimiter, JsonSchemaOptions options, std::string path,
+                        std::vector<std::string>* warnings)
+      : StyledArgumentLowering(g, "gemma", std::move(options), std::move(path), warnings),
+        delimiter_(std::move(delimiter)) {}
+
+ protected:
+  ExprId Arguments(std::vector<Member> members, ExprId extra) override;
+  ExprId Object(std::vector<Member> members, ExprId extra, const std::string* name) override;
+  ExprId Array(ExprId items, const std::string* name) override;
+  ExprId String(const std::string* name) override;
+  ExprId ConstrainedString(ExprId content, const std::string* name, const std::string& path) override;
+  ExprId Scalar(ExprId json, const std::string* name) override;
+  ExprId Literal(const JsonValue& v, const std::string* name, const std::string& path) override;
+  ExprId WriteMember(const std::string& key, const JsonValue& s, const std::string& path) override;
+  ExprId ExtraMember(const JsonValue* s, const std::string& path) override;
+  ExprId ItemSeparator() override;
+  std::vector<std::pair<std::string, const JsonValue*>> Ordered(const JsonValue& props) override;
+
+ private:
+  std::string Serialize(const JsonValue& v, const std::string& path);
+  ExprId Identifier();
+
+  std::string delimiter_;
+};
+
+}  // namespace xg2

@@ -1,0 +1,77 @@
+#include "frontends/structural_tag_minimax_m3.h"
+
+#include <algorithm>
+
+namespace xg2 {
+namespace {
+
+constexpr const char* kNamespace = "]<]minimax[>[";
+
+// A tag name the template can write: no markup or whitespace characters.
+bool IsTagName(const std::string& key) {
+  return !key.empty() && std::none_of(key.begin(), key.end(), [](char c) {
+    return c == '<' || c == '>' || c == '/' || c == '"' || c == ' ' || c == '\t' || c == '\n' || c == '\r';
+  });
+}
+
+}  // namespace
+
+const std::string* MiniMaxM3ArgumentLowering::ItemName() {
+  static const std::string kItem = "item";
+  return &kItem;
+}
+
+std::string MiniMaxM3ArgumentLowering::Close(const std::string* name) const {
+  return std::string(kNamespace) + "</" + (name ? *name : "") + ">";
+}
+
+ExprId MiniMaxM3ArgumentLowering::Wrapped(const std::string* name, ExprId inside) {
+  if (!name) Fail(path_, "minimax_m3_xml writes every value inside a named tag");
+  return g_->AddSequence(
+      {g_->AddBytes(std::string(kNamespace) + "<" + *name + ">"), inside, g_->AddBytes(Close(name))});
+}
+
+// Between tags: optional whitespace (the template separates invokes with newlines).
+ExprId MiniMaxM3ArgumentLowering::ItemSeparator() {
+  return g_->AddRepeat(g_->AddCharClass({{' ', ' '}, {'\t', '\t'}, {'\n', '\n'}, {'\r', '\r'}}, false), 0,
+                       options_.max_whitespace_cnt < 0 ? kUnbounded : options_.max_whitespace_cnt);
+}
+
+ExprId MiniMaxM3ArgumentLowering::Arguments(std::vector<Member> members, ExprId extra) {
+  return g_->AddSequence({ItemSeparator(), JoinMembers(members, extra, ItemSeparator()), ItemSeparator()});
+}
+
+ExprId MiniMaxM3ArgumentLowering::Object(std::vector<Member> members, ExprId extra, const std::string* name) {
+  return Wrapped(name, Arguments(std::move(members), extra));
+}
+
+ExprId MiniMaxM3ArgumentLowering::Array(ExprId items, const std::string* name) {
+  return Wrapped(name, g_->AddSequence({ItemSeparator(), items, ItemSeparator()}));
+}
+
+ExprId MiniMaxM3ArgumentLowering::String(const std::string* name) {
+  if (!name) Fail(path_, "minimax_m3_xml writes every value inside a named tag");
+  return g_->AddSequence({g_->AddBytes(std::string(kNamespace) + "<" + *name + ">"), RawTextUntil(Close(name))});
+}
+
+ExprId MiniMaxM3ArgumentLowering::Scalar(ExprId json, const std::string* name) { return Wrapped(name, json); }
+
+ExprId MiniMaxM3ArgumentLowering::Literal(const JsonValue& v, const std::string* name, const std::string& path) {
+  if (v.is_array() || v.is_object())
+    Fail(path, "list and object values in const/enum are not supported by minimax_m3_xml");
+  const std::string text = v.is_string() ? v.as_string()
+                           : v.is_bool() ? (v.as_bool() ? "true" : "false")
+                           : v.is_null() ? "null"
+                                         : v.number_literal();
+  return Wrapped(name, g_->AddBytes(text));
+}
+
+ExprId MiniMaxM3ArgumentLowering::WriteMember(const std::string& key, const JsonValue& s, const std::string& path) {
+  if (!IsTagName(key)) Fail(path, "property name '" + key + "' cannot be written as a tag name");
+  return Value(s, path, &key);
+}
+
+// An extra key is a tag name the schema does not give, closed by the same name: refused.
+ExprId MiniMaxM3ArgumentLowering::ExtraMember(const JsonValue*, const std::string&) { return kNoExpr; }
+
+}  // namespace xg2
