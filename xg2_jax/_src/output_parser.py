@@ -37,8 +37,9 @@ __all__ = ["OutputParseError", "parse_structured_output"]
 
 _MAX_STEPS = 200_000
 _REGEX_SPAN = 512
-_REASONING_ENDS = ("</think>",)
-_REASONING_BEGINS = ("<|channel|>analysis",)
+# Reasoning blocks of the built-in formats: <think>..</think> (and </mm:think>), Harmony's
+# analysis channel, Gemma 4's thought channel, Cohere's <|START_THINKING|>.
+_REASONING_WORDS = ("think", "thought", "analysis")
 _WS = " \t\n\r"
 
 
@@ -269,13 +270,17 @@ class _Parser:
         if values:
             return ("call", _Call(self._tool_name(begin, fmt), values[0]))
         text = "".join(e[1] for e in events if e[0] in ("text", "reasoning"))
-        if end in _REASONING_ENDS or begin.startswith(_REASONING_BEGINS):
+        lead = "".join(_first_strings(fmt.content))
+        if any(w in (begin + lead + end).lower() for w in _REASONING_WORDS):
             return ("reasoning", text)
         return ("group", events)
 
     def _tool_name(self, begin: str, fmt) -> Optional[str]:
+        """The tool whose name the tag's literal text holds (its begin, or a constant before
+        the arguments, as Gemma's ``call:NAME`` and Cohere's ``name="NAME"``)."""
         schemas = [_json_schemas(fmt.content)]
-        named = [t for t in self.tools if t["name"] in begin]
+        literal = begin + "\0".join(_literals(fmt.content))
+        named = [t for t in self.tools if t["name"] in literal]
         if len(named) > 1:  # names that contain one another: the schema decides, then length
             exact = [t for t in named if t.get("parameters") in schemas[0]] or named
             named = sorted(exact, key=lambda t: -len(t["name"]))
@@ -296,6 +301,21 @@ def _first_strings(fmt: Any) -> tuple:
     if kind in ("triggered_tags",):
         return tuple(fmt.triggers)
     return ()
+
+
+def _literals(fmt: Any) -> list:
+    """Constant strings of a format tree outside its JSON values."""
+    kind = getattr(fmt, "type", None)
+    if kind == "const_string":
+        return [fmt.value]
+    if kind in (None, "json_schema"):
+        return []
+    out = []
+    for attr in ("content", "elements"):
+        child = getattr(fmt, attr, None)
+        for c in (child if isinstance(child, (list, tuple)) else [child]):
+            out += _literals(c)
+    return out
 
 
 def _tag_ends(fmt, token_text) -> tuple:

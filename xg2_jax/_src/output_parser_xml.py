@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Iterator
+from typing import Any, Iterator, Optional
 
 __all__ = ["parse_xml_arguments", "XML_STYLES"]
 
@@ -30,6 +30,10 @@ XML_STYLES = {
     "deepseek_xml": (re.compile(f'<{_BAR}DSML{_BAR}parameter name="([^"]*)" string="(?:true|false)">'),
                      f"</{_BAR}DSML{_BAR}parameter>"),
     "glm_xml": (re.compile(r"<arg_key>([^<]*)</arg_key>\s*<arg_value>"), "</arg_value>"),
+    "deepseek_v4_1_xml": (re.compile(f'<{_BAR}DSML{_BAR} parameter name="([^"]*)" '
+                                     'string="(?:true|false)">'),
+                          f"</{_BAR}DSML{_BAR} parameter>"),
+    "kimi_k3_xml": (re.compile(r'<parameter name="([^"]*)"[^>]*>'), "</parameter>"),
 }
 _WS = " \t\n\r"
 
@@ -72,6 +76,9 @@ def parse_xml_arguments(text: str, pos: int, style: str, schema: Any, follow: tu
         ValueError: an unknown style (from the parser: OutputParseError).
     """
     del follow
+    if style in _NESTED_STYLES:
+        yield from _NESTED_STYLES[style](text, pos, schema)
+        return
     if style not in XML_STYLES:
         from xg2_jax._src.output_parser import OutputParseError
 
@@ -101,3 +108,144 @@ def parse_xml_arguments(text: str, pos: int, style: str, schema: Any, follow: tu
             trail += 1
         if trail != pos:
             yield trail, dict(args)
+
+
+# ---------------------------------------------------------------------- nested value styles
+GEMMA_QUOTE = '<|"|>'
+
+
+def _gemma_value(text: str, pos: int) -> tuple[Any, int]:
+    """Gemma 4's format_argument: ``<|"|>`` strings, ``{key:value,...}`` with bare keys,
+    ``[...]``, JSON literals; no whitespace."""
+    if text.startswith(GEMMA_QUOTE, pos):
+        close = text.find(GEMMA_QUOTE, pos + len(GEMMA_QUOTE))
+        if close < 0:
+            raise ValueError("unterminated string")
+        return text[pos + len(GEMMA_QUOTE):close], close + len(GEMMA_QUOTE)
+    if text.startswith("{", pos):
+        out: dict = {}
+        pos += 1
+        while not text.startswith("}", pos):
+            colon = text.find(":", pos)
+            if colon < 0:
+                raise ValueError("no ':' after a key")
+            key = text[pos:colon]
+            out[key], pos = _gemma_value(text, colon + 1)
+            if text.startswith(",", pos):
+                pos += 1
+        return out, pos + 1
+    if text.startswith("[", pos):
+        items = []
+        pos += 1
+        while not text.startswith("]", pos):
+            item, pos = _gemma_value(text, pos)
+            items.append(item)
+            if text.startswith(",", pos):
+                pos += 1
+        return items, pos + 1
+    value, end = json.JSONDecoder().raw_decode(text, pos)
+    return value, end
+
+
+def _gemma_arguments(text: str, pos: int, schema: Any):
+    try:
+        value, end = _gemma_value(text, pos)
+    except (ValueError, IndexError):
+        return
+    yield end, value
+
+
+_COHERE_OPEN = re.compile(r'<cofl:value(?: name="([^"]*)")? type="(raw|dict|list|json)">')
+_COHERE_CLOSE = "</cofl:value>"
+
+
+def _cohere_node(text: str, pos: int) -> tuple[Optional[str], Any, int]:
+    m = _COHERE_OPEN.match(text, pos)
+    if m is None:
+        raise ValueError("no value node")
+    name, kind, pos = m.group(1), m.group(2), m.end()
+    if kind in ("raw", "json"):
+        close = text.find(_COHERE_CLOSE, pos)
+        if close < 0:
+            raise ValueError("unterminated value")
+        raw = text[pos:close]
+        return name, raw if kind == "raw" else json.loads(raw), close + len(_COHERE_CLOSE)
+    children = []
+    while not text.startswith(_COHERE_CLOSE, pos):
+        child_name, child, pos = _cohere_node(text, pos)
+        children.append((child_name, child))
+    value = dict(children) if kind == "dict" else [c for _, c in children]
+    return name, value, pos + len(_COHERE_CLOSE)
+
+
+def _cohere_arguments(text: str, pos: int, schema: Any):
+    args: dict = {}
+    yield pos, dict(args)
+    while True:
+        try:
+            name, value, pos = _cohere_node(text, pos)
+        except (ValueError, json.JSONDecodeError):
+            return
+        args[name] = value
+        yield pos, dict(args)
+
+
+M3_MARK = "]<]minimax[>["
+_M3_OPEN = re.compile(re.escape(M3_MARK) + r"<([^>/]+)>")
+
+
+def _m3_node(text: str, pos: int, schema: Any) -> tuple[str, Any, int]:
+    """MiniMax-M3's to_xml: ``MARK<key>value MARK</key>``; objects nest tags, lists nest
+    ``<item>`` tags, leaves are raw strings or bare JSON (the schema tells which)."""
+    m = _M3_OPEN.match(text, pos)
+    if m is None:
+        raise ValueError("no tag")
+    key, pos = m.group(1), m.end()
+    close = f"{M3_MARK}</{key}>"
+    kind = schema.get("type") if isinstance(schema, dict) else None
+    if kind in ("object", "array") or (kind is None and _M3_OPEN.match(text, pos)):
+        children = []
+        while not text.startswith(close, pos):
+            sub = {}
+            if isinstance(schema, dict):
+                sub = (schema.get("items") if kind == "array" else
+                       schema.get("properties", {}).get(_M3_OPEN.match(text, pos).group(1)
+                                                        if _M3_OPEN.match(text, pos) else ""))
+            child_key, child, pos = _m3_node(text, pos, sub or {})
+            children.append((child_key, child))
+        value = [c for _, c in children] if kind == "array" or (
+            kind is None and children and all(k == "item" for k, _ in children)) \
+            else dict(children)
+        return key, value, pos + len(close)
+    end = text.find(close, pos)
+    if end < 0:
+        raise ValueError("unterminated tag")
+    raw = text[pos:end]
+    return key, raw if kind == "string" else _json_or_raw(raw), end + len(close)
+
+
+def _json_or_raw(raw: str) -> Any:
+    try:
+        return json.loads(raw)
+    except json.JSONDecodeError:
+        return raw
+
+
+def _m3_arguments(text: str, pos: int, schema: Any):
+    props = schema.get("properties", {}) if isinstance(schema, dict) else {}
+    args: dict = {}
+    yield pos, dict(args)
+    while True:
+        m = _M3_OPEN.match(text, pos)
+        if m is None:
+            return
+        try:
+            key, value, pos = _m3_node(text, pos, props.get(m.group(1), {}))
+        except (ValueError, AttributeError):
+            return
+        args[key] = value
+        yield pos, dict(args)
+
+
+_NESTED_STYLES = {"gemma": _gemma_arguments, "cohere_xml": _cohere_arguments,
+                  "minimax_m3_xml": _m3_arguments}
