@@ -75,6 +75,11 @@ void BindMatcher(nb::module_& m) {
              }
              return nb::bytes(s.data(), s.size());
            })
+      .def("find_jump_forward_tokens",
+           [](GrammarMatcher& self) {
+             nb::gil_scoped_release release;
+             return self.FindJumpForwardTokens();
+           })
       .def("last_fill_stats",
            [](const GrammarMatcher& self) {
              const auto& s = self.last_fill_stats();
