@@ -64,9 +64,12 @@ def test_every_allowed_token_is_accepted_with_override_stops():
 def test_find_jump_forward_tokens(vocab, grammar, expected):
     tok = xg.TokenizerInfo(vocab)
     m = xg.GrammarMatcher(xg.GrammarCompiler(tok).compile_grammar(grammar))
+    before = m._debug_print_internal_state()
     assert m.find_jump_forward_tokens() == expected
+    assert m._debug_print_internal_state() == before
     for t in expected:  # the matcher is unchanged and every returned token is accepted
         assert m.accept_token(t)
+    assert m._debug_print_internal_state() != before or not expected
 
 
 def test_jump_forward_tokens_skip_stop_tokens():

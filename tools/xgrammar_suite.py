@@ -97,8 +97,8 @@ def failure_class(kind: str, message: str, text: str = "") -> str:
                                                    line)] or raised
     head = raised[0] if raised else ((message or kind).strip().splitlines() or [kind])[0]
     head = re.sub(r"0x[0-9a-f]+", "0x_", head)
-    head = re.sub(r"'[^']{0,60}'", "'_'", head)
-    head = re.sub(r"\d+", "N", head)
+    head = re.sub(r"'[^']*[^\w.'][^']*'", "'_'", head)  # quoted text; names stay
+    head = re.sub(r"\b\d+\b", "N", head)
     return head[:90]
 
 

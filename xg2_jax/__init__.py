@@ -161,6 +161,8 @@ def __getattr__(name: str):
 
     if name in _SUBMODULES:
         return importlib.import_module(f"xg2_jax.{name}")
+    if name == "hf":  # xgrammar exports its transformers processor module as xgr.hf
+        return importlib.import_module("xg2_jax.contrib.hf")
     module = _JAX_EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'xg2_jax' has no attribute {name!r}")

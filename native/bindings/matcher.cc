@@ -80,6 +80,7 @@ void BindMatcher(nb::module_& m) {
              nb::gil_scoped_release release;
              return self.FindJumpForwardTokens();
            })
+      .def("debug_state", &GrammarMatcher::DebugState)
       .def("last_fill_stats",
            [](const GrammarMatcher& self) {
              const auto& s = self.last_fill_stats();

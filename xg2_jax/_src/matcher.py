@@ -223,6 +223,12 @@ class GrammarMatcher:
                         first_child=retrieve_next_token, next_sibling=retrieve_next_sibling)
         return True
 
+    def _debug_print_internal_state(self) -> str:
+        """The matcher's state as text (xgrammar's debugging call): accepted steps,
+        termination, parser rows and the items of the last row. Equal for equal states;
+        the format may change."""
+        return self._handle.debug_state()
+
     @property
     def num_accepted_tokens(self) -> int:
         """Accepted steps in the rollback history."""

@@ -1,13 +1,15 @@
 """xgrammar's pure-Python test helpers (``xgrammar.testing``), written over xg2-jax's API.
 
 They take numpy arrays or torch CPU tensors (torch is imported only when the caller passes
-torch tensors). The helpers of xgrammar's C++ testing bindings (its EBNF printers of JSON
-Schema and regex, grammar functors, rule FSMs) have no counterpart here.
+torch tensors). The EBNF converters print xg2-jax's own (normalized) grammar, so their text
+differs from xgrammar's while the language is the same. The helpers of xgrammar's C++
+testing internals (grammar functors, rule FSMs, nullable rule ids, range-regex generators)
+have no counterpart here.
 """
 
 from __future__ import annotations
 
-from typing import Optional, Union
+from typing import Any, Optional, Union
 
 import numpy as np
 
@@ -18,10 +20,52 @@ from xg2_jax._src.grammar import Grammar
 from xg2_jax._src.matcher import GrammarMatcher
 from xg2_jax._src.tokenizer import TokenizerInfo
 
-__all__ = ["_get_masked_tokens_from_bitmask", "_get_matcher_from_grammar",
+__all__ = ["_ebnf_to_grammar_no_normalization", "_json_schema_to_ebnf", "_regex_to_ebnf",
+           "_get_masked_tokens_from_bitmask", "_get_matcher_from_grammar",
            "_get_matcher_from_grammar_and_tokenizer_info", "_is_grammar_accept_string",
            "_is_single_token_bitmask", "_traverse_draft_tree", "bitmask_to_bool_mask",
            "bool_mask_to_bitmask"]
+
+
+def _json_schema_to_ebnf(schema: Any, *, any_whitespace: bool = True,
+                         indent: Optional[int] = None, separators=None,
+                         max_whitespace_cnt: Optional[int] = None, strict_mode: bool = True,
+                         json_format: str = "json", any_order: bool = False) -> str:
+    """The EBNF text of a JSON Schema's grammar (xg2-jax's printing).
+
+    Raises:
+        InvalidArgumentError: a ``json_format`` other than ``"json"`` (the XML argument
+            styles exist only inside structural tags).
+    """
+    if json_format != "json":
+        raise InvalidArgumentError(f"json_format {json_format!r}: only 'json' is available "
+                                   "here (XML styles are structural-tag formats)")
+    return str(Grammar.from_json_schema(
+        schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
+        max_whitespace_cnt=max_whitespace_cnt, strict_mode=strict_mode, any_order=any_order))
+
+
+def _regex_to_ebnf(regex: str, with_rule_name: bool = True) -> str:
+    """The EBNF text of a regex's grammar; without ``with_rule_name``, only the root rule's
+    body (the grammar must then be a single rule).
+
+    Example:
+        >>> _regex_to_ebnf("a+b", with_rule_name=False)
+        '"a"+ "b"'
+    """
+    text = str(Grammar.from_regex(regex))
+    if with_rule_name:
+        return text
+    lines = text.strip().splitlines()
+    if len(lines) != 1:
+        raise InvalidArgumentError("the regex's grammar has several rules; print it with "
+                                   "with_rule_name=True")
+    return lines[0].split("::=", 1)[1].strip()
+
+
+def _ebnf_to_grammar_no_normalization(ebnf_string: str, root_rule_name: str = "root") -> Grammar:
+    """The grammar of EBNF text (xg2-jax always normalizes; the language is the same)."""
+    return Grammar.from_ebnf(ebnf_string, root_rule_name=root_rule_name)
 
 
 def _get_matcher_from_grammar_and_tokenizer_info(

@@ -107,6 +107,16 @@ GrammarMatcher::UseGuard::UseGuard(const InUse& flag, const char* call) : flag_(
   }
 }
 
+std::string GrammarMatcher::DebugState() const {
+  std::string out = "steps=" + std::to_string(history_.size()) + " terminated=" + (terminated_ ? "1" : "0") +
+                    " rows=" + std::to_string(parser_.num_rows()) + " last_row=[";
+  for (const EarleyItem* it = parser_.last_row_begin(); it != parser_.last_row_end(); ++it) {
+    if (it != parser_.last_row_begin()) out += ' ';
+    out += std::to_string(it->state) + '@' + std::to_string(it->origin);
+  }
+  return out + "]";
+}
+
 std::unique_ptr<GrammarMatcher> GrammarMatcher::Fork() const {
   UseGuard guard(in_use_, "fork");
   return std::unique_ptr<GrammarMatcher>(new GrammarMatcher(*this));

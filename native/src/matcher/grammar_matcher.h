@@ -47,6 +47,9 @@ class GrammarMatcher {
   // token extends it (the model may still write that longer token). Empty once the input
   // can end or the matcher terminated. The state is unchanged.
   std::vector<int32_t> FindJumpForwardTokens();
+  // The matcher's state as text (history length, termination, parser rows and the items of
+  // the last row): equal for equal states, for tests that check a call changed nothing.
+  std::string DebugState() const;
   int32_t num_accepted_steps() const { return static_cast<int32_t>(history_.size()); }
   const std::vector<int32_t>& stop_token_ids() const { return stop_token_ids_; }
   const std::shared_ptr<CompiledGrammar>& compiled() const { return compiled_; }
