@@ -250,6 +250,9 @@ def test_apply_token_bitmask_inplace_numpy():
     xg.apply_token_bitmask_inplace(logits, mask, indices=[0, 2])
     assert np.isneginf(logits[0]).sum() == 38 and not np.isneginf(logits[1]).any()
     assert logits[2, 0] == 0 and logits[2, 2] == 0 and np.isneginf(logits[2, 1])
+    strided = np.zeros((40, 2), np.float32)[:, 0]  # 1-D and strided: still written in place
+    xg.apply_token_bitmask_inplace(strided, mask[0])
+    assert np.isneginf(strided).sum() == 38
     with pytest.raises(xg.InvalidArgumentError):
         xg.apply_token_bitmask_inplace(logits, mask.astype(np.int64))
     with pytest.raises(xg.InvalidArgumentError):

@@ -63,6 +63,7 @@ void BindMatcher(nb::module_& m) {
           nb::arg("bitmask"), nb::arg("index") = 0)
       .def("is_terminated", &GrammarMatcher::IsTerminated)
       .def("is_completed", &GrammarMatcher::IsCompleted)
+      .def("has_ended", &GrammarMatcher::HasEnded)
       .def("reset", &GrammarMatcher::Reset)
       .def("rollback", &GrammarMatcher::Rollback, nb::arg("num_tokens") = 1)
       .def("fork", &GrammarMatcher::Fork)

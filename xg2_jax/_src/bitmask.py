@@ -166,8 +166,8 @@ def _mask_rows(logits, bitmask, vocab_size, indices):
     """(logits, bitmask) as 2-D views cut to the masked vocabulary width, after checks."""
     if bitmask.dtype != bitmask_dtype:
         raise InvalidArgumentError(f"bitmask dtype must be int32; got {bitmask.dtype}")
-    logits2 = logits.reshape(1, -1) if logits.ndim == 1 else logits
-    mask2 = bitmask.reshape(1, -1) if bitmask.ndim == 1 else bitmask
+    logits2 = logits[None] if logits.ndim == 1 else logits  # views: written in place
+    mask2 = bitmask[None] if bitmask.ndim == 1 else bitmask
     if logits2.ndim != 2 or mask2.ndim != 2:
         raise InvalidArgumentError("logits and bitmask must be 1-D or 2-D")
     width = min(logits2.shape[1], 32 * mask2.shape[1]) if vocab_size is None else int(vocab_size)
@@ -199,8 +199,8 @@ def _apply_torch(logits, bitmask, vocab_size, indices) -> None:
         raise InvalidArgumentError(f"bitmask dtype must be torch.int32; got {bitmask.dtype}")
     if not logits.dtype.is_floating_point:
         raise InvalidArgumentError(f"logits must be a float tensor; got {logits.dtype}")
-    logits2 = logits.view(1, -1) if logits.dim() == 1 else logits
-    mask2 = (bitmask.view(1, -1) if bitmask.dim() == 1 else bitmask).to(logits.device)
+    logits2 = logits.unsqueeze(0) if logits.dim() == 1 else logits  # a view: written in place
+    mask2 = (bitmask.unsqueeze(0) if bitmask.dim() == 1 else bitmask).to(logits.device)
     width = min(logits2.shape[1], 32 * mask2.shape[1]) if vocab_size is None else int(vocab_size)
     if not 0 <= width <= min(logits2.shape[1], 32 * mask2.shape[1]):
         raise InvalidArgumentError(f"vocab_size {width} exceeds the logits or bitmask width")

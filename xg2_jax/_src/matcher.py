@@ -129,9 +129,17 @@ class GrammarMatcher:
         return self._handle.fill_next_token_bitmask(host_bitmask(bitmask), int(index))
 
     def is_terminated(self) -> bool:
-        """True after a stop token was accepted (or completion, with
-        ``terminate_without_stop_token``)."""
+        """True after a stop token was accepted; with ``terminate_without_stop_token``, as
+        soon as the output is complete (as xgrammar; more tokens are still accepted while
+        the grammar continues, until nothing can follow)."""
         return self._handle.is_terminated()
+
+    def has_ended(self) -> bool:
+        """True when nothing more is accepted: a stop token was accepted, or, with
+        ``terminate_without_stop_token``, the output is complete and nothing can follow.
+        Accepting then raises :class:`MatcherStateError`; the mask allows only stop tokens.
+        """
+        return self._handle.has_ended()
 
     def is_completed(self) -> bool:
         """True if the output so far is complete (a stop token would be accepted)."""
