@@ -210,17 +210,19 @@ def test_terminate_without_stop_token(small_tok):
     m = small_matcher(small_tok, 'root ::= "yes" | "no" | "y" "a"*',
                       terminate_without_stop_token=True)
     assert m.accept_token(sid("y"))
-    assert m.is_completed() and not m.is_terminated()  # "a" may still follow
+    # xgrammar's semantics: terminated once complete, though "a" may still follow
+    assert m.is_completed() and m.is_terminated()
     assert m.accept_token(sid("es"))
     assert m.is_terminated()  # complete, and nothing can follow
     assert allowed(m, v) == [SMALL_STOP]
     with pytest.raises(xg.MatcherStateError):
         m.accept_token(sid("a"))
     m.rollback(1)
-    assert not m.is_terminated()
+    assert m.is_terminated()
     assert m.accept_token(sid("a"))
-    assert not m.is_terminated()
+    assert m.is_terminated()
     m.reset()
+    assert not m.is_terminated()
     assert m.accept_string("no")
     assert m.is_terminated()
     with pytest.raises(xg.MatcherStateError):

@@ -394,8 +394,10 @@ def check_token_masks(v: SmallVocab, g: GrammarAst, rng: random.Random, steps: i
             assert auto.accept_token(nxt)
             if nxt != stop_id:
                 after = state.feed_bytes(tokens[nxt])
-                ends = after.complete and not after.pending and not after.parse.can_continue()
-                assert auto.is_terminated() == ends, (text, history, nxt)
+                can_end = after.complete and not after.pending
+                ends = can_end and not after.parse.can_continue()
+                # xgrammar's semantics: terminated once complete; nothing more once it ends
+                assert auto.is_terminated() == can_end, (text, history, nxt)
                 if ends:
                     assert xg.bitmask_to_bool(v.mask(auto), vocab_size).tolist() == [
                         t == stop_id for t in range(vocab_size)]

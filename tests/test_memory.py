@@ -24,7 +24,7 @@ from helpers import vm_rss_mib
 
 import xg2_jax as xg
 from xg2_jax import _core
-from xg2_jax._src.errors import InvalidArgumentError, LimitExceededError, TokenizerError
+from xg2_jax._src.errors import InvalidArgumentError, LimitExceededError
 
 
 @pytest.fixture
@@ -256,11 +256,18 @@ def test_time_limit_scope_is_per_thread_and_nests():
 
 # ------------------------------------------------------------------------ degenerate vocabularies
 
-def test_empty_vocabulary_raises():
-    with pytest.raises(TokenizerError, match="empty"):
-        xg.TokenizerInfo([])
-    with pytest.raises(TokenizerError):
-        xg.TokenizerInfo([], vocab_size=0)
+def test_empty_vocabulary_matches_strings_only():
+    # xgrammar's TokenizerInfo([]): a matcher that takes strings, with zero-word masks.
+    tok = xg.TokenizerInfo([])
+    assert tok.vocab_size == 0 and tok.stop_token_ids == []
+    m = xg.GrammarMatcher(xg.GrammarCompiler(tok).compile_grammar('root ::= "a"+ [0-9]'))
+    mask = xg.allocate_token_bitmask(1, tok.vocab_size)
+    assert mask.shape == (1, 0)
+    m.fill_next_token_bitmask(mask)
+    assert m.accept_string("aa1") and m.is_completed()
+    assert not m.accept_string("b")
+    with pytest.raises(InvalidArgumentError):
+        m.accept_token(0)
 
 
 def test_vocabulary_without_text_or_stop_tokens_raises():

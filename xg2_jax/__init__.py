@@ -29,7 +29,14 @@ except ImportError as _error:  # pragma: no cover - exercised by test_packaging 
 from xg2_jax import builtin_structural_tag
 from xg2_jax._src.batch import BatchGrammarMatcher, traverse_draft_tree
 from xg2_jax._src.batch_job import RequestLineError
-from xg2_jax._src.bitmask import allocate_token_bitmask, bitmask_to_bool, get_bitmask_shape
+from xg2_jax._src.bitmask import (
+    allocate_token_bitmask,
+    apply_token_bitmask_inplace,
+    bitmask_dtype,
+    bitmask_to_bool,
+    get_bitmask_shape,
+    reset_token_bitmask,
+)
 from xg2_jax._src.chat_template import ChatTemplate, ChatTemplateError, ModelTokenizer
 from xg2_jax._src.compiler import (
     CompiledGrammar,
@@ -42,9 +49,13 @@ from xg2_jax._src.compiler import (
 )
 from xg2_jax._src.errors import (
     CacheOverflowError,
+    DeserializeFormatError,
+    DeserializeVersionError,
     GrammarError,
     GrammarSyntaxError,
     InvalidArgumentError,
+    InvalidJSONError,
+    InvalidStructuralTagError,
     LimitExceededError,
     MatcherStateError,
     MissingTensorError,
@@ -86,6 +97,12 @@ from xg2_jax._src.structural_tag import (
     TriggeredTagsFormat,
 )
 from xg2_jax._src.tokenizer import TokenizerInfo, VocabType, greedy_tokenize
+from xg2_jax.config import (
+    get_max_recursion_depth,
+    get_serialization_version,
+    max_recursion_depth,
+    set_max_recursion_depth,
+)
 
 __version__ = "0.1.0"
 
@@ -145,12 +162,21 @@ _JAX_EXPORTS = {
 }
 
 
+# Submodules under xgrammar's names, loaded on first attribute access (xgr.testing, ...).
+_SUBMODULES = {"builtin_structural_tag", "compiler", "config", "contrib", "exception", "grammar",
+               "matcher", "structural_tag", "testing", "tokenizer_info"}
+
+
 def __getattr__(name: str):
+    import importlib
+
+    if name in _SUBMODULES:
+        return importlib.import_module(f"xg2_jax.{name}")
+    if name == "hf":  # xgrammar exports its transformers processor module as xgr.hf
+        return importlib.import_module("xg2_jax.contrib.hf")
     module = _JAX_EXPORTS.get(name)
     if module is None:
         raise AttributeError(f"module 'xg2_jax' has no attribute {name!r}")
-    import importlib
-
     value = getattr(importlib.import_module(f"xg2_jax._src.{module}"), name)
     globals()[name] = value
     return value
@@ -225,5 +251,17 @@ __all__ = [
     "OutputParseError",
     "RequestLineError",
     "parse_structured_output",
+    # xgrammar's names (docs/XGRAMMAR_COMPAT.md)
+    "DeserializeFormatError",
+    "DeserializeVersionError",
+    "InvalidJSONError",
+    "InvalidStructuralTagError",
+    "apply_token_bitmask_inplace",
+    "bitmask_dtype",
+    "get_max_recursion_depth",
+    "get_serialization_version",
+    "max_recursion_depth",
+    "reset_token_bitmask",
+    "set_max_recursion_depth",
     *sorted(_JAX_EXPORTS),
 ]

@@ -22,7 +22,22 @@ import dataclasses
 import jax
 import jax.numpy as jnp
 
-__all__ = ["RandomModelConfig", "init_cache", "init_params", "step", "verify_tree"]
+from xg2_jax._src.testing_helpers import (  # noqa: F401 - xgrammar.testing's helpers
+    _ebnf_to_grammar_no_normalization,
+    _get_masked_tokens_from_bitmask,
+    _get_matcher_from_grammar,
+    _get_matcher_from_grammar_and_tokenizer_info,
+    _is_grammar_accept_string,
+    _is_single_token_bitmask,
+    _json_schema_to_ebnf,
+    _regex_to_ebnf,
+    _traverse_draft_tree,
+    bitmask_to_bool_mask,
+    bool_mask_to_bitmask,
+)
+
+__all__ = ["RandomModelConfig", "bitmask_to_bool_mask", "bool_mask_to_bitmask", "init_cache",
+           "init_params", "step", "verify_tree"]
 
 
 @dataclasses.dataclass(frozen=True)

@@ -55,6 +55,18 @@ void BindBatch(nb::module_& m) {
           },
           nb::arg("matchers"), nb::arg("tokens"))
       .def(
+          "accept_string",
+          [](const BatchGrammarMatcher& self, const std::vector<GrammarMatcher*>& matchers,
+             const std::vector<nb::bytes>& strings) {
+            BatchGrammarMatcher::CheckDistinct(matchers);
+            std::vector<std::string> data;
+            data.reserve(strings.size());
+            for (const nb::bytes& b : strings) data.emplace_back(b.c_str(), b.size());
+            nb::gil_scoped_release release;
+            return self.AcceptString(matchers, data);
+          },
+          nb::arg("matchers"), nb::arg("strings"))
+      .def(
           "rollback",
           [](const BatchGrammarMatcher& self, const std::vector<GrammarMatcher*>& matchers,
              const std::vector<int32_t>& counts) {

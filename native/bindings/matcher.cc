@@ -63,6 +63,7 @@ void BindMatcher(nb::module_& m) {
           nb::arg("bitmask"), nb::arg("index") = 0)
       .def("is_terminated", &GrammarMatcher::IsTerminated)
       .def("is_completed", &GrammarMatcher::IsCompleted)
+      .def("has_ended", &GrammarMatcher::HasEnded)
       .def("reset", &GrammarMatcher::Reset)
       .def("rollback", &GrammarMatcher::Rollback, nb::arg("num_tokens") = 1)
       .def("fork", &GrammarMatcher::Fork)
@@ -75,6 +76,12 @@ void BindMatcher(nb::module_& m) {
              }
              return nb::bytes(s.data(), s.size());
            })
+      .def("find_jump_forward_tokens",
+           [](GrammarMatcher& self) {
+             nb::gil_scoped_release release;
+             return self.FindJumpForwardTokens();
+           })
+      .def("debug_state", &GrammarMatcher::DebugState)
       .def("last_fill_stats",
            [](const GrammarMatcher& self) {
              const auto& s = self.last_fill_stats();

@@ -7,12 +7,14 @@ node of a speculative-decoding draft tree.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+import functools
+import os
+from typing import Optional, Sequence, Union
 
 import numpy as np
 
 from xg2_jax import _core
-from xg2_jax._src.bitmask import check_host_bitmask, index_array
+from xg2_jax._src.bitmask import host_bitmask, index_array
 from xg2_jax._src.draft_tree import walk_draft_tree
 from xg2_jax._src.errors import InvalidArgumentError
 from xg2_jax._src.matcher import GrammarMatcher
@@ -45,6 +47,19 @@ def _int32_list(values: Sequence[int], name: str) -> list[int]:
     return out
 
 
+class _OnInstanceOrClass:
+    """A method that runs on the instance, or, called on the class (xgrammar's static
+    spelling, ``BatchGrammarMatcher.batch_accept_token(matchers, tokens)``), on a shared
+    default instance."""
+
+    def __init__(self, method):
+        functools.update_wrapper(self, method)
+        self._method = method
+
+    def __get__(self, obj, cls):
+        return functools.partial(self._method, obj if obj is not None else cls._shared())
+
+
 class BatchGrammarMatcher:
     """Runs per-step matcher operations for a whole batch in parallel.
 
@@ -54,7 +69,7 @@ class BatchGrammarMatcher:
 
     Args:
         max_threads: the most threads one call uses, the calling thread included (<= 0: all
-            cores).
+            cores; ``"auto"``: half the cores, as xgrammar).
 
     Example:
         >>> import xg2_jax as xg
@@ -71,24 +86,39 @@ class BatchGrammarMatcher:
         [[False, True, False], [True, False, False], [True, False, False]]
     """
 
-    def __init__(self, max_threads: int = 0):
-        self._handle = _core.BatchGrammarMatcher(int(max_threads))
+    _default: Optional["BatchGrammarMatcher"] = None
+
+    def __init__(self, max_threads: Union[int, str] = 0):
+        if max_threads == "auto":
+            max_threads = max(1, (os.cpu_count() or 2) // 2)
+        if isinstance(max_threads, bool) or not isinstance(max_threads, int):
+            raise InvalidArgumentError(f"max_threads must be an int or 'auto'; got "
+                                       f"{max_threads!r}")
+        self._handle = _core.BatchGrammarMatcher(max_threads)
+
+    @classmethod
+    def _shared(cls) -> "BatchGrammarMatcher":
+        if cls._default is None:
+            cls._default = cls()
+        return cls._default
 
     @property
     def max_threads(self) -> int:
         """Threads one call uses at most (the caller included)."""
         return self._handle.max_threads
 
-    def batch_fill_next_token_bitmask(self, matchers: Sequence[GrammarMatcher],
-                                      bitmask: np.ndarray,
-                                      indices: Optional[Sequence[int]] = None) -> list[bool]:
+    def batch_fill_next_token_bitmask(self, matchers: Sequence[GrammarMatcher], bitmask,
+                                      indices: Optional[Sequence[int]] = None,
+                                      debug_print: bool = False) -> list[bool]:
         """Fills the next-token mask of every matcher in parallel.
 
         Args:
             matchers: distinct matchers.
-            bitmask: int32 array ``(rows, ceil(vocab_size / 32))`` (rows may exceed the number
-                of matchers, for padding).
+            bitmask: int32 host buffer ``(rows, ceil(vocab_size / 32))`` (rows may exceed the
+                number of matchers, for padding): numpy, or DLPack / buffer protocol (a torch
+                CPU tensor).
             indices: row of each matcher (default: matcher ``i`` fills row ``i``); distinct.
+            debug_print: accepted for xgrammar compatibility; ignored.
 
         Returns:
             Per matcher, True if some token is disallowed (the row must be applied).
@@ -102,12 +132,15 @@ class BatchGrammarMatcher:
         if indices is not None and len(idx) != len(handles):
             raise InvalidArgumentError(
                 f"got {len(handles)} matchers but {len(idx)} indices")
-        check_host_bitmask(bitmask)
+        bitmask = host_bitmask(bitmask)
         return self._handle.fill_next_token_bitmask(handles, bitmask, idx)
 
-    def batch_accept_token(self, matchers: Sequence[GrammarMatcher],
-                           tokens: Sequence[int]) -> list[bool]:
+    @_OnInstanceOrClass
+    def batch_accept_token(self, matchers: Sequence[GrammarMatcher], tokens: Sequence[int],
+                           debug_print: bool = False) -> list[bool]:
         """Accepts ``tokens[i]`` into ``matchers[i]``, in parallel.
+
+        Callable on an instance or, as in xgrammar, on the class.
 
         Returns:
             Per matcher, whether the token was accepted (a rejected token leaves that matcher
@@ -122,9 +155,47 @@ class BatchGrammarMatcher:
         toks = _int32_list(tokens, "tokens")
         return self._handle.accept_token(handles, toks)
 
+    @_OnInstanceOrClass
+    def batch_accept_string(self, matchers: Sequence[GrammarMatcher],
+                            strings: Sequence[Union[str, bytes]],
+                            debug_print: bool = False) -> list[bool]:
+        """Accepts ``strings[i]`` (str as UTF-8, or bytes) into ``matchers[i]`` as one step
+        each, in parallel. Callable on an instance or, as in xgrammar, on the class.
+
+        Returns:
+            Per matcher, whether the string was accepted (a rejected one leaves that matcher
+            unchanged).
+
+        Raises:
+            InvalidArgumentError: lengths differ, a matcher repeats, or a string is neither
+                str nor bytes.
+            MatcherStateError: a matcher has terminated. No matcher changes when this raises.
+
+        Example:
+            >>> import xg2_jax as xg
+            >>> tok = xg.TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2])
+            >>> compiled = xg.GrammarCompiler(tok).compile_grammar('root ::= "a" "b"')
+            >>> ms = [xg.GrammarMatcher(compiled) for _ in range(2)]
+            >>> xg.BatchGrammarMatcher.batch_accept_string(ms, ["ab", b"b"])
+            [True, False]
+        """
+        handles = _handles(matchers)
+        data = []
+        for i, text in enumerate(strings):
+            if isinstance(text, str):
+                data.append(text.encode("utf-8"))
+            elif isinstance(text, (bytes, bytearray, memoryview)):
+                data.append(bytes(text))
+            else:
+                raise InvalidArgumentError(
+                    f"strings[{i}] is a {type(text).__name__}, not str or bytes")
+        return self._handle.accept_string(handles, data)
+
+    @_OnInstanceOrClass
     def batch_rollback(self, matchers: Sequence[GrammarMatcher],
-                       counts: Sequence[int]) -> None:
-        """Rolls ``matchers[i]`` back by ``counts[i]`` steps.
+                       num_tokens: Union[int, Sequence[int]] = 1) -> None:
+        """Rolls ``matchers[i]`` back by ``num_tokens[i]`` steps (an int: the same for
+        all). Callable on an instance or, as in xgrammar, on the class.
 
         Raises:
             InvalidArgumentError: lengths differ, a matcher repeats, or a count is negative.
@@ -132,11 +203,13 @@ class BatchGrammarMatcher:
                 when this raises.
         """
         handles = _handles(matchers)
-        cnts = _int32_list(counts, "counts")
+        if isinstance(num_tokens, (int, np.integer)) and not isinstance(num_tokens, bool):
+            num_tokens = [int(num_tokens)] * len(handles)
+        cnts = _int32_list(num_tokens, "num_tokens")
         self._handle.rollback(handles, cnts)
 
     def batch_traverse_draft_tree(self, matchers: Sequence[GrammarMatcher], draft_tokens,
-                                  bitmask: np.ndarray, *, parents=None, first_child=None,
+                                  bitmask, *, parents=None, first_child=None,
                                   next_sibling=None,
                                   indices: Optional[Sequence[int]] = None) -> np.ndarray:
         """:func:`traverse_draft_tree` for a batch of matchers, in parallel.
@@ -171,13 +244,14 @@ class BatchGrammarMatcher:
             [[True, True, True], [True, False, False]]
         """
         handles = _handles(matchers)
+        bitmask = host_bitmask(bitmask)
         tokens = np.asarray(draft_tokens)
         if tokens.ndim != 2:
             raise InvalidArgumentError(
                 f"draft_tokens must have shape (B, N); got {tokens.shape}")
         n = tokens.shape[1]
         tokens = index_array(tokens.reshape(-1), "draft_tokens").reshape(tokens.shape)
-        if isinstance(bitmask, np.ndarray) and bitmask.ndim == 3:
+        if bitmask.ndim == 3:
             if bitmask.shape[1] != n or (indices is None and bitmask.shape[0] != len(tokens)):
                 raise InvalidArgumentError(
                     f"bitmask shape {bitmask.shape} does not match draft_tokens {tokens.shape}")
@@ -204,7 +278,6 @@ class BatchGrammarMatcher:
         else:
             trees = dict(first_child=tree_array(first_child, "first_child"),
                          next_sibling=tree_array(next_sibling, "next_sibling"))
-        check_host_bitmask(bitmask)
         if slots is None or len(handles) == 0:
             target = bitmask
         elif slots[0] >= 0:  # consecutive slots: a view of the rows, written in place
@@ -224,7 +297,6 @@ class BatchGrammarMatcher:
         idx = index_array(indices, "indices")
         if idx.size != count:
             raise InvalidArgumentError(f"got {count} matchers but {idx.size} indices")
-        check_host_bitmask(bitmask)
         if bitmask.ndim != 2 or bitmask.dtype != np.int32 or not bitmask.flags.c_contiguous:
             raise InvalidArgumentError(
                 "with indices, bitmask must be a C-contiguous int32 array (R, N, W) or "

@@ -9,23 +9,70 @@ import numpy as np
 
 from xg2_jax._src.errors import InvalidArgumentError
 
-__all__ = ["allocate_token_bitmask", "bitmask_to_bool", "check_host_bitmask", "get_bitmask_shape",
-           "index_array"]
+__all__ = ["allocate_token_bitmask", "apply_token_bitmask_inplace", "bitmask_dtype", "bitmask_to_bool",
+           "get_bitmask_shape",
+           "host_bitmask", "index_array", "reset_token_bitmask"]
+
+bitmask_dtype = np.dtype(np.int32)
+"""The dtype of packed token bitmasks (xgrammar's ``bitmask_dtype`` is ``torch.int32``)."""
+
+_DLPACK_CPU = 1  # kDLCPU in DLPack's device-type enum
 
 
-def check_host_bitmask(bitmask) -> None:
-    """Raises InvalidArgumentError unless ``bitmask`` is a writable numpy array (host memory).
+def host_bitmask(bitmask) -> np.ndarray:
+    """A writable numpy view of a host buffer, without copying; InvalidArgumentError otherwise.
 
-    Masks are filled on the host; a jax.Array is immutable (writing through DLPack would
-    change every array sharing its buffer), so fill a numpy buffer and ``device_put`` it.
+    Takes a numpy array, any object with DLPack on the CPU (a torch CPU tensor, for one) or
+    one with the writable buffer protocol. dtype, shape and contiguity are checked where the
+    buffer is used. A jax.Array is refused: it is immutable (writing through DLPack would
+    change every array sharing its buffer), so fill a host buffer and ``device_put`` it.
     """
-    if not isinstance(bitmask, np.ndarray):
+    if isinstance(bitmask, np.ndarray):
+        if not bitmask.flags.writeable:
+            raise InvalidArgumentError("bitmask is read-only; pass a writable int32 array")
+        return bitmask
+    kind = f"{type(bitmask).__module__}.{type(bitmask).__name__}"
+    if kind.startswith(("jax", "jaxlib")):
         raise InvalidArgumentError(
-            f"bitmask must be a writable numpy int32 array on the CPU host, not "
-            f"{type(bitmask).__module__}.{type(bitmask).__name__}; fill a numpy buffer "
-            f"(allocate_token_bitmask) and device_put it")
-    if not bitmask.flags.writeable:
-        raise InvalidArgumentError("bitmask is read-only; pass a writable numpy int32 array")
+            f"bitmask must be a writable int32 host buffer, not an immutable {kind}; fill a "
+            "numpy buffer (allocate_token_bitmask) and device_put it")
+    if hasattr(bitmask, "__dlpack__"):
+        device = bitmask.__dlpack_device__() if hasattr(bitmask, "__dlpack_device__") else None
+        if device is not None and int(device[0]) != _DLPACK_CPU:
+            raise InvalidArgumentError(
+                f"bitmask must be in CPU memory; got a {kind} on DLPack device {tuple(device)}")
+        try:
+            view = np.from_dlpack(bitmask)
+        except (TypeError, ValueError, RuntimeError, BufferError) as exc:
+            raise InvalidArgumentError(f"cannot read the {kind} bitmask through DLPack: "
+                                       f"{exc}") from exc
+    else:
+        try:
+            view = np.asarray(memoryview(bitmask))
+        except TypeError:
+            raise InvalidArgumentError(
+                f"bitmask must be an int32 host array (numpy, DLPack or buffer protocol), not "
+                f"{kind}") from None
+    if not view.flags.writeable:
+        raise InvalidArgumentError(f"the {kind} bitmask is read-only")
+    return view
+
+
+def reset_token_bitmask(bitmask) -> None:
+    """Sets every bit of a host bitmask (every token allowed), in place.
+
+    Args:
+        bitmask: an int32 host buffer (numpy, DLPack or buffer protocol; a torch CPU tensor).
+
+    Example:
+        >>> mask = np.zeros((1, 2), dtype=np.int32)
+        >>> reset_token_bitmask(mask); mask.tolist()
+        [[-1, -1]]
+    """
+    view = host_bitmask(bitmask)
+    if view.dtype != bitmask_dtype:
+        raise InvalidArgumentError(f"bitmask dtype must be int32; got {view.dtype}")
+    view.fill(-1)
 
 
 def get_bitmask_shape(batch_size: int, vocab_size: int) -> tuple[int, int]:
@@ -75,3 +122,94 @@ def index_array(values, name: str) -> np.ndarray:
     if arr.size and arr.dtype == np.uint64 and int(arr.max()) > np.iinfo(np.int64).max:
         raise InvalidArgumentError(f"{name} has values that do not fit in int64")
     return np.ascontiguousarray(arr, dtype=np.int64)
+
+
+def apply_token_bitmask_inplace(logits, bitmask, *, vocab_size: int | None = None,
+                                indices=None) -> None:
+    """Sets the logits of disallowed tokens to ``-inf``, in place (xgrammar's host-side call).
+
+    For JAX use :func:`xg2_jax.apply_token_bitmask` (functional, jittable). This one takes a
+    numpy array, or a torch tensor when torch is installed (the bitmask is moved to the
+    logits' device).
+
+    Args:
+        logits: float ``(batch, V)`` or ``(V,)``; numpy or torch.
+        bitmask: int32 ``(batch, W)`` or ``(W,)``, same kind as ``logits``.
+        vocab_size: the real vocabulary size when logits or bitmask are padded (default:
+            ``min(V, 32 * W)``).
+        indices: rows to mask (default: all rows, and then the batch sizes must match).
+
+    Raises:
+        InvalidArgumentError: mismatched shapes, a non-int32 bitmask or a non-float logits.
+
+    Example:
+        >>> logits = np.zeros((1, 3), dtype=np.float32)
+        >>> apply_token_bitmask_inplace(logits, np.array([[5]], dtype=np.int32))
+        >>> logits.tolist()
+        [[0.0, -inf, 0.0]]
+    """
+    if type(logits).__module__.startswith("torch"):
+        return _apply_torch(logits, bitmask, vocab_size, indices)
+    if not isinstance(logits, np.ndarray) or not isinstance(bitmask, np.ndarray):
+        raise InvalidArgumentError("logits and bitmask must both be numpy arrays (or torch "
+                                   "tensors)")
+    if not np.issubdtype(logits.dtype, np.floating):
+        raise InvalidArgumentError(f"logits must be a float array; got {logits.dtype}")
+    rows_logits, rows_mask = _mask_rows(logits, bitmask, vocab_size, indices)
+    width = rows_logits.shape[-1]
+    for row, mrow in zip(*_row_pairs(rows_logits.shape[0], rows_mask.shape[0], indices)):
+        allowed = bitmask_to_bool(rows_mask[mrow], width)
+        rows_logits[row, :width][~allowed] = -np.inf
+
+
+def _mask_rows(logits, bitmask, vocab_size, indices):
+    """(logits, bitmask) as 2-D views cut to the masked vocabulary width, after checks."""
+    if bitmask.dtype != bitmask_dtype:
+        raise InvalidArgumentError(f"bitmask dtype must be int32; got {bitmask.dtype}")
+    logits2 = logits[None] if logits.ndim == 1 else logits  # views: written in place
+    mask2 = bitmask[None] if bitmask.ndim == 1 else bitmask
+    if logits2.ndim != 2 or mask2.ndim != 2:
+        raise InvalidArgumentError("logits and bitmask must be 1-D or 2-D")
+    width = min(logits2.shape[1], 32 * mask2.shape[1]) if vocab_size is None else int(vocab_size)
+    if not 0 <= width <= min(logits2.shape[1], 32 * mask2.shape[1]):
+        raise InvalidArgumentError(f"vocab_size {width} exceeds logits width {logits2.shape[1]}"
+                                   f" or the bitmask's {32 * mask2.shape[1]} bits")
+    if indices is None and logits2.shape[0] != mask2.shape[0]:
+        raise InvalidArgumentError(f"logits have {logits2.shape[0]} rows but the bitmask "
+                                   f"{mask2.shape[0]}; pass indices to mask some rows")
+    return logits2[:, :width], mask2
+
+
+def _row_pairs(num_logit_rows: int, num_mask_rows: int, indices):
+    """(logit rows, mask rows) to mask: all rows, or ``indices`` into both."""
+    if indices is None:
+        return range(num_logit_rows), range(num_logit_rows)
+    idx = [int(i) for i in indices]
+    for i in idx:
+        if not (0 <= i < num_logit_rows and i < num_mask_rows):
+            raise InvalidArgumentError(f"index {i} is out of range for {num_logit_rows} logit "
+                                       f"rows and {num_mask_rows} bitmask rows")
+    return idx, idx
+
+
+def _apply_torch(logits, bitmask, vocab_size, indices) -> None:
+    import torch  # only when the caller passes torch tensors
+
+    if bitmask.dtype != torch.int32:
+        raise InvalidArgumentError(f"bitmask dtype must be torch.int32; got {bitmask.dtype}")
+    if not logits.dtype.is_floating_point:
+        raise InvalidArgumentError(f"logits must be a float tensor; got {logits.dtype}")
+    logits2 = logits.unsqueeze(0) if logits.dim() == 1 else logits  # a view: written in place
+    mask2 = (bitmask.unsqueeze(0) if bitmask.dim() == 1 else bitmask).to(logits.device)
+    width = min(logits2.shape[1], 32 * mask2.shape[1]) if vocab_size is None else int(vocab_size)
+    if not 0 <= width <= min(logits2.shape[1], 32 * mask2.shape[1]):
+        raise InvalidArgumentError(f"vocab_size {width} exceeds the logits or bitmask width")
+    if indices is None and logits2.shape[0] != mask2.shape[0]:
+        raise InvalidArgumentError(f"logits have {logits2.shape[0]} rows but the bitmask "
+                                   f"{mask2.shape[0]}; pass indices to mask some rows")
+    rows, mrows = _row_pairs(logits2.shape[0], mask2.shape[0], indices)
+    rows, mrows = list(rows), list(mrows)
+    shifts = torch.arange(32, device=logits.device, dtype=torch.int32)
+    bits = ((mask2[mrows].unsqueeze(-1) >> shifts) & 1).bool().flatten(1)[:, :width]
+    sub = logits2[rows, :width]
+    logits2[rows, :width] = sub.masked_fill(~bits, float("-inf"))

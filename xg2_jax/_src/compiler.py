@@ -6,6 +6,7 @@ import time
 from typing import Any, Optional, Tuple, Union
 
 from xg2_jax import _core
+from xg2_jax._src import serialization_json
 from xg2_jax._src.errors import InvalidArgumentError
 from xg2_jax._src.grammar import Grammar
 from xg2_jax._src.tokenizer import TokenizerInfo
@@ -98,6 +99,32 @@ class CompiledGrammar:
             True
         """
         return _core.serialize_compiled_grammar(self._handle)
+
+    def serialize_json(self) -> str:
+        """This compiled grammar as a JSON document: its grammar and the fingerprint of its
+        vocabulary (not the vocabulary itself); loading recompiles.
+
+        Example:
+            >>> tok = TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2])
+            >>> text = GrammarCompiler(tok).compile_grammar('root ::= "a"+').serialize_json()
+            >>> str(CompiledGrammar.deserialize_json(text, tok).grammar).strip()
+            'root ::= "a"+'
+        """
+        return serialization_json.compiled_to_json(self)
+
+    @staticmethod
+    def deserialize_json(json_str: Union[str, bytes],
+                         tokenizer_info: TokenizerInfo) -> "CompiledGrammar":
+        """Reads a document written by :meth:`serialize_json`, for the same vocabulary.
+
+        Raises:
+            InvalidJSONError: not JSON. DeserializeVersionError: another serialization
+                version. DeserializeFormatError: a missing or ill-typed field, a grammar that
+                does not parse, or another vocabulary.
+        """
+        compiler = GrammarCompiler(tokenizer_info, cache_enabled=False)
+        return serialization_json.compiled_from_json(json_str, tokenizer_info, Grammar.from_ebnf,
+                                                     compiler.compile_grammar)
 
     @staticmethod
     def deserialize(data: bytes, tokenizer_info: TokenizerInfo) -> "CompiledGrammar":
@@ -233,6 +260,8 @@ class GrammarCompiler:
         max_memory_bytes: per-compile memory budget: a grammar whose automaton, or whose
             automaton and eagerly built masks, would take more raises
             :class:`LimitExceededError` naming ``max_memory_bytes`` (None: no budget).
+        enable_dynamic_compilation: xgrammar's name for the default of the compile calls'
+            ``lazy``: build each token mask on first use instead of while compiling.
 
     Memory: an allocation failure inside a compile raises :class:`MemoryError` in the call,
     and the compiler stays usable.
@@ -249,7 +278,12 @@ class GrammarCompiler:
                  cache_enabled: bool = True, cache_limit_bytes: int = DEFAULT_CACHE_LIMIT_BYTES,
                  time_limit_s: Optional[float] = None,
                  max_nfa_states: int = 4_000_000, max_dfa_states: int = 1_000_000,
-                 max_memory_bytes: Optional[int] = None):
+                 max_memory_bytes: Optional[int] = None,
+                 enable_dynamic_compilation: bool = False):
+        if not isinstance(tokenizer_info, TokenizerInfo):
+            raise InvalidArgumentError(
+                f"tokenizer_info must be a TokenizerInfo, not {type(tokenizer_info).__name__}")
+        self._lazy = bool(enable_dynamic_compilation)
         if time_limit_s is not None and not time_limit_s > 0:
             raise ValueError("time_limit_s must be None or > 0")
         if max_nfa_states < 1 or max_dfa_states < 1:
@@ -276,6 +310,10 @@ class GrammarCompiler:
     def cache_limit_bytes(self, value: int) -> None:
         self._handle.cache_limit_bytes = int(value)
 
+    def get_cache_size_bytes(self) -> int:
+        """Bytes held by this compiler's compiled-grammar cache (``cache_stats()["bytes"]``)."""
+        return int(self._handle.cache_stats()["bytes"])
+
     def cache_stats(self) -> dict:
         """This compiler's compiled-grammar cache: ``hits``, ``misses``, ``entries``,
         ``bytes`` (the kept grammars, measured as :attr:`CompiledGrammar.memory_size_bytes`,
@@ -301,21 +339,24 @@ class GrammarCompiler:
         # The compile gets what the front end left (at least a sliver, so it fails fast).
         return grammar, max(self._time_limit_s - (time.monotonic() - start), 1e-6)
 
-    def _compile(self, grammar: Grammar, lazy: bool, max_unrolled_repeat: int,
+    def _compile(self, grammar: Grammar, lazy: Optional[bool], max_unrolled_repeat: int,
                  time_left_s: Optional[float] = None) -> CompiledGrammar:
+        lazy = self._lazy if lazy is None else lazy
         time_limit_s = self._time_limit_s if time_left_s is None else time_left_s
         handle = self._handle.compile(grammar._handle, not lazy, max_unrolled_repeat,
                                       time_limit_s=time_limit_s, **self._limits)
         return CompiledGrammar(handle, self._tokenizer_info)
 
     def compile_grammar(self, grammar: Union[str, Grammar], *, root_rule_name: str = "root",
-                        lazy: bool = False, max_unrolled_repeat: int = 32) -> CompiledGrammar:
+                        lazy: Optional[bool] = None,
+                        max_unrolled_repeat: int = 32) -> CompiledGrammar:
         """Compiles an EBNF grammar.
 
         Args:
             grammar: EBNF text or a :class:`Grammar`.
             root_rule_name: root rule when ``grammar`` is text.
-            lazy: return before the token masks are built; each is built on first use.
+            lazy: return before the token masks are built; each is built on first use
+                (None: the compiler's ``enable_dynamic_compilation``).
             max_unrolled_repeat: repetitions ``{n,m}`` with a bound above this run as counted
                 loops (compile cost independent of the bound); smaller ones are unrolled.
                 Both give the same masks.
@@ -333,7 +374,7 @@ class GrammarCompiler:
                             strict_mode: bool = True,
                             max_whitespace_cnt: Optional[int] = None,
                             any_order: bool = False, on_unsupported: str = "raise",
-                            lazy: bool = False) -> CompiledGrammar:
+                            lazy: Optional[bool] = None) -> CompiledGrammar:
         """Compiles a JSON Schema; the options are those of :meth:`Grammar.from_json_schema`."""
         grammar, left = self._front_end(lambda: Grammar.from_json_schema(
             schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
@@ -342,14 +383,14 @@ class GrammarCompiler:
         return self._compile(grammar, lazy, 32, left or None)
 
     def compile_structural_tag(self, structural_tag: Any, *, on_unsupported: str = "raise",
-                               lazy: bool = False) -> CompiledGrammar:
+                               lazy: Optional[bool] = None) -> CompiledGrammar:
         """Compiles a structural tag (see :meth:`Grammar.from_structural_tag`); token-level
         formats resolve against this compiler's tokenizer."""
         grammar, left = self._front_end(lambda: Grammar.from_structural_tag(
             structural_tag, tokenizer_info=self._tokenizer_info, on_unsupported=on_unsupported))
         return self._compile(grammar, lazy, 32, left or None)
 
-    def compile_builtin_json_grammar(self, *, lazy: bool = False) -> CompiledGrammar:
+    def compile_builtin_json_grammar(self, *, lazy: Optional[bool] = None) -> CompiledGrammar:
         """Compiles the builtin grammar of any JSON value."""
         return self.compile_grammar(Grammar.builtin_json_grammar(), lazy=lazy)
 

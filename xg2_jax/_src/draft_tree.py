@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from xg2_jax import _core
-from xg2_jax._src.bitmask import check_host_bitmask, index_array
+from xg2_jax._src.bitmask import host_bitmask, index_array
 from xg2_jax._src.errors import InvalidArgumentError
 
 __all__ = ["walk_draft_tree"]
@@ -22,7 +22,7 @@ def walk_draft_tree(handle, draft_tokens, bitmask: np.ndarray, *, parents=None, 
             that is not a writable numpy array.
     """
     tokens = index_array(draft_tokens, "draft_tokens")
-    check_host_bitmask(bitmask)
+    bitmask = host_bitmask(bitmask)
     given = [a is not None for a in (parents, first_child, next_sibling)]
     if given not in ([True, False, False], [False, True, True]):
         raise InvalidArgumentError(

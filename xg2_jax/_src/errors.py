@@ -23,6 +23,11 @@ __all__ = [
     "MissingTensorError",
     "TensorShapeError",
     "UnsupportedModelError",
+    # xgrammar's names (its exceptions are RuntimeErrors; ours are RuntimeErrors too)
+    "DeserializeFormatError",
+    "DeserializeVersionError",
+    "InvalidJSONError",
+    "InvalidStructuralTagError",
 ]
 
 
@@ -30,7 +35,9 @@ class XG2Error(Exception):
     """Base class of every error raised by xg2-jax."""
 
 
-class GrammarError(XG2Error, ValueError):
+# The input errors derive from ValueError (what they are) and RuntimeError (what xgrammar
+# raises for them), so code written for either catches them.
+class GrammarError(XG2Error, ValueError, RuntimeError):
     """A grammar, schema or structure is invalid or cannot be compiled."""
 
 
@@ -43,11 +50,11 @@ class GrammarSyntaxError(GrammarError):
         self.column = column
 
 
-class TokenizerError(XG2Error, ValueError):
+class TokenizerError(XG2Error, ValueError, RuntimeError):
     """A tokenizer vocabulary could not be read or is malformed (bad ids, bad file, ...)."""
 
 
-class InvalidArgumentError(XG2Error, ValueError):
+class InvalidArgumentError(XG2Error, ValueError, RuntimeError):
     """An argument is out of range or has the wrong shape, dtype or device."""
 
 
@@ -58,13 +65,30 @@ class MatcherStateError(XG2Error, RuntimeError):
     """
 
 
-class LimitExceededError(XG2Error, ValueError):
+class LimitExceededError(XG2Error, ValueError, RuntimeError):
     """A configured limit (automaton size, nesting depth, ...) was exceeded."""
 
 
 class StructuralTagError(GrammarError):
     """An invalid structural tag; the message starts with the path of the offending field
     (e.g. ``format.elements[1].tags[3].begin``) and gives the reason."""
+
+
+InvalidStructuralTagError = StructuralTagError
+"""xgrammar's name of :class:`StructuralTagError`."""
+
+
+class InvalidJSONError(InvalidArgumentError):
+    """Serialized data (``deserialize_json``) or a JSON argument is not valid JSON."""
+
+
+class DeserializeFormatError(InvalidArgumentError):
+    """Serialized data is valid JSON but not what ``deserialize_json`` expects (missing or
+    ill-typed fields, a corrupted grammar, another vocabulary); the message names the field."""
+
+
+class DeserializeVersionError(DeserializeFormatError):
+    """Serialized data was written by another serialization version."""
 
 
 class UnsupportedSchemaError(GrammarError):

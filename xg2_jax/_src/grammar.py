@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json as _json
 import warnings as _warnings
-from typing import Any, Optional, Tuple
+from typing import Any, Optional, Tuple, Union
 
 from xg2_jax import _core
+from xg2_jax._src import serialization_json
 from xg2_jax._src.errors import (
     GrammarSyntaxError,
     LimitExceededError,
@@ -230,6 +231,27 @@ class Grammar:
         for w in warns:
             _warnings.warn(w, UnsupportedSchemaWarning, stacklevel=2)
         return cls(handle)
+
+    def serialize_json(self) -> str:
+        """This grammar as a JSON document (its EBNF text and root rule).
+
+        Example:
+            >>> g = Grammar.from_ebnf('root ::= "a" [0-9]*')
+            >>> str(Grammar.deserialize_json(g.serialize_json())) == str(g)
+            True
+        """
+        return serialization_json.grammar_to_json(self)
+
+    @staticmethod
+    def deserialize_json(json_string: Union[str, bytes]) -> "Grammar":
+        """Reads a document written by :meth:`serialize_json`.
+
+        Raises:
+            InvalidJSONError: not JSON. DeserializeVersionError: another serialization
+                version. DeserializeFormatError: a missing or ill-typed field, or EBNF that
+                does not parse.
+        """
+        return serialization_json.grammar_from_json(json_string, Grammar.from_ebnf)
 
     def to_ebnf(self) -> str:
         """Returns the grammar as EBNF text (root rule first)."""

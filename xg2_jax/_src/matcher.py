@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import Optional, Sequence, Union
 
-import numpy as np
-
 from xg2_jax import _core
-from xg2_jax._src.bitmask import check_host_bitmask
+from xg2_jax._src.bitmask import host_bitmask
 from xg2_jax._src.compiler import CompiledGrammar
 from xg2_jax._src.draft_tree import walk_draft_tree
 from xg2_jax._src.errors import InvalidArgumentError, MatcherStateError
@@ -23,6 +22,10 @@ class GrammarMatcher:
         override_stop_tokens: stop token ids to use instead of the tokenizer's.
         terminate_without_stop_token: terminate as soon as the output is complete and
             nothing more can follow, without waiting for a stop token.
+        max_rollback_tokens: accepted for xgrammar compatibility and deprecated, as there:
+            rollback is always unlimited (-1); another value warns.
+        default_temperature: xgrammar's per-rule temperatures are not supported; only None
+            is accepted.
 
     Example:
         >>> from xg2_jax import TokenizerInfo, GrammarCompiler, allocate_token_bitmask, bitmask_to_bool
@@ -38,8 +41,19 @@ class GrammarMatcher:
 
     def __init__(self, compiled_grammar: CompiledGrammar, *,
                  override_stop_tokens: Optional[Union[int, Sequence[int]]] = None,
-                 terminate_without_stop_token: bool = False,
+                 terminate_without_stop_token: bool = False, max_rollback_tokens: int = -1,
+                 default_temperature: Optional[float] = None,
                  _handle: "Optional[_core.GrammarMatcher]" = None):
+        if not isinstance(compiled_grammar, CompiledGrammar):
+            raise InvalidArgumentError(
+                f"compiled_grammar must be a CompiledGrammar (compile the grammar first), not "
+                f"{type(compiled_grammar).__name__}")
+        if max_rollback_tokens != -1:
+            warnings.warn("max_rollback_tokens is deprecated: rollback is always unlimited",
+                          DeprecationWarning, stacklevel=2)
+        if default_temperature is not None:
+            raise InvalidArgumentError("default_temperature is not supported (xg2-jax has no "
+                                       "per-rule temperatures)")
         self._compiled = compiled_grammar
         if _handle is not None:
             self._handle = _handle
@@ -61,8 +75,17 @@ class GrammarMatcher:
     def stop_token_ids(self) -> list[int]:
         return list(self._handle.stop_token_ids)
 
-    def accept_token(self, token_id: int) -> bool:
+    @property
+    def max_rollback_tokens(self) -> int:
+        """Always -1: rollback is unlimited (xgrammar's deprecated property)."""
+        return -1
+
+    def accept_token(self, token_id: int, *, debug_print: bool = False) -> bool:
         """Advances by one token.
+
+        Args:
+            token_id: the token.
+            debug_print: accepted for xgrammar compatibility; ignored.
 
         Returns:
             True if accepted; False (state unchanged) if the token breaks the structure.
@@ -77,8 +100,10 @@ class GrammarMatcher:
                                        f"[0, {self._compiled.tokenizer_info.vocab_size})")
         return self._handle.accept_token(token_id)
 
-    def accept_string(self, text: Union[str, bytes]) -> bool:
-        """Advances by a string (one rollback step). Returns False, unchanged, if invalid."""
+    def accept_string(self, text: Union[str, bytes], *, debug_print: bool = False) -> bool:
+        """Advances by a string (one rollback step). Returns False, unchanged, if invalid.
+
+        ``debug_print`` is accepted for xgrammar compatibility and ignored."""
         if isinstance(text, str):
             data = text.encode("utf-8")
         elif isinstance(text, (bytes, bytearray, memoryview)):
@@ -87,23 +112,34 @@ class GrammarMatcher:
             raise TypeError(f"accept_string takes str or bytes, not {type(text).__name__}")
         return self._handle.accept_bytes(data)
 
-    def fill_next_token_bitmask(self, bitmask: np.ndarray, index: int = 0) -> bool:
+    def fill_next_token_bitmask(self, bitmask, index: int = 0, *,
+                                debug_print: bool = False) -> bool:
         """Writes the allowed next tokens into row ``index`` of ``bitmask``.
 
         Args:
-            bitmask: int32 array ``(batch, ceil(vocab_size / 32))`` (or one row).
+            bitmask: int32 host buffer ``(batch, ceil(vocab_size / 32))`` (or one row): a
+                numpy array, or any CPU buffer with DLPack or the buffer protocol (a torch
+                CPU tensor); rows must be contiguous.
             index: the row to write.
+            debug_print: accepted for xgrammar compatibility; ignored.
 
         Returns:
             True if some token is disallowed (the mask must be applied).
         """
-        check_host_bitmask(bitmask)
-        return self._handle.fill_next_token_bitmask(bitmask, int(index))
+        return self._handle.fill_next_token_bitmask(host_bitmask(bitmask), int(index))
 
     def is_terminated(self) -> bool:
-        """True after a stop token was accepted (or completion, with
-        ``terminate_without_stop_token``)."""
+        """True after a stop token was accepted; with ``terminate_without_stop_token``, as
+        soon as the output is complete (as xgrammar; more tokens are still accepted while
+        the grammar continues, until nothing can follow)."""
         return self._handle.is_terminated()
+
+    def has_ended(self) -> bool:
+        """True when nothing more is accepted: a stop token was accepted, or, with
+        ``terminate_without_stop_token``, the output is complete and nothing can follow.
+        Accepting then raises :class:`MatcherStateError`; the mask allows only stop tokens.
+        """
+        return self._handle.has_ended()
 
     def is_completed(self) -> bool:
         """True if the output so far is complete (a stop token would be accepted)."""
@@ -148,16 +184,58 @@ class GrammarMatcher:
         """The forced continuation as bytes (may complete a partial character)."""
         return self._handle.find_jump_forward_bytes()
 
-    def traverse_draft_tree(self, retrieve_next_token, retrieve_next_sibling, draft_tokens,
-                            bitmask: np.ndarray) -> np.ndarray:
-        """xgrammar-style spelling of :func:`xg2_jax.traverse_draft_tree` (first-child /
-        next-sibling links): one mask row per draft-tree node; the matcher is unchanged.
+    def find_jump_forward_tokens(self) -> list[int]:
+        """The forced continuation as token ids, for jump-forward decoding.
+
+        Greedy longest matches of normal (not special, not stop) tokens over the forced
+        bytes; the last one is left out when a longer normal token extends it (the model may
+        still write that one). Bytes no token covers end the list. Accept each returned id
+        with :meth:`accept_token`; the ids may differ from the model tokenizer's encoding.
 
         Returns:
-            Boolean array ``(N,)``: whether each node's path is valid.
+            The ids (empty when nothing is forced, or the input can end or has terminated).
+            The matcher is unchanged.
+
+        Example:
+            >>> from xg2_jax import TokenizerInfo, GrammarCompiler
+            >>> tok = TokenizerInfo(["ab", "c", "x", "y"])
+            >>> m = GrammarMatcher(GrammarCompiler(tok).compile_grammar('root ::= "abc" [xy]'))
+            >>> m.find_jump_forward_tokens()
+            [0, 1]
         """
-        return walk_draft_tree(self._handle, draft_tokens, bitmask,
-                               first_child=retrieve_next_token, next_sibling=retrieve_next_sibling)
+        return list(self._handle.find_jump_forward_tokens())
+
+    def traverse_draft_tree(self, retrieve_next_token, retrieve_next_sibling, draft_tokens,
+                            token_bitmask, time_threshold: float = -1.0,
+                            temperatures=None) -> bool:
+        """xgrammar's spelling of :func:`xg2_jax.traverse_draft_tree` (first-child /
+        next-sibling links): one mask row per draft-tree node; the matcher is unchanged.
+
+        Rows of rejected nodes are all zero; :func:`xg2_jax.traverse_draft_tree` also
+        returns which nodes are valid.
+
+        Args:
+            retrieve_next_token, retrieve_next_sibling, draft_tokens: integer arrays ``(N,)``.
+            token_bitmask: int32 host buffer ``(rows >= N, ceil(vocab_size / 32))``.
+            time_threshold: xgrammar's traversal time limit; the native walk has none and
+                always completes.
+            temperatures: not supported (no per-rule temperatures); must be None.
+
+        Returns:
+            True (the traversal completed), as xgrammar.
+        """
+        if temperatures is not None:
+            raise InvalidArgumentError("temperatures is not supported (no per-rule "
+                                       "temperatures)")
+        walk_draft_tree(self._handle, draft_tokens, token_bitmask,
+                        first_child=retrieve_next_token, next_sibling=retrieve_next_sibling)
+        return True
+
+    def _debug_print_internal_state(self) -> str:
+        """The matcher's state as text (xgrammar's debugging call): accepted steps,
+        termination, parser rows and the items of the last row. Equal for equal states;
+        the format may change."""
+        return self._handle.debug_state()
 
     @property
     def num_accepted_tokens(self) -> int:

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence, Union
 
 from xg2_jax import _core
+from xg2_jax._src import serialization_json
 from xg2_jax._src.errors import TokenizerError, XG2Error
 
 __all__ = ["TokenizerInfo", "VocabType"]
@@ -153,11 +154,16 @@ class TokenizerInfo:
             raise TokenizerError(str(exc)) from exc
         self._decoded_vocab: list[bytes] | None = None
         self._text_token_table: tuple[dict[bytes, int], int] | None = None
+        # deserialize_json rebuilds from decoded bytes (VocabType.RAW) and keeps the type
+        # the vocabulary was read with.
+        self._declared_vocab_type: VocabType | None = None
 
     # ----------------------------------------------------------------------------- properties
     @property
     def vocab_type(self) -> VocabType:
         """How the token strings encode bytes."""
+        if self._declared_vocab_type is not None:
+            return self._declared_vocab_type
         return VocabType(self._handle.vocab_type)
 
     @property
@@ -220,6 +226,27 @@ class TokenizerInfo:
             IndexError: ``token_id`` is outside ``[0, vocab_size)``.
         """
         return self._handle.token_bytes(token_id)
+
+    def serialize_json(self) -> str:
+        """This vocabulary as a JSON document (decoded token bytes, special and stop ids).
+
+        Example:
+            >>> info = TokenizerInfo(["a", "b", "</s>"])
+            >>> again = TokenizerInfo.deserialize_json(info.serialize_json())
+            >>> again.decoded_vocab == info.decoded_vocab, again.stop_token_ids
+            (True, [2])
+        """
+        return serialization_json.tokenizer_to_json(self)
+
+    @staticmethod
+    def deserialize_json(json_string: Union[str, bytes]) -> "TokenizerInfo":
+        """Reads a document written by :meth:`serialize_json`.
+
+        Raises:
+            InvalidJSONError: not JSON. DeserializeVersionError: another serialization
+                version. DeserializeFormatError: a missing, ill-typed or inconsistent field.
+        """
+        return serialization_json.tokenizer_from_json(json_string, TokenizerInfo, VocabType)
 
     def __repr__(self) -> str:
         return (

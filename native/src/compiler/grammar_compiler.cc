@@ -110,8 +110,10 @@ GrammarCompiler::GrammarCompiler(std::shared_ptr<const TokenizerInfo> tokenizer,
       cache_enabled_(cache_enabled),
       limit_bytes_(cache_limit_bytes < 0 ? -1 : cache_limit_bytes) {
   if (!tokenizer_) throw Error(ErrorKind::kInvalidArgument, "GrammarCompiler needs a tokenizer");
-  if (tokenizer_->trie().sorted_tokens.empty() && tokenizer_->stop_token_ids().empty()) {
-    // Every mask would be empty: no token could ever be generated.
+  if (tokenizer_->num_tokens() > 0 && tokenizer_->trie().sorted_tokens.empty() &&
+      tokenizer_->stop_token_ids().empty()) {
+    // Every mask would be empty: no token could ever be generated. (An empty vocabulary is
+    // meant for string-only matching, as xgrammar's TokenizerInfo([]).)
     throw Error(ErrorKind::kInvalidArgument,
                 "the vocabulary has neither text tokens nor stop tokens: every mask would be empty");
   }

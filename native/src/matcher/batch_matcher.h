@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "matcher/draft_tree.h"
@@ -31,6 +32,10 @@ class BatchGrammarMatcher {
   // Accepts tokens[i] into matcher i; returns whether each was accepted. Throws (changing
   // nothing) if a token id is outside the vocabulary or a matcher has terminated.
   std::vector<bool> AcceptToken(const std::vector<GrammarMatcher*>& matchers, const std::vector<int32_t>& tokens) const;
+  // Accepts strings[i] (bytes) into matcher i as one step; returns whether each was accepted.
+  // Throws (changing nothing) if a matcher has terminated.
+  std::vector<bool> AcceptString(const std::vector<GrammarMatcher*>& matchers,
+                                 const std::vector<std::string>& strings) const;
   // Rolls matcher i back by counts[i] steps. Throws (changing nothing) if a count is negative
   // or exceeds that matcher's history.
   void Rollback(const std::vector<GrammarMatcher*>& matchers, const std::vector<int32_t>& counts) const;

@@ -111,7 +111,7 @@ std::vector<bool> TraverseDraftTree(const GrammarMatcher& matcher, const DraftTr
   valid[0] = 1;
 
   std::unique_ptr<GrammarMatcher> m = matcher.Fork();
-  if (m->IsTerminated()) return std::vector<bool>(valid.begin(), valid.end());
+  if (m->HasEnded()) return std::vector<bool>(valid.begin(), valid.end());
   m->FillNextTokenBitmask(bitmask, words);
 
   // Depth-first walk. Each frame is a node whose token the fork has accepted (the root's
@@ -135,7 +135,7 @@ std::vector<bool> TraverseDraftTree(const GrammarMatcher& matcher, const DraftTr
     if (token < 0 || token >= vocab) continue;  // not a token: an invalid path
     if (!m->AcceptToken(static_cast<int32_t>(token))) continue;
     valid[c] = 1;
-    if (m->IsTerminated()) {  // nothing may follow: zero row, children invalid
+    if (m->HasEnded()) {  // nothing may follow: zero row, children invalid
       m->Rollback(1);
       continue;
     }

@@ -107,6 +107,16 @@ GrammarMatcher::UseGuard::UseGuard(const InUse& flag, const char* call) : flag_(
   }
 }
 
+std::string GrammarMatcher::DebugState() const {
+  std::string out = "steps=" + std::to_string(history_.size()) + " terminated=" + (terminated_ ? "1" : "0") +
+                    " rows=" + std::to_string(parser_.num_rows()) + " last_row=[";
+  for (const EarleyItem* it = parser_.last_row_begin(); it != parser_.last_row_end(); ++it) {
+    if (it != parser_.last_row_begin()) out += ' ';
+    out += std::to_string(it->state) + '@' + std::to_string(it->origin);
+  }
+  return out + "]";
+}
+
 std::unique_ptr<GrammarMatcher> GrammarMatcher::Fork() const {
   UseGuard guard(in_use_, "fork");
   return std::unique_ptr<GrammarMatcher>(new GrammarMatcher(*this));
@@ -144,11 +154,20 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
     std::sort(scratch_long_.begin(), scratch_long_.end());
     WalkTokens(scratch_long_, words);
   }
-  if (parser_.CanEnd()) {
-    for (int32_t id : stop_token_ids_) SetTokenBit(words, id);
-  }
   AddSpecialTokens(words);
+  ApplyStopTokens(words);
   return RowNeedsMasking(words);
+}
+
+void GrammarMatcher::ApplyStopTokens(uint32_t* words) const {
+  const bool can_end = parser_.CanEnd();
+  for (int32_t id : stop_token_ids_) {
+    if (can_end) {
+      SetTokenBit(words, id);
+    } else {
+      ClearTokenBit(words, id);
+    }
+  }
 }
 
 void GrammarMatcher::CheckRowWidth(int64_t num_words) const {
@@ -366,6 +385,19 @@ void GrammarMatcher::AddSpecialTokens(uint32_t* words) {
 
 std::string GrammarMatcher::FindJumpForwardString() {
   UseGuard guard(in_use_, "find_jump_forward_string");
+  std::string out = ForcedBytes();
+  // Cut an incomplete trailing UTF-8 sequence.
+  size_t n = out.size(), k = n;
+  while (k > 0 && (static_cast<uint8_t>(out[k - 1]) & 0xC0) == 0x80) --k;
+  if (k > 0) {
+    uint8_t lead = static_cast<uint8_t>(out[k - 1]);
+    size_t need = lead < 0x80 ? 1 : (lead & 0xE0) == 0xC0 ? 2 : (lead & 0xF0) == 0xE0 ? 3 : 4;
+    if (n - (k - 1) < need) out.resize(k - 1);
+  }
+  return out;
+}
+
+std::string GrammarMatcher::ForcedBytes() {
   std::string out;
   if (terminated_) return out;
   const int32_t rows0 = parser_.num_rows();
@@ -382,15 +414,59 @@ std::string GrammarMatcher::FindJumpForwardString() {
     out.push_back(static_cast<char>(byte));
   }
   parser_.TruncateRows(rows0);
-  // Cut an incomplete trailing UTF-8 sequence.
-  size_t n = out.size(), k = n;
-  while (k > 0 && (static_cast<uint8_t>(out[k - 1]) & 0xC0) == 0x80) --k;
-  if (k > 0) {
-    uint8_t lead = static_cast<uint8_t>(out[k - 1]);
-    size_t need = lead < 0x80 ? 1 : (lead & 0xE0) == 0xC0 ? 2 : (lead & 0xF0) == 0xE0 ? 3 : 4;
-    if (n - (k - 1) < need) out.resize(k - 1);
-  }
   return out;
+}
+
+namespace {
+
+// The child of trie node `node` reached by `b`, or -1 (children are in byte order).
+int32_t TrieChild(const TokenTrie& trie, int32_t node, uint8_t b) {
+  for (int32_t c = node + 1; c < trie.subtree_end[node]; c = trie.subtree_end[c]) {
+    if (trie.byte[c] == b) return c;
+    if (trie.byte[c] > b) break;
+  }
+  return -1;
+}
+
+}  // namespace
+
+int32_t GrammarMatcher::FirstUsableToken(int32_t begin, int32_t end) const {
+  const TokenTrie& trie = compiled_->tokenizer()->trie();
+  int32_t best = -1;
+  for (int32_t k = begin; k < end; ++k) {
+    const int32_t t = trie.sorted_tokens[k];
+    if (!IsStopToken(t) && (best < 0 || t < best)) best = t;
+  }
+  return best;
+}
+
+std::vector<int32_t> GrammarMatcher::FindJumpForwardTokens() {
+  UseGuard guard(in_use_, "find_jump_forward_tokens");
+  const std::string forced = ForcedBytes();
+  const TokenTrie& trie = compiled_->tokenizer()->trie();
+  std::vector<int32_t> tokens;
+  int32_t last_node = -1;
+  for (size_t pos = 0; pos < forced.size();) {
+    // The longest usable token starting at pos.
+    int32_t node = 0, best = -1, best_node = -1;
+    size_t best_len = 0;
+    for (size_t i = pos; i < forced.size(); ++i) {
+      node = TrieChild(trie, node, static_cast<uint8_t>(forced[i]));
+      if (node < 0) break;
+      const int32_t t = FirstUsableToken(trie.token_begin[node], trie.token_begin[node + 1]);
+      if (t >= 0) best = t, best_node = node, best_len = i + 1 - pos;
+    }
+    if (best < 0) break;  // forced bytes no token covers: never skipped
+    tokens.push_back(best);
+    last_node = best_node;
+    pos += best_len;
+  }
+  // A longer token extending the last one: the model may write it, so the last is not forced.
+  if (last_node >= 0 &&
+      FirstUsableToken(trie.token_begin[last_node + 1], trie.token_begin[trie.subtree_end[last_node]]) >= 0) {
+    tokens.pop_back();
+  }
+  return tokens;
 }
 
 }  // namespace xg2

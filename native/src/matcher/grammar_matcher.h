@@ -28,7 +28,12 @@ class GrammarMatcher {
   // Writes the allowed-token bitmask into `words` (num_words >= ceil(vocab_size / 32); extra
   // words are zeroed). Returns true if some token of the vocabulary is disallowed.
   bool FillNextTokenBitmask(int32_t* words, int64_t num_words);
-  bool IsTerminated() const { return terminated_; }
+  // xgrammar's semantics: a stop token was accepted, or, with terminate_without_stop_token,
+  // the input so far is complete (more may still be accepted while the grammar continues).
+  bool IsTerminated() const { return terminated_ || (terminate_without_stop_token_ && parser_.CanEnd()); }
+  // Nothing more is accepted: a stop token was accepted, or, with
+  // terminate_without_stop_token, the input is complete and nothing can follow.
+  bool HasEnded() const { return terminated_; }
   // The input so far is a complete sentence (a stop token would be accepted).
   bool IsCompleted() const { return parser_.CanEnd(); }
   void Reset();
@@ -37,6 +42,14 @@ class GrammarMatcher {
   std::unique_ptr<GrammarMatcher> Fork() const;
   // The longest string every continuation must start with (cut to whole UTF-8 characters).
   std::string FindJumpForwardString();
+  // The forced continuation as tokens: greedy longest matches of normal, non-stop tokens
+  // over the forced bytes (not cut to characters), without the last one when a longer such
+  // token extends it (the model may still write that longer token). Empty once the input
+  // can end or the matcher terminated. The state is unchanged.
+  std::vector<int32_t> FindJumpForwardTokens();
+  // The matcher's state as text (history length, termination, parser rows and the items of
+  // the last row): equal for equal states, for tests that check a call changed nothing.
+  std::string DebugState() const;
   int32_t num_accepted_steps() const { return static_cast<int32_t>(history_.size()); }
   const std::vector<int32_t>& stop_token_ids() const { return stop_token_ids_; }
   const std::shared_ptr<CompiledGrammar>& compiled() const { return compiled_; }
@@ -88,6 +101,13 @@ class GrammarMatcher {
   void WalkTokens(const std::vector<int32_t>& sorted_indices, uint32_t* words);
   // Sets the bits of the special tokens a token-level grammar node accepts now.
   void AddSpecialTokens(uint32_t* words);
+  // Stop tokens are decided by the stop rule alone (allowed iff the input can end), whatever
+  // the mask cache decided for their text (an override may make a text token a stop token).
+  void ApplyStopTokens(uint32_t* words) const;
+  // The bytes every continuation starts with (at most kMaxJumpForwardBytes), not cut.
+  std::string ForcedBytes();
+  // The smallest non-stop token id among trie.sorted_tokens[begin, end), or -1.
+  int32_t FirstUsableToken(int32_t begin, int32_t end) const;
   struct Pending {
     RuleId rule;
     int32_t origin;

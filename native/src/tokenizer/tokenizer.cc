@@ -190,8 +190,8 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded_vocab, Voca
     Fail("vocabulary too large: " + std::to_string(encoded_vocab.size()) + " tokens");
   }
   const int32_t num_tokens = static_cast<int32_t>(encoded_vocab.size());
-  // An empty vocabulary would give a compiler whose masks allow nothing, not even a stop.
-  if (num_tokens == 0) Fail("the vocabulary is empty: a tokenizer needs at least one token");
+  // An empty vocabulary is valid: its matchers take strings only (accept_string), and its
+  // masks have no words.
   if (vocab_size_ == 0) vocab_size_ = num_tokens;
   if (vocab_size_ < 0) Fail("vocab_size must not be negative, got " + std::to_string(vocab_size));
   if (vocab_size_ < num_tokens) {

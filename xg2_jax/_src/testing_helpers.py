@@ -1,0 +1,184 @@
+"""xgrammar's pure-Python test helpers (``xgrammar.testing``), written over xg2-jax's API.
+
+They take numpy arrays or torch CPU tensors (torch is imported only when the caller passes
+torch tensors). The EBNF converters print xg2-jax's own (normalized) grammar, so their text
+differs from xgrammar's while the language is the same. The helpers of xgrammar's C++
+testing internals (grammar functors, rule FSMs, nullable rule ids, range-regex generators)
+have no counterpart here.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional, Union
+
+import numpy as np
+
+from xg2_jax._src.bitmask import bitmask_dtype, host_bitmask
+from xg2_jax._src.compiler import GrammarCompiler
+from xg2_jax._src.errors import InvalidArgumentError
+from xg2_jax._src.grammar import Grammar
+from xg2_jax._src.matcher import GrammarMatcher
+from xg2_jax._src.tokenizer import TokenizerInfo
+
+__all__ = ["_ebnf_to_grammar_no_normalization", "_json_schema_to_ebnf", "_regex_to_ebnf",
+           "_get_masked_tokens_from_bitmask", "_get_matcher_from_grammar",
+           "_get_matcher_from_grammar_and_tokenizer_info", "_is_grammar_accept_string",
+           "_is_single_token_bitmask", "_traverse_draft_tree", "bitmask_to_bool_mask",
+           "bool_mask_to_bitmask"]
+
+
+def _json_schema_to_ebnf(schema: Any, *, any_whitespace: bool = True,
+                         indent: Optional[int] = None, separators=None,
+                         max_whitespace_cnt: Optional[int] = None, strict_mode: bool = True,
+                         json_format: str = "json", any_order: bool = False) -> str:
+    """The EBNF text of a JSON Schema's grammar (xg2-jax's printing).
+
+    Raises:
+        InvalidArgumentError: a ``json_format`` other than ``"json"`` (the XML argument
+            styles exist only inside structural tags).
+    """
+    if json_format != "json":
+        raise InvalidArgumentError(f"json_format {json_format!r}: only 'json' is available "
+                                   "here (XML styles are structural-tag formats)")
+    return str(Grammar.from_json_schema(
+        schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
+        max_whitespace_cnt=max_whitespace_cnt, strict_mode=strict_mode, any_order=any_order))
+
+
+def _regex_to_ebnf(regex: str, with_rule_name: bool = True) -> str:
+    """The EBNF text of a regex's grammar; without ``with_rule_name``, only the root rule's
+    body (the grammar must then be a single rule).
+
+    Example:
+        >>> _regex_to_ebnf("a+b", with_rule_name=False)
+        '"a"+ "b"'
+    """
+    text = str(Grammar.from_regex(regex))
+    if with_rule_name:
+        return text
+    lines = text.strip().splitlines()
+    if len(lines) != 1:
+        raise InvalidArgumentError("the regex's grammar has several rules; print it with "
+                                   "with_rule_name=True")
+    return lines[0].split("::=", 1)[1].strip()
+
+
+def _ebnf_to_grammar_no_normalization(ebnf_string: str, root_rule_name: str = "root") -> Grammar:
+    """The grammar of EBNF text (xg2-jax always normalizes; the language is the same)."""
+    return Grammar.from_ebnf(ebnf_string, root_rule_name=root_rule_name)
+
+
+def _get_matcher_from_grammar_and_tokenizer_info(
+        grammar: Union[Grammar, str], tokenizer_info: Optional[TokenizerInfo] = None,
+        **kwargs) -> GrammarMatcher:
+    """A matcher of ``grammar`` (EBNF text or :class:`Grammar`) over ``tokenizer_info``
+    (default: an empty vocabulary), compiled without the compiler cache; ``kwargs`` go to
+    :class:`GrammarMatcher`."""
+    if tokenizer_info is None:
+        tokenizer_info = TokenizerInfo([])
+    compiled = GrammarCompiler(tokenizer_info, cache_enabled=False).compile_grammar(grammar)
+    return GrammarMatcher(compiled, **kwargs)
+
+
+def _get_matcher_from_grammar(grammar: Union[Grammar, str], **kwargs) -> GrammarMatcher:
+    """A string-only matcher (empty vocabulary) that terminates without a stop token."""
+    return _get_matcher_from_grammar_and_tokenizer_info(
+        grammar, None, terminate_without_stop_token=True, **kwargs)
+
+
+def _is_grammar_accept_string(grammar: Union[Grammar, str], input_str: Union[str, bytes], *,
+                              debug_print: bool = False, print_time: bool = False,
+                              require_termination: bool = True) -> bool:
+    """Whether ``grammar`` accepts ``input_str`` in full (``require_termination``) or as a
+    prefix.
+
+    Example:
+        >>> _is_grammar_accept_string('root ::= "a"+', "aa")
+        True
+    """
+    matcher = _get_matcher_from_grammar(grammar)
+    if not matcher.accept_string(input_str):
+        return False
+    return matcher.is_terminated() if require_termination else True
+
+
+def _bitmask_row(bitmask, vocab_size: int, index: int) -> np.ndarray:
+    view = host_bitmask(bitmask)
+    if view.dtype != bitmask_dtype:
+        raise InvalidArgumentError(f"bitmask dtype must be int32; got {view.dtype}")
+    rows = view.reshape(1, -1) if view.ndim == 1 else view
+    if not 0 <= index < rows.shape[0]:
+        raise InvalidArgumentError(f"index {index} is out of range for {rows.shape[0]} rows")
+    if vocab_size > 32 * rows.shape[1]:
+        raise InvalidArgumentError(f"vocab_size {vocab_size} exceeds the bitmask's "
+                                   f"{32 * rows.shape[1]} bits")
+    bits = np.unpackbits(np.ascontiguousarray(rows[index]).view(np.uint8), bitorder="little")
+    return bits[:vocab_size].astype(bool)
+
+
+def _get_masked_tokens_from_bitmask(bitmask, vocab_size: int, index: int = 0) -> list[int]:
+    """The ids of the tokens row ``index`` of ``bitmask`` rejects.
+
+    Example:
+        >>> _get_masked_tokens_from_bitmask(np.array([[5]], dtype=np.int32), 4)
+        [1, 3]
+    """
+    return np.flatnonzero(~_bitmask_row(bitmask, vocab_size, index)).tolist()
+
+
+def _is_single_token_bitmask(bitmask, vocab_size: int, index: int = 0) -> tuple[bool, int]:
+    """``(True, id)`` if row ``index`` allows exactly one token, else ``(False, -1)``."""
+    allowed = np.flatnonzero(_bitmask_row(bitmask, vocab_size, index))
+    return (True, int(allowed[0])) if allowed.size == 1 else (False, -1)
+
+
+def _is_torch(value) -> bool:
+    return type(value).__module__.startswith("torch")
+
+
+def bool_mask_to_bitmask(bool_mask):
+    """Packs a boolean mask ``(batch, V)`` (True: allowed) into an int32 bitmask; the bits
+    past ``V`` are set. Returns the kind it was given (numpy, or torch).
+
+    Example:
+        >>> bool_mask_to_bitmask(np.array([[True, False, True]])).tolist()
+        [[-3]]
+    """
+    mask = np.asarray(bool_mask.cpu() if _is_torch(bool_mask) else bool_mask, dtype=bool)
+    if mask.ndim != 2:
+        raise InvalidArgumentError(f"bool_mask must have shape (batch, V); got {mask.shape}")
+    pad = (-mask.shape[1]) % 32
+    padded = np.pad(mask, ((0, 0), (0, pad)), constant_values=True)
+    packed = np.packbits(padded, axis=1, bitorder="little").view(np.int32)
+    if _is_torch(bool_mask):
+        import torch
+
+        return torch.from_numpy(packed.copy())
+    return packed
+
+
+def bitmask_to_bool_mask(bit_mask, vocab_size: Optional[int] = None):
+    """Unpacks an int32 bitmask ``(batch, W)`` to booleans ``(batch, vocab_size or 32 W)``.
+    Returns the kind it was given (numpy, or torch)."""
+    view = host_bitmask(bit_mask) if not _is_torch(bit_mask) else np.asarray(bit_mask.cpu())
+    if view.dtype != bitmask_dtype or view.ndim != 2:
+        raise InvalidArgumentError("bit_mask must be an int32 array of shape (batch, W)")
+    width = 32 * view.shape[1] if vocab_size is None else int(vocab_size)
+    if width > 32 * view.shape[1]:
+        raise InvalidArgumentError(f"vocab_size {width} exceeds the bitmask's "
+                                   f"{32 * view.shape[1]} bits")
+    bits = np.unpackbits(np.ascontiguousarray(view).view(np.uint8), axis=1, bitorder="little")
+    out = bits[:, :width].astype(bool)
+    if _is_torch(bit_mask):
+        import torch
+
+        return torch.from_numpy(out)
+    return out
+
+
+def _traverse_draft_tree(retrieve_next_token, retrieve_next_sibling, draft_tokens,
+                         matcher: GrammarMatcher, allocate_token_bitmask,
+                         time_threshold: float = -1.0) -> bool:
+    """xgrammar's older argument order of :meth:`GrammarMatcher.traverse_draft_tree`."""
+    return matcher.traverse_draft_tree(retrieve_next_token, retrieve_next_sibling, draft_tokens,
+                                       allocate_token_bitmask, time_threshold)

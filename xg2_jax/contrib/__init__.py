@@ -1,0 +1,1 @@
+"""Integrations with other libraries, each importing its library only when used."""
