@@ -209,8 +209,8 @@ void TestStructure() {
     CHECK_EQ(g.num_rules(), 2);
     CHECK_EQ(g.rule(1).name, "a.b-c");
   }
-  // Empty alternatives and bodies.
-  if (TryParse("root ::= | \"a\"\nempty ::=\n", &g)) {
+  // The empty string is written "" or () (an empty alternative is a syntax error).
+  if (TryParse("root ::= \"\" | \"a\"\nempty ::= ()\n", &g)) {
     CHECK(g.expr(RootBody(g).children[0]).kind == ExprKind::kEmpty);
     CHECK(g.expr(g.rule(1).body).kind == ExprKind::kEmpty);
   }
