@@ -76,7 +76,13 @@ def check_language(grammar: str, accepted, rejected) -> None:
     ('start: foo-bar FOO-BAR\nfoo-bar: "a"\nFOO-BAR: "b"', ["ab"], ["a-b"]),
     ('start: item // comment\nitem: "ok" # comment', ["ok"], ["item"]),
     ('start: "a"\n    | "b"\n\n    | "c"', ["a", "b", "c"], ["ab"]),
-    ('start: ( "a"\n  "b" )', ["ab"], ["a"]),
+    ('start: ( "a"\n  | "b" )', ["a", "b"], ["ab"]),
+    # Rule attributes (xgrammar): [lazy] commits to the shortest match, [max_chars=N] bounds it.
+    ('start: "<" r ">"\nr[lazy]: /[a-z]+/', ["<a>"], ["<ab>", "<>"]),
+    ('start: "<" r ">"\nr[lazy]: SUB SUB\nSUB: /[a-z]/', ["<ab>"], ["<a>", "<abc>"]),
+    ('start: r ">"\nr[max_chars=2]: TEXT\nTEXT: /(\\n|.)*/', [">", "\u4e2d\u6587>", "a\n>"],
+     ["abc>"]),
+    ('%ignore " "\nstart: "<" r ">"\nr[lazy]: /[a-z]+/', ["< a >"], ["< a b >"]),
     # Priorities leave the language unchanged.
     ('start.2: x\nx.-1: "a" | X\nX.3: "b"', ["a", "b"], [""]),
 ])
@@ -188,9 +194,11 @@ def test_special_tokens():
     ('start: A\nA: "x" A?', 2, 8, "recursive"),
     ('start: ("a"', 1, 8, "unbalanced '('"),
     ('start: "a")', 1, 11, "unbalanced ')'"),
+    ('start: ( "a"\n "b" )', 1, 8, "unbalanced '('"),  # as in lark: a newline ends the item
     ('start: "a"~3..2', 1, 11, "repetition end"),
     ("start: sep{x}\nsep{a}: a", 1, 11, "templates"),
-    ('start[lazy]: "a"', 1, 6, "attributes"),
+    ('start[max_tokens=2]: "a"', 1, 7, "'max_tokens' is not supported"),
+    ('start: r\nr[lazy]: "(" r ")" | "x"', 2, 1, "recursive"),
     ('%declare X\nstart: "a"', 1, 1, "%declare is not supported"),
     ('%import foo.X\nstart: "a"', 1, 9, "unknown import 'foo.X'"),
     ('start: /a/x', 1, 8, "flag 'x'"),

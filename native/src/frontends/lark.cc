@@ -13,6 +13,7 @@
 #include "frontends/json_schema.h"
 #include "frontends/lark_syntax.h"
 #include "frontends/regex.h"
+#include "grammar/rule_attributes.h"
 #include "xg2/errors.h"
 
 namespace xg2 {
@@ -89,6 +90,12 @@ class LarkConverter {
   Entry* Lookup(Scope scope, const std::string& name, size_t offset);
   RuleId RuleOf(Entry* entry);
   void CheckTerminals();
+  void ApplyAttributes();
+  // A terminal, or a rule with attributes: matched whole, so %ignore items follow it, not
+  // its parts.
+  static bool IsLexeme(const Entry& e) {
+    return e.definition == nullptr || e.definition->is_terminal || e.definition->lazy || e.definition->max_chars >= 0;
+  }
   void CheckTerminal(Entry* entry, std::map<Entry*, int>* state);
 
   ExprId Compile(const Node& node, Scope scope, bool in_terminal);
@@ -145,11 +152,12 @@ Grammar LarkConverter::Convert() {
       Entry* e = &kv.second;
       if (e->rule < 0 || g_.rule(e->rule).body != kNoExpr) continue;
       ExprId body = e->definition == nullptr ? g_.AddRuleRef(RuleOf(Lookup(kCommon, e->import_of, e->offset)))
-                                             : Compile(e->definition->body, e->scope, e->definition->is_terminal);
+                                             : Compile(e->definition->body, e->scope, IsLexeme(*e));
       g_.SetRuleBody(e->rule, body);
       more = true;
     }
   }
+  ApplyAttributes();
   RuleId root = RuleOf(&start->second);
   if (user_.allow_initial_skip && skip_rule_ >= 0) {
     RuleId wrapped = g_.DeclareRule("start_with_skip");
@@ -246,6 +254,22 @@ void LarkConverter::CheckTerminal(Entry* entry, std::map<Entry*, int>* state) {
   (*state)[entry] = 2;
 }
 
+void LarkConverter::ApplyAttributes() {
+  for (auto& kv : entries_) {
+    const Definition* def = kv.second.definition;
+    if (def == nullptr || (!def->lazy && def->max_chars < 0)) continue;
+    RuleAttributes attrs;
+    attrs.lazy = def->lazy;
+    attrs.max_chars = def->max_chars;
+    try {
+      ApplyRuleAttributes(&g_, kv.second.rule, attrs);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kGrammarSemantic) throw;
+      Fail(kv.second.scope, def->offset, e.what());
+    }
+  }
+}
+
 // ---------------------------------------------------------------------------------------
 // Expressions
 
@@ -276,7 +300,7 @@ ExprId LarkConverter::Compile(const Node& node, Scope scope, bool in_terminal) {
     case Node::Kind::kName: {
       Entry* target = Lookup(scope, node.text, node.offset);
       ExprId ref = g_.AddRuleRef(RuleOf(target));
-      return IsTerminalEntry(node.text) ? lexeme(ref) : ref;
+      return IsLexeme(*target) ? lexeme(ref) : ref;
     }
     case Node::Kind::kJson:
     case Node::Kind::kSpecialToken:

@@ -8,7 +8,8 @@
 //   atom       ::= "(" expansions ")" | "[" expansions "]" | STRING ".." STRING | STRING
 //                | REGEX | NAME | "%json" JSON | "<" special ">" | "@" NAME
 //
-// Newlines end an item except inside brackets and before a "|". Comments start with // or #.
+// Newlines end an item except before a "|" (also inside brackets, as in lark). Comments start
+// with // or #.
 #include "frontends/lark_syntax.h"
 
 #include <string>
@@ -70,6 +71,7 @@ class Parser {
   // ---- Items ----
   void ParseItem(Document* doc);
   void ParseDefinition(Document* doc);
+  void ParseAttributes(Definition* def);
   void ParseDirective(Document* doc);
   void ParseImport(Document* doc, size_t at);
   void ExpectItemEnd();
@@ -89,7 +91,6 @@ class Parser {
 
   const std::string& text_;
   size_t pos_ = 0;
-  int depth_ = 0;        // open brackets: newlines inside them are plain space
   int depth_guard_ = 0;  // nested expansions, against MaxNestingDepth()
 };
 
@@ -129,10 +130,6 @@ size_t Parser::SkipAllFrom(size_t offset) const {
 }
 
 void Parser::SkipSpace() {
-  if (depth_ > 0) {
-    pos_ = SkipAllFrom(pos_);
-    return;
-  }
   pos_ = SkipInlineFrom(pos_);
   if (Peek() == '\n') {
     size_t next = SkipAllFrom(pos_);
@@ -202,7 +199,7 @@ void Parser::ParseDefinition(Document* doc) {
   def.name = ParseName();
   def.is_terminal = IsTerminalName(def.name);
   if (Peek() == '{') Fail("Lark templates are not supported", pos_);
-  if (Peek() == '[') Fail("rule attributes are not supported in Lark grammars", pos_);
+  if (Peek() == '[') ParseAttributes(&def);
   if (Peek() == '.') {  // a priority: it picks among parses, the language stays the same
     ++pos_;
     if (Peek() == '-') ++pos_;
@@ -213,6 +210,30 @@ void Parser::ParseDefinition(Document* doc) {
   ++pos_;
   def.body = ParseExpansions();
   doc->definitions.push_back(std::move(def));
+}
+
+// [lazy], [max_chars=N] or both, comma-separated (xgrammar's rule attributes).
+void Parser::ParseAttributes(Definition* def) {
+  ++pos_;
+  for (;;) {
+    pos_ = SkipInlineFrom(pos_);
+    size_t at = pos_;
+    std::string key = IsNameStart(Peek()) ? ParseName() : std::string();
+    pos_ = SkipInlineFrom(pos_);
+    if (key == "lazy") {
+      def->lazy = true;
+    } else if (key == "max_chars" && Peek() == '=') {
+      pos_ = SkipInlineFrom(pos_ + 1);
+      def->max_chars = ParseInt();
+    } else {
+      Fail("rule attribute '" + key + "' is not supported (supported: lazy, max_chars=N)", at);
+    }
+    pos_ = SkipInlineFrom(pos_);
+    if (Peek() == ']') break;
+    if (Peek() != ',') Fail("expected ',' or ']' in rule attributes, found " + Describe(pos_), pos_);
+    ++pos_;
+  }
+  ++pos_;
 }
 
 void Parser::ParseDirective(Document* doc) {
@@ -429,7 +450,6 @@ Node Parser::ParseAtom() {
 Node Parser::ParseBracketed(char close, bool optional) {
   size_t open = pos_;
   ++pos_;
-  ++depth_;
   SkipSpace();
   Node inner;
   inner.offset = open;
@@ -437,7 +457,6 @@ Node Parser::ParseBracketed(char close, bool optional) {
   SkipSpace();
   if (Peek() != close) Fail(std::string("unbalanced '") + text_[open] + "': missing '" + close + "'", open);
   ++pos_;
-  --depth_;
   if (!optional) return inner;
   Node repeat;
   repeat.kind = Node::Kind::kRepeat;

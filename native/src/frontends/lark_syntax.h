@@ -4,8 +4,9 @@
 // terminal definitions (with priorities, ?/! rule prefixes and -> aliases, all of which
 // leave the language unchanged), alternatives, groups, [optional] parts, ? * + ~ n ~ n..m
 // {n} {n,m} {n,} {,m}, strings with the i flag, "a".."z" ranges, /regex/flags, %ignore,
-// %import common..., %json {...}, <special tokens> and @named grammars. Everything else
-// (templates, %declare, %override, %extend, rule attributes) is a SyntaxError at its line:col.
+// %import common..., %json {...}, <special tokens>, @named grammars and the rule attributes
+// [lazy] and [max_chars=N]. Everything else (templates, %declare, %override, %extend, other
+// attributes) is a SyntaxError at its line:col.
 #pragma once
 
 #include <cstdint>
@@ -41,6 +42,8 @@ struct Node {
 struct Definition {
   std::string name;  // without the ?/! prefix and the priority
   bool is_terminal = false;
+  bool lazy = false;       // name[lazy]: (see grammar/rule_attributes.h)
+  int64_t max_chars = -1;  // name[max_chars=N]:
   size_t offset = 0;
   Node body;
 };
