@@ -10,6 +10,8 @@ import re
 import lark
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from helpers import mask_row
 from test_masks_real_vocab import accepted_by_matcher
 
@@ -267,6 +269,56 @@ def test_agrees_with_lark_on_all_short_strings(grammar, alphabet):
             agree += 1
             positives += expected
     assert positives > 0 and agree > positives
+
+
+LEAVES = ['"a"', '"b"', '"ab"', "/a+/", "/[ab]/", "/b|ab/", '"a".."b"']
+
+
+@st.composite
+def random_lark_grammar(draw):
+    """start, rules r1..r3 referring only to later rules or to r1 under a guard (recursion),
+    terminals T1..T2 that are one string or regex each."""
+    n_rules = draw(st.integers(1, 3))
+
+    def expr(depth, refs):
+        kind = draw(st.sampled_from(["leaf", "leaf", "ref", "seq", "alt", "op"] if depth else
+                                    ["leaf", "ref"]))
+        if kind == "ref" and refs:
+            return draw(st.sampled_from(refs))
+        if kind == "seq":
+            return expr(depth - 1, refs) + " " + expr(depth - 1, refs)
+        if kind == "alt":
+            return "(" + expr(depth - 1, refs) + " | " + expr(depth - 1, refs) + ")"
+        if kind == "op":
+            op = draw(st.sampled_from(["?", "*", "+", " ~ 1..2", " ~ 2"]))
+            inner = expr(depth - 1, refs)
+            return f"[{inner}]" if op == "?" and draw(st.booleans()) else f"({inner}){op}"
+        return draw(st.sampled_from(LEAVES))
+
+    # Terminals are single leaves: lark matches a composed terminal as one Python regex,
+    # whose ordered alternation is not the language ("ab" | /a+/ never matches "ab").
+    terminals = [f"T{i}: {expr(0, [])}" for i in (1, 2)]
+    lines = ["start: " + expr(2, ["r1", "T1", "T2"])]
+    for i in range(1, n_rules + 1):
+        later = [f"r{j}" for j in range(i + 1, n_rules + 1)] + ["T1", "T2"]
+        body = expr(2, later)
+        if draw(st.booleans()):  # guarded recursion: "a" r1 "b" style
+            body = f'{body} | "a" r1 "b"'
+        if draw(st.booleans()):
+            body += " |"  # an empty alternative
+        lines.append(f"r{i}: {body}")
+    return "\n".join(lines + terminals)
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(random_lark_grammar())
+def test_random_grammars_agree_with_lark(grammar):
+    parser = lark.Lark(grammar, parser="earley", lexer="dynamic_complete")
+    ours = COMPILER.compile_lark(grammar)
+    for n in range(6):
+        for chars in itertools.product("ab", repeat=n):
+            s = "".join(chars)
+            assert accepts(ours, s) == _lark_accepts(parser, s), (grammar, s)
 
 
 # ----------------------------------------------------------- masks over a real vocabulary
