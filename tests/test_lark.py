@@ -10,9 +10,9 @@ import re
 import lark
 import numpy as np
 import pytest
+from helpers import mask_row
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from helpers import mask_row
 from test_masks_real_vocab import accepted_by_matcher
 
 import xg2_jax as xg
