@@ -260,7 +260,7 @@ void TestRoundTrip() {
       "root ::= \"\\n\\r\\t\\\\\\\"'\\x00\\x7f\\u00ad\\u2028\\U0001F600 \xC3\xA9\xE4\xB8\xAD\"",
       "root ::= [\\]\\-\\^\\\\a-z\\x00-\\x1f\xC3\xA9\\uD800-\\uDFFF] [^^] [\\^a] [^] [] [ab] [+-]",
       "root ::= a\na ::= \"x\" (= \"y\" | [0-9])\nb ::= a* (= a)",
-      "root ::= \"a\" | | \"b\"\ne ::=\n",
+      "root ::= \"a\" | \"\" | \"b\"\ne ::= ()\n",
       "main ::= \"m\"\nroot ::= main main",
       "root ::= '\\'' \"'\" \"\\\"\" [\"'] [\\[\\]]",
       "root ::= [\\U0010FFFF\\uFFFE\\uFEFF\\u200B] \"\\uFDD0\\x9f\\x80\"",
