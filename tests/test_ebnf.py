@@ -67,7 +67,7 @@ def language_check(ebnf: str, members=(), non_members=(), dead=()):
         ('root ::= "a"{0}', [""], [], ["a"]),
         ('root ::= "a"{ 2 , 3 }', ["aa", "aaa"], ["a"], ["aaaa"]),
         ('root ::= ("ab"){2} "c"', ["ababc"], ["aba"], ["abc"]),
-        ('root ::= "a"*?', ["", "aa"], [], ["b"]),  # stacked operators
+        ('root ::= ("a"*)?', ["", "aa"], [], ["b"]),  # stacked operators need parentheses
         # Groups, choices, sequences, rule references, recursion.
         ('root ::= "a" ("b" | "c") "d"', ["abd", "acd"], ["a", "ab"], ["ad", "abcd"]),
         ('root ::= "a" | "b" "c" | ""', ["a", "bc", ""], ["b"], ["c"]),
@@ -233,6 +233,10 @@ def test_round_trip_random_grammars(rng):
         ('root ::= "a" | ', 1, 16, "expected an element"),
         ('root ::= | "a"', 1, 10, "expected an element"),
         ('root ::= ("a" |)', 1, 16, "expected an element"),
+        # One quantifier per element, as in xgrammar 0.2.9.
+        ('root ::= "a"++', 1, 14, "one quantifier per element"),
+        ('root ::= "a"{1,3}{1,3}', 1, 18, "one quantifier per element"),
+        ('root ::= "a"? ?', 1, 15, "one quantifier per element"),
         ('root ::= x\nx ::=\ny ::= "a"', 3, 1, "write \"\""),
     ],
 )
@@ -254,7 +258,7 @@ def test_nesting_limit():
     too_deep = "root ::= " + "(" * 5000 + '"a"' + ")" * 5000
     with pytest.raises(xg.LimitExceededError):
         xg.Grammar.from_ebnf(too_deep)
-    stacked = 'root ::= "a"' + "?" * 5000
+    stacked = "root ::= " + "(" * 5000 + '"a"' + ")?" * 5000
     with pytest.raises(xg.LimitExceededError):
         xg.Grammar.from_ebnf(stacked)
 

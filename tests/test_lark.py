@@ -200,6 +200,7 @@ def test_special_tokens():
     ('start: "a"~3..2', 1, 11, "repetition end"),
     ("start: sep{x}\nsep{a}: a", 1, 11, "templates"),
     ('start[max_tokens=2]: "a"', 1, 7, "'max_tokens' is not supported"),
+    ('TOKEN[lazy]: /a/\nstart: TOKEN', 1, 6, "only supported on rules"),
     ('start: r\nr[lazy]: "(" r ")" | "x"', 2, 1, "recursive"),
     ('%declare X\nstart: "a"', 1, 1, "%declare is not supported"),
     ('%import foo.X\nstart: "a"', 1, 9, "unknown import 'foo.X'"),

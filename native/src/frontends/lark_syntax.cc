@@ -199,7 +199,10 @@ void Parser::ParseDefinition(Document* doc) {
   def.name = ParseName();
   def.is_terminal = IsTerminalName(def.name);
   if (Peek() == '{') Fail("Lark templates are not supported", pos_);
-  if (Peek() == '[') ParseAttributes(&def);
+  if (Peek() == '[') {
+    if (def.is_terminal) Fail("attributes are only supported on rules (a terminal is matched whole)", pos_);
+    ParseAttributes(&def);
+  }
   if (Peek() == '.') {  // a priority: it picks among parses, the language stays the same
     ++pos_;
     if (Peek() == '-') ++pos_;

@@ -6,7 +6,7 @@
 //   lookahead ::= "(" "=" choice ")"                 (only at the end of a rule body)
 //   choice    ::= sequence ("|" sequence)*
 //   sequence  ::= postfixed+                          (ends where "NAME ::=" starts a rule)
-//   postfixed ::= atom ("*" | "+" | "?" | "{" n "}" | "{" n "," "}" | "{" n "," m "}")*
+//   postfixed ::= atom ("*" | "+" | "?" | "{" n "}" | "{" n "," "}" | "{" n "," m "}")?
 //   atom      ::= STRING | CLASS | "." | NAME | "(" choice ")" | "(" ")"
 //               | Regex("pattern", flags="is") | Substring("chunk", ...)    (xgrammar's macros)
 //
@@ -229,7 +229,7 @@ bool EbnfParser::LookaheadStartsAt(size_t offset) const {
 }
 
 void EbnfParser::EnterNesting(size_t offset) {
-  // Parentheses plus stacked postfix operators.
+  // Parentheses and macro arguments.
   if (++depth_ > MaxNestingDepth()) {
     std::pair<int, int> lc = LineColumn(offset);
     throw Error(ErrorKind::kLimitExceeded, std::to_string(lc.first) + ":" + std::to_string(lc.second) +
@@ -327,29 +327,29 @@ ExprId EbnfParser::ParseSequence() {
 
 ExprId EbnfParser::ParsePostfixed() {
   ExprId expr = ParseAtom();
-  // Stacked operators (a*?) nest Repeat nodes, so they count toward the nesting limit.
-  int saved_depth = depth_;
-  for (;;) {
-    SkipSpace();
-    size_t op = pos_;
-    char c = Peek();
-    int64_t min = 0, max = 0;
-    if (c == '*') {
-      min = 0, max = kUnbounded, ++pos_;
-    } else if (c == '+') {
-      min = 1, max = kUnbounded, ++pos_;
-    } else if (c == '?') {
-      min = 0, max = 1, ++pos_;
-    } else if (c == '{') {
-      ParseBraces(&min, &max);
-    } else {
-      break;
-    }
-    EnterNesting(op);
-    expr = scratch_.AddRepeat(expr, min, max);
+  SkipSpace();
+  int64_t min = 0, max = 0;
+  char c = Peek();
+  if (c == '*') {
+    min = 0, max = kUnbounded, ++pos_;
+  } else if (c == '+') {
+    min = 1, max = kUnbounded, ++pos_;
+  } else if (c == '?') {
+    min = 0, max = 1, ++pos_;
+  } else if (c == '{') {
+    ParseBraces(&min, &max);
+  } else {
+    return expr;
   }
-  depth_ = saved_depth;
-  return expr;
+  SkipSpace();
+  c = Peek();
+  if (c == '*' || c == '+' || c == '?' || c == '{') {
+    // As in xgrammar, one quantifier per element.
+    Fail("expected an element, found " + DescribeCharAt(pos_) +
+             " (one quantifier per element: write (x*)? to stack them)",
+         pos_);
+  }
+  return scratch_.AddRepeat(expr, min, max);
 }
 
 void EbnfParser::ParseBraces(int64_t* min, int64_t* max) {
