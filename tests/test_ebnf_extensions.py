@@ -37,6 +37,10 @@ CASES = [
     ('root ::= Regex("a.b", flags="s")', ["a\nb"], ["ab"]),
     ('root ::= Regex("ab[c-d]", flags="iu")', ["abc", "ABD", "aBc"], ["abe"]),
     ('root ::= Regex("x", json_string=false) | "y"', ["x", "y"], ["xy"]),
+    # Python spellings: a leading (?i) / (?s) group, (?P<name>...).
+    ('root ::= Regex("(?i)ab[c-d]")', ["ABC", "abd"], ["abe"]),
+    ('root ::= Regex("(?s)a.b", flags="")', ["a\nb"], ["ab"]),
+    ('root ::= Regex("(?P<x>ab)+c")', ["abc", "ababc"], ["c"]),
     # Substring(): runs of consecutive whole chunks, the empty run included.
     ('root ::= Substring("abc", "de", "fg")', ["", "abc", "de", "abcde", "defg", "abcdefg"],
      ["ab", "cde", "abcfg", "deabc"]),

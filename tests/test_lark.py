@@ -74,6 +74,7 @@ def check_language(grammar: str, accepted, rejected) -> None:
     ("start: /[^k]+/i", ["A", "\u00e9"], ["k", "K", "aK"]),
     ("start: /\u017b\u00f3\u0142w|k/i", ["\u017b\u00f3\u0142w", "K"], ["\u017c\u00f3\u0142w"]),
     ("start: /(?P<n>ab)+/", ["ab", "abab"], ["a"]),
+    ("start: /(?i)ab/", ["aB", "AB"], ["ac"]),
     # Names with hyphens, both comment styles, a continuation line, space before operators.
     ('start: foo-bar FOO-BAR\nfoo-bar: "a"\nFOO-BAR: "b"', ["ab"], ["a-b"]),
     ('start: item // comment\nitem: "ok" # comment', ["ok"], ["item"]),

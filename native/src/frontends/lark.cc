@@ -345,11 +345,7 @@ ExprId LarkConverter::CompileRegex(const Node& node, Scope scope) {
       Fail(scope, node.offset, std::string("regular-expression flag '") + f + "' is not supported");
     }
   }
-  // Python's named groups (?P<name>...) are ECMAScript's (?<name>...).
-  std::string pattern = node.text;
-  for (size_t at = pattern.find("(?P<"); at != std::string::npos; at = pattern.find("(?P<", at)) {
-    pattern.erase(at + 2, 1);
-  }
+  std::string pattern = AdaptPythonRegex(node.text, &options);
   try {
     return RegexToExpr(&g_, pattern, options);
   } catch (const SyntaxError& e) {

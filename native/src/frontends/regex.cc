@@ -612,6 +612,23 @@ ExprId FoldAsciiCase(Grammar* g, ExprId id) {
   }
 }
 
+std::string AdaptPythonRegex(const std::string& pattern, RegexOptions* options) {
+  std::string out = pattern;
+  if (out.compare(0, 2, "(?") == 0) {
+    size_t end = 2;
+    while (end < out.size() && (out[end] == 'i' || out[end] == 's' || out[end] == 'u')) ++end;
+    if (end > 2 && end < out.size() && out[end] == ')') {
+      for (size_t i = 2; i < end; ++i) {
+        if (out[i] == 'i') options->ascii_case_insensitive = true;
+        if (out[i] == 's') options->dot_all = true;
+      }
+      out.erase(0, end + 1);
+    }
+  }
+  for (size_t at = out.find("(?P<"); at != std::string::npos; at = out.find("(?P<", at)) out.erase(at + 2, 1);
+  return out;
+}
+
 ExprId RegexToExpr(Grammar* g, const std::string& pattern, const RegexOptions& options) {
   if (g == nullptr) throw Error(ErrorKind::kInvalidArgument, "RegexToExpr: null grammar");
   RegexParser parser(g, pattern, options);

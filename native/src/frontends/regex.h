@@ -34,6 +34,11 @@ ExprId RegexToExpr(Grammar* g, const std::string& pattern, const RegexOptions& o
 // describes); rule references are kept as they are.
 ExprId FoldAsciiCase(Grammar* g, ExprId id);
 
+// Python spellings the ECMAScript parser lacks, for Lark regexes and xgrammar's Regex(): a
+// leading inline-flag group such as (?i), (?s) or (?is) sets the options (u changes nothing),
+// and (?P<name>...) becomes (?<name>...). Returns the pattern to parse.
+std::string AdaptPythonRegex(const std::string& pattern, RegexOptions* options);
+
 // A grammar whose root rule matches exactly the strings of the pattern.
 Grammar RegexToGrammar(const std::string& pattern, const RegexOptions& options = RegexOptions());
 

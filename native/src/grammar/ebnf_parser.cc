@@ -730,6 +730,7 @@ ExprId EbnfParser::ParseRegexMacro() {
     }
   }
   ++pos_;
+  pattern = AdaptPythonRegex(pattern, &options);
   try {
     return RegexToExpr(&scratch_, pattern, options);
   } catch (const SyntaxError& e) {
