@@ -323,6 +323,34 @@ def test_random_grammars_agree_with_lark(grammar):
             assert accepts(ours, s) == _lark_accepts(parser, s), (grammar, s)
 
 
+FRAGMENTS = ["start", ":", " ", "\n", "|", '"a"', '"', "/", "/a/", "(", ")", "[", "]", "?", "*",
+             "+", "~", "2", "..", "{", "}", ",", "A", "x", "%ignore", "%import common.WS",
+             "%json", "{}", "<", ">", "@", "->", ".", "i", "\\", "//", "#", "\u00e9", "_", "-"]
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(st.lists(st.sampled_from(FRAGMENTS), max_size=25), st.booleans())
+def test_never_crashes(parts, with_head):
+    text = ("start: " if with_head else "") + "".join(parts)
+    try:
+        g = xg.Grammar.from_lark(text)
+    except xg.GrammarSyntaxError as err:
+        lines = text.split("\n")
+        assert 1 <= err.line <= len(lines), (text, err.line)
+        assert 1 <= err.column <= len(lines[err.line - 1]) + 1, (text, err.column)
+        return
+    except (xg.GrammarError, xg.LimitExceededError):
+        return
+    printed = str(g)
+    root = printed.split(" ::=", 1)[0]  # printed first
+    assert str(xg.Grammar.from_ebnf(printed, root_rule_name=root)) == printed
+    try:
+        compiled = COMPILER.compile_grammar(g)
+    except xg.GrammarError:
+        return
+    xg.GrammarMatcher(compiled).accept_string("a")
+
+
 # ----------------------------------------------------------- masks over a real vocabulary
 
 MASK_GRAMMAR = r"""
