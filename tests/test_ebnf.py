@@ -67,10 +67,11 @@ def language_check(ebnf: str, members=(), non_members=(), dead=()):
         ('root ::= "a"{0}', [""], [], ["a"]),
         ('root ::= "a"{ 2 , 3 }', ["aa", "aaa"], ["a"], ["aaaa"]),
         ('root ::= ("ab"){2} "c"', ["ababc"], ["aba"], ["abc"]),
-        ('root ::= "a"*?', ["", "aa"], [], ["b"]),  # stacked operators
+        ('root ::= ("a"*)?', ["", "aa"], [], ["b"]),  # stacked operators need parentheses
         # Groups, choices, sequences, rule references, recursion.
         ('root ::= "a" ("b" | "c") "d"', ["abd", "acd"], ["a", "ab"], ["ad", "abcd"]),
         ('root ::= "a" | "b" "c" | ""', ["a", "bc", ""], ["b"], ["c"]),
+        ('root ::= "a" (  ) "b"', ["ab"], ["a"], ["b"]),  # () is the empty string
         ('root ::= x "!"\nx ::= "(" x ")" | ""', ["!", "()!", "((()))!"], ["((", "(()"],
          ["())", "(!"]),
         ('root ::= root "a" | "b"', ["b", "ba", "baaa"], [""], ["a", "bb"]),  # left recursion
@@ -212,7 +213,8 @@ def test_round_trip_random_grammars(rng):
         ('root ::= "\\uD800"', 1, 11, "surrogate"),
         ('root ::= "\\', 1, 11, "escape"),
         ('root ::= ("a" "b"', 1, 10, "unbalanced"),
-        ('\n\n  root ::= "a"\n  x ::= ( "b" | \n', 4, 9, "unbalanced"),
+        ('\n\n  root ::= "a"\n  x ::= ( "b" \n', 4, 9, "unbalanced"),
+        ('\n\n  root ::= "a"\n  x ::= ( "b" | \n', 5, 1, "expected an element"),
         ('root ::= "a")', 1, 13, "unbalanced"),
         ('root ::= "a"{3,2}', 1, 13, "bound"),
         ('root ::= "a"{,3}', 1, 14, "number"),
@@ -226,6 +228,16 @@ def test_round_trip_random_grammars(rng):
         ('::= "a"', 1, 1, "rule name"),
         ('root ::= "a" (= "b") "c"', 1, 22, "lookahead"),
         ('root ::= ("a" (= "b"))', 1, 15, "lookahead"),
+        # An empty alternative is an error, as in xgrammar 0.2.9 (the empty string is "").
+        ("root ::= ", 1, 10, "expected an element"),
+        ('root ::= "a" | ', 1, 16, "expected an element"),
+        ('root ::= | "a"', 1, 10, "expected an element"),
+        ('root ::= ("a" |)', 1, 16, "expected an element"),
+        # One quantifier per element, as in xgrammar 0.2.9.
+        ('root ::= "a"++', 1, 14, "one quantifier per element"),
+        ('root ::= "a"{1,3}{1,3}', 1, 18, "one quantifier per element"),
+        ('root ::= "a"? ?', 1, 15, "one quantifier per element"),
+        ('root ::= x\nx ::=\ny ::= "a"', 3, 1, "write \"\""),
     ],
 )
 def test_syntax_errors(ebnf, line, column, words):
@@ -246,7 +258,7 @@ def test_nesting_limit():
     too_deep = "root ::= " + "(" * 5000 + '"a"' + ")" * 5000
     with pytest.raises(xg.LimitExceededError):
         xg.Grammar.from_ebnf(too_deep)
-    stacked = 'root ::= "a"' + "?" * 5000
+    stacked = "root ::= " + "(" * 5000 + '"a"' + ")?" * 5000
     with pytest.raises(xg.LimitExceededError):
         xg.Grammar.from_ebnf(stacked)
 

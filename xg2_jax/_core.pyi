@@ -178,6 +178,16 @@ def grammar_from_regex(pattern: str, search_semantics: bool = False) -> Grammar:
     A grammar whose root rule matches the strings of an ECMAScript regex (the whole string unless search_semantics, where unanchored ends match any text).
     """
 
+def grammar_from_lark(text: str, tokenizer: TokenizerInfo | None = None, names: Sequence[str] = [], grammars: Sequence[Grammar] = []) -> Grammar:
+    """
+    The grammar of a Lark grammar's start rule; @name references resolve to grammars[names.index(name)].
+    """
+
+def combine_grammars(parts: Sequence[Grammar], concatenate: bool) -> Grammar:
+    """
+    A grammar matching one of the parts (concatenate=False) or all of them in order.
+    """
+
 def grammar_from_json_schema(schema: object, any_whitespace: bool = True, indent: int = -1, item_separator: str = '', key_separator: str = '', strict_mode: bool = True, max_whitespace_cnt: int = -1, any_order: bool = False, on_unsupported_warn: bool = False) -> tuple[Grammar, list[str]] | None:
     """
     Converts a JSON Schema to a Grammar; returns (grammar, warnings). schema: JSON text, or a dict / bool taken as it is (None when it holds something only json.dumps can write: convert it to text first). Empty separators select the defaults.

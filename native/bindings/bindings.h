@@ -14,6 +14,7 @@ void BindGrammar(nb::module_& m);
 void BindMatcher(nb::module_& m);
 void BindJsonSchema(nb::module_& m);
 void BindRegex(nb::module_& m);
+void BindLark(nb::module_& m);
 void BindBatch(nb::module_& m);
 void BindStructuralTag(nb::module_& m);
 

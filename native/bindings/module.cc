@@ -13,6 +13,7 @@ NB_MODULE(_core, m) {
   xg2::bindings::BindGrammar(m);
   xg2::bindings::BindMatcher(m);
   xg2::bindings::BindRegex(m);
+  xg2::bindings::BindLark(m);
   xg2::bindings::BindJsonSchema(m);
   xg2::bindings::BindBatch(m);
   xg2::bindings::BindStructuralTag(m);

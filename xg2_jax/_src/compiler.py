@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 from xg2_jax import _core
 from xg2_jax._src import serialization_json
@@ -388,6 +388,51 @@ class GrammarCompiler:
         formats resolve against this compiler's tokenizer."""
         grammar, left = self._front_end(lambda: Grammar.from_structural_tag(
             structural_tag, tokenizer_info=self._tokenizer_info, on_unsupported=on_unsupported))
+        return self._compile(grammar, lazy, 32, left or None)
+
+    def compile_lark(self, lark_string: str, *,
+                     named_grammars: Optional[Dict[str, Union[Grammar, str]]] = None,
+                     lazy: Optional[bool] = None) -> CompiledGrammar:
+        """Compiles a Lark grammar (see :meth:`Grammar.from_lark`); special tokens resolve
+        against this compiler's tokenizer.
+
+        Args:
+            lark_string: the grammar text; it must define ``start``.
+            named_grammars: grammars referenced as ``@name``.
+            lazy: as in :meth:`compile_grammar`.
+
+        Returns:
+            The compiled grammar.
+
+        Example:
+            >>> from xg2_jax import GrammarCompiler, GrammarMatcher, TokenizerInfo
+            >>> compiler = GrammarCompiler(TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2]))
+            >>> m = GrammarMatcher(compiler.compile_lark('start: "a"+ "b"'))
+            >>> m.accept_string("aab"), m.is_completed()
+            (True, True)
+        """
+        grammar, left = self._front_end(lambda: Grammar.from_lark(
+            lark_string, tokenizer_info=self._tokenizer_info, named_grammars=named_grammars))
+        return self._compile(grammar, lazy, 32, left or None)
+
+    def compile_regex(self, pattern: str, *, lazy: Optional[bool] = None) -> CompiledGrammar:
+        """Compiles a regular expression (see :meth:`Grammar.from_regex`).
+
+        Args:
+            pattern: the regex; generation must match it in full.
+            lazy: as in :meth:`compile_grammar`.
+
+        Returns:
+            The compiled grammar.
+
+        Example:
+            >>> from xg2_jax import GrammarCompiler, GrammarMatcher, TokenizerInfo
+            >>> compiler = GrammarCompiler(TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2]))
+            >>> m = GrammarMatcher(compiler.compile_regex("a+b"))
+            >>> m.accept_string("ab"), m.is_completed()
+            (True, True)
+        """
+        grammar, left = self._front_end(lambda: Grammar.from_regex(pattern))
         return self._compile(grammar, lazy, 32, left or None)
 
     def compile_builtin_json_grammar(self, *, lazy: Optional[bool] = None) -> CompiledGrammar:

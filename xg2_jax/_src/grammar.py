@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json as _json
 import warnings as _warnings
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Dict, Optional, Tuple, Union
 
 from xg2_jax import _core
 from xg2_jax._src import serialization_json
 from xg2_jax._src.errors import (
     GrammarSyntaxError,
+    InvalidArgumentError,
     LimitExceededError,
     UnsupportedSchemaWarning,
 )
@@ -114,6 +115,104 @@ class Grammar:
         """
         _check_utf8(pattern)
         return cls(_core.grammar_from_regex(pattern))
+
+    @classmethod
+    def from_lark(cls, lark_string: str, *, tokenizer_info: Any = None,
+                  named_grammars: Optional[Dict[str, Union["Grammar", str]]] = None) -> "Grammar":
+        """Parses a Lark grammar (the dialect of llguidance and xgrammar's ``from_lark``).
+
+        The language is the one of the ``start`` rule, with terminals expanded in place (as
+        lark's Earley parser with the dynamic lexer reads it). Supported: rules and
+        TERMINALS, ``|``, groups, ``[optional]``, ``? * +``, ``~ n``, ``~ n..m``,
+        ``{n}`` ``{n,m}`` ``{n,}`` ``{,m}``, strings with the ``i`` flag (ASCII), ``"a".."z"``,
+        ``/regex/`` with flags ``i`` (ASCII), ``s``, ``u``, ``%import common.NAME`` (and
+        ``-> ALIAS``, ``common (A, B)``), ``%ignore`` (ignored items may follow every lexeme of
+        a rule; before the first one only with ``%grammar_options {"allow_initial_skip":
+        true}``), ``%json {schema}``, ``<|special|>`` and ``<[ids]>`` special tokens (needs
+        ``tokenizer_info``), ``@name`` grammars. Priorities, ``?``/``!`` prefixes and
+        ``-> alias`` are accepted and leave the language unchanged. Templates, ``%declare``,
+        ``%override``, ``%extend``, rule attributes and other modules raise
+        :class:`GrammarSyntaxError`.
+
+        Args:
+            lark_string: the grammar text; it must define ``start``.
+            tokenizer_info: resolves special tokens.
+            named_grammars: grammars referenced as ``@name`` (keys without the ``@``); a
+                string value is Lark text with its own ``start``.
+
+        Returns:
+            The grammar.
+
+        Raises:
+            GrammarSyntaxError: malformed or unsupported syntax, undefined or duplicate
+                names, a terminal referring to a rule or to itself; ``.line`` and ``.column``
+                locate it.
+
+        Example:
+            >>> g = Grammar.from_lark('''
+            ... start: pair ("," pair)*
+            ... pair: CNAME "=" SIGNED_NUMBER
+            ... %import common (CNAME, SIGNED_NUMBER)
+            ... ''')
+            >>> print(str(g).splitlines()[0])
+            start ::= pair ("," pair)*
+        """
+        _check_utf8(lark_string)
+        names, grammars = [], []
+        for name, value in (named_grammars or {}).items():
+            if not isinstance(name, str):
+                raise TypeError("named grammar names must be strings")
+            if isinstance(value, str):
+                value = cls.from_lark(value, tokenizer_info=tokenizer_info)
+            if not isinstance(value, Grammar):
+                raise TypeError("named grammar values must be Grammar instances or Lark strings")
+            names.append(name)
+            grammars.append(value._handle)
+        native_tok = getattr(tokenizer_info, "_handle", None) if tokenizer_info is not None else None
+        return cls(_core.grammar_from_lark(lark_string, native_tok, names, grammars))
+
+    @staticmethod
+    def union(*grammars: "Grammar") -> "Grammar":
+        """A grammar matching what any of ``grammars`` matches (xgrammar's ``Grammar.union``).
+
+        Args:
+            *grammars: one or more grammars.
+
+        Returns:
+            The union; each grammar's rules are copied under a ``g<i>_`` prefix.
+
+        Example:
+            >>> g = Grammar.union(Grammar.from_ebnf('root ::= "a"'), Grammar.from_regex("[0-9]+"))
+            >>> print(str(g).splitlines()[0])
+            root ::= g0_root | g1_root
+        """
+        return Grammar._combine(grammars, concatenate=False)
+
+    @staticmethod
+    def concat(*grammars: "Grammar") -> "Grammar":
+        """A grammar matching ``grammars`` one after another (xgrammar's ``Grammar.concat``).
+
+        Args:
+            *grammars: one or more grammars.
+
+        Returns:
+            The concatenation; each grammar's rules are copied under a ``g<i>_`` prefix.
+
+        Example:
+            >>> g = Grammar.concat(Grammar.from_ebnf('root ::= "a"'), Grammar.from_regex("[0-9]+"))
+            >>> print(str(g).splitlines()[0])
+            root ::= g0_root g1_root
+        """
+        return Grammar._combine(grammars, concatenate=True)
+
+    @staticmethod
+    def _combine(grammars, *, concatenate: bool) -> "Grammar":
+        if not grammars:
+            raise InvalidArgumentError("at least one grammar is needed")
+        for g in grammars:
+            if not isinstance(g, Grammar):
+                raise TypeError(f"expected Grammar, got {type(g).__name__}")
+        return Grammar(_core.combine_grammars([g._handle for g in grammars], concatenate))
 
     @classmethod
     def builtin_json_grammar(cls) -> "Grammar":

@@ -19,6 +19,7 @@
 // \b \B, Unicode property escapes, octal escapes, inline modifiers, unknown letter escapes.
 #include "frontends/regex.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -236,7 +237,9 @@ class RegexParser {
         atom = ParseClass();
       } else if (c == '.') {
         ++pos_;
-        atom = g_->AddCharClass(LineTerminatorRanges(), true);
+        atom = options_.dot_all                     ? g_->AddCharClass({}, true)
+               : options_.dot_excludes_newline_only ? g_->AddCharClass({{'\n', '\n'}}, true)
+                                                    : g_->AddCharClass(LineTerminatorRanges(), true);
       } else if (c == '\\') {
         CharOrSet e = ParseEscape(/*in_class=*/false);
         if (e.is_set) {
@@ -550,10 +553,87 @@ class RegexParser {
 
 }  // namespace
 
+namespace {
+
+// The ASCII letters of `ranges` in the other case.
+Ranges OtherAsciiCase(const Ranges& ranges) {
+  Ranges out;
+  for (const CodepointRange& r : ranges) {
+    for (uint32_t lo : {uint32_t{'A'}, uint32_t{'a'}}) {
+      uint32_t a = std::max(r.lo, lo), b = std::min(r.hi, lo + 25);
+      if (a <= b) out.push_back({a ^ 0x20, b ^ 0x20});
+    }
+  }
+  return out;
+}
+
+bool IsAsciiLetter(unsigned char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z'); }
+
+ExprId FoldBytes(Grammar* g, const std::string& bytes) {
+  std::vector<ExprId> parts;
+  std::string run;  // bytes without letters
+  for (unsigned char c : bytes) {
+    if (!IsAsciiLetter(c)) {
+      run += static_cast<char>(c);
+      continue;
+    }
+    if (!run.empty()) parts.push_back(g->AddBytes(run));
+    run.clear();
+    uint32_t lower = c | 0x20;
+    parts.push_back(g->AddCharClass({{lower ^ 0x20, lower ^ 0x20}, {lower, lower}}, false));
+  }
+  if (!run.empty()) parts.push_back(g->AddBytes(run));
+  return parts.size() == 1 ? parts[0] : g->AddSequence(std::move(parts));
+}
+
+}  // namespace
+
+ExprId FoldAsciiCase(Grammar* g, ExprId id) {
+  const Expr e = g->expr(id);  // a copy: the arena grows below
+  switch (e.kind) {
+    case ExprKind::kBytes: return FoldBytes(g, e.bytes);
+    case ExprKind::kCharClass: {
+      Ranges ranges = e.ranges;
+      Ranges other = OtherAsciiCase(ranges);
+      if (other.empty()) return id;
+      ranges.insert(ranges.end(), other.begin(), other.end());
+      return g->AddCharClass(std::move(ranges), e.negated);
+    }
+    case ExprKind::kSequence:
+    case ExprKind::kChoice:
+    case ExprKind::kRepeat: {
+      std::vector<ExprId> kids;
+      for (ExprId c : e.children) kids.push_back(FoldAsciiCase(g, c));
+      if (e.kind == ExprKind::kSequence) return g->AddSequence(std::move(kids));
+      if (e.kind == ExprKind::kChoice) return g->AddChoice(std::move(kids));
+      return g->AddRepeat(kids[0], e.min, e.max);
+    }
+    default: return id;
+  }
+}
+
+std::string AdaptPythonRegex(const std::string& pattern, RegexOptions* options) {
+  std::string out = pattern;
+  if (out.compare(0, 2, "(?") == 0) {
+    size_t end = 2;
+    while (end < out.size() && (out[end] == 'i' || out[end] == 's' || out[end] == 'u')) ++end;
+    if (end > 2 && end < out.size() && out[end] == ')') {
+      for (size_t i = 2; i < end; ++i) {
+        if (out[i] == 'i') options->ascii_case_insensitive = true;
+        if (out[i] == 's') options->dot_all = true;
+      }
+      out.erase(0, end + 1);
+    }
+  }
+  for (size_t at = out.find("(?P<"); at != std::string::npos; at = out.find("(?P<", at)) out.erase(at + 2, 1);
+  return out;
+}
+
 ExprId RegexToExpr(Grammar* g, const std::string& pattern, const RegexOptions& options) {
   if (g == nullptr) throw Error(ErrorKind::kInvalidArgument, "RegexToExpr: null grammar");
   RegexParser parser(g, pattern, options);
-  return parser.Parse();
+  ExprId id = parser.Parse();
+  return options.ascii_case_insensitive ? FoldAsciiCase(g, id) : id;
 }
 
 Grammar RegexToGrammar(const std::string& pattern, const RegexOptions& options) {

@@ -1,12 +1,14 @@
 // EBNF front end: a recursive-descent parser for the GBNF / XGrammar dialect.
 //
 //   grammar   ::= rule*
-//   rule      ::= NAME "::=" choice lookahead?
+//   rule      ::= NAME attributes? "::=" choice lookahead?
+//   attributes::= "[" ("lazy" | "max_chars" "=" n) ("," ...)* "]"    (xgrammar's rule attributes)
 //   lookahead ::= "(" "=" choice ")"                 (only at the end of a rule body)
 //   choice    ::= sequence ("|" sequence)*
-//   sequence  ::= postfixed*                          (ends where "NAME ::=" starts a rule)
-//   postfixed ::= atom ("*" | "+" | "?" | "{" n "}" | "{" n "," "}" | "{" n "," m "}")*
-//   atom      ::= STRING | CLASS | "." | NAME | "(" choice ")"
+//   sequence  ::= postfixed+                          (ends where "NAME ::=" starts a rule)
+//   postfixed ::= atom ("*" | "+" | "?" | "{" n "}" | "{" n "," "}" | "{" n "," m "}")?
+//   atom      ::= STRING | CLASS | "." | NAME | "(" choice ")" | "(" ")"
+//               | Regex("pattern", flags="is") | Substring("chunk", ...)    (xgrammar's macros)
 //
 // The text is parsed into a scratch grammar whose rules are numbered by first mention, then
 // copied into the result with rules renumbered by definition order. That keeps rule ids
@@ -16,6 +18,9 @@
 #include <utility>
 #include <vector>
 
+#include "automata/substring_dfa.h"
+#include "frontends/regex.h"
+#include "grammar/rule_attributes.h"
 #include "support/utf8.h"
 #include "xg2/errors.h"
 #include "xg2/grammar.h"
@@ -85,6 +90,11 @@ class EbnfParser {
   ExprId ParseTagDispatch();
   ExprId ParseByteDfa();
   ExprId ParseAnyOrder();
+  ExprId ParseRegexMacro();
+  bool NextKeywordArgument(const std::string& macro, std::string* key, size_t* at);
+  ExprId ParseSubstringMacro();
+  size_t AttributesEnd(size_t offset) const;
+  RuleAttributes ParseAttributes();
   int64_t ParseDfaNumber(int64_t max);
   std::string ParseStringBytes();
   bool ParseKeywordBool();
@@ -111,25 +121,13 @@ class EbnfParser {
   std::vector<size_t> first_reference_;  // per scratch rule: offset of first reference
   std::vector<size_t> definition_;       // per scratch rule: offset of its definition
   std::vector<RuleId> definition_order_;
+  std::vector<std::pair<RuleId, RuleAttributes>> attributes_;  // scratch rules with attributes
 };
 
 // ---------------------------------------------------------------------------------------
 // Cursor and diagnostics
 
-std::pair<int, int> EbnfParser::LineColumn(size_t offset) const {
-  // Columns count code points, so a message points at the right character in an editor.
-  int line = 1, column = 1;
-  for (size_t i = 0; i < offset && i < text_.size(); ++i) {
-    unsigned char c = static_cast<unsigned char>(text_[i]);
-    if (c == '\n') {
-      ++line;
-      column = 1;
-    } else if ((c & 0xC0) != 0x80) {
-      ++column;
-    }
-  }
-  return {line, column};
-}
+std::pair<int, int> EbnfParser::LineColumn(size_t offset) const { return TextLineColumn(text_, offset); }
 
 void EbnfParser::Fail(const std::string& message, size_t offset) const {
   std::pair<int, int> lc = LineColumn(offset);
@@ -169,7 +167,59 @@ size_t EbnfParser::NameEnd(size_t offset) const {
 bool EbnfParser::RuleStartsAt(size_t offset) const {
   size_t end = NameEnd(offset);
   if (end == offset) return false;
+  end = AttributesEnd(end);
   return text_.compare(SkipSpaceFrom(end), 3, "::=") == 0;
+}
+
+// After "name", the end of an attribute block "[...]" followed by "::=" (as in xgrammar, a
+// bracket group is a block only then; otherwise it is a character class); offset if none.
+size_t EbnfParser::AttributesEnd(size_t offset) const {
+  if (offset >= text_.size() || text_[offset] != '[') return offset;
+  size_t close = text_.find_first_of("]\n", offset);
+  if (close == std::string::npos || text_[close] != ']') return offset;
+  size_t after = close + 1;
+  while (after < text_.size() && (text_[after] == ' ' || text_[after] == '\t')) ++after;
+  return text_.compare(after, 3, "::=") == 0 ? close + 1 : offset;
+}
+
+RuleAttributes EbnfParser::ParseAttributes() {
+  RuleAttributes attrs;
+  size_t end = AttributesEnd(pos_);
+  if (end == pos_) return attrs;
+  ++pos_;
+  bool seen_lazy = false, seen_max_chars = false;
+  for (;;) {
+    while (Peek() == ' ' || Peek() == '\t') ++pos_;
+    size_t at = pos_;
+    pos_ = NameEnd(pos_);
+    std::string key = text_.substr(at, pos_ - at);
+    if (key == "lazy" && !seen_lazy) {
+      seen_lazy = attrs.lazy = true;
+    } else if (key == "max_chars" && !seen_max_chars) {
+      seen_max_chars = true;
+      while (Peek() == ' ' || Peek() == '\t') ++pos_;
+      if (Peek() != '=') Fail("expected '=' after max_chars", pos_);
+      ++pos_;
+      while (Peek() == ' ' || Peek() == '\t') ++pos_;
+      attrs.max_chars = ParseBound();
+    } else if (key == "lazy" || key == "max_chars") {
+      Fail("rule attribute '" + key + "' is given twice", at);
+    } else if (key.empty()) {
+      Fail("expected a rule attribute, found " + DescribeCharAt(at), at);
+    } else {
+      // max_tokens, capture, temperature, ...: token budgets and decoding hooks of xgrammar's
+      // matcher that this engine does not have.
+      Fail("rule attribute '" + key + "' is not supported (supported: lazy, max_chars)", at);
+    }
+    while (Peek() == ' ' || Peek() == '\t') ++pos_;
+    if (Peek() == ',') {
+      ++pos_;
+      continue;
+    }
+    if (Peek() != ']') Fail("expected ',' or ']' in rule attributes, found " + DescribeCharAt(pos_), pos_);
+    ++pos_;
+    return attrs;
+  }
 }
 
 bool EbnfParser::LookaheadStartsAt(size_t offset) const {
@@ -179,7 +229,7 @@ bool EbnfParser::LookaheadStartsAt(size_t offset) const {
 }
 
 void EbnfParser::EnterNesting(size_t offset) {
-  // Parentheses plus stacked postfix operators.
+  // Parentheses and macro arguments.
   if (++depth_ > MaxNestingDepth()) {
     std::pair<int, int> lc = LineColumn(offset);
     throw Error(ErrorKind::kLimitExceeded, std::to_string(lc.first) + ":" + std::to_string(lc.second) +
@@ -211,6 +261,7 @@ void EbnfParser::ParseRule() {
   }
   std::string name = text_.substr(name_start, name_end - name_start);
   pos_ = name_end;
+  RuleAttributes attrs = ParseAttributes();
   SkipSpace();
   if (text_.compare(pos_, 3, "::=") != 0) {
     Fail("expected '::=' after rule name '" + name + "', found " + DescribeCharAt(pos_), pos_);
@@ -225,6 +276,7 @@ void EbnfParser::ParseRule() {
   }
   definition_[rule] = name_start;
   definition_order_.push_back(rule);
+  if (attrs.any()) attributes_.push_back({rule, attrs});
 
   scratch_.SetRuleBody(rule, ParseChoice());
   SkipSpace();
@@ -266,36 +318,38 @@ ExprId EbnfParser::ParseSequence() {
     if (LookaheadStartsAt(pos_) || RuleStartsAt(pos_)) break;
     items.push_back(ParsePostfixed());
   }
-  if (items.empty()) return scratch_.AddEmpty();
+  // As in xgrammar, an alternative needs an element: the empty string is written "" (or ()).
+  if (items.empty())
+    Fail("expected an element, found " + DescribeCharAt(pos_) + " (write \"\" for the empty string)", pos_);
   if (items.size() == 1) return items[0];
   return scratch_.AddSequence(std::move(items));
 }
 
 ExprId EbnfParser::ParsePostfixed() {
   ExprId expr = ParseAtom();
-  // Stacked operators (a*?) nest Repeat nodes, so they count toward the nesting limit.
-  int saved_depth = depth_;
-  for (;;) {
-    SkipSpace();
-    size_t op = pos_;
-    char c = Peek();
-    int64_t min = 0, max = 0;
-    if (c == '*') {
-      min = 0, max = kUnbounded, ++pos_;
-    } else if (c == '+') {
-      min = 1, max = kUnbounded, ++pos_;
-    } else if (c == '?') {
-      min = 0, max = 1, ++pos_;
-    } else if (c == '{') {
-      ParseBraces(&min, &max);
-    } else {
-      break;
-    }
-    EnterNesting(op);
-    expr = scratch_.AddRepeat(expr, min, max);
+  SkipSpace();
+  int64_t min = 0, max = 0;
+  char c = Peek();
+  if (c == '*') {
+    min = 0, max = kUnbounded, ++pos_;
+  } else if (c == '+') {
+    min = 1, max = kUnbounded, ++pos_;
+  } else if (c == '?') {
+    min = 0, max = 1, ++pos_;
+  } else if (c == '{') {
+    ParseBraces(&min, &max);
+  } else {
+    return expr;
   }
-  depth_ = saved_depth;
-  return expr;
+  SkipSpace();
+  c = Peek();
+  if (c == '*' || c == '+' || c == '?' || c == '{') {
+    // As in xgrammar, one quantifier per element.
+    Fail("expected an element, found " + DescribeCharAt(pos_) +
+             " (one quantifier per element: write (x*)? to stack them)",
+         pos_);
+  }
+  return scratch_.AddRepeat(expr, min, max);
 }
 
 void EbnfParser::ParseBraces(int64_t* min, int64_t* max) {
@@ -349,6 +403,19 @@ ExprId EbnfParser::ParseAtom() {
     if (text_.compare(pos_, kByteDfa.size(), kByteDfa) == 0) return ParseByteDfa();
     static const std::string kAnyOrder = "AnyOrder(";
     if (text_.compare(pos_, kAnyOrder.size(), kAnyOrder) == 0) return ParseAnyOrder();
+    static const std::string kRegex = "Regex(";
+    if (text_.compare(pos_, kRegex.size(), kRegex) == 0) return ParseRegexMacro();
+    static const std::string kSubstring = "Substring(";
+    if (text_.compare(pos_, kSubstring.size(), kSubstring) == 0) return ParseSubstringMacro();
+    for (const char* token_macro : {"Token(", "ExcludeToken(", "TokenTagDispatch("}) {
+      if (text_.compare(pos_, std::string(token_macro).size(), token_macro) == 0) {
+        // Token ids are resolved against a tokenizer; EBNF text has none here.
+        Fail(std::string(token_macro) +
+                 "...) is not supported in EBNF: match special tokens with \"\\<id>\" "
+                 "strings or the structural tags' token formats",
+             pos_);
+      }
+    }
     return ParseRuleRef();
   }
   Fail("unexpected " + DescribeCharAt(pos_), pos_);
@@ -358,6 +425,11 @@ ExprId EbnfParser::ParseGroup() {
   size_t open = pos_;
   ++pos_;
   EnterNesting(open);
+  if (SkipSpaceFrom(pos_) < text_.size() && text_[SkipSpaceFrom(pos_)] == ')') {  // "()": the empty string
+    pos_ = SkipSpaceFrom(pos_) + 1;
+    --depth_;
+    return scratch_.AddEmpty();
+  }
   ExprId inner = ParseChoice();
   SkipSpace();
   if (Peek() != ')') {
@@ -581,20 +653,9 @@ ExprId EbnfParser::ParseAnyOrder() {
   std::vector<ExprId> lists[3];
   const char* kLists[3] = {"required", "optional", "repeated"};
   int next_list = 0;
-  for (;;) {
-    SkipSpace();
-    if (Peek() == ')') break;
-    if (Peek() != ',') Fail("expected ',' or ')' in AnyOrder", pos_);
-    ++pos_;
-    SkipSpace();
-    size_t at = pos_;
-    if (!IsNameStart(Peek())) Fail("expected a keyword argument in AnyOrder", pos_);
-    pos_ = NameEnd(pos_);
-    std::string key = text_.substr(at, pos_ - at);
-    SkipSpace();
-    if (Peek() != '=') Fail("expected '=' after '" + key + "'", pos_);
-    ++pos_;
-    SkipSpace();
+  std::string key;
+  size_t at = 0;
+  while (NextKeywordArgument("AnyOrder", &key, &at)) {
     int list = -1;
     for (int i = 0; i < 3; ++i) {
       if (key == kLists[i]) list = i;
@@ -634,6 +695,88 @@ ExprId EbnfParser::ParseAnyOrder() {
   if (spec.max_count >= 0 && spec.max_count < spec.min_count) Fail("AnyOrder max is below min", open);
   for (const auto& l : lists) children.insert(children.end(), l.begin(), l.end());
   return scratch_.AddAnyOrder(spec, std::move(children));
+}
+
+// Regex("pattern") (xgrammar: `.` matches any code point) or Regex("pattern", flags="is")
+// (`.` stops at \n unless s; i folds ASCII case); json_string=false may be given.
+ExprId EbnfParser::ParseRegexMacro() {
+  size_t open = pos_;
+  pos_ += std::string("Regex(").size();
+  SkipSpace();
+  if (Peek() != '"' && Peek() != '\'') Fail("Regex expects a string pattern", pos_);
+  std::string pattern = ParseStringBytes();
+  RegexOptions options;
+  options.dot_all = true;
+  std::string key;
+  size_t at = 0;
+  while (NextKeywordArgument("Regex", &key, &at)) {
+    if (key == "json_string") {
+      if (ParseKeywordBool()) Fail("Regex json_string=true is not supported", at);
+    } else if (key == "flags") {
+      if (Peek() != '"' && Peek() != '\'') Fail("flags must be a string", pos_);
+      std::string flags = ParseStringBytes();
+      options.dot_all = false;
+      options.dot_excludes_newline_only = true;
+      for (char f : flags) {
+        if (f == 'i')
+          options.ascii_case_insensitive = true;
+        else if (f == 's')
+          options.dot_all = true;
+        else if (f != 'u')
+          Fail(std::string("regular-expression flag '") + f + "' is not supported", at);
+      }
+    } else {
+      Fail("Regex does not support the argument '" + key + "'", at);
+    }
+  }
+  ++pos_;
+  pattern = AdaptPythonRegex(pattern, &options);
+  try {
+    return RegexToExpr(&scratch_, pattern, options);
+  } catch (const SyntaxError& e) {
+    std::string what = e.what();
+    size_t colon = what.find(": ");
+    Fail("in Regex pattern at character " + std::to_string(e.column()) + ": " +
+             (colon == std::string::npos ? what : what.substr(colon + 2)),
+         open);
+  }
+}
+
+// Substring("chunk", ...): any run of consecutive chunks, the empty one included.
+ExprId EbnfParser::ParseSubstringMacro() {
+  pos_ += std::string("Substring(").size();
+  std::vector<std::string> chunks;
+  for (;;) {
+    SkipSpace();
+    if (Peek() == ')') break;
+    if (Peek() != '"' && Peek() != '\'') Fail("Substring() arguments must be strings", pos_);
+    chunks.push_back(ParseStringBytes());
+    SkipSpace();
+    if (Peek() == ',')
+      ++pos_;
+    else if (Peek() != ')')
+      Fail("expected ',' or ')' in Substring", pos_);
+  }
+  ++pos_;
+  return scratch_.AddByteDfa(SubstringDfa(chunks));
+}
+
+// In a macro's argument list: false at its ')'; otherwise reads ", key =" (the key starts at *at).
+bool EbnfParser::NextKeywordArgument(const std::string& macro, std::string* key, size_t* at) {
+  SkipSpace();
+  if (Peek() == ')') return false;
+  if (Peek() != ',') Fail("expected ',' or ')' in " + macro, pos_);
+  ++pos_;
+  SkipSpace();
+  *at = pos_;
+  if (!IsNameStart(Peek())) Fail("expected a keyword argument in " + macro, pos_);
+  pos_ = NameEnd(pos_);
+  *key = text_.substr(*at, pos_ - *at);
+  SkipSpace();
+  if (Peek() != '=') Fail("expected '=' after '" + *key + "'", pos_);
+  ++pos_;
+  SkipSpace();
+  return true;
 }
 
 bool EbnfParser::ParseKeywordBool() {
@@ -834,6 +977,14 @@ Grammar EbnfParser::BuildResult(const std::string& root_rule_name) const {
     if (scratch_.rule(r).body != kNoExpr) result.SetRuleBody(renumbered[r], map[scratch_.rule(r).body]);
     if (scratch_.rule(r).lookahead != kNoExpr) {
       result.SetRuleLookahead(renumbered[r], map[scratch_.rule(r).lookahead]);
+    }
+  }
+  for (const auto& [rule, attrs] : attributes_) {
+    try {
+      ApplyRuleAttributes(&result, renumbered[rule], attrs);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kGrammarSemantic) throw;
+      Fail(e.what(), definition_[rule]);
     }
   }
   result.set_root(renumbered[scratch_root]);

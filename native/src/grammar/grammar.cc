@@ -322,4 +322,18 @@ RuleId ImportGrammar(Grammar* dst, const Grammar& src, const std::string& prefix
   return rules[src.root()];
 }
 
+Grammar CombineGrammars(const std::vector<const Grammar*>& parts, bool concatenate) {
+  if (parts.empty()) throw Error(ErrorKind::kInvalidArgument, "at least one grammar is needed");
+  Grammar result;
+  RuleId root = result.DeclareRule("root");
+  std::vector<ExprId> refs;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    refs.push_back(result.AddRuleRef(ImportGrammar(&result, *parts[i], "g" + std::to_string(i) + "_")));
+  }
+  ExprId body = refs.size() == 1 ? refs[0] : concatenate ? result.AddSequence(refs) : result.AddChoice(refs);
+  result.SetRuleBody(root, body);
+  result.set_root(root);
+  return result;
+}
+
 }  // namespace xg2

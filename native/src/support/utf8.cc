@@ -113,4 +113,18 @@ void Utf8RangeSequences(uint32_t lo, uint32_t hi, std::vector<Utf8RangeSeq>* out
   out->push_back(seq);
 }
 
+std::pair<int, int> TextLineColumn(const std::string& text, size_t offset) {
+  int line = 1, column = 1;
+  for (size_t i = 0; i < offset && i < text.size(); ++i) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c == '\n') {
+      ++line;
+      column = 1;
+    } else if ((c & 0xC0) != 0x80) {
+      ++column;
+    }
+  }
+  return {line, column};
+}
+
 }  // namespace xg2

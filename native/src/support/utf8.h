@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace xg2 {
@@ -18,6 +19,10 @@ void AppendUtf8(uint32_t cp, std::string* out);
 
 // Returns the byte offset of the first invalid UTF-8 sequence in s, or -1 if s is valid.
 int64_t FindInvalidUtf8(const std::string& s);
+
+// Line and column (both 1-based; columns count code points, so a message points at the right
+// character in an editor) of a byte offset in text.
+std::pair<int, int> TextLineColumn(const std::string& text, size_t offset);
 
 // Up to four byte ranges whose concatenation encodes a run of code points.
 struct Utf8RangeSeq {

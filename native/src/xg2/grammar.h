@@ -186,6 +186,10 @@ Grammar ParseEbnf(const std::string& text, const std::string& root_rule_name = "
 // returns the id of src's root rule there.
 RuleId ImportGrammar(Grammar* dst, const Grammar& src, const std::string& prefix);
 
+// A grammar whose root matches one of `parts` (concatenate = false) or all of them in order,
+// each part's rules copied under a "g<i>_" prefix. Throws Error(kInvalidArgument) for no parts.
+Grammar CombineGrammars(const std::vector<const Grammar*>& parts, bool concatenate);
+
 // The builtin JSON grammar (any JSON value; RFC 8259 strings and numbers).
 const std::string& BuiltinJsonGrammarEbnf();
 

@@ -1,0 +1,442 @@
+// Lark syntax tree (lark_syntax.h) to grammar IR (see lark.h).
+//
+// Every definition becomes a rule of the same name. Names resolve in two scopes: the
+// user's grammar and the common terminals (%import common.X defines X in the user's scope as
+// a reference to common's X, whose own references resolve among the common terminals).
+#include "frontends/lark.h"
+
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "frontends/json_schema.h"
+#include "frontends/lark_syntax.h"
+#include "frontends/regex.h"
+#include "grammar/rule_attributes.h"
+#include "xg2/errors.h"
+
+namespace xg2 {
+
+namespace {
+
+using lark::Definition;
+using lark::Document;
+using lark::Node;
+
+// The terminals of `%import common.X`, written as Lark definitions (the names and languages
+// of lark's common.lark; strings and comments as a Python tokenizer reads them).
+const char* const kCommonTerminals = R"LARK(
+DIGIT: "0".."9"
+HEXDIGIT: "a".."f" | "A".."F" | DIGIT
+INT: DIGIT+
+SIGNED_INT: ["+" | "-"] INT
+DECIMAL: INT "." INT? | "." INT
+_EXP: ("e" | "E") SIGNED_INT
+FLOAT: INT _EXP | DECIMAL _EXP?
+SIGNED_FLOAT: ["+" | "-"] FLOAT
+NUMBER: FLOAT | INT
+SIGNED_NUMBER: ["+" | "-"] NUMBER
+ESCAPED_STRING: "\"" /([^"\\\n]|\\[^\n])*/ "\""
+LCASE_LETTER: "a".."z"
+UCASE_LETTER: "A".."Z"
+LETTER: UCASE_LETTER | LCASE_LETTER
+WORD: LETTER+
+CNAME: ("_" | LETTER) ("_" | LETTER | DIGIT)*
+WS_INLINE: (" " | "\t")+
+WS: /[ \t\f\r\n]/+
+CR: "\r"
+LF: "\n"
+NEWLINE: (CR? LF)+
+SH_COMMENT: /#[^\n]*/
+CPP_COMMENT: /\/\/[^\n]*/
+C_COMMENT: "/*" /([^*]|\*+[^*\/])*/ "*"+ "/"
+SQL_COMMENT: /--[^\n]*/
+)LARK";
+
+// The code point of a one-character UTF-8 string (the text is valid UTF-8).
+bool SingleCodepoint(const std::string& s, uint32_t* cp) {
+  if (s.empty()) return false;
+  unsigned char lead = static_cast<unsigned char>(s[0]);
+  size_t length = lead < 0x80 ? 1 : (lead & 0xE0) == 0xC0 ? 2 : (lead & 0xF0) == 0xE0 ? 3 : 4;
+  if (s.size() != length) return false;
+  static const unsigned char kLeadMask[5] = {0, 0x7F, 0x1F, 0x0F, 0x07};
+  *cp = lead & kLeadMask[length];
+  for (size_t i = 1; i < length; ++i) *cp = (*cp << 6) | (static_cast<unsigned char>(s[i]) & 0x3F);
+  return true;
+}
+
+enum Scope : int { kUser = 0, kCommon = 1 };
+
+class LarkConverter {
+ public:
+  LarkConverter(const std::string& text, const LarkOptions& options) : text_(text), options_(options) {}
+
+  Grammar Convert();
+
+ private:
+  struct Entry {
+    const Definition* definition = nullptr;  // null for an import
+    Scope scope = kUser;
+    std::string import_of;  // an import: the common terminal's name
+    size_t offset = 0;
+    RuleId rule = -1;
+  };
+  using Key = std::pair<int, std::string>;
+
+  [[noreturn]] void Fail(Scope scope, size_t offset, const std::string& message) const;
+  void Define(Scope scope, const Definition& def);
+  void AddImports();
+  Entry* Lookup(Scope scope, const std::string& name, size_t offset);
+  RuleId RuleOf(Entry* entry);
+  void CheckTerminals();
+  void ApplyAttributes();
+  // A terminal, or a rule with attributes: matched whole, so %ignore items follow it, not
+  // its parts.
+  static bool IsLexeme(const Entry& e) {
+    return e.definition == nullptr || e.definition->is_terminal || e.definition->lazy || e.definition->max_chars >= 0;
+  }
+  void CheckTerminal(Entry* entry, std::map<Entry*, int>* state);
+
+  ExprId Compile(const Node& node, Scope scope, bool in_terminal);
+  ExprId CompileString(const Node& node, Scope scope);
+  ExprId CompileRange(const Node& node, Scope scope);
+  ExprId CompileRegex(const Node& node, Scope scope);
+  ExprId CompileJson(const Node& node, Scope scope);
+  ExprId CompileSpecialToken(const Node& node, Scope scope);
+  ExprId CompileGrammarRef(const Node& node, Scope scope);
+  ExprId WithSkip(ExprId lexeme);
+
+  const std::string& SourceOf(Scope scope) const { return scope == kUser ? text_ : common_text_; }
+
+  const std::string& text_;
+  const LarkOptions& options_;
+  const std::string common_text_ = kCommonTerminals;
+  Document user_;
+  Document common_;
+  std::map<Key, Entry> entries_;
+  std::map<std::string, RuleId> named_roots_;
+  Grammar g_;
+  RuleId skip_rule_ = -1;
+  int imports_ = 0;
+};
+
+void LarkConverter::Fail(Scope scope, size_t offset, const std::string& message) const {
+  lark::FailAt(SourceOf(scope), offset, scope == kUser ? message : "in common terminals: " + message);
+}
+
+Grammar LarkConverter::Convert() {
+  user_ = lark::ParseDocument(text_);
+  for (const Definition& def : user_.definitions) Define(kUser, def);
+  AddImports();
+  auto start = entries_.find({kUser, "start"});
+  if (start == entries_.end()) lark::FailAt(text_, 0, "no start rule found (a Lark grammar starts at `start`)");
+  // Rules in definition order, so the printed grammar follows the source.
+  for (const Definition& def : user_.definitions) RuleOf(&entries_.at({kUser, def.name}));
+  CheckTerminals();
+
+  if (!user_.ignores.empty()) {
+    std::vector<ExprId> items;
+    for (const Node& ignore : user_.ignores) items.push_back(Compile(ignore, kUser, /*in_terminal=*/true));
+    ExprId item = items.size() == 1 ? items[0] : g_.AddChoice(items);
+    skip_rule_ = g_.DeclareRule("lark_ignore");
+    g_.SetRuleBody(skip_rule_, g_.AddRepeat(item, 0, kUnbounded));
+  }
+  for (auto& kv : entries_) {
+    if (kv.first.first == kUser) RuleOf(&kv.second);  // imports too
+  }
+  // Bodies of the entries that have rules; compiling declares the common terminals it meets.
+  for (bool more = true; more;) {
+    more = false;
+    for (auto& kv : entries_) {
+      Entry* e = &kv.second;
+      if (e->rule < 0 || g_.rule(e->rule).body != kNoExpr) continue;
+      ExprId body = e->definition == nullptr ? g_.AddRuleRef(RuleOf(Lookup(kCommon, e->import_of, e->offset)))
+                                             : Compile(e->definition->body, e->scope, IsLexeme(*e));
+      g_.SetRuleBody(e->rule, body);
+      more = true;
+    }
+  }
+  ApplyAttributes();
+  RuleId root = RuleOf(&start->second);
+  if (user_.allow_initial_skip && skip_rule_ >= 0) {
+    RuleId wrapped = g_.DeclareRule("start_with_skip");
+    g_.SetRuleBody(wrapped, g_.AddSequence({g_.AddRuleRef(skip_rule_), g_.AddRuleRef(root)}));
+    root = wrapped;
+  }
+  g_.set_root(root);
+  return std::move(g_);
+}
+
+void LarkConverter::Define(Scope scope, const Definition& def) {
+  Key key{scope, def.name};
+  auto it = entries_.find(key);
+  if (it != entries_.end()) {
+    std::pair<int, int> first = lark::LineColumn(SourceOf(scope), it->second.offset);
+    Fail(scope, def.offset,
+         "duplicate definition of '" + def.name + "' (first defined at " + std::to_string(first.first) + ":" +
+             std::to_string(first.second) + ")");
+  }
+  Entry e;
+  e.definition = &def;
+  e.scope = scope;
+  e.offset = def.offset;
+  entries_[key] = e;
+}
+
+void LarkConverter::AddImports() {
+  if (user_.imports.empty()) return;
+  common_ = lark::ParseDocument(common_text_);
+  for (const Definition& def : common_.definitions) Define(kCommon, def);
+  for (const lark::Import& import : user_.imports) {
+    const std::string prefix = "common.";
+    std::string name = import.path.compare(0, prefix.size(), prefix) == 0 ? import.path.substr(prefix.size()) : "";
+    if (name.empty() || !entries_.count({kCommon, name})) {
+      Fail(kUser, import.offset,
+           "unknown import '" + import.path + "' (available: the common terminals, e.g. common.WS, common.NUMBER)");
+    }
+    if (entries_.count({kUser, import.local_name})) {
+      Fail(kUser, import.offset, "duplicate definition of '" + import.local_name + "'");
+    }
+    Entry e;
+    e.scope = kUser;
+    e.import_of = name;
+    e.offset = import.offset;
+    entries_[{kUser, import.local_name}] = e;
+  }
+}
+
+LarkConverter::Entry* LarkConverter::Lookup(Scope scope, const std::string& name, size_t offset) {
+  auto it = entries_.find({scope, name});
+  if (it == entries_.end()) Fail(scope, offset, "undefined name '" + name + "'");
+  return &it->second;
+}
+
+RuleId LarkConverter::RuleOf(Entry* entry) {
+  if (entry->rule < 0) {
+    std::string name = entry->definition ? entry->definition->name : entry->import_of;
+    entry->rule = g_.DeclareRule(entry->scope == kCommon ? "common." + name : name);
+  }
+  return entry->rule;
+}
+
+bool IsTerminalEntry(const std::string& name) { return lark::IsTerminalName(name); }
+
+// Terminals may refer only to terminals, and not to themselves (Lark's rules: a terminal is a
+// regular language).
+void LarkConverter::CheckTerminals() {
+  std::map<Entry*, int> state;
+  for (auto& kv : entries_) {
+    if (kv.second.definition && kv.second.definition->is_terminal) CheckTerminal(&kv.second, &state);
+  }
+}
+
+void LarkConverter::CheckTerminal(Entry* entry, std::map<Entry*, int>* state) {
+  int& s = (*state)[entry];
+  if (s == 2 || entry->definition == nullptr) return;
+  s = 1;
+  std::vector<const Node*> stack{&entry->definition->body};
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    for (const Node& c : n->children) stack.push_back(&c);
+    if (n->kind != Node::Kind::kName) continue;
+    if (!IsTerminalEntry(n->text)) {
+      Fail(entry->scope, n->offset,
+           "terminal '" + entry->definition->name + "' cannot refer to rule '" + n->text +
+               "' (terminals are built from terminals, strings and regexes)");
+    }
+    Entry* target = Lookup(entry->scope, n->text, n->offset);
+    int t = (*state)[target];
+    if (t == 1) Fail(entry->scope, n->offset, "terminal '" + n->text + "' is recursive (terminals must be regular)");
+    if (t == 0) CheckTerminal(target, state);
+  }
+  (*state)[entry] = 2;
+}
+
+void LarkConverter::ApplyAttributes() {
+  for (auto& kv : entries_) {
+    const Definition* def = kv.second.definition;
+    if (def == nullptr || (!def->lazy && def->max_chars < 0)) continue;
+    RuleAttributes attrs;
+    attrs.lazy = def->lazy;
+    attrs.max_chars = def->max_chars;
+    try {
+      ApplyRuleAttributes(&g_, kv.second.rule, attrs);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kGrammarSemantic) throw;
+      Fail(kv.second.scope, def->offset, e.what());
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------
+// Expressions
+
+ExprId LarkConverter::WithSkip(ExprId lexeme) {
+  if (skip_rule_ < 0) return lexeme;
+  return g_.AddSequence({lexeme, g_.AddRuleRef(skip_rule_)});
+}
+
+ExprId LarkConverter::Compile(const Node& node, Scope scope, bool in_terminal) {
+  auto lexeme = [&](ExprId id) { return in_terminal ? id : WithSkip(id); };
+  switch (node.kind) {
+    case Node::Kind::kEmpty: return g_.AddEmpty();
+    case Node::Kind::kSequence:
+    case Node::Kind::kChoice: {
+      std::vector<ExprId> kids;
+      for (const Node& c : node.children) kids.push_back(Compile(c, scope, in_terminal));
+      return node.kind == Node::Kind::kSequence ? g_.AddSequence(std::move(kids)) : g_.AddChoice(std::move(kids));
+    }
+    case Node::Kind::kRepeat:
+      return g_.AddRepeat(Compile(node.children[0], scope, in_terminal), node.min,
+                          node.max < 0 ? kUnbounded : node.max);
+    case Node::Kind::kString: {
+      ExprId s = CompileString(node, scope);
+      return node.text.empty() ? s : lexeme(s);
+    }
+    case Node::Kind::kRange: return lexeme(CompileRange(node, scope));
+    case Node::Kind::kRegex: return lexeme(CompileRegex(node, scope));
+    case Node::Kind::kName: {
+      Entry* target = Lookup(scope, node.text, node.offset);
+      ExprId ref = g_.AddRuleRef(RuleOf(target));
+      return IsLexeme(*target) ? lexeme(ref) : ref;
+    }
+    case Node::Kind::kJson:
+    case Node::Kind::kSpecialToken:
+    case Node::Kind::kGrammarRef: {
+      if (in_terminal) Fail(scope, node.offset, "%json, <special tokens> and @grammars cannot be used in terminals");
+      if (node.kind == Node::Kind::kJson) return lexeme(CompileJson(node, scope));
+      if (node.kind == Node::Kind::kSpecialToken) return lexeme(CompileSpecialToken(node, scope));
+      return lexeme(CompileGrammarRef(node, scope));
+    }
+  }
+  Fail(scope, node.offset, "unsupported expression");
+}
+
+ExprId LarkConverter::CompileString(const Node& node, Scope scope) {
+  if (node.text.empty()) return g_.AddEmpty();
+  if (node.flags.empty()) return g_.AddBytes(node.text);
+  for (unsigned char c : node.text) {
+    // As in xgrammar: case folding beyond ASCII would need Unicode case tables.
+    if (c >= 0x80) Fail(scope, node.offset, "case-insensitive strings support ASCII characters only");
+  }
+  return FoldAsciiCase(&g_, g_.AddBytes(node.text));
+}
+
+ExprId LarkConverter::CompileRange(const Node& node, Scope scope) {
+  uint32_t lo = 0, hi = 0;
+  if (!SingleCodepoint(node.text, &lo) || !SingleCodepoint(node.text_hi, &hi)) {
+    Fail(scope, node.offset, "character range endpoints must be one character");
+  }
+  if (lo > hi) Fail(scope, node.offset, "character range start must not exceed its end");
+  return g_.AddCharClass({{lo, hi}}, false);
+}
+
+ExprId LarkConverter::CompileRegex(const Node& node, Scope scope) {
+  RegexOptions options;
+  options.dot_excludes_newline_only = true;  // Python's `.`
+  for (char f : node.flags) {
+    if (f == 'i') {
+      options.ascii_case_insensitive = true;
+    } else if (f == 's') {
+      options.dot_all = true;
+    } else if (f != 'u') {  // u: code points, the engine's reading anyway
+      Fail(scope, node.offset, std::string("regular-expression flag '") + f + "' is not supported");
+    }
+  }
+  std::string pattern = AdaptPythonRegex(node.text, &options);
+  try {
+    return RegexToExpr(&g_, pattern, options);
+  } catch (const SyntaxError& e) {
+    std::string what = e.what();
+    size_t colon = what.find(": ");
+    Fail(scope, node.offset,
+         "in regular expression /" + node.text + "/ at character " + std::to_string(e.column()) + ": " +
+             (colon == std::string::npos ? what : what.substr(colon + 2)));
+  }
+}
+
+ExprId LarkConverter::CompileJson(const Node& node, Scope scope) {
+  std::pair<int, int> lc = lark::LineColumn(SourceOf(scope), node.offset);
+  std::string where = std::to_string(lc.first) + ":" + std::to_string(lc.second);
+  try {
+    JsonSchemaResult r = JsonSchemaToGrammar(node.text);
+    return g_.AddRuleRef(ImportGrammar(&g_, r.grammar, "json" + std::to_string(++imports_) + "_"));
+  } catch (const SyntaxError& e) {
+    Fail(scope, node.offset, std::string("in %json schema: ") + e.what());
+  } catch (const Error& e) {
+    throw Error(e.kind(), where + ": in %json schema: " + e.what());
+  }
+}
+
+// <[12]>, <[12, 15-17]>: special tokens by id; <|name|>: the special token with that text.
+ExprId LarkConverter::CompileSpecialToken(const Node& node, Scope scope) {
+  const TokenizerInfo* tok = options_.tokenizer;
+  if (tok == nullptr) {
+    Fail(scope, node.offset,
+         "special tokens need the tokenizer: use GrammarCompiler.compile_lark or pass tokenizer_info");
+  }
+  std::vector<int32_t> ids;
+  const std::string& t = node.text;
+  if (t.size() >= 2 && t.front() == '[' && t.back() == ']') {
+    if (t.size() > 2 && t[1] == '^') Fail(scope, node.offset, "negated token sets <[^...]> are not supported");
+    size_t i = 1;
+    while (i + 1 < t.size()) {
+      auto number = [&]() -> int64_t {
+        while (t[i] == ' ') ++i;
+        if (!(t[i] >= '0' && t[i] <= '9')) Fail(scope, node.offset, "expected a token id in <[...]>");
+        int64_t v = 0;
+        while (t[i] >= '0' && t[i] <= '9' && v < (int64_t{1} << 31)) v = v * 10 + (t[i++] - '0');
+        while (t[i] == ' ') ++i;
+        return v;
+      };
+      int64_t lo = number(), hi = lo;
+      if (t[i] == '-') {
+        ++i;
+        hi = number();
+      }
+      if (hi < lo || hi >= tok->num_tokens()) Fail(scope, node.offset, "token id outside the vocabulary in <[...]>");
+      for (int64_t id = lo; id <= hi; ++id) ids.push_back(static_cast<int32_t>(id));
+      if (t[i] == ',')
+        ++i;
+      else if (i + 1 < t.size())
+        Fail(scope, node.offset, "expected ',' or ']' in <[...]>");
+    }
+  } else {
+    int32_t id = tok->FindToken("<" + t + ">");
+    if (id < 0) Fail(scope, node.offset, "unknown special token <" + t + ">");
+    ids.push_back(id);
+  }
+  std::vector<ExprId> alternatives;
+  for (int32_t id : ids) {
+    if (!tok->is_special(id) || tok->is_stop(id)) {
+      // A normal token matched as its text would let other tokenizations of that text through.
+      Fail(scope, node.offset,
+           "token " + std::to_string(id) +
+               (tok->is_stop(id) ? " is a stop token"
+                                 : " is not a special token (only special tokens can be matched "
+                                   "as tokens)"));
+    }
+    alternatives.push_back(g_.AddBytes(VirtualTokenBytes(id)));
+  }
+  return alternatives.size() == 1 ? alternatives[0] : g_.AddChoice(std::move(alternatives));
+}
+
+ExprId LarkConverter::CompileGrammarRef(const Node& node, Scope scope) {
+  auto cached = named_roots_.find(node.text);
+  if (cached != named_roots_.end()) return g_.AddRuleRef(cached->second);
+  auto it = options_.named_grammars.find(node.text);
+  if (it == options_.named_grammars.end()) Fail(scope, node.offset, "unknown named grammar '@" + node.text + "'");
+  RuleId root = ImportGrammar(&g_, *it->second, node.text + "_");
+  named_roots_[node.text] = root;
+  return g_.AddRuleRef(root);
+}
+
+}  // namespace
+
+Grammar LarkToGrammar(const std::string& text, const LarkOptions& options) {
+  return LarkConverter(text, options).Convert();
+}
+
+}  // namespace xg2

@@ -1,0 +1,610 @@
+// Lark grammar text to a syntax tree (see lark_syntax.h).
+//
+//   item       ::= definition | directive                     (one per line)
+//   definition ::= [?!]? NAME ("." INT)? ":" expansions
+//   expansions ::= alias ("|" alias)*                          (a line starting with | continues)
+//   alias      ::= expr* ("->" NAME)?
+//   expr       ::= atom ("?" | "*" | "+" | "~" INT (".." INT)? | "{" range "}")?
+//   atom       ::= "(" expansions ")" | "[" expansions "]" | STRING ".." STRING | STRING
+//                | REGEX | NAME | "%json" JSON | "<" special ">" | "@" NAME
+//
+// Newlines end an item except before a "|" (also inside brackets, as in lark). Comments start
+// with // or #.
+#include "frontends/lark_syntax.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "support/utf8.h"
+#include "xg2/errors.h"
+#include "xg2/limits.h"
+
+namespace xg2::lark {
+
+std::pair<int, int> LineColumn(const std::string& text, size_t offset) { return TextLineColumn(text, offset); }
+
+void FailAt(const std::string& text, size_t offset, const std::string& message) {
+  std::pair<int, int> lc = LineColumn(text, offset);
+  throw SyntaxError(message, lc.first, lc.second);
+}
+
+bool IsTerminalName(const std::string& name) {
+  for (char c : name) {
+    if (c != '_') return c >= 'A' && c <= 'Z';
+  }
+  return false;
+}
+
+namespace {
+
+bool IsNameStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+bool IsNameChar(char c) { return IsNameStart(c) || (c >= '0' && c <= '9') || c == '-'; }
+bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+class Parser {
+ public:
+  explicit Parser(const std::string& text) : text_(text) {}
+
+  Document Parse();
+
+ private:
+  // ---- Cursor ----
+  char Peek(size_t ahead = 0) const { return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0'; }
+  bool AtEnd() const { return pos_ >= text_.size(); }
+  [[noreturn]] void Fail(const std::string& message, size_t offset) const { FailAt(text_, offset, message); }
+  std::string Describe(size_t offset) const;
+  size_t SkipInlineFrom(size_t offset) const;  // spaces, tabs, \r and comments; stops at \n
+  size_t SkipAllFrom(size_t offset) const;     // also newlines
+  void SkipSpace();                            // inside an expression (see the file comment)
+  bool AtItemEnd();                            // at a newline or the end (consumes nothing)
+  std::string ParseName();
+  int64_t ParseInt();
+
+  // ---- Items ----
+  void ParseItem(Document* doc);
+  void ParseDefinition(Document* doc);
+  void ParseAttributes(Definition* def);
+  void ParseDirective(Document* doc);
+  void ParseImport(Document* doc, size_t at);
+  void ExpectItemEnd();
+
+  // ---- Expressions ----
+  Node ParseExpansions();
+  Node ParseAlias();
+  Node ParseExpr();
+  Node ParseAtom();
+  Node ParseBracketed(char close, bool optional);
+  void ParseBraces(Node* repeat);
+  Node ParseStringAtom();
+  std::string ParseStringLiteral();
+  Node ParseRegex();
+  std::string ParseJsonObject();
+  uint32_t ParseHex(int count, size_t escape_start);
+
+  const std::string& text_;
+  size_t pos_ = 0;
+  int depth_guard_ = 0;  // nested expansions, against MaxNestingDepth()
+};
+
+std::string Parser::Describe(size_t offset) const {
+  if (offset >= text_.size()) return "end of input";
+  if (text_[offset] == '\n') return "end of line";
+  unsigned char c = static_cast<unsigned char>(text_[offset]);
+  if (c < 0x20) return "a control character";
+  size_t end = offset + 1;
+  while (end < text_.size() && (static_cast<unsigned char>(text_[end]) & 0xC0) == 0x80) ++end;
+  return "'" + text_.substr(offset, end - offset) + "'";
+}
+
+size_t Parser::SkipInlineFrom(size_t offset) const {
+  while (offset < text_.size()) {
+    char c = text_[offset];
+    if (c == ' ' || c == '\t' || c == '\r' || c == '\f') {
+      ++offset;
+    } else if (c == '#' || (c == '/' && offset + 1 < text_.size() && text_[offset + 1] == '/')) {
+      while (offset < text_.size() && text_[offset] != '\n') ++offset;
+    } else {
+      break;
+    }
+  }
+  return offset;
+}
+
+size_t Parser::SkipAllFrom(size_t offset) const {
+  for (;;) {
+    offset = SkipInlineFrom(offset);
+    if (offset < text_.size() && text_[offset] == '\n') {
+      ++offset;
+    } else {
+      return offset;
+    }
+  }
+}
+
+void Parser::SkipSpace() {
+  pos_ = SkipInlineFrom(pos_);
+  if (Peek() == '\n') {
+    size_t next = SkipAllFrom(pos_);
+    if (next < text_.size() && text_[next] == '|') pos_ = next;  // a continuation line
+  }
+}
+
+bool Parser::AtItemEnd() {
+  SkipSpace();
+  return AtEnd() || Peek() == '\n';
+}
+
+std::string Parser::ParseName() {
+  size_t start = pos_;
+  if (!IsNameStart(Peek())) Fail("expected a name, found " + Describe(pos_), pos_);
+  while (IsNameChar(Peek())) ++pos_;
+  return text_.substr(start, pos_ - start);
+}
+
+int64_t Parser::ParseInt() {
+  size_t start = pos_;
+  if (!IsDigit(Peek())) Fail("expected a number, found " + Describe(pos_), pos_);
+  int64_t value = 0;
+  while (IsDigit(Peek())) {
+    value = value * 10 + (Peek() - '0');
+    if (value > 1000000000) Fail("number too large (above 10^9)", start);
+    ++pos_;
+  }
+  return value;
+}
+
+// ---------------------------------------------------------------------------------------
+// Items
+
+Document Parser::Parse() {
+  if (FindInvalidUtf8(text_) >= 0) Fail("invalid UTF-8 in grammar text", static_cast<size_t>(FindInvalidUtf8(text_)));
+  if (text_.compare(0, 3, "\xEF\xBB\xBF") == 0) pos_ = 3;
+  Document doc;
+  for (;;) {
+    pos_ = SkipAllFrom(pos_);
+    if (AtEnd()) break;
+    ParseItem(&doc);
+  }
+  return doc;
+}
+
+void Parser::ParseItem(Document* doc) {
+  if (Peek() == '%') {
+    ParseDirective(doc);
+  } else {
+    ParseDefinition(doc);
+  }
+  ExpectItemEnd();
+}
+
+void Parser::ExpectItemEnd() {
+  if (AtItemEnd()) return;
+  if (Peek() == ')' || Peek() == ']') Fail("unbalanced '" + std::string(1, Peek()) + "'", pos_);
+  Fail("unexpected " + Describe(pos_), pos_);
+}
+
+void Parser::ParseDefinition(Document* doc) {
+  size_t start = pos_;
+  if (Peek() == '?' || Peek() == '!') ++pos_;  // inline / keep-tokens markers: no effect on the language
+  Definition def;
+  def.offset = start;
+  def.name = ParseName();
+  def.is_terminal = IsTerminalName(def.name);
+  if (Peek() == '{') Fail("Lark templates are not supported", pos_);
+  if (Peek() == '[') {
+    if (def.is_terminal) Fail("attributes are only supported on rules (a terminal is matched whole)", pos_);
+    ParseAttributes(&def);
+  }
+  if (Peek() == '.') {  // a priority: it picks among parses, the language stays the same
+    ++pos_;
+    if (Peek() == '-') ++pos_;
+    ParseInt();
+  }
+  pos_ = SkipInlineFrom(pos_);
+  if (Peek() != ':') Fail("expected ':' after '" + def.name + "', found " + Describe(pos_), pos_);
+  ++pos_;
+  def.body = ParseExpansions();
+  doc->definitions.push_back(std::move(def));
+}
+
+// [lazy], [max_chars=N] or both, comma-separated (xgrammar's rule attributes).
+void Parser::ParseAttributes(Definition* def) {
+  ++pos_;
+  for (;;) {
+    pos_ = SkipInlineFrom(pos_);
+    size_t at = pos_;
+    std::string key = IsNameStart(Peek()) ? ParseName() : std::string();
+    pos_ = SkipInlineFrom(pos_);
+    if (key == "lazy") {
+      def->lazy = true;
+    } else if (key == "max_chars" && Peek() == '=') {
+      pos_ = SkipInlineFrom(pos_ + 1);
+      def->max_chars = ParseInt();
+    } else {
+      Fail("rule attribute '" + key + "' is not supported (supported: lazy, max_chars=N)", at);
+    }
+    pos_ = SkipInlineFrom(pos_);
+    if (Peek() == ']') break;
+    if (Peek() != ',') Fail("expected ',' or ']' in rule attributes, found " + Describe(pos_), pos_);
+    ++pos_;
+  }
+  ++pos_;
+}
+
+void Parser::ParseDirective(Document* doc) {
+  size_t at = pos_;
+  ++pos_;
+  std::string word = IsNameStart(Peek()) ? ParseName() : std::string();
+  if (word == "ignore") {
+    doc->ignores.push_back(ParseExpansions());
+  } else if (word == "import") {
+    ParseImport(doc, at);
+  } else if (word == "grammar_options") {
+    pos_ = SkipInlineFrom(pos_);
+    size_t json_at = pos_;
+    std::string json = ParseJsonObject();
+    // The one option: {"allow_initial_skip": true|false}.
+    std::string compact;
+    for (char c : json) {
+      if (c != ' ' && c != '\t' && c != '\n' && c != '\r') compact += c;
+    }
+    if (compact == "{\"allow_initial_skip\":true}") {
+      doc->allow_initial_skip = true;
+    } else if (compact != "{\"allow_initial_skip\":false}" && compact != "{}") {
+      Fail("%grammar_options supports only {\"allow_initial_skip\": true|false}", json_at);
+    }
+  } else {
+    Fail("directive %" + word + " is not supported", at);
+  }
+}
+
+// %import common.NAME, %import common.NAME -> ALIAS, %import common (A, B, ...).
+void Parser::ParseImport(Document* doc, size_t at) {
+  pos_ = SkipInlineFrom(pos_);
+  size_t path_at = pos_;
+  std::string path = ParseName();
+  while (Peek() == '.') {
+    ++pos_;
+    path += "." + ParseName();
+  }
+  pos_ = SkipInlineFrom(pos_);
+  if (Peek() == '(') {
+    ++pos_;
+    for (;;) {
+      pos_ = SkipAllFrom(pos_);
+      size_t name_at = pos_;
+      std::string name = ParseName();
+      doc->imports.push_back({path + "." + name, name, name_at});
+      pos_ = SkipAllFrom(pos_);
+      if (Peek() == ',') {
+        ++pos_;
+      } else if (Peek() == ')') {
+        ++pos_;
+        break;
+      } else {
+        Fail("expected ',' or ')' in %import, found " + Describe(pos_), pos_);
+      }
+    }
+    return;
+  }
+  size_t dot = path.rfind('.');
+  if (dot == std::string::npos) Fail("expected %import module.NAME or %import module (NAMES)", at);
+  std::string local = path.substr(dot + 1);
+  if (Peek() == '-' && Peek(1) == '>') {
+    pos_ = SkipInlineFrom(pos_ + 2);
+    local = ParseName();
+  }
+  doc->imports.push_back({path, local, path_at});
+}
+
+// ---------------------------------------------------------------------------------------
+// Expressions
+
+Node Parser::ParseExpansions() {
+  size_t at = pos_;
+  if (++depth_guard_ > MaxNestingDepth()) {
+    std::pair<int, int> lc = LineColumn(text_, at);
+    throw Error(ErrorKind::kLimitExceeded, std::to_string(lc.first) + ":" + std::to_string(lc.second) +
+                                               ": expressions nested deeper than " + std::to_string(MaxNestingDepth()) +
+                                               " levels" + NestingLimitNote());
+  }
+  Node choice;
+  choice.kind = Node::Kind::kChoice;
+  choice.offset = at;
+  choice.children.push_back(ParseAlias());
+  for (;;) {
+    SkipSpace();
+    if (Peek() != '|') break;
+    ++pos_;
+    choice.children.push_back(ParseAlias());
+  }
+  --depth_guard_;
+  if (choice.children.size() == 1) return std::move(choice.children[0]);
+  return choice;
+}
+
+Node Parser::ParseAlias() {
+  Node seq;
+  seq.kind = Node::Kind::kSequence;
+  seq.offset = pos_;
+  for (;;) {
+    SkipSpace();
+    char c = Peek();
+    if (AtEnd() || c == '\n' || c == '|' || c == ')' || c == ']') break;
+    if (c == '-' && Peek(1) == '>') {  // an alias names the tree node: no effect on the language
+      pos_ = SkipInlineFrom(pos_ + 2);
+      ParseName();
+      break;
+    }
+    seq.children.push_back(ParseExpr());
+  }
+  if (seq.children.empty()) {
+    seq.kind = Node::Kind::kEmpty;
+    return seq;
+  }
+  if (seq.children.size() == 1) return std::move(seq.children[0]);
+  return seq;
+}
+
+Node Parser::ParseExpr() {
+  Node atom = ParseAtom();
+  size_t op = SkipInlineFrom(pos_);  // Lark allows space before an operator
+  char c = op < text_.size() ? text_[op] : '\0';
+  if (c == '?' || c == '*' || c == '+' || c == '~' || c == '{') pos_ = op;
+  Node repeat;
+  repeat.kind = Node::Kind::kRepeat;
+  repeat.offset = op;
+  if (c == '?' || c == '*' || c == '+') {
+    ++pos_;
+    repeat.min = c == '+' ? 1 : 0;
+    repeat.max = c == '?' ? 1 : -1;
+  } else if (c == '~') {
+    pos_ = SkipInlineFrom(pos_ + 1);
+    repeat.min = repeat.max = ParseInt();
+    if (Peek() == '.' && Peek(1) == '.') {
+      pos_ += 2;
+      repeat.max = ParseInt();
+      if (repeat.max < repeat.min) Fail("repetition end must not be below its start", op);
+    }
+  } else if (c == '{') {
+    ParseBraces(&repeat);
+  } else {
+    return atom;
+  }
+  repeat.children.push_back(std::move(atom));
+  return repeat;
+}
+
+// {n}, {n,m}, {n,}, {,m} (llguidance's forms).
+void Parser::ParseBraces(Node* repeat) {
+  size_t open = pos_;
+  pos_ = SkipInlineFrom(pos_ + 1);
+  if (!IsDigit(Peek()) && Peek() != ',') Fail("Lark templates are not supported", open);
+  repeat->min = Peek() == ',' ? 0 : ParseInt();
+  repeat->max = repeat->min;
+  pos_ = SkipInlineFrom(pos_);
+  if (Peek() == ',') {
+    pos_ = SkipInlineFrom(pos_ + 1);
+    repeat->max = Peek() == '}' ? -1 : ParseInt();
+    pos_ = SkipInlineFrom(pos_);
+  }
+  if (Peek() != '}') Fail("expected '}' in repetition, found " + Describe(pos_), pos_);
+  ++pos_;
+  if (repeat->max >= 0 && repeat->max < repeat->min) Fail("repetition end must not be below its start", open);
+}
+
+Node Parser::ParseAtom() {
+  size_t at = pos_;
+  char c = Peek();
+  if (c == '(') return ParseBracketed(')', false);
+  if (c == '[') return ParseBracketed(']', true);
+  if (c == '"') return ParseStringAtom();
+  if (c == '/') return ParseRegex();
+  Node node;
+  node.offset = at;
+  if (IsNameStart(c)) {
+    node.kind = Node::Kind::kName;
+    node.text = ParseName();
+    if (Peek() == '{') {  // a repetition {n,m} or a template use name{args}
+      size_t next = SkipInlineFrom(pos_ + 1);
+      if (next >= text_.size() || (!IsDigit(text_[next]) && text_[next] != ',')) {
+        Fail("Lark templates are not supported", pos_);
+      }
+    }
+    return node;
+  }
+  if (c == '@') {
+    ++pos_;
+    node.kind = Node::Kind::kGrammarRef;
+    node.text = ParseName();
+    return node;
+  }
+  if (c == '<') {
+    size_t close = text_.find('>', pos_);
+    size_t newline = text_.find('\n', pos_);
+    if (close == std::string::npos || close > newline) Fail("unterminated special token", at);
+    node.kind = Node::Kind::kSpecialToken;
+    node.text = text_.substr(pos_ + 1, close - pos_ - 1);
+    if (node.text.empty()) Fail("empty special token", at);
+    pos_ = close + 1;
+    return node;
+  }
+  if (c == '%') {
+    ++pos_;
+    std::string word = IsNameStart(Peek()) ? ParseName() : std::string();
+    if (word != "json") Fail("%" + word + " is not supported inside an expression", at);
+    pos_ = SkipInlineFrom(pos_);
+    node.kind = Node::Kind::kJson;
+    node.text = ParseJsonObject();
+    return node;
+  }
+  if (c == '\'') Fail("Lark strings use double quotes", at);
+  Fail("expected an expression, found " + Describe(at), at);
+}
+
+Node Parser::ParseBracketed(char close, bool optional) {
+  size_t open = pos_;
+  ++pos_;
+  SkipSpace();
+  Node inner;
+  inner.offset = open;
+  if (Peek() != close) inner = ParseExpansions();
+  SkipSpace();
+  if (Peek() != close) Fail(std::string("unbalanced '") + text_[open] + "': missing '" + close + "'", open);
+  ++pos_;
+  if (!optional) return inner;
+  Node repeat;
+  repeat.kind = Node::Kind::kRepeat;
+  repeat.offset = open;
+  repeat.min = 0;
+  repeat.max = 1;
+  repeat.children.push_back(std::move(inner));
+  return repeat;
+}
+
+Node Parser::ParseStringAtom() {
+  Node node;
+  node.offset = pos_;
+  node.kind = Node::Kind::kString;
+  node.text = ParseStringLiteral();
+  if (Peek() == 'i') {
+    ++pos_;
+    node.flags = "i";
+  }
+  if (Peek() == '.' && Peek(1) == '.') {
+    if (!node.flags.empty()) Fail("flags are not allowed on character ranges", node.offset);
+    pos_ += 2;
+    if (Peek() != '"') Fail("expected a string after '..', found " + Describe(pos_), pos_);
+    size_t hi_at = pos_;
+    node.kind = Node::Kind::kRange;
+    node.text_hi = ParseStringLiteral();
+    if (Peek() == 'i') Fail("flags are not allowed on character ranges", hi_at);
+  }
+  return node;
+}
+
+// A double-quoted string with Python/JSON escapes, decoded to UTF-8.
+std::string Parser::ParseStringLiteral() {
+  size_t open = pos_++;
+  std::string out;
+  for (;;) {
+    if (AtEnd() || Peek() == '\n') Fail("unterminated string literal", open);
+    char c = Peek();
+    if (c == '"') {
+      ++pos_;
+      return out;
+    }
+    if (c != '\\') {
+      out += c;
+      ++pos_;
+      continue;
+    }
+    size_t esc = pos_;
+    char e = Peek(1);
+    pos_ += 2;
+    uint32_t cp = 0;
+    switch (e) {
+      case 'n': cp = '\n'; break;
+      case 't': cp = '\t'; break;
+      case 'r': cp = '\r'; break;
+      case 'b': cp = '\b'; break;
+      case 'f': cp = '\f'; break;
+      case 'v': cp = '\v'; break;
+      case '0': cp = 0; break;
+      case '\\':
+      case '"':
+      case '\'':
+      case '/': cp = static_cast<unsigned char>(e); break;
+      case 'x': cp = ParseHex(2, esc); break;
+      case 'u': cp = ParseHex(4, esc); break;
+      case 'U': cp = ParseHex(8, esc); break;
+      default: Fail("invalid escape sequence in string", esc);
+    }
+    if (cp >= 0xD800 && cp <= 0xDFFF) Fail("a surrogate code point cannot appear in a string", esc);
+    AppendUtf8(cp, &out);
+  }
+}
+
+uint32_t Parser::ParseHex(int count, size_t escape_start) {
+  uint64_t value = 0;
+  for (int i = 0; i < count; ++i) {
+    int digit = HexValue(Peek());
+    if (digit < 0) Fail("invalid escape sequence: expected " + std::to_string(count) + " hex digits", escape_start);
+    value = value * 16 + static_cast<uint64_t>(digit);
+    ++pos_;
+  }
+  if (value > 0x10FFFF) Fail("code point out of range (above U+10FFFF)", escape_start);
+  return static_cast<uint32_t>(value);
+}
+
+// /pattern/flags. The pattern keeps its escapes except \/, which becomes /.
+Node Parser::ParseRegex() {
+  Node node;
+  node.offset = pos_;
+  node.kind = Node::Kind::kRegex;
+  ++pos_;
+  bool in_class = false;
+  for (;;) {
+    if (AtEnd() || Peek() == '\n') Fail("unterminated regular expression", node.offset);
+    char c = Peek();
+    if (c == '\\' && Peek(1) == '/') {
+      node.text += '/';
+      pos_ += 2;
+      continue;
+    }
+    if (c == '\\') {
+      if (Peek(1) == '\n' || pos_ + 1 >= text_.size()) Fail("unterminated regular expression", node.offset);
+      node.text += text_.substr(pos_, 2);
+      pos_ += 2;
+      continue;
+    }
+    if (c == '[') in_class = true;
+    if (c == ']') in_class = false;
+    if (c == '/' && !in_class) break;
+    node.text += c;
+    ++pos_;
+  }
+  ++pos_;
+  while (Peek() >= 'a' && Peek() <= 'z') node.flags += text_[pos_++];
+  return node;
+}
+
+// A balanced {...} object (strings may hold braces); returns its text.
+std::string Parser::ParseJsonObject() {
+  size_t open = pos_;
+  if (Peek() != '{') Fail("expected '{' starting a JSON object, found " + Describe(pos_), pos_);
+  int braces = 0;
+  bool in_string = false;
+  for (; pos_ < text_.size(); ++pos_) {
+    char c = text_[pos_];
+    if (in_string) {
+      if (c == '\\') {
+        ++pos_;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '{') {
+      ++braces;
+    } else if (c == '}' && --braces == 0) {
+      ++pos_;
+      return text_.substr(open, pos_ - open);
+    }
+  }
+  Fail("unterminated JSON object", open);
+}
+
+}  // namespace
+
+Document ParseDocument(const std::string& text) { return Parser(text).Parse(); }
+
+}  // namespace xg2::lark
