@@ -171,7 +171,7 @@ def _post(url: str, body: dict) -> tuple[int, dict]:
 
 def test_openai_server(model_dir, tmp_path):
     port = _free_port()
-    env = dict(os.environ, VLLM_ENABLE_V1_MULTIPROCESSING="1")
+    env = dict(os.environ, VLLM_ENABLE_V1_MULTIPROCESSING="1", VLLM_CPU_KVCACHE_SPACE="1")
     log = open(tmp_path / "server.log", "w")
     server = subprocess.Popen(
         [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model_dir,

@@ -13,7 +13,7 @@ Example:
     >>> tok = xg.TokenizerInfo(["yes", "no", "</s>"], stop_token_ids=[2])
     >>> compiled = compile_request(xg.GrammarCompiler(tok), "choice", '["yes", "no"]')
     >>> g = RequestGrammar(compiled, stop_token_ids={2})
-    >>> g.validate_tokens([1, 2, 0]), g.accept_tokens([1, 2]), g.is_terminated()
+    >>> g.validate_tokens([1, 2, 0]), g.accept_tokens("req-0", [1, 2]), g.is_terminated()
     ([1, 2], True, True)
 """
 
