@@ -36,11 +36,10 @@ MAX_TOKENS = 96
 PROMPTS = {"tag": 'Call the tool: <tool_call>{"name": "x"} as JSON.\n'}
 
 
-# JSONSchemaBench schemas the tiny model completes within MAX_TOKENS under greedy decoding
-# and xgrammar accepts (picked once with xg2-jax's own decoding loop over the same weights; others make it emit
-# whitespace until the length limit, with every backend alike).
-CORPUS_FILES = ("Github_easy---o10059.json", "Github_easy---o10091.json",
-                "Github_easy---o10468.json", "Github_easy---o10475.json")
+# JSONSchemaBench schemas that vLLM's xgrammar backend accepts and that the tiny model
+# completes within MAX_TOKENS under greedy decoding through vLLM; on most others it emits
+# whitespace until the length limit, with every backend alike.
+CORPUS_FILES = ("Github_easy---o10059.json", "Github_easy---o10091.json")
 
 
 def corpus_schemas() -> list[dict]:
