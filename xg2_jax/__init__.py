@@ -131,6 +131,13 @@ if TYPE_CHECKING:  # the lazily loaded JAX side, spelled out for type checkers a
         draft_tree_masks,
         speculative_step,
     )
+    from xg2_jax._src.verify import (
+        ChainVerifyResult,
+        VerifyMasks,
+        chain_verify_masks,
+        tree_verify_masks,
+        verify_chain,
+    )
 
 # The JAX side is imported on first use, so `import xg2_jax` stays fast (no jax import).
 _JAX_EXPORTS = {
@@ -156,6 +163,11 @@ _JAX_EXPORTS = {
     "accept_draft_tree": "speculative",
     "draft_tree_masks": "speculative",
     "speculative_step": "speculative",
+    "ChainVerifyResult": "verify",
+    "VerifyMasks": "verify",
+    "chain_verify_masks": "verify",
+    "tree_verify_masks": "verify",
+    "verify_chain": "verify",
     "logits_sharding": "sharding",
     "make_global_masks": "sharding",
     "mask_sharding": "sharding",
