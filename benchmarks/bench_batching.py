@@ -239,13 +239,15 @@ def main() -> None:
     specs = workload(args.requests, args.seed, tok_info)
     prompts = [tokenizer.encode(template.render([{"role": "user", "content": s["user"]}],
                                                 tools=s.get("tools"))) for s in specs]
+    factories = {"none": lambda: None,
+                 "xg2-jax": lambda: Xg2Engine(xg.GrammarCompiler(tok_info)),
+                 "xgrammar": lambda: XgrammarEngine(vocab),
+                 "llguidance": lambda: LlguidanceEngine(vocab, tok_info)}
     engines = {}
     for name in args.engines.split(","):
         try:
-            engines[name] = {"none": lambda: None,
-                             "xg2-jax": lambda: Xg2Engine(xg.GrammarCompiler(tok_info)),
-                             "xgrammar": lambda: XgrammarEngine(vocab),
-                             "llguidance": lambda: LlguidanceEngine(vocab, tok_info)}[name]()
+            factories[name]()
+            engines[name] = factories[name]
         except ImportError as e:
             print(f"# {name}: skipped ({e})", file=sys.stderr)
     # Warm-up: every prefill bucket and the decode step of every slot count, compiled once.
@@ -260,8 +262,12 @@ def main() -> None:
           f"{'stop':>5} {'err':>4}")
     for slots in map(int, args.slots.split(",")):
         base = None
-        for name, engine in engines.items():
-            r = run(lm, tok_info, prompts, specs, engine, slots, args.max_tokens)
+        for name, make in engines.items():
+            # A fresh engine per run: every run compiles its grammars cold (no compiled-grammar
+            # cache carried over from the previous slot count; xg2-jax's process-wide
+            # cross-grammar cache is cleared too).
+            xg.clear_cross_grammar_cache()
+            r = run(lm, tok_info, prompts, specs, make(), slots, args.max_tokens)
             base = r if name == "none" else base
             ratio = f"{r['tokens_s'] / base['tokens_s']:.3f}" if base else "-"
             print(f"{name:<11} {slots:>5} {r['tokens_s']:>8.1f} {ratio:>8} {r['ttft_p50']:>9.1f} "

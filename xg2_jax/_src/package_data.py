@@ -22,11 +22,12 @@ def default_vocab_path() -> Path:
 
 
 def default_model_path() -> Path:
-    """Directory of the tiny Llama-architecture model shipped in the package (``config.json``
-    and ``model.npz``; its vocabulary is :func:`default_vocab_path`).
+    """Directory of the tiny Llama-architecture model shipped in the package (``config.json``,
+    ``model.npz``, ``tokenizer.json`` and ``tokenizer_config.json`` with its chat template; its
+    vocabulary is :func:`default_vocab_path`).
 
     Example:
         >>> sorted(p.name for p in default_model_path().iterdir())
-        ['config.json', 'model.npz']
+        ['config.json', 'model.npz', 'tokenizer.json', 'tokenizer_config.json']
     """
     return Path(str(resources.files("xg2_jax") / "data" / DEFAULT_MODEL))
