@@ -68,11 +68,17 @@ ExprId Converter::NumericExpr(const Merged& m, bool integer) {
     if (!m.multiple_of.empty()) {
       const Ref& r = m.multiple_of.front();
       bool int_k = r.v->is_integer() && r.v->as_number() <= 1e15;
-      if (m.multiple_of.size() > 1 || !int_k) {
-        Unsupported("multipleOf", r.ptr, int_k ? "several divisors" : "non-integer divisor");
-      } else {
-        return IntegerMultipleOfExpr(&g_, static_cast<int64_t>(r.v->as_number()), m.lo, m.hi);
+      if (integer && m.multiple_of.size() == 1 && int_k) {
+        try {
+          return IntegerMultipleOfExpr(&g_, static_cast<int64_t>(r.v->as_number()), m.lo, m.hi);
+        } catch (const UnsupportedKeyword&) {
+          // one-sided bounds, large divisors: the automaton below
+        }
       }
+      std::vector<std::string> divisors;
+      for (const auto& d : m.multiple_of) divisors.push_back(d.v->number_literal());
+      if (divisors.size() > 64) throw UnsupportedKeyword{"multipleOf", "more than 64 divisors"};
+      return MultipleOfExpr(&g_, divisors, integer, m.lo, m.hi);
     }
     return integer ? IntegerExpr(&g_, m.lo, m.hi) : NumberExpr(&g_, m.lo, m.hi);
   } catch (const UnsupportedKeyword& u) {
