@@ -21,6 +21,7 @@ class CompiledGrammar:
     def __init__(self, handle: "_core.CompiledGrammar", tokenizer_info: TokenizerInfo):
         self._handle = handle
         self._tokenizer_info = tokenizer_info
+        self._background: Optional[PrecomputeHandle] = None  # the default mode's mask build
 
     @property
     def grammar(self) -> Grammar:
@@ -211,6 +212,10 @@ class PrecomputeHandle:
 DEFAULT_CACHE_LIMIT_BYTES = 256 << 20
 """Default byte limit of a :class:`GrammarCompiler`'s compiled-grammar cache."""
 
+DEFAULT_BACKGROUND_BUDGET_MS = 200.0
+"""Budget of the background mask build that the default compile mode (``lazy=None``) starts."""
+
+
 
 class GrammarCompiler:
     """Compiles grammars for one tokenizer, caching results by grammar text.
@@ -301,21 +306,30 @@ class GrammarCompiler:
         # The compile gets what the front end left (at least a sliver, so it fails fast).
         return grammar, max(self._time_limit_s - (time.monotonic() - start), 1e-6)
 
-    def _compile(self, grammar: Grammar, lazy: bool, max_unrolled_repeat: int,
+    def _compile(self, grammar: Grammar, lazy: Optional[bool], max_unrolled_repeat: int,
                  time_left_s: Optional[float] = None) -> CompiledGrammar:
         time_limit_s = self._time_limit_s if time_left_s is None else time_left_s
-        handle = self._handle.compile(grammar._handle, not lazy, max_unrolled_repeat,
+        handle = self._handle.compile(grammar._handle, lazy is False, max_unrolled_repeat,
                                       time_limit_s=time_limit_s, **self._limits)
-        return CompiledGrammar(handle, self._tokenizer_info)
+        compiled = CompiledGrammar(handle, self._tokenizer_info)
+        if lazy is None:
+            # Kept on the grammar: the build runs until done or out of budget, and dropping
+            # the grammar cancels it.
+            compiled._background = compiled.precompute_async(budget_ms=DEFAULT_BACKGROUND_BUDGET_MS)
+        return compiled
 
     def compile_grammar(self, grammar: Union[str, Grammar], *, root_rule_name: str = "root",
-                        lazy: bool = False, max_unrolled_repeat: int = 32) -> CompiledGrammar:
+                        lazy: Optional[bool] = None, max_unrolled_repeat: int = 32) -> CompiledGrammar:
         """Compiles an EBNF grammar.
 
         Args:
             grammar: EBNF text or a :class:`Grammar`.
             root_rule_name: root rule when ``grammar`` is text.
-            lazy: return before the token masks are built; each is built on first use.
+            lazy: None (default): return before the token masks are built and build them
+                on a background thread meanwhile (broadest first, for at most
+                ``DEFAULT_BACKGROUND_BUDGET_MS``), so a prefill hides the build; a fill that
+                needs a mask not built yet builds it. True: each mask built on first use
+                only. False: every mask built before returning (eager).
             max_unrolled_repeat: repetitions ``{n,m}`` with a bound above this run as counted
                 loops (compile cost independent of the bound); smaller ones are unrolled.
                 Both give the same masks.
@@ -333,8 +347,9 @@ class GrammarCompiler:
                             strict_mode: bool = True,
                             max_whitespace_cnt: Optional[int] = None,
                             any_order: bool = False, on_unsupported: str = "raise",
-                            lazy: bool = False) -> CompiledGrammar:
-        """Compiles a JSON Schema; the options are those of :meth:`Grammar.from_json_schema`."""
+                            lazy: Optional[bool] = None) -> CompiledGrammar:
+        """Compiles a JSON Schema; the options are those of :meth:`Grammar.from_json_schema`,
+        ``lazy`` as in :meth:`compile_grammar`."""
         grammar, left = self._front_end(lambda: Grammar.from_json_schema(
             schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
             strict_mode=strict_mode, max_whitespace_cnt=max_whitespace_cnt, any_order=any_order,
@@ -342,15 +357,16 @@ class GrammarCompiler:
         return self._compile(grammar, lazy, 32, left or None)
 
     def compile_structural_tag(self, structural_tag: Any, *, on_unsupported: str = "raise",
-                               lazy: bool = False) -> CompiledGrammar:
+                               lazy: Optional[bool] = None) -> CompiledGrammar:
         """Compiles a structural tag (see :meth:`Grammar.from_structural_tag`); token-level
-        formats resolve against this compiler's tokenizer."""
+        formats resolve against this compiler's tokenizer; ``lazy`` as in
+        :meth:`compile_grammar`."""
         grammar, left = self._front_end(lambda: Grammar.from_structural_tag(
             structural_tag, tokenizer_info=self._tokenizer_info, on_unsupported=on_unsupported))
         return self._compile(grammar, lazy, 32, left or None)
 
-    def compile_builtin_json_grammar(self, *, lazy: bool = False) -> CompiledGrammar:
-        """Compiles the builtin grammar of any JSON value."""
+    def compile_builtin_json_grammar(self, *, lazy: Optional[bool] = None) -> CompiledGrammar:
+        """Compiles the builtin grammar of any JSON value (``lazy`` as in :meth:`compile_grammar`)."""
         return self.compile_grammar(Grammar.builtin_json_grammar(), lazy=lazy)
 
     def clear_cache(self) -> None:
