@@ -45,6 +45,13 @@ CASES = {
                      ['"2024-02-29"', '"2024\\u002d02-29"', '"2023-02-29"', '"2024-13-01"']),
     "uri_escaped_slash": ({"type": "string", "format": "uri"},
                           [('"http:\\/\\/x"', True), ('"http://x"', True), ('"//x"', False)]),
+    "not_format": ({"type": "string", "not": {"format": "date"}},
+                   ['"2024-01-01"', '"2024\\u002d01-01"', '"x"', '"2023-02-29"']),
+    "oneOf_formats_overlap": ({"oneOf": [{"format": "hostname"}, {"format": "ipv4"}]},
+                              [('"example.com"', True), ('"1.2.3.4"', False), ('"300.1.1.1"', True), ('"-x"', False),
+                               ("5", False)]),
+    "oneOf_uri_or_relative": ({"oneOf": [{"type": "string", "format": "uri"}, {"type": "string", "pattern": "^\\./.+$"}]},
+                              [('"http://a"', True), ('"./a"', True), ('"abc"', False), ("1", False)]),
     "multipleOf_hundredth": ({"type": "number", "multipleOf": 0.01},
                              ["1.23", "1.230", "5", "-0.5", "0", "-0", "1.234", "0.001", "12.3456"]),
     "multipleOf_two_and_half_min": ({"type": "number", "multipleOf": 2.5, "minimum": 0},
@@ -110,3 +117,12 @@ def test_still_refused(name):
     schema, keyword = UNSUPPORTED[name]
     with pytest.raises(UnsupportedSchemaError, match=f"unsupported keyword '{keyword}' at"):
         Grammar.from_json_schema(schema)
+
+
+def test_not_unknown_format_is_false(runner):
+    """An unknown format asserts nothing, so its negation admits no value."""
+    schema = {"not": {"format": "path"}, "type": ["string", "null"]}
+    assert not any(oracle(schema).is_valid(x) for x in ["a", None, ""])
+    Grammar.from_json_schema(schema)
+    status, _ = runner.compile(schema)
+    assert status.startswith("error:"), status

@@ -117,6 +117,7 @@ struct Merged {
   std::vector<Ref> patterns;  // v: the pattern string value
   std::vector<Ref> formats;
   std::vector<Ref> not_patterns;         // from `not {pattern: P}`: strings no such pattern matches
+  std::vector<Ref> not_formats;          // from `not {format: F}` (F asserted): strings not in F
   std::vector<std::string> not_strings;  // from `not {enum/const}`: string values excluded
   // numbers
   NumBound lo, hi;
