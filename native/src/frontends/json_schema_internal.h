@@ -95,9 +95,10 @@ ExprId NumberExpr(Grammar* g, const NumBound& lo, const NumBound& hi);
 // Integers that are multiples of `k` (k > 0) within the bounds.
 ExprId IntegerMultipleOfExpr(Grammar* g, int64_t k, const NumBound& lo, const NumBound& hi);
 // Decimal literals (no exponent) within the bounds that are multiples of every divisor (JSON
-// number literals, e.g. "0.01"); throws UnsupportedKeyword when the automaton is too large.
-ExprId MultipleOfExpr(Grammar* g, const std::vector<std::string>& divisors, bool integer, const NumBound& lo,
-                      const NumBound& hi);
+// number literals, e.g. "0.01") and, with non_integer, have a nonzero fraction digit; throws
+// UnsupportedKeyword when the automaton is too large.
+ExprId MultipleOfExpr(Grammar* g, const std::vector<std::string>& divisors, bool non_integer, bool integer,
+                      const NumBound& lo, const NumBound& hi);
 
 // --- constraint sets (json_schema.cc) ---
 struct Ref {
@@ -120,6 +121,7 @@ struct Merged {
   std::vector<Ref> not_formats;          // from `not {format: F}` (F asserted): strings not in F
   std::vector<std::string> not_strings;  // from `not {enum/const}`: string values excluded
   // numbers
+  bool not_integer = false;  // from `not {type: integer}` on numbers: a nonzero fraction digit
   NumBound lo, hi;
   std::vector<Ref> multiple_of;
   // arrays

@@ -100,7 +100,7 @@ std::vector<const JsonValue*> EnumValues(const Merged& m) {
                 : v.is_string() ? kStr
                 : v.is_array()  ? kArr
                                 : kObj;
-    if (t == kInt ? !(m.types & (kInt | kNum)) : !(m.types & t)) continue;
+    if (t == kInt ? !(m.types & (kInt | kNum)) || m.not_integer : !(m.types & t)) continue;
     out.push_back(&v);
   }
   return out;

@@ -1,5 +1,6 @@
 // multipleOf for any divisor (0.01, 2.5, 7, several at once) by a remainder automaton over the
-// decimal literal, intersected with the numeric bounds as byte DFAs.
+// decimal literal, and numbers that are not integers, intersected with the numeric bounds as
+// byte DFAs.
 #include <string>
 #include <vector>
 
@@ -93,13 +94,32 @@ class MultipleDfaBuilder {
   ByteDfaSpec dfa_;
 };
 
+// Decimal literals with a nonzero digit in the fraction ("1.5", "-0.50"; not "1.0"): the
+// numbers that are not integers, written without an exponent.
+ByteDfaSpec NonIntegerDfa() {
+  enum : int32_t { kStart, kMinus, kZero, kInt, kDot, kFrac, kStates };
+  ByteDfaSpec d;
+  d.is_final.assign(kStates, 0);
+  d.is_final[kFrac] = 1;
+  d.edges.assign(kStates, {});
+  d.edges[kStart] = {{'-', '-', kMinus}, {'0', '0', kZero}, {'1', '9', kInt}};
+  d.edges[kMinus] = {{'0', '0', kZero}, {'1', '9', kInt}};
+  d.edges[kZero] = {{'.', '.', kDot}};
+  d.edges[kInt] = {{'.', '.', kDot}, {'0', '9', kInt}};
+  d.edges[kDot] = {{'0', '0', kDot}, {'1', '9', kFrac}};  // zeros so far: still integral
+  d.edges[kFrac] = {{'0', '9', kFrac}};
+  return d;
+}
+
 }  // namespace
 
-ExprId MultipleOfExpr(Grammar* g, const std::vector<std::string>& divisors, bool integer, const NumBound& lo,
-                      const NumBound& hi) {
+ExprId MultipleOfExpr(Grammar* g, const std::vector<std::string>& divisors, bool non_integer, bool integer,
+                      const NumBound& lo, const NumBound& hi) {
   constexpr int64_t kMaxProductStates = 20000;
+  if (integer && non_integer) return g->AddChoice({});  // no value (an empty choice)
   std::vector<ByteDfaSpec> parts;
   for (const auto& d : divisors) parts.push_back(TrimAndMinimize(MultipleDfaBuilder(ParseDivisor(d)).Build()));
+  if (non_integer) parts.push_back(NonIntegerDfa());
   ExprId range = integer ? IntegerExpr(g, lo, hi) : NumberExpr(g, lo, hi);
   try {
     ByteDfaSpec universe = ByteDfaOfExpr(*g, range, kMaxProductStates);

@@ -69,11 +69,10 @@ void Converter::MergeNot(Merged* m, const Ref& r, const std::string& at) {
     Merged sub;
     MergeInto(&sub, r, 0);
     uint8_t t = sub.types;
-    if (t & kInt && !(t & kNum)) {
-      if (m->types & kNum) {
-        Unsupported("not", at, "excluding integers from numbers");
-        return;
-      }
+    if (t & kInt && !(t & kNum) && (m->types & kNum)) {
+      // Numbers that are not integers: literals with a nonzero fraction digit (NumericExpr).
+      m->not_integer = true;
+      m->constrained = true;
     }
     m->types &= static_cast<uint8_t>(~t);
     if ((t & kNum) && (m->types & kInt)) m->types &= static_cast<uint8_t>(~kInt);
