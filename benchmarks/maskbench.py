@@ -12,8 +12,9 @@ is not. A schema passes when it compiles and every instance is judged right.
 
 Columns (the GRID / MaskBench table): passing, compile errors, schemas with a valid instance
 rejected, schemas with an invalid instance accepted (instance counts in parentheses); time to
-first mask = compile + first fill (p50 / p99 over schemas; no prefill overlap, so a
-background precompute gets no head start); time between masks = every later fill (p50 / p90 /
+first mask = compile + first fill (p50 / p99 over schemas; with --prefill-ms a sleep between
+them stands for the model's prefill and is not counted, else a background build gets no
+head start); time between masks = every later fill (p50 / p90 /
 p99 / p99.9 / max). Engines alternate per schema (rotating order).
 
 Each worker process runs a stream of schemas; one that exceeds --timeout (any engine) is
@@ -127,7 +128,7 @@ def judge(engine, compiled, toks, eos, mask, word_bit, fills: list) -> bool:
     return True
 
 
-def worker(engine_names: list[str]) -> None:
+def worker(engine_names: list[str], prefill_ms: float) -> None:
     import bench_engine as be
 
     from xg2_jax import XG2Error, greedy_tokenize
@@ -165,6 +166,8 @@ def worker(engine_names: list[str]) -> None:
                 out["engines"][e.name] = r
                 continue
             compile_us = (time.perf_counter() - t0) * 1e6
+            if prefill_ms:
+                time.sleep(prefill_ms / 1000.0)  # the model's prefill (not counted)
             first = True
             for toks, valid in streams:
                 if toks is None:
@@ -186,8 +189,8 @@ def worker(engine_names: list[str]) -> None:
 
 # ------------------------------------------------------------------------------ driver
 
-def run_all(entries: list[dict], engine_names: list[str], timeout: float) -> tuple[dict, dict]:
-    cmd = [sys.executable, str(HERE), "--worker", "--engines", ",".join(engine_names)]
+def run_all(entries: list[dict], engine_names: list[str], timeout: float, prefill_ms: float) -> tuple[dict, dict]:
+    cmd = [sys.executable, str(HERE), "--worker", "--engines", ",".join(engine_names), "--prefill-ms", str(prefill_ms)]
     env = dict(os.environ, PYTHONPATH=str(ROOT))
     results: dict[str, dict] = {}
     versions: dict[str, str] = {}
@@ -388,6 +391,8 @@ def main() -> None:
     ap.add_argument("--limit", type=int, default=0, help="at most this many schemas (round-robin over categories)")
     ap.add_argument("--timeout", type=float, default=120.0, help="seconds per schema and engine step")
     ap.add_argument("--json", type=Path, help="write the per-schema results here")
+    ap.add_argument("--prefill-ms", type=float, default=0.0,
+                    help="sleep this long between compile and the first fill (a prefill; not in TTFM)")
     ap.add_argument("--no-categories", action="store_true")
     ap.add_argument("--tools50", action="store_true", help="also time the 50-tool structural tag")
     ap.add_argument("--tools50-only", action="store_true")
@@ -395,14 +400,14 @@ def main() -> None:
     a = ap.parse_args()
     names = [n.strip() for n in a.engines.split(",") if n.strip()]
     if a.worker:
-        worker(names)
+        worker(names, a.prefill_ms)
         return
     if not a.tools50_only:
         entries = select_entries(a.sample, a.limit)
         print(f"MaskBench: {len(entries)} schemas, {sum(len(e['data'].get('tests', [])) for e in entries)} "
               f"instances, engines {', '.join(names)}", flush=True)
         t0 = time.perf_counter()
-        results, versions = run_all(entries, names, a.timeout)
+        results, versions = run_all(entries, names, a.timeout, a.prefill_ms)
         print(f"ran in {time.perf_counter() - t0:.0f} s; versions: "
               + ", ".join(f"{k} {v}" for k, v in versions.items()))
         print("times in µs; TTFM = compile + first mask; TBM = time between masks; "
