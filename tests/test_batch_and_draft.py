@@ -65,7 +65,7 @@ def gpt2(gpt2_tokenizer):
 
 @pytest.fixture(scope="module")
 def json_compiled(gpt2):
-    return xg.GrammarCompiler(gpt2).compile_builtin_json_grammar()
+    return xg.GrammarCompiler(gpt2).compile_builtin_json_grammar(lazy=False)  # eager: serialized with masks
 
 
 @pytest.fixture(scope="module")

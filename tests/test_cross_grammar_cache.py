@@ -47,10 +47,10 @@ def test_shared_structure_hits_and_same_masks(gpt2_tokenizer, pool_limit):
     tok = gpt2_tokenizer
     xg.clear_cross_grammar_cache()
     pooled = xg.GrammarCompiler(tok, cache_enabled=False)
-    first = pooled.compile_grammar(GRAMMARS[0])
+    first = pooled.compile_grammar(GRAMMARS[0], lazy=False)
     misses_after_first = xg.cross_grammar_cache_stats()["misses"]
     hits_before = xg.cross_grammar_cache_stats()["hits"]
-    others = [pooled.compile_grammar(g) for g in GRAMMARS[1:]]
+    others = [pooled.compile_grammar(g, lazy=False) for g in GRAMMARS[1:]]
     stats = xg.cross_grammar_cache_stats()
     assert stats["hits"] > hits_before, "the shared string rule should be reused"
     assert stats["misses"] > misses_after_first
@@ -59,7 +59,7 @@ def test_shared_structure_hits_and_same_masks(gpt2_tokenizer, pool_limit):
     xg.clear_cross_grammar_cache()
     plain = xg.GrammarCompiler(tok, cache_enabled=False)
     for grammar, compiled in zip(GRAMMARS, [first] + others):
-        reference = plain.compile_grammar(grammar)
+        reference = plain.compile_grammar(grammar, lazy=False)
         for text in TEXTS:
             for a, b in zip(masks_along(compiled, text), masks_along(reference, text)):
                 assert np.array_equal(a, b), (grammar, text)
@@ -70,11 +70,11 @@ def test_second_schema_compiles_from_the_pool(gpt2_tokenizer, pool_limit):
     compiler = xg.GrammarCompiler(gpt2_tokenizer, cache_enabled=False)
     base = {"type": "object", "properties": {"name": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}},
             "required": ["name", "tags"]}
-    compiler.compile_json_schema(base)
+    compiler.compile_json_schema(base, lazy=False)
     entries = xg.cross_grammar_cache_stats()["entries"]
     hits = xg.cross_grammar_cache_stats()["hits"]
     variant = dict(base, properties=dict(base["properties"], note={"type": "string"}))
-    compiled = compiler.compile_json_schema(variant)
+    compiled = compiler.compile_json_schema(variant, lazy=False)
     stats = xg.cross_grammar_cache_stats()
     assert stats["hits"] > hits
     assert stats["entries"] >= entries
@@ -90,7 +90,7 @@ def test_pool_respects_its_limit(gpt2_tokenizer, pool_limit):
     xg.set_cross_grammar_cache_limit(200_000)
     compiler = xg.GrammarCompiler(gpt2_tokenizer, cache_enabled=False)
     for n in range(12):
-        compiler.compile_grammar(f'root ::= "k{n}=" [a-z{n % 10}]+ ("," [0-9]{{1,{n + 2}}})*')
+        compiler.compile_grammar(f'root ::= "k{n}=" [a-z{n % 10}]+ ("," [0-9]{{1,{n + 2}}})*', lazy=False)
         assert xg.cross_grammar_cache_stats()["bytes"] <= 200_000
     assert xg.cross_grammar_cache_stats()["evictions"] > 0
 
@@ -100,14 +100,14 @@ def test_concurrent_compiles_match_serial(gpt2_tokenizer, pool_limit):
                 "required": [f"f{i}", "n"]} for i in range(8)]
     docs = [json.dumps({f"f{i}": "v a l", "n": -12}).encode() for i in range(8)]
     xg.clear_cross_grammar_cache()
-    serial = [xg.GrammarCompiler(gpt2_tokenizer, cache_enabled=False).compile_json_schema(s) for s in schemas]
+    serial = [xg.GrammarCompiler(gpt2_tokenizer, cache_enabled=False).compile_json_schema(s, lazy=False) for s in schemas]
     want = [masks_along(c, d) for c, d in zip(serial, docs)]
     xg.clear_cross_grammar_cache()
     compiler = xg.GrammarCompiler(gpt2_tokenizer, cache_enabled=False)
     results = [None] * 8
 
     def work(i):
-        results[i] = masks_along(compiler.compile_json_schema(schemas[i]), docs[i])
+        results[i] = masks_along(compiler.compile_json_schema(schemas[i], lazy=False), docs[i])
 
     threads = [threading.Thread(target=work, args=(i,)) for i in range(8)]
     for t in threads:
@@ -137,9 +137,9 @@ def test_cached_rule_automata_relabel_references(gpt2_tokenizer):
     cold = []
     for g in SLOT_GRAMMARS:
         xg.clear_cross_grammar_cache()
-        cold.append(xg.GrammarCompiler(gpt2_tokenizer).compile_grammar(g))
+        cold.append(xg.GrammarCompiler(gpt2_tokenizer).compile_grammar(g, lazy=False))
     xg.clear_cross_grammar_cache()
-    warm = [xg.GrammarCompiler(gpt2_tokenizer).compile_grammar(g) for g in SLOT_GRAMMARS]
+    warm = [xg.GrammarCompiler(gpt2_tokenizer).compile_grammar(g, lazy=False) for g in SLOT_GRAMMARS]
     assert xg.cross_grammar_cache_stats()["automaton_hits"] > 0
     for c, w in zip(cold, warm):
         for text in SLOT_TEXTS:
@@ -205,14 +205,14 @@ def test_pruned_suffixes_reused_only_under_the_same_follow(gpt2_tokenizer, pool_
     pooled = xg.GrammarCompiler(gpt2_tokenizer, cache_enabled=False)
     compiled = []
     for schema in FOLLOW_SCHEMAS:
-        compiled.append(pooled.compile_json_schema(schema))
+        compiled.append(pooled.compile_json_schema(schema, lazy=False))
         if len(compiled) == 2:
             assert xg.cross_grammar_cache_stats()["suffix_hits"] > 0, "the tool's pruned suffixes should be reused"
     xg.set_cross_grammar_cache_limit(0)
     xg.clear_cross_grammar_cache()
     plain = xg.GrammarCompiler(gpt2_tokenizer, cache_enabled=False)
     for schema, got, docs in zip(FOLLOW_SCHEMAS, compiled, FOLLOW_DOCS):
-        want = plain.compile_json_schema(schema)
+        want = plain.compile_json_schema(schema, lazy=False)
         for doc in docs:
             text = json.dumps(doc).encode()
             a, b = masks_along(got, text), masks_along(want, text)

@@ -68,6 +68,8 @@ CASES = {
                                     "not": {"$ref": "#/definitions/s", "type": "number"}},
     "recursive_properties": {"$defs": {"t": {"type": "object", "properties": {"a": {"not": {"properties": {"b": {"$ref": "#/$defs/t"}}}}}}},
                              "$ref": "#/$defs/t"},
+    "items_integer": {"not": {"items": {"type": "integer"}}},
+    "int_from_number": {"type": "number", "not": {"type": "integer"}},
     "nested_in_property": {"type": "object", "properties": {"a": {"not": {"anyOf": [{"type": "string"}, {"minimum": 3}]}}}},
 }
 
@@ -83,12 +85,10 @@ EMPTY = {
 }
 
 UNSUPPORTED = {
-    "items_integer": {"not": {"items": {"type": "integer"}}},
     "pattern_props": {"not": {"patternProperties": {"b": False}}},
     "multipleOf": {"not": {"multipleOf": 5}},
     "pattern_bad_regex": {"not": {"pattern": "(?<=a)b"}},
     "additional": {"not": {"additionalProperties": False, "properties": {"a": {}}}},
-    "int_from_number": {"type": "number", "not": {"type": "integer"}},
     "enum_numbers": {"not": {"enum": [6, None]}},
     "anyOf_multipleOf": {"not": {"anyOf": [{"type": "string"}, {"multipleOf": 2}]}},
 }

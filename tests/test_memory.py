@@ -96,29 +96,29 @@ def test_distinct_schemas_stay_under_low_limits(gpt2_tokenizer, cache_budget):
     assert max(rss[1:]) - rss[1] < 64, rss
 
     # Warm: the most recent grammars are still kept and come back as they are.
-    last = compiler.compile_json_schema(schemas[-1])
+    last = compiler.compile_json_schema(schemas[-1], lazy=False)
     assert compiler.cache_stats()["hits"] == 1
-    assert compiler.compile_json_schema(schemas[-1])._handle is last._handle
+    assert compiler.compile_json_schema(schemas[-1], lazy=False)._handle is last._handle
 
 
 def test_compiled_cache_knobs(gpt2_tokenizer):
     schema = {"type": "object", "properties": {"knob": {"type": "string"}}}
     off = xg.GrammarCompiler(gpt2_tokenizer, cache_enabled=False)
-    off.compile_json_schema(schema)
+    off.compile_json_schema(schema, lazy=False)
     assert off.cache_stats()["entries"] == 0 and off.cache_stats()["limit_bytes"] == 0
 
     unbounded = xg.GrammarCompiler(gpt2_tokenizer, cache_limit_bytes=-1)
     assert unbounded.cache_limit_bytes == -1
-    unbounded.compile_json_schema(schema)
+    unbounded.compile_json_schema(schema, lazy=False)
     assert unbounded.cache_stats()["entries"] == 1
 
     default = xg.GrammarCompiler(gpt2_tokenizer)
     assert default.cache_limit_bytes == xg._src.compiler.DEFAULT_CACHE_LIMIT_BYTES
-    cg = default.compile_json_schema(schema)
+    cg = default.compile_json_schema(schema, lazy=False)
     assert 0 < cg.memory_size_bytes <= default.cache_stats()["bytes"]
     default.cache_limit_bytes = 0  # drops everything kept
     assert default.cache_stats()["entries"] == 0 and default.cache_stats()["bytes"] == 0
-    default.compile_json_schema(schema)
+    default.compile_json_schema(schema, lazy=False)
     assert default.cache_stats()["entries"] == 0
     with pytest.raises(InvalidArgumentError):
         xg.set_cross_grammar_cache_limit(-1)
@@ -134,7 +134,7 @@ CHILD = textwrap.dedent("""
     compiler = xg.GrammarCompiler(tok, max_threads=4, cache_enabled=False)
     # Warm up (the worker pool starts, the runtime sets up) while memory is plentiful.
     compiler.compile_json_schema({"type": "object", "properties": {
-        f"w{i}": {"type": "string", "maxLength": i + 1} for i in range(20)}})
+        f"w{i}": {"type": "string", "maxLength": i + 1} for i in range(20)}}, lazy=False)
 
     def vmsize():
         with open("/proc/self/status") as f:
@@ -152,7 +152,7 @@ CHILD = textwrap.dedent("""
         xg.clear_cross_grammar_cache()  # returns freed memory: the compile must map more
         resource.setrlimit(resource.RLIMIT_AS, (vmsize() + int(margin * 2**20), hard))
         try:
-            compiler.compile_grammar(grammar)
+            compiler.compile_grammar(grammar, lazy=False)
             outcomes.append("compiled")
         except MemoryError:
             outcomes.append("MemoryError")
@@ -161,7 +161,7 @@ CHILD = textwrap.dedent("""
         finally:
             resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
         # The compiler keeps working after each failure.
-        cg = compiler.compile_json_schema({"type": "object", "properties": {"a": {"type": "string"}}})
+        cg = compiler.compile_json_schema({"type": "object", "properties": {"a": {"type": "string"}}}, lazy=False)
         m = xg.GrammarMatcher(cg)
         assert m.accept_string('{"a": "x"}'), "the compiler should still work"
     print(json.dumps(outcomes))
@@ -190,15 +190,15 @@ def test_worker_thread_exception_reaches_caller(gpt2_tokenizer, cache_budget):
     # thrown there and must come back here, typed, naming the limit.
     compiler = xg.GrammarCompiler(gpt2_tokenizer, max_threads=4, max_memory_bytes=300_000)
     with pytest.raises(LimitExceededError, match="max_memory_bytes"):
-        compiler.compile_json_schema(schema)
+        compiler.compile_json_schema(schema, lazy=False)
     # A budget the automaton alone exceeds stops before any mask is built.
     tiny = xg.GrammarCompiler(gpt2_tokenizer, max_threads=4, max_memory_bytes=1000)
     with pytest.raises(LimitExceededError, match="max_memory_bytes"):
-        tiny.compile_json_schema(schema)
+        tiny.compile_json_schema(schema, lazy=False)
     # Usable afterwards, and a generous budget compiles.
     assert xg.GrammarCompiler(gpt2_tokenizer, max_threads=4, max_memory_bytes=1 << 30) \
-        .compile_json_schema(schema).num_states > 0
-    assert compiler.compile_json_schema({"type": "integer"}).num_states > 0
+        .compile_json_schema(schema, lazy=False).num_states > 0
+    assert compiler.compile_json_schema({"type": "integer"}, lazy=False).num_states > 0
     with pytest.raises(ValueError):
         xg.GrammarCompiler(gpt2_tokenizer, max_memory_bytes=0)
 
@@ -236,10 +236,10 @@ def test_front_end_time_limit_trips_in_pattern_products(gpt2_tokenizer):
     compiler = xg.GrammarCompiler(gpt2_tokenizer, time_limit_s=0.5)
     start = time.monotonic()
     with pytest.raises(LimitExceededError, match="time_limit_s"):
-        compiler.compile_json_schema(ALLANY16, strict_mode=False)
+        compiler.compile_json_schema(ALLANY16, strict_mode=False, lazy=False)
     assert time.monotonic() - start < 5
     # The limit belongs to that call: the compiler and the front end work afterwards.
-    assert compiler.compile_json_schema({"type": "string", "pattern": "^a[0-9]+$"}).num_states > 0
+    assert compiler.compile_json_schema({"type": "string", "pattern": "^a[0-9]+$"}, lazy=False).num_states > 0
     assert xg.Grammar.from_json_schema({"type": "string", "pattern": "^b$"}).to_ebnf()
 
 

@@ -22,6 +22,7 @@ class CompiledGrammar:
     def __init__(self, handle: "_core.CompiledGrammar", tokenizer_info: TokenizerInfo):
         self._handle = handle
         self._tokenizer_info = tokenizer_info
+        self._background: Optional[PrecomputeHandle] = None  # the default mode's mask build
 
     @property
     def grammar(self) -> Grammar:
@@ -238,6 +239,10 @@ class PrecomputeHandle:
 DEFAULT_CACHE_LIMIT_BYTES = 256 << 20
 """Default byte limit of a :class:`GrammarCompiler`'s compiled-grammar cache."""
 
+DEFAULT_BACKGROUND_BUDGET_MS = 200.0
+"""Budget of the background mask build that the default compile mode (``lazy=None``) starts."""
+
+
 
 class GrammarCompiler:
     """Compiles grammars for one tokenizer, caching results by grammar text.
@@ -261,7 +266,9 @@ class GrammarCompiler:
             automaton and eagerly built masks, would take more raises
             :class:`LimitExceededError` naming ``max_memory_bytes`` (None: no budget).
         enable_dynamic_compilation: xgrammar's name for the default of the compile calls'
-            ``lazy``: build each token mask on first use instead of while compiling.
+            ``lazy``: None (default) compiles lazily with a budgeted background mask build
+            (see :meth:`compile_grammar`); True builds each token mask on first use only;
+            False builds every mask while compiling (eager).
 
     Memory: an allocation failure inside a compile raises :class:`MemoryError` in the call,
     and the compiler stays usable.
@@ -279,11 +286,11 @@ class GrammarCompiler:
                  time_limit_s: Optional[float] = None,
                  max_nfa_states: int = 4_000_000, max_dfa_states: int = 1_000_000,
                  max_memory_bytes: Optional[int] = None,
-                 enable_dynamic_compilation: bool = False):
+                 enable_dynamic_compilation: Optional[bool] = None):
         if not isinstance(tokenizer_info, TokenizerInfo):
             raise InvalidArgumentError(
                 f"tokenizer_info must be a TokenizerInfo, not {type(tokenizer_info).__name__}")
-        self._lazy = bool(enable_dynamic_compilation)
+        self._lazy = None if enable_dynamic_compilation is None else bool(enable_dynamic_compilation)
         if time_limit_s is not None and not time_limit_s > 0:
             raise ValueError("time_limit_s must be None or > 0")
         if max_nfa_states < 1 or max_dfa_states < 1:
@@ -343,20 +350,28 @@ class GrammarCompiler:
                  time_left_s: Optional[float] = None) -> CompiledGrammar:
         lazy = self._lazy if lazy is None else lazy
         time_limit_s = self._time_limit_s if time_left_s is None else time_left_s
-        handle = self._handle.compile(grammar._handle, not lazy, max_unrolled_repeat,
+        handle = self._handle.compile(grammar._handle, lazy is False, max_unrolled_repeat,
                                       time_limit_s=time_limit_s, **self._limits)
-        return CompiledGrammar(handle, self._tokenizer_info)
+        compiled = CompiledGrammar(handle, self._tokenizer_info)
+        if lazy is None:
+            # Kept on the grammar: the build runs until done or out of budget, and dropping
+            # the grammar cancels it.
+            compiled._background = compiled.precompute_async(budget_ms=DEFAULT_BACKGROUND_BUDGET_MS)
+        return compiled
 
     def compile_grammar(self, grammar: Union[str, Grammar], *, root_rule_name: str = "root",
-                        lazy: Optional[bool] = None,
-                        max_unrolled_repeat: int = 32) -> CompiledGrammar:
+                        lazy: Optional[bool] = None, max_unrolled_repeat: int = 32) -> CompiledGrammar:
         """Compiles an EBNF grammar.
 
         Args:
             grammar: EBNF text or a :class:`Grammar`.
             root_rule_name: root rule when ``grammar`` is text.
-            lazy: return before the token masks are built; each is built on first use
-                (None: the compiler's ``enable_dynamic_compilation``).
+            lazy: None (default): return before the token masks are built and build them
+                on a background thread meanwhile (broadest first, for at most
+                ``DEFAULT_BACKGROUND_BUDGET_MS``), so a prefill hides the build; a fill that
+                needs a mask not built yet builds it. True: each mask built on first use
+                only. False: every mask built before returning (eager). The compiler's
+                ``enable_dynamic_compilation`` (None, True, False) sets the default.
             max_unrolled_repeat: repetitions ``{n,m}`` with a bound above this run as counted
                 loops (compile cost independent of the bound); smaller ones are unrolled.
                 Both give the same masks.
@@ -375,7 +390,8 @@ class GrammarCompiler:
                             max_whitespace_cnt: Optional[int] = None,
                             any_order: bool = False, on_unsupported: str = "raise",
                             lazy: Optional[bool] = None) -> CompiledGrammar:
-        """Compiles a JSON Schema; the options are those of :meth:`Grammar.from_json_schema`."""
+        """Compiles a JSON Schema; the options are those of :meth:`Grammar.from_json_schema`,
+        ``lazy`` as in :meth:`compile_grammar`."""
         grammar, left = self._front_end(lambda: Grammar.from_json_schema(
             schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
             strict_mode=strict_mode, max_whitespace_cnt=max_whitespace_cnt, any_order=any_order,
@@ -385,7 +401,8 @@ class GrammarCompiler:
     def compile_structural_tag(self, structural_tag: Any, *, on_unsupported: str = "raise",
                                lazy: Optional[bool] = None) -> CompiledGrammar:
         """Compiles a structural tag (see :meth:`Grammar.from_structural_tag`); token-level
-        formats resolve against this compiler's tokenizer."""
+        formats resolve against this compiler's tokenizer; ``lazy`` as in
+        :meth:`compile_grammar`."""
         grammar, left = self._front_end(lambda: Grammar.from_structural_tag(
             structural_tag, tokenizer_info=self._tokenizer_info, on_unsupported=on_unsupported))
         return self._compile(grammar, lazy, 32, left or None)

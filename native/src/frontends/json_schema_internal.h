@@ -37,8 +37,11 @@ ExprId JsonStringContentLiteral(Grammar* g, const std::string& text);
 // of its characters (other than a control character) counts as a different key.
 // `rest`: any string content (JsonCharExpr repeated), typically a shared rule's reference.
 ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, ExprId rest);
-// Content (no quotes) of a string in the given format; throws UnsupportedKeyword for
-// unknown formats.
+// Whether `format` asserts (the formats JSON Schema defines); any other value is an
+// annotation and constrains nothing.
+bool IsAssertedFormat(const std::string& format);
+// Content (no quotes) of a string in the given asserted format, over JSON-encoded string
+// content; throws UnsupportedKeyword for one without an expression ("regex").
 ExprId FormatContentExpr(Grammar* g, const std::string& format);
 // The range of code-point lengths of the strings an expression (a regex over decoded text)
 // matches; *hi = -1 when unbounded. False when it cannot tell (rule references).
@@ -77,12 +80,25 @@ struct NumBound {
   std::string literal;  // the JSON number literal as written
   double value = 0;
 };
+// A JSON number literal as sign, integer part and fraction digits (exponent applied).
+struct Decimal {
+  bool negative = false;
+  int64_t ip = 0;
+  std::string frac;  // without trailing zeros
+};
+// Throws UnsupportedKeyword{keyword} when the integer part has more than 18 digits.
+Decimal ParseDecimal(const std::string& literal, const char* keyword);
 // Fixed-width digit strings (base 10) of the values in [lo, hi], width digits each.
 ExprId FixedWidthRange(Grammar* g, int64_t lo, int64_t hi, int width);
 ExprId IntegerExpr(Grammar* g, const NumBound& lo, const NumBound& hi);
 ExprId NumberExpr(Grammar* g, const NumBound& lo, const NumBound& hi);
 // Integers that are multiples of `k` (k > 0) within the bounds.
 ExprId IntegerMultipleOfExpr(Grammar* g, int64_t k, const NumBound& lo, const NumBound& hi);
+// Decimal literals (no exponent) within the bounds that are multiples of every divisor (JSON
+// number literals, e.g. "0.01") and, with non_integer, have a nonzero fraction digit; throws
+// UnsupportedKeyword when the automaton is too large.
+ExprId MultipleOfExpr(Grammar* g, const std::vector<std::string>& divisors, bool non_integer, bool integer,
+                      const NumBound& lo, const NumBound& hi);
 
 // --- constraint sets (json_schema.cc) ---
 struct Ref {
@@ -102,8 +118,10 @@ struct Merged {
   std::vector<Ref> patterns;  // v: the pattern string value
   std::vector<Ref> formats;
   std::vector<Ref> not_patterns;         // from `not {pattern: P}`: strings no such pattern matches
+  std::vector<Ref> not_formats;          // from `not {format: F}` (F asserted): strings not in F
   std::vector<std::string> not_strings;  // from `not {enum/const}`: string values excluded
   // numbers
+  bool not_integer = false;  // from `not {type: integer}` on numbers: a nonzero fraction digit
   NumBound lo, hi;
   std::vector<Ref> multiple_of;
   // arrays

@@ -100,7 +100,7 @@ std::vector<const JsonValue*> EnumValues(const Merged& m) {
                 : v.is_string() ? kStr
                 : v.is_array()  ? kArr
                                 : kObj;
-    if (t == kInt ? !(m.types & (kInt | kNum)) : !(m.types & t)) continue;
+    if (t == kInt ? !(m.types & (kInt | kNum)) || m.not_integer : !(m.types & t)) continue;
     out.push_back(&v);
   }
   return out;
@@ -252,6 +252,12 @@ std::optional<JsonValue> NegateSchema(const JsonValue& s, const std::string& ptr
     return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(alts))}});
   }
   if (k == "type" || k == "enum" || k == "const" || k == "pattern") return NotOf(JsonValue::Object({{k, v}}));
+  if (k == "format") {
+    if (members.size() != 1) return std::nullopt;
+    // An unknown format asserts nothing: its negation is false.
+    if (!v.is_string() || !IsAssertedFormat(v.as_string())) return JsonValue::Bool(false);
+    return NotOf(JsonValue::Object({{k, v}}));
+  }
   if (k == "required") {
     if (!v.is_array()) return std::nullopt;
     if (v.items().empty()) return JsonValue::Bool(false);

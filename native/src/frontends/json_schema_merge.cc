@@ -119,7 +119,8 @@ void Converter::MergeInto(Merged* m, const Ref& r, int guard) {
       if (!v.is_string()) Invalid(kp, "'pattern' must be a string");
       m->patterns.push_back(Ref{&v, P});
     } else if (k == "format") {
-      if (v.is_string()) m->formats.push_back(Ref{&v, P});
+      // Unknown formats are annotations (2020-12 format-annotation): they assert nothing.
+      if (v.is_string() && IsAssertedFormat(v.as_string())) m->formats.push_back(Ref{&v, P});
     } else if (k == "minimum") {
       if (!v.is_number()) Invalid(kp, "'minimum' must be a number");
       Tighten(&m->lo, Bound(v, draft4_excl_min), true);

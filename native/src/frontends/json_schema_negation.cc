@@ -12,11 +12,12 @@ void Converter::MergeNot(Merged* m, const Ref& r, const std::string& at) {
     return;
   }
   if (!s.is_object()) Invalid(r.ptr, "a schema must be an object or a boolean");
-  bool only_type = true, only_enum = true, empty = true, only_required = true, only_pattern = true;
+  bool only_type = true, only_enum = true, empty = true, only_required = true, only_pattern = true, only_format = true;
   for (const auto& kv : s.members()) {
     if (IsAnnotation(kv.first)) continue;
     empty = false;
     if (kv.first != "pattern") only_pattern = false;
+    if (kv.first != "format") only_format = false;
     if (kv.first != "required") only_required = false;
     if (kv.first != "type") only_type = false;
     if (kv.first != "enum" && kv.first != "const") only_enum = false;
@@ -32,6 +33,18 @@ void Converter::MergeNot(Merged* m, const Ref& r, const std::string& at) {
     m->constrained = true;
     m->types &= kStr;
     m->not_patterns.push_back(Ref{&pv, r.ptr});
+    return;
+  }
+  if (only_format) {
+    // A string not in the format (non-strings and unknown formats satisfy `format`).
+    const JsonValue& fv = *s.Find("format");
+    if (!fv.is_string() || !IsAssertedFormat(fv.as_string())) {
+      m->is_false = true;
+      return;
+    }
+    m->constrained = true;
+    m->types &= kStr;
+    m->not_formats.push_back(Ref{&fv, r.ptr});
     return;
   }
   if (only_required) {
@@ -56,11 +69,10 @@ void Converter::MergeNot(Merged* m, const Ref& r, const std::string& at) {
     Merged sub;
     MergeInto(&sub, r, 0);
     uint8_t t = sub.types;
-    if (t & kInt && !(t & kNum)) {
-      if (m->types & kNum) {
-        Unsupported("not", at, "excluding integers from numbers");
-        return;
-      }
+    if (t & kInt && !(t & kNum) && (m->types & kNum)) {
+      // Numbers that are not integers: literals with a nonzero fraction digit (NumericExpr).
+      m->not_integer = true;
+      m->constrained = true;
     }
     m->types &= static_cast<uint8_t>(~t);
     if ((t & kNum) && (m->types & kInt)) m->types &= static_cast<uint8_t>(~kInt);
@@ -145,9 +157,11 @@ std::optional<JsonValue> Converter::Negate(const JsonValue& s, const std::string
 // positive patterns and formats and with the complements of the negated patterns (over every
 // JSON spelling, so a match written with escapes is excluded too), then the length bounds.
 ExprId Converter::NegatedPatternString(const Merged& m) {
-  const std::string at_ptr = m.not_patterns.empty() ? cur_ptr_ : m.not_patterns[0].ptr;
+  const std::string at_ptr = !m.not_patterns.empty()  ? m.not_patterns[0].ptr
+                             : !m.not_formats.empty() ? m.not_formats[0].ptr
+                                                      : cur_ptr_;
   try {
-    if (m.patterns.size() + m.formats.size() + m.not_patterns.size() + 1 > 63)
+    if (m.patterns.size() + m.formats.size() + m.not_patterns.size() + m.not_formats.size() + 1 > 63)
       throw Error(ErrorKind::kLimitExceeded, "more than 63 patterns");
     Grammar scratch;
     ByteDfaSpec universe =
@@ -178,6 +192,15 @@ ExprId Converter::NegatedPatternString(const Merged& m) {
       ro.search_semantics = true;
       ExprId e = RegexToJsonContentAllSpellings(&scratch, RegexToExpr(&scratch, p.v->as_string(), ro));
       parts.push_back(TrimAndMinimize(ByteDfaOfExpr(scratch, e, kMaxPatternDfaStates)));
+    }
+    for (const auto& f : m.not_formats) {
+      try {
+        ExprId e = FormatContentExpr(&scratch, f.v->as_string());  // every spelling: a complement
+        parts.push_back(TrimAndMinimize(ByteDfaOfExpr(scratch, e, kMaxPatternDfaStates)));
+      } catch (const UnsupportedKeyword& u) {
+        Unsupported(u.keyword, f.ptr, u.detail);
+        return kNoExpr;
+      }
     }
     const uint64_t care = (uint64_t{1} << parts.size()) - 1;
     ByteDfaSpec dfa =

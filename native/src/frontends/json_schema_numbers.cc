@@ -47,11 +47,7 @@ ExprId UnsignedRange(Grammar* g, int64_t lo, int64_t hi) {
   return alts.size() == 1 ? alts[0] : g->AddChoice(alts);
 }
 
-struct Decimal {
-  bool negative = false;
-  int64_t ip = 0;
-  std::string frac;  // without trailing zeros
-};
+}  // namespace
 
 Decimal ParseDecimal(const std::string& literal, const char* keyword) {
   Decimal d;
@@ -92,6 +88,8 @@ Decimal ParseDecimal(const std::string& literal, const char* keyword) {
   if (d.ip == 0 && d.frac.empty()) d.negative = false;
   return d;
 }
+
+namespace {
 
 // Compares magnitudes.
 int CompareMag(const Decimal& a, const Decimal& b) {

@@ -5,6 +5,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <unordered_map>
 
 #include "automata/byte_dfa_ops.h"
@@ -521,9 +522,9 @@ ExprId UriCharsExpr(Grammar* g, bool iri, bool braces) {
   return Cls(g, r);
 }
 
-}  // namespace
-
-ExprId FormatContentExpr(Grammar* g, const std::string& f) {
+// The decoded text of a string in format f (a regex-like expression over code points), or
+// kNoExpr for a format that has no expression here.
+ExprId FormatDecodedExpr(Grammar* g, const std::string& f) {
   if (f == "date") return DateExpr(g);
   if (f == "time") return TimeExpr(g);
   // RFC 3339 section 5.6: T or t (its note allows a space; validators and JSONSchemaBench do not).
@@ -588,16 +589,35 @@ ExprId FormatContentExpr(Grammar* g, const std::string& f) {
     return g->AddRepeat(g->AddChoice({UriCharsExpr(g, true, false), expr}), 0, kUnbounded);
   }
   if (f == "json-pointer" || f == "relative-json-pointer") {
+    // RFC 6901 over the decoded string: "/" and "~" only as separators and ~0 / ~1.
     ExprId ch =
-        g->AddChoice({Cls(g, {{0, 0x1F}, {'"', '"'}, {'/', '/'}, {'\\', '\\'}, {'~', '~'}, {0xD800, 0xDFFF}}, true),
-                      g->AddSequence({Lit(g, "~"), Cls(g, {{'0', '1'}})})});
+        g->AddChoice({Cls(g, {{'/', '/'}, {'~', '~'}}, true), g->AddSequence({Lit(g, "~"), Cls(g, {{'0', '1'}})})});
     ExprId ptr = g->AddRepeat(g->AddSequence({Lit(g, "/"), g->AddRepeat(ch, 0, kUnbounded)}), 0, kUnbounded);
     if (f == "json-pointer") return ptr;
     ExprId num = g->AddChoice(
         {Lit(g, "0"), g->AddSequence({Cls(g, {{'1', '9'}}), g->AddRepeat(Cls(g, {{'0', '9'}}), 0, kUnbounded)})});
     return g->AddSequence({num, g->AddChoice({Lit(g, "#"), ptr})});
   }
-  throw UnsupportedKeyword{"format", "unknown format '" + f + "'"};
+  return kNoExpr;
+}
+
+}  // namespace
+
+bool IsAssertedFormat(const std::string& f) {
+  static const std::set<std::string> kAsserted = {
+      "date", "time",          "date-time",     "duration",     "uuid",         "ipv4",
+      "ipv6", "hostname",      "idn-hostname",  "email",        "idn-email",    "uri",
+      "iri",  "uri-reference", "iri-reference", "uri-template", "json-pointer", "relative-json-pointer",
+      "regex"};
+  return kAsserted.count(f) > 0;
+}
+
+ExprId FormatContentExpr(Grammar* g, const std::string& f) {
+  ExprId decoded = FormatDecodedExpr(g, f);
+  if (decoded == kNoExpr) throw UnsupportedKeyword{"format", "format '" + f + "' is not enforced"};
+  // The format constrains the decoded string: every JSON spelling of it matches ("/\"" is
+  // the pointer /" and "\/" a "/").
+  return RegexToJsonContentAllSpellings(g, decoded);
 }
 
 // ---------------------------------------------------------------------------- regex mapping

@@ -65,14 +65,20 @@ ExprId Converter::QuotedLiteral(const std::string& s) {
 
 ExprId Converter::NumericExpr(const Merged& m, bool integer) {
   try {
-    if (!m.multiple_of.empty()) {
-      const Ref& r = m.multiple_of.front();
-      bool int_k = r.v->is_integer() && r.v->as_number() <= 1e15;
-      if (m.multiple_of.size() > 1 || !int_k) {
-        Unsupported("multipleOf", r.ptr, int_k ? "several divisors" : "non-integer divisor");
-      } else {
-        return IntegerMultipleOfExpr(&g_, static_cast<int64_t>(r.v->as_number()), m.lo, m.hi);
+    if (!m.multiple_of.empty() || m.not_integer) {
+      const JsonValue* k = m.multiple_of.empty() ? nullptr : m.multiple_of.front().v;
+      bool int_k = k && k->is_integer() && k->as_number() <= 1e15;
+      if (integer && m.multiple_of.size() == 1 && int_k && !m.not_integer) {
+        try {
+          return IntegerMultipleOfExpr(&g_, static_cast<int64_t>(k->as_number()), m.lo, m.hi);
+        } catch (const UnsupportedKeyword&) {
+          // one-sided bounds, large divisors: the automaton below
+        }
       }
+      std::vector<std::string> divisors;
+      for (const auto& d : m.multiple_of) divisors.push_back(d.v->number_literal());
+      if (divisors.size() > 64) throw UnsupportedKeyword{"multipleOf", "more than 64 divisors"};
+      return MultipleOfExpr(&g_, divisors, m.not_integer, integer, m.lo, m.hi);
     }
     return integer ? IntegerExpr(&g_, m.lo, m.hi) : NumberExpr(&g_, m.lo, m.hi);
   } catch (const UnsupportedKeyword& u) {

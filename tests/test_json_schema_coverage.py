@@ -1,0 +1,138 @@
+"""JSON Schema constructs compiled exactly (issue 22): unknown formats as annotations, formats
+checked on the decoded string, multipleOf with decimal and several divisors. Every instance's
+verdict is checked against the `jsonschema` package (known formats asserted with its
+FormatChecker; numbers compared as decimals, the value the literal writes), and along every
+instance the mask allows exactly the tokens the matcher accepts."""
+
+from __future__ import annotations
+
+import json
+import sys
+from decimal import Decimal
+from pathlib import Path
+
+import jsonschema
+import pytest
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import json_schema_corpus_lib as lib  # noqa: E402
+from helpers import mask_row  # noqa: E402
+
+import xg2_jax as xg  # noqa: E402
+from xg2_jax import greedy_tokenize  # noqa: E402
+from xg2_jax._src.errors import UnsupportedSchemaError  # noqa: E402
+from xg2_jax._src.grammar import Grammar  # noqa: E402
+
+# (schema, instance texts): texts are JSON as written, so escapes can be spelled out. A
+# (text, valid) pair states the verdict where jsonschema's FormatChecker does not check the
+# format without optional packages (json-pointer, relative-json-pointer, uri): RFC 6901 / 3986.
+CASES = {
+    "format_unknown_typed": ({"type": "string", "format": "path"}, ['"a/b"', '""', "1", "null"]),
+    "format_unknown_untyped": ({"format": "semver"}, ['"1.2.3"', "2", "[1]", "{}"]),
+    "format_unknown_with_pattern": ({"type": "string", "format": "html-selector", "pattern": "^[a-z]+$"},
+                                    ['"abc"', '"a1"', '""']),
+    "format_unknown_in_anyOf": ({"anyOf": [{"type": "string", "format": "color"}, {"type": "integer"}]},
+                                ['"red"', "3", "2.5"]),
+    "json_pointer": ({"type": "string", "format": "json-pointer"},
+                     [('"/\\""', True), ('"/a~0b/c~1"', True), ('""', True), ('"\\/x"', True), ('"/\\u007e1"', True),
+                      ('"/a\\\\b"', True), ('"/\\n"', True), ('"/\\u007e"', False), ('"a"', False), ('"/~2"', False),
+                      ('"/~"', False)]),
+    "relative_json_pointer": ({"type": "string", "format": "relative-json-pointer"},
+                              [('"0"', True), ('"1#"', True), ('"2/a~1\\""', True), ('"01"', False), ('"/a"', False),
+                               ('"0#/"', False)]),
+    "date_escaped": ({"type": "string", "format": "date"},
+                     ['"2024-02-29"', '"2024\\u002d02-29"', '"2023-02-29"', '"2024-13-01"']),
+    "uri_escaped_slash": ({"type": "string", "format": "uri"},
+                          [('"http:\\/\\/x"', True), ('"http://x"', True), ('"//x"', False)]),
+    "not_format": ({"type": "string", "not": {"format": "date"}},
+                   ['"2024-01-01"', '"2024\\u002d01-01"', '"x"', '"2023-02-29"']),
+    "oneOf_formats_overlap": ({"oneOf": [{"format": "hostname"}, {"format": "ipv4"}]},
+                              [('"example.com"', True), ('"1.2.3.4"', False), ('"300.1.1.1"', True), ('"-x"', False),
+                               ("5", False)]),
+    "oneOf_uri_or_relative": ({"oneOf": [{"type": "string", "format": "uri"}, {"type": "string", "pattern": "^\\./.+$"}]},
+                              [('"http://a"', True), ('"./a"', True), ('"abc"', False), ("1", False)]),
+    # jsonschema reads 1.0 as an integer only as a float, so these state the verdicts.
+    "number_not_integer": ({"type": "number", "not": {"type": "integer"}},
+                           [("1.5", True), ("-0.25", True), ("1.50", True), ("0.001", True), ("1", False), ("1.0", False),
+                            ("-0", False), ("0.000", False), ('"x"', False)]),
+    "not_integer_bounded": ({"not": {"type": "integer"}, "minimum": 0, "maximum": 2, "type": ["number", "null"]},
+                            [("0.5", True), ("1.99", True), ("null", True), ("2.5", False), ("-0.5", False), ("1", False)]),
+    "not_integer_multipleOf": ({"allOf": [{"not": {"type": "integer"}}, {"multipleOf": 0.5}], "type": "number"},
+                               [("0.5", True), ("7.5", True), ("2", False), ("0.25", False)]),
+    "not_integer_enum": ({"enum": [1, 1.5, 2.0, "a"], "not": {"type": "integer"}},
+                         [("1.5", True), ('"a"', True), ("1", False), ("2.0", False)]),
+    "multipleOf_hundredth": ({"type": "number", "multipleOf": 0.01},
+                             ["1.23", "1.230", "5", "-0.5", "0", "-0", "1.234", "0.001", "12.3456"]),
+    "multipleOf_two_and_half_min": ({"type": "number", "multipleOf": 2.5, "minimum": 0},
+                                    ["0", "2.5", "7.5", "2.50", "-2.5", "1", "3.0", "1000"]),
+    "multipleOf_integer_one_sided": ({"type": "integer", "multipleOf": 3, "minimum": 10},
+                                     ["12", "300", "9", "13", "0", "-3"]),
+    "multipleOf_number_integral_divisor": ({"type": "number", "multipleOf": 2},
+                                           ["4", "4.0", "4.00", "3", "3.5", "-6"]),
+    "multipleOf_large_divisor": ({"type": "integer", "multipleOf": 1234}, ["0", "1234", "2468", "1235", "-1234"]),
+    "multipleOf_several": ({"allOf": [{"multipleOf": 0.5}, {"multipleOf": 0.3}], "maximum": 10},
+                           ["1.5", "3", "0.5", "0.3", "4.5", "10.5", "\"x\""]),
+    "multipleOf_bounded_range": ({"type": "number", "multipleOf": 0.25, "exclusiveMinimum": -1, "maximum": 1},
+                                 ["-0.75", "-1", "1", "1.25", "0.125", "0.5"]),
+}
+
+UNSUPPORTED = {
+    "format_regex": ({"type": "string", "format": "regex"}, "format"),
+    "multipleOf_too_precise": ({"type": "number", "multipleOf": 0.0000000000001}, "multipleOf"),
+}
+
+
+@pytest.fixture(scope="module")
+def runner():
+    if not lib.VOCAB.exists():
+        pytest.skip("llama3 vocabulary not available")
+    return lib.Runner()
+
+
+def oracle(schema):
+    """A validator that asserts the known formats and compares numbers as decimals."""
+    decimal_schema = json.loads(json.dumps(schema), parse_float=Decimal)
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    return cls(decimal_schema, format_checker=cls.FORMAT_CHECKER)
+
+
+def drive(runner, cg, text: str) -> bool:
+    """Feeds the tokens of `text` and the stop token; at every step the mask must allow the
+    token exactly when the matcher accepts it. Returns whether all were accepted."""
+    m = xg.GrammarMatcher(cg)
+    vocab_size = runner.tok_info.vocab_size
+    for t in greedy_tokenize(runner.tok_info, text.encode()) + [runner.stop]:
+        row = mask_row(m, vocab_size)
+        allowed = bool((int(row[t // 32]) >> (t % 32)) & 1)
+        accepted = m.accept_token(t)
+        assert allowed == accepted, (text, t, allowed, accepted)
+        if not accepted:
+            return False
+    return True
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_exact(runner, name):
+    schema, texts = CASES[name]
+    cg = runner.compiler.compile_grammar(Grammar.from_json_schema(schema, strict_mode=False), lazy=True)
+    validator = oracle(schema)
+    for text in texts:
+        text, expect = text if isinstance(text, tuple) else (text, validator.is_valid(json.loads(text, parse_float=Decimal)))
+        assert drive(runner, cg, text) == expect, (text, expect)
+
+
+@pytest.mark.parametrize("name", sorted(UNSUPPORTED))
+def test_still_refused(name):
+    schema, keyword = UNSUPPORTED[name]
+    with pytest.raises(UnsupportedSchemaError, match=f"unsupported keyword '{keyword}' at"):
+        Grammar.from_json_schema(schema)
+
+
+def test_not_unknown_format_is_false(runner):
+    """An unknown format asserts nothing, so its negation admits no value."""
+    schema = {"not": {"format": "path"}, "type": ["string", "null"]}
+    assert not any(oracle(schema).is_valid(x) for x in ["a", None, ""])
+    Grammar.from_json_schema(schema)
+    status, _ = runner.compile(schema)
+    assert status.startswith("error:"), status
