@@ -129,6 +129,11 @@ class CacheOverflowError(ModelError, ValueError):
     wrong): size the cache for the prompt plus every generated token."""
 
 
+class OutputParseError(XG2Error, ValueError):
+    """A generated text does not follow the structural tag it is parsed by (e.g. cut by the
+    token budget)."""
+
+
 class UnusedTensorWarning(UserWarning):
     """A checkpoint holds tensors the model does not read (the message names them): the
     config may not describe the checkpoint (e.g. an untied head in a tied config)."""

@@ -30,7 +30,8 @@ import json
 import re
 from typing import Any, Callable, Iterator, Optional, Union
 
-from xg2_jax._src.errors import XG2Error
+from xg2_jax._src.errors import OutputParseError
+from xg2_jax._src.output_parser_xml import parse_xml_arguments
 from xg2_jax._src.structural_tag import StructuralTag, format_from_dict
 
 __all__ = ["OutputParseError", "parse_structured_output"]
@@ -41,10 +42,6 @@ _REGEX_SPAN = 512
 # analysis channel, Gemma 4's thought channel, Cohere's <|START_THINKING|>.
 _REASONING_WORDS = ("think", "thought", "analysis")
 _WS = " \t\n\r"
-
-
-class OutputParseError(XG2Error, ValueError):
-    """The text does not follow the structural tag (e.g. cut by the token budget)."""
 
 
 @dataclasses.dataclass
@@ -141,8 +138,6 @@ class _Parser:
             yield trail, (("json", value),)
 
     def _xml_arguments(self, fmt, pos, follow):
-        from xg2_jax._src.output_parser_xml import parse_xml_arguments
-
         for end, value in parse_xml_arguments(self.text, pos, fmt.style, fmt.json_schema,
                                               follow):
             self.tick()

@@ -20,6 +20,8 @@ import json
 import re
 from typing import Any, Iterator, Optional
 
+from xg2_jax._src.errors import OutputParseError
+
 __all__ = ["parse_xml_arguments", "XML_STYLES"]
 
 _BAR = "\uff5c"  # the full-width bar of DeepSeek's DSML markers
@@ -80,8 +82,6 @@ def parse_xml_arguments(text: str, pos: int, style: str, schema: Any, follow: tu
         yield from _NESTED_STYLES[style](text, pos, schema)
         return
     if style not in XML_STYLES:
-        from xg2_jax._src.output_parser import OutputParseError
-
         raise OutputParseError(f"JSON argument style {style!r} cannot be parsed")
     begin_re, end = XML_STYLES[style]
     props = schema.get("properties", {}) if isinstance(schema, dict) else {}
