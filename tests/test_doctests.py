@@ -12,7 +12,7 @@ import pytest
 
 # Modules whose examples need more than the CPU test environment has.
 # xg2_jax.integrations.vllm needs vLLM (tests/integration runs it in its own environment).
-SKIP = {"xg2_jax.integrations.vllm"}
+SKIP = {"xg2_jax.integrations.vllm", "xg2_jax.integrations.vllm_server"}
 
 
 def _module_names() -> list[str]:

@@ -174,7 +174,7 @@ def test_openai_server(model_dir, tmp_path):
     env = dict(os.environ, VLLM_ENABLE_V1_MULTIPROCESSING="1", VLLM_CPU_KVCACHE_SPACE="1")
     log = open(tmp_path / "server.log", "w")
     server = subprocess.Popen(
-        [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", model_dir,
+        [sys.executable, "-m", "xg2_jax.integrations.vllm_server", "--model", model_dir,
          "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
          "--max-model-len", "512", "--enforce-eager", "--distributed-executor-backend", "uni",
          "--structured-outputs-config", json.dumps({"backend": "xg2_jax"})],
