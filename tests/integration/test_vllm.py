@@ -178,7 +178,8 @@ def test_openai_server(model_dir, tmp_path):
          "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32",
          "--max-model-len", "512", "--enforce-eager", "--distributed-executor-backend", "uni",
          "--structured-outputs-config", json.dumps({"backend": "xg2_jax"})],
-        stdout=log, stderr=subprocess.STDOUT, env=env)
+        stdout=log, stderr=subprocess.STDOUT, env=env,
+        cwd=str(tmp_path))  # `python -m` puts the cwd first: not the source tree
     base = f"http://127.0.0.1:{port}"
     try:
         deadline = time.monotonic() + 300
