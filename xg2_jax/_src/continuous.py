@@ -53,7 +53,7 @@ from xg2_jax._src.bitmask import get_bitmask_shape
 from xg2_jax._src.compiler import CompiledGrammar, GrammarCompiler
 from xg2_jax._src.grammar import Grammar
 from xg2_jax._src.host_loop import HostMaskBuffers
-from xg2_jax._src.masking import apply_token_bitmask, bitmask_has_allowed
+from xg2_jax._src.masking import apply_token_bitmask, bitmask_has_allowed, top_p_filter
 from xg2_jax._src.matcher import GrammarMatcher
 from xg2_jax._src.tokenizer import TokenizerInfo
 
@@ -205,11 +205,7 @@ def slot_sample(logits: jax.Array, bitmask: jax.Array, temperature: jax.Array,
     t = jnp.maximum(temperature, 1e-6)[:, None]
     scaled = x / t
     if use_top_p:
-        sorted_desc = -jnp.sort(-scaled, axis=-1)
-        probs = jax.nn.softmax(sorted_desc, axis=-1)
-        keep = (jnp.cumsum(probs, axis=-1) - probs) < top_p[:, None]
-        threshold = jnp.min(jnp.where(keep, sorted_desc, jnp.inf), axis=-1, keepdims=True)
-        scaled = jnp.where(scaled < threshold, -jnp.inf, scaled)
+        scaled = top_p_filter(scaled, top_p)
     keys = jax.vmap(lambda s, n: jax.random.fold_in(jax.random.key(s), n))(seeds, steps)
     drawn = jax.vmap(lambda k, row: jax.random.categorical(k, row))(keys, scaled)
     drawn = drawn.astype(jnp.int32)

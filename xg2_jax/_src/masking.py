@@ -142,9 +142,13 @@ def _top_k_filter(x: jax.Array, k: int) -> jax.Array:
     return jnp.where(x < kth, -jnp.inf, x)
 
 
-def _top_p_filter(x: jax.Array, p: float) -> jax.Array:
-    if p >= 1.0:
-        return x
+def top_p_filter(x: jax.Array, p) -> jax.Array:
+    """Nucleus filter; ``p`` is a static float, or an array of one mass per row (...)."""
+    if isinstance(p, (int, float)):
+        if p >= 1.0:
+            return x
+    else:
+        p = jnp.asarray(p, jnp.float32)[..., None]
     sorted_desc = -jnp.sort(-x, axis=-1)
     probs = jax.nn.softmax(sorted_desc, axis=-1)
     cum_before = jnp.cumsum(probs, axis=-1) - probs
@@ -192,7 +196,7 @@ def masked_sample(logits: jax.Array, bitmask: jax.Array, key: jax.Array, *,
         t = jnp.maximum(jnp.asarray(temperature, jnp.float32), jnp.float32(1e-6))
         if t.ndim:
             t = t[..., None]
-        x = _top_p_filter(_top_k_filter(x / t, top_k), top_p)
+        x = top_p_filter(_top_k_filter(x / t, top_k), top_p)
         # NaN logits from the model would make the choice undefined: map them to -inf.
         x = jnp.where(jnp.isnan(x), -jnp.inf, x)
         tokens = jax.random.categorical(key, x, axis=-1)
