@@ -81,6 +81,7 @@ class RequestSpec:
     temperature: float = 0.0
     top_p: float = 1.0
     seed: int = 0
+    _tag: Optional[tuple] = dataclasses.field(default=None, repr=False, compare=False)
 
     @property
     def structure_kind(self) -> Optional[str]:
@@ -91,7 +92,12 @@ class RequestSpec:
 
     def structural_tag(self, default_reasoning: Any) -> Optional[Any]:
         """The structural tag of a tools or structural-tag request (what its output is
-        parsed by), else None."""
+        parsed by), else None; built once per request (the grammar and the parse share it)."""
+        if self._tag is None:
+            self._tag = (self._build_structural_tag(default_reasoning),)
+        return self._tag[0]
+
+    def _build_structural_tag(self, default_reasoning: Any) -> Optional[Any]:
         kind = self.structure_kind
         if kind == "tools":
             from xg2_jax._src.model_formats import get_model_structural_tag
