@@ -273,11 +273,11 @@ class _Parser:
     def _tool_name(self, begin: str, fmt) -> Optional[str]:
         """The tool whose name the tag's literal text holds (its begin, or a constant before
         the arguments, as Gemma's ``call:NAME`` and Cohere's ``name="NAME"``)."""
-        schemas = [_json_schemas(fmt.content)]
+        schemas = _json_schemas(fmt.content)
         literal = begin + "\0".join(_literals(fmt.content))
         named = [t for t in self.tools if t["name"] in literal]
         if len(named) > 1:  # names that contain one another: the schema decides, then length
-            exact = [t for t in named if t.get("parameters") in schemas[0]] or named
+            exact = [t for t in named if t.get("parameters") in schemas] or named
             named = sorted(exact, key=lambda t: -len(t["name"]))
         return named[0]["name"] if named else None
 
@@ -300,17 +300,11 @@ def _first_strings(fmt: Any) -> tuple:
 
 def _literals(fmt: Any) -> list:
     """Constant strings of a format tree outside its JSON values."""
-    kind = getattr(fmt, "type", None)
-    if kind == "const_string":
+    if fmt.type == "const_string":
         return [fmt.value]
-    if kind in (None, "json_schema"):
+    if fmt.type == "json_schema":
         return []
-    out = []
-    for attr in ("content", "elements"):
-        child = getattr(fmt, attr, None)
-        for c in (child if isinstance(child, (list, tuple)) else [child]):
-            out += _literals(c)
-    return out
+    return [s for c in _children(fmt) for s in _literals(c)]
 
 
 def _tag_ends(fmt, token_text) -> tuple:
@@ -322,16 +316,21 @@ def _tag_ends(fmt, token_text) -> tuple:
     return (token_text(end.token),)
 
 
-def _json_schemas(fmt: Any) -> list:
-    if getattr(fmt, "type", None) == "json_schema":
-        return [fmt.json_schema]
+def _children(fmt: Any) -> list:
+    """The sub-formats of a format node (its ``content`` and ``elements``)."""
     out = []
     for attr in ("content", "elements"):
         child = getattr(fmt, attr, None)
         for c in (child if isinstance(child, (list, tuple)) else [child]):
             if c is not None and hasattr(c, "type"):
-                out += _json_schemas(c)
+                out.append(c)
     return out
+
+
+def _json_schemas(fmt: Any) -> list:
+    if fmt.type == "json_schema":
+        return [fmt.json_schema]
+    return [s for c in _children(fmt) for s in _json_schemas(c)]
 
 
 def _flatten(events: tuple, out: list) -> None:
