@@ -52,30 +52,32 @@ def read_gguf_metadata(path: Path) -> dict:
         return meta
 
 
-def tokenizer_json(meta: dict) -> dict:
-    """A Hugging Face ``tokenizer.json`` for GPT-2 (byte-level pre-tokenizer and decoder)."""
-    tokens = meta["tokenizer.ggml.tokens"]
-    eos = tokens[meta["tokenizer.ggml.eos_token_id"]]
+def byte_level_bpe_json(vocab: dict, merges: list, added_tokens: list) -> dict:
+    """A Hugging Face ``tokenizer.json`` for a GPT-2-style byte-level BPE (byte-level
+    pre-tokenizer, post-processor and decoder). Shared with tools/make_vllm_test_model.py."""
+    byte_level = {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
+                  "use_regex": True}
     return {
-        "version": "1.0",
-        "truncation": None,
-        "padding": None,
-        "added_tokens": [{"id": tokens.index(eos), "content": eos, "single_word": False,
-                          "lstrip": False, "rstrip": False, "normalized": True,
-                          "special": True}],
+        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added_tokens,
         "normalizer": None,
-        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
-                          "use_regex": True},
-        "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False,
-                           "use_regex": True},
-        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
-                    "use_regex": True},
+        "pre_tokenizer": byte_level,
+        "post_processor": {**byte_level, "add_prefix_space": True, "trim_offsets": False},
+        "decoder": {**byte_level, "add_prefix_space": True},
         "model": {"type": "BPE", "dropout": None, "unk_token": None,
                   "continuing_subword_prefix": "", "end_of_word_suffix": "",
                   "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                  "vocab": {t: i for i, t in enumerate(tokens)},
-                  "merges": meta["tokenizer.ggml.merges"]},
+                  "vocab": vocab, "merges": merges},
     }
+
+
+def tokenizer_json(meta: dict) -> dict:
+    """GPT-2's ``tokenizer.json`` from the GGUF metadata (its end-of-text token special)."""
+    tokens = meta["tokenizer.ggml.tokens"]
+    eos = tokens[meta["tokenizer.ggml.eos_token_id"]]
+    added = [{"id": tokens.index(eos), "content": eos, "single_word": False, "lstrip": False,
+              "rstrip": False, "normalized": True, "special": True}]
+    return byte_level_bpe_json({t: i for i, t in enumerate(tokens)},
+                               meta["tokenizer.ggml.merges"], added)
 
 
 def check(tok_json: dict, gguf: Path, shipped_vocab: Path) -> None:

@@ -22,9 +22,13 @@ import argparse
 import gzip
 import json
 import math
+import sys
 from pathlib import Path
 
 import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from make_tokenizer_json import byte_level_bpe_json  # noqa: E402 - the sibling tool
 
 REPO = Path(__file__).resolve().parents[1]
 SOURCE = REPO / "xg2_jax" / "data" / "tiny_llama_json"
@@ -100,21 +104,7 @@ def tokenizer_json(vocab: dict) -> dict:
         added.append({"id": len(tokens) + k, "content": text, "single_word": False,
                       "lstrip": False, "rstrip": False, "normalized": False, "special": False})
         table[text] = len(tokens) + k
-    return {
-        "version": "1.0", "truncation": None, "padding": None, "added_tokens": added,
-        "normalizer": None,
-        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False, "trim_offsets": True,
-                          "use_regex": True},
-        "post_processor": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": False,
-                           "use_regex": True},
-        "decoder": {"type": "ByteLevel", "add_prefix_space": True, "trim_offsets": True,
-                    "use_regex": True},
-        "model": {"type": "BPE", "dropout": None, "unk_token": None,
-                  "continuing_subword_prefix": "", "end_of_word_suffix": "",
-                  "fuse_unk": False, "byte_fallback": False, "ignore_merges": False,
-                  "vocab": table,
-                  "merges": [[a, b] for a, b in bpe_merges(tokens, special)]},
-    }
+    return byte_level_bpe_json(table, [[a, b] for a, b in bpe_merges(tokens, special)], added)
 
 
 def write_model(out_dir: Path, vocab_path: Path = DEFAULT_VOCAB) -> Path:
