@@ -162,8 +162,8 @@ class MaskEngine:
         return GrammarMatcher(compiled)
 
     def fill(self, matchers: list, buf: np.ndarray, rows: list) -> None:
-        """Writes each matcher's next-token mask into ``buf[rows[i]]`` (native threads, GIL
-        released)."""
+        """Writes each matcher's next-token mask into the whole row ``buf[rows[i]]`` (every
+        word: the loop does not clear these rows first; native threads, GIL released)."""
         self._batch.batch_fill_next_token_bitmask(matchers, buf, rows)
 
 
@@ -474,8 +474,10 @@ class BatchGenerator:
 
     def _fill(self, slots: list, live: np.ndarray, buf: np.ndarray) -> None:
         """Next-token masks: constrained live rows from their matchers, the rest all-allowed."""
-        buf.fill(-1)
         rows = [i for i in np.flatnonzero(live).tolist() if slots[i].matcher is not None]
+        others = np.ones(len(slots), bool)
+        others[rows] = False
+        buf[others] = -1  # constrained rows are written whole by the fill
         if rows:
             self.engine.fill([slots[i].matcher for i in rows], buf, rows)
 
