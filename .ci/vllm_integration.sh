@@ -2,7 +2,9 @@
 # vLLM integration step (issue 20): its own venv with vLLM's CPU build, xg2-jax installed into
 # it, then tests/integration (xg2_jax as vLLM's structured-output backend, offline and through
 # the OpenAI-compatible server). Called from .ci/run after the default and C++ tests; the
-# default test run never installs vLLM. About 15 minutes on 2 cores (install ~5, tests ~8).
+# default test run never installs vLLM. About 12 minutes on 2 cores (install ~5, tests ~6: six
+# engine processes, the mixed set x {xg2_jax, xgrammar} x {plain, n-gram} and the reasoning set
+# x {plain, n-gram}, and one server).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 

@@ -8,10 +8,12 @@ Llama of ``tools/make_vllm_test_model.py`` (so the grammar work is a large share
 the worst case for a backend); the workload is a mixed batch of JSON Schemas from
 JSONSchemaBench (Github_easy, each with a distinct schema, so every request compiles), a fixed
 person schema, regexes, choices, an EBNF grammar and unconstrained rows, all greedy, after a
-warm-up batch. Needs vLLM: ``python benchmarks/bench_vllm.py`` in the venv of
+warm-up batch. The configurations run interleaved (every backend once per round, with and
+without speculation) for ``--rounds`` rounds, so a loaded machine slows all alike; each round
+is a row. Needs vLLM: ``python benchmarks/bench_vllm.py`` in the venv of
 ``.ci/vllm_integration.sh``.
 
-Usage: ``python benchmarks/bench_vllm.py [--requests 48] [--max-tokens 64]
+Usage: ``python benchmarks/bench_vllm.py [--requests 48] [--max-tokens 64] [--rounds 2]
 [--backends xg2_jax,xgrammar,guidance]``
 """
 
@@ -94,6 +96,8 @@ def worker(model_dir: str, backend: str, speculative: bool, n: int, max_tokens: 
     outs = llm.generate([PROMPT] * len(reqs), [params(k) for k in reqs], use_tqdm=False)
     wall = time.perf_counter() - start
     ttft = [o.metrics.first_token_latency for o in outs if getattr(o, "metrics", None)]
+    if len(ttft) != len(outs):
+        raise RuntimeError(f"only {len(ttft)} of {len(outs)} outputs carry metrics")
     tokens = sum(len(o.outputs[0].token_ids) for o in outs)
     stopped = sum(o.outputs[0].finish_reason == "stop" for o in outs)
     return dict(wall_s=wall, tokens=tokens, ttft_s=ttft, stopped=stopped, requests=len(outs))
@@ -104,6 +108,7 @@ def main() -> None:
     parser.add_argument("--requests", type=int, default=48)
     parser.add_argument("--max-tokens", type=int, default=64)
     parser.add_argument("--backends", default="xg2_jax,xgrammar,guidance")
+    parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--worker", nargs=3, metavar=("MODEL", "BACKEND", "SPEC"),
                         help=argparse.SUPPRESS)
     parser.add_argument("--out", help=argparse.SUPPRESS)
@@ -119,29 +124,38 @@ def main() -> None:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         model = str(make_vllm_test_model.write_model(Path(tmp) / "model"))
-        for spec in ("0", "1"):
-            for backend in args.backends.split(","):
-                out = Path(tmp) / f"{backend}-{spec}.json"
-                env = dict(os.environ, VLLM_ENABLE_V1_MULTIPROCESSING="0",
-                           VLLM_CPU_KVCACHE_SPACE="1")
-                proc = subprocess.run(
-                    [sys.executable, __file__, "--worker", model, backend, spec, "--out",
-                     str(out), "--requests", str(args.requests), "--max-tokens",
-                     str(args.max_tokens)], env=env, capture_output=True, text=True)
-                if proc.returncode:
-                    print(f"{backend} spec={spec} failed:\n{proc.stderr[-3000:]}", file=sys.stderr)
-                    continue
-                rows.append((backend, spec == "1", json.loads(out.read_text())))
+        for round_index in range(1, args.rounds + 1):
+            for spec in ("0", "1"):
+                for backend in args.backends.split(","):
+                    result = run_worker(args, Path(tmp), model, backend, spec)
+                    if result is not None:
+                        rows.append((round_index, backend, spec == "1", result))
     print(f"vLLM CPU, tiny Llama (tools/make_vllm_test_model.py), {args.requests} mixed requests, "
-          f"max_tokens {args.max_tokens}, greedy; n-gram: 3 draft tokens")
-    print("| backend | n-gram | finished | output tokens | wall s | tokens/s | TTFT ms p50 | p99 | max |")
+          f"max_tokens {args.max_tokens}, greedy; n-gram: 3 draft tokens; {args.rounds} rounds, "
+          f"configurations interleaved in each")
+    print("| n-gram | backend | round | finished | output tokens | wall s | tokens/s | "
+          "TTFT ms p50 | p99 |")
     print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
-    for backend, spec, r in rows:
-        t = np.array(r["ttft_s"]) * 1e3 if r["ttft_s"] else np.array([np.nan])
-        print(f"| {backend} | {'yes' if spec else 'no'} | {r['stopped']}/{r['requests']} | "
-              f"{r['tokens']} | {r['wall_s']:.2f} | {r['tokens'] / r['wall_s']:.0f} | "
-              f"{np.median(t):.0f} | {np.percentile(t, 99):.0f} | {t.max():.0f} |")
+    for round_index, backend, spec, r in sorted(rows, key=lambda row: (row[2], row[1], row[0])):
+        t = np.array(r["ttft_s"]) * 1e3
+        print(f"| {'yes' if spec else 'no'} | {backend} | {round_index} | "
+              f"{r['stopped']}/{r['requests']} | {r['tokens']} | {r['wall_s']:.2f} | "
+              f"{r['tokens'] / r['wall_s']:.0f} | {np.median(t):.0f} | "
+              f"{np.percentile(t, 99):.0f} |")
 
+
+def run_worker(args, tmp: Path, model: str, backend: str, spec: str) -> dict | None:
+    """One configuration in a fresh process; None (reported on stderr) if it failed."""
+    out = tmp / f"{backend}-{spec}.json"
+    env = dict(os.environ, VLLM_ENABLE_V1_MULTIPROCESSING="0", VLLM_CPU_KVCACHE_SPACE="1")
+    proc = subprocess.run(
+        [sys.executable, __file__, "--worker", model, backend, spec, "--out", str(out),
+         "--requests", str(args.requests), "--max-tokens", str(args.max_tokens)],
+        env=env, capture_output=True, text=True)
+    if proc.returncode:
+        print(f"{backend} spec={spec} failed:\n{proc.stderr[-3000:]}", file=sys.stderr)
+        return None
+    return json.loads(out.read_text())
 
 if __name__ == "__main__":
     main()

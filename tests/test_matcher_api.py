@@ -325,6 +325,61 @@ def test_token_id_beyond_int32(small_tok):
     assert m.accept_token(sid("a"))
 
 
+def token_loop_prefix(m: xg.GrammarMatcher, ids: list[int]) -> int:
+    """The reference for accept_prefix: accept_token one at a time."""
+    count = 0
+    for t in ids:
+        if m.is_terminated() or not m.accept_token(t):
+            break
+        count += 1
+    return count
+
+
+PREFIX_CASES = [["a", "b", "a"], ["a", "x", "a"], ["a", "</s>", "a"], [], ["x"],
+                ["ab", "a", "b", "</s>"], ["b"]]
+
+
+@pytest.mark.parametrize("tokens", PREFIX_CASES)
+@pytest.mark.parametrize("ids_type", [list, tuple, np.array])
+def test_accept_prefix_equals_token_loop(small_tok, tokens, ids_type):
+    ebnf = 'root ::= ("a" "b"?)+'
+    ids = [sid(t) for t in tokens]
+    ours, ref = small_matcher(small_tok, ebnf), small_matcher(small_tok, ebnf)
+    assert ours.accept_prefix(ids_type(ids)) == token_loop_prefix(ref, ids)
+    assert ours._debug_print_internal_state() == ref._debug_print_internal_state()
+    assert ours.num_accepted_tokens == ref.num_accepted_tokens
+    assert ours.is_terminated() == ref.is_terminated()
+
+
+@pytest.mark.parametrize("tokens", PREFIX_CASES)
+def test_count_valid_prefix_leaves_state(small_tok, tokens):
+    m = small_matcher(small_tok, 'root ::= ("a" "b"?)+')
+    assert m.accept_token(sid("a"))
+    before = m._debug_print_internal_state()
+    ids = [sid(t) for t in tokens]
+    ref = m.fork()
+    assert m.count_valid_prefix(ids) == token_loop_prefix(ref, ids)
+    assert m._debug_print_internal_state() == before and m.num_accepted_tokens == 1
+
+
+def test_prefix_after_termination(small_tok):
+    m = small_matcher(small_tok, 'root ::= "a"')
+    assert m.accept_prefix([sid("a"), SMALL_STOP]) == 2 and m.is_terminated()
+    assert m.accept_prefix([SMALL_STOP]) == 0 and m.count_valid_prefix([sid("a")]) == 0
+    m.rollback(1)
+    assert m.count_valid_prefix([SMALL_STOP, sid("a")]) == 1
+
+
+@pytest.mark.parametrize("bad", [-1, len(SMALL), 2**31, 2**40, -(2**63)])
+@pytest.mark.parametrize("call", ["accept_prefix", "count_valid_prefix"])
+def test_prefix_bad_ids_accept_nothing(small_tok, bad, call):
+    m = small_matcher(small_tok, 'root ::= "a"*')
+    with pytest.raises(xg.InvalidArgumentError, match="position 1"):
+        getattr(m, call)([sid("a"), bad, sid("a")])
+    assert m.num_accepted_tokens == 0
+    assert m.accept_prefix([sid("a")]) == 1  # still usable
+
+
 def test_rollback_beyond_int32(small_tok):
     m = small_matcher(small_tok, 'root ::= "a"*')
     assert m.accept_token(sid("a"))

@@ -45,6 +45,20 @@ void BindMatcher(nb::module_& m) {
           },
           nb::arg("token_id"))
       .def(
+          "accept_tokens",
+          [](GrammarMatcher& self, const std::vector<int32_t>& token_ids) {
+            nb::gil_scoped_release release;
+            return self.AcceptTokens(token_ids.data(), static_cast<int64_t>(token_ids.size()));
+          },
+          nb::arg("token_ids"))
+      .def(
+          "count_valid_tokens",
+          [](GrammarMatcher& self, const std::vector<int32_t>& token_ids) {
+            nb::gil_scoped_release release;
+            return self.CountValidTokens(token_ids.data(), static_cast<int64_t>(token_ids.size()));
+          },
+          nb::arg("token_ids"))
+      .def(
           "accept_bytes",
           [](GrammarMatcher& self, nb::bytes data) {
             std::string s(data.c_str(), data.size());

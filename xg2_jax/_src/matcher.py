@@ -100,6 +100,50 @@ class GrammarMatcher:
                                        f"[0, {self._compiled.tokenizer_info.vocab_size})")
         return self._handle.accept_token(token_id)
 
+    def accept_prefix(self, token_ids: Sequence[int]) -> int:
+        """Advances by the longest prefix of ``token_ids`` the grammar accepts, through a
+        stop token at most, in one native call (a speculative step's drafts, say).
+
+        Args:
+            token_ids: the tokens, in order (a list, tuple or 1-D integer array).
+
+        Returns:
+            How many were accepted (0 if the matcher already terminated); each is one
+            rollback step.
+
+        Raises:
+            InvalidArgumentError: an id is outside the vocabulary; nothing is accepted.
+        """
+        return self._call_with_ids(self._handle.accept_tokens, token_ids)
+
+    def count_valid_prefix(self, token_ids: Sequence[int]) -> int:
+        """How many tokens :meth:`accept_prefix` would accept; the state is unchanged.
+
+        Args:
+            token_ids: the tokens, in order.
+
+        Returns:
+            The length of the accepted prefix (draft validation for speculative decoding).
+
+        Raises:
+            InvalidArgumentError: an id is outside the vocabulary.
+        """
+        return self._call_with_ids(self._handle.count_valid_tokens, token_ids)
+
+    def _call_with_ids(self, call, token_ids: Sequence[int]) -> int:
+        try:
+            return call(token_ids)
+        except TypeError:
+            # nanobind refuses ids that do not fit int32 (and non-integers) with a bare
+            # TypeError: name the offending id instead.
+            ids = [int(t) for t in token_ids]
+            for position, token_id in enumerate(ids):
+                if not 0 <= token_id <= _INT32_MAX:
+                    raise InvalidArgumentError(
+                        f"token id {token_id} at position {position} is outside the "
+                        f"vocabulary [0, {self._compiled.tokenizer_info.vocab_size})") from None
+            return call(ids)
+
     def accept_string(self, text: Union[str, bytes], *, debug_print: bool = False) -> bool:
         """Advances by a string (one rollback step). Returns False, unchanged, if invalid.
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any, Iterable, Optional, Tuple
+from typing import Any, Iterable, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -147,37 +147,26 @@ class RequestGrammar:
         self.num_processed_tokens = 0
         self._terminated = False
 
-    def accept_tokens(self, request_id: str, tokens: Iterable[int]) -> bool:
-        """Advances by ``tokens``; False at the first rejected one (tokens after the grammar
-        terminated are ignored)."""
+    def accept_tokens(self, request_id: str, tokens: Sequence[int]) -> bool:
+        """Advances by ``tokens`` (one native call); False at the first rejected one (tokens
+        after the grammar terminated are ignored)."""
         if self._terminated:
             return True
-        for token in tokens:
-            if not self.matcher.accept_token(int(token)):
-                logger.error("xg2_jax: request %s: token %s rejected by the grammar",
-                             request_id, token)
-                return False
-            self.num_processed_tokens += 1
-            self._terminated = self.matcher.is_terminated()
-            if self._terminated:
-                break
+        accepted = self.matcher.accept_prefix(tokens)
+        self.num_processed_tokens += accepted
+        self._terminated = self.matcher.is_terminated()
+        if accepted < len(tokens) and not self._terminated:
+            logger.error("xg2_jax: request %s: token %s rejected by the grammar",
+                         request_id, tokens[accepted])
+            return False
         return True
 
-    def validate_tokens(self, tokens: Iterable[int]) -> list[int]:
+    def validate_tokens(self, tokens: Sequence[int]) -> list[int]:
         """The longest prefix of ``tokens`` the grammar accepts (through a stop token at
-        most); the state is left unchanged."""
+        most), found in one native call; the state is left unchanged."""
         if self._terminated:
             return []
-        accepted: list[int] = []
-        for token in tokens:
-            if not self.matcher.accept_token(int(token)):
-                break
-            accepted.append(int(token))
-            if self.matcher.is_terminated():
-                break
-        if accepted:
-            self.matcher.rollback(len(accepted))
-        return accepted
+        return list(tokens[:self.matcher.count_valid_prefix(tokens)])
 
     def rollback(self, num_tokens: int) -> None:
         """Undoes the last ``num_tokens`` accepted tokens."""

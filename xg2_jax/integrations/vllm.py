@@ -27,6 +27,7 @@ import functools
 import threading
 from typing import Any, Optional
 
+import numpy as np
 import vllm
 
 from xg2_jax._src.compiler import GrammarCompiler
@@ -95,6 +96,11 @@ class Xg2JaxGrammar(StructuredOutputGrammar):
     """A request's grammar (vLLM's contract; the logic is :class:`RequestGrammar`)."""
 
     state: RequestGrammar
+    # The manager passes the same bitmask tensor every step: its numpy view is made once
+    # (torch's .numpy() is the costliest part of a row fill's wrapper).
+    _bitmask: Optional["torch.Tensor"] = dataclasses.field(default=None, init=False, repr=False)
+    _bitmask_view: Optional[np.ndarray] = dataclasses.field(default=None, init=False,
+                                                            repr=False)
 
     def accept_tokens(self, request_id: str, tokens: list[int]) -> bool:
         return self.state.accept_tokens(request_id, tokens)
@@ -107,7 +113,9 @@ class Xg2JaxGrammar(StructuredOutputGrammar):
 
     def fill_bitmask(self, bitmask: "torch.Tensor", batch_index: int) -> None:
         # The manager's bitmask is a CPU int32 tensor; its numpy view shares the memory.
-        self.state.fill_bitmask(bitmask.numpy(), batch_index)
+        if bitmask is not self._bitmask:
+            self._bitmask, self._bitmask_view = bitmask, bitmask.numpy()
+        self.state.fill_bitmask(self._bitmask_view, batch_index)
 
     def is_terminated(self) -> bool:
         return self.state.is_terminated()

@@ -63,6 +63,26 @@ bool GrammarMatcher::AcceptToken(int32_t token_id) {
   return true;
 }
 
+int32_t GrammarMatcher::AcceptTokens(const int32_t* tokens, int64_t n) {
+  const int32_t vocab = compiled_->tokenizer()->vocab_size();
+  for (int64_t i = 0; i < n; ++i) {
+    if (tokens[i] < 0 || tokens[i] >= vocab) {
+      throw Error(ErrorKind::kInvalidArgument, "token id " + std::to_string(tokens[i]) + " at position " +
+                                                   std::to_string(i) + " is outside the vocabulary [0, " +
+                                                   std::to_string(vocab) + ")");
+    }
+  }
+  int32_t accepted = 0;
+  while (accepted < n && !IsTerminated() && AcceptToken(tokens[accepted])) ++accepted;
+  return accepted;
+}
+
+int32_t GrammarMatcher::CountValidTokens(const int32_t* tokens, int64_t n) {
+  const int32_t accepted = AcceptTokens(tokens, n);
+  Rollback(accepted);
+  return accepted;
+}
+
 bool GrammarMatcher::AcceptString(const std::string& bytes) {
   UseGuard guard(in_use_, "accept_string");
   if (terminated_) {

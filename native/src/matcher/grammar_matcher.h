@@ -23,6 +23,13 @@ class GrammarMatcher {
   // Error(kMatcherState) after termination and Error(kInvalidArgument) for ids outside the
   // model vocabulary.
   bool AcceptToken(int32_t token_id);
+  // Accepts tokens[0..n) in order, up to the first one the grammar rejects or through the
+  // one that terminates it; returns how many were accepted (0 if already terminated). Every
+  // id is range-checked first (Error(kInvalidArgument), nothing accepted).
+  int32_t AcceptTokens(const int32_t* tokens, int64_t n);
+  // The length of the prefix of tokens[0..n) that AcceptTokens would accept; the state is
+  // unchanged (the accepted steps are rolled back).
+  int32_t CountValidTokens(const int32_t* tokens, int64_t n);
   // Accepts raw bytes as one history step; false (state unchanged) if not a valid continuation.
   bool AcceptString(const std::string& bytes);
   // Writes the allowed-token bitmask into `words` (num_words >= ceil(vocab_size / 32); extra
