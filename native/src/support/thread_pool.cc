@@ -12,6 +12,7 @@ namespace xg2 {
 struct ThreadPool::Job {
   int64_t n = 0;
   const std::function<void(int64_t)>* fn = nullptr;  // valid while done < n
+  std::function<void(int64_t)> owned;                // fn's target for a posted job
   std::atomic<int64_t> next{0};                      // next index to claim
   std::atomic<bool> failed{false};                   // skip the remaining calls
   std::mutex mu;
@@ -45,8 +46,13 @@ void ThreadPool::RunIndices(Job& job) {
 
 ThreadPool::ThreadPool(int num_threads) {
   num_threads = std::max(0, num_threads);
-  workers_.reserve(static_cast<size_t>(num_threads));
-  for (int i = 0; i < num_threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+  try {
+    workers_.reserve(static_cast<size_t>(num_threads));
+    for (int i = 0; i < num_threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+  } catch (const std::exception&) {
+    // std::system_error (no thread could start) or std::bad_alloc: keep the workers that
+    // started; unwinding would destroy joinable threads, which ends the process.
+  }
 }
 
 ThreadPool::~ThreadPool() {
@@ -116,6 +122,24 @@ void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t)>& fn, 
     tickets_.erase(std::remove(tickets_.begin(), tickets_.end(), job), tickets_.end());
   }
   if (error) std::rethrow_exception(error);
+}
+
+bool ThreadPool::Post(std::function<void()> fn) {
+  if (workers_.empty()) return false;
+  try {
+    auto job = std::make_shared<Job>();
+    job->n = 1;
+    job->owned = [f = std::move(fn)](int64_t) { f(); };
+    job->fn = &job->owned;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      tickets_.push_back(std::move(job));
+    }
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  cv_.notify_one();
+  return true;
 }
 
 ThreadPool& ThreadPool::Default() {

@@ -21,7 +21,8 @@ namespace xg2 {
 
 class ThreadPool {
  public:
-  // num_threads worker threads (0 is allowed: every loop then runs on the caller).
+  // num_threads worker threads (0 is allowed: every loop then runs on the caller). Fewer if
+  // the system cannot start them all (out of memory or threads): the loops still run.
   explicit ThreadPool(int num_threads);
   // Stops and joins the workers. No ParallelFor may be running on this pool.
   ~ThreadPool();
@@ -34,6 +35,13 @@ class ThreadPool {
   // <= 0: the caller and every worker) and returns when all calls finished. Rethrows the first
   // exception thrown by fn.
   void ParallelFor(int64_t n, const std::function<void(int64_t)>& fn, int max_parallelism = 0);
+
+  // Queues fn to run once on a worker and returns at once. False if it cannot run (no
+  // workers, or no memory for the queue); nothing then calls fn. An exception from fn is
+  // dropped: fn reports its own errors. Background work belongs here rather than on a thread
+  // started for it: a thread started when memory has run out aborts the process (glibc
+  // cannot allocate its thread-local storage) instead of failing.
+  bool Post(std::function<void()> fn);
 
   // The process-wide pool with std::thread::hardware_concurrency() workers, created on first
   // use. It is never destroyed (its threads sleep until the process exits), so it stays usable
