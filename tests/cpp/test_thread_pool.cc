@@ -113,12 +113,18 @@ int main() {
     TestPost(pool);
   }  // joins its workers
   {
+    ThreadPool batch_pool(2, /*batch=*/true);  // the background pool's kind of workers
+    TestEveryIndexOnce(batch_pool);
+    TestPost(batch_pool);
+  }
+  {
     ThreadPool inline_pool(0);  // everything on the caller
     TestEveryIndexOnce(inline_pool);
     TestException(inline_pool);
   }
   TestEveryIndexOnce(ThreadPool::Default());
   TestConcurrentAndNestedCallers(ThreadPool::Default());
+  TestPost(ThreadPool::Background());
   if (g_failures) {
     std::printf("%d failure(s)\n", g_failures);
     return 1;

@@ -1,8 +1,5 @@
 #include "compiler/grammar_compiler.h"
 
-#include <pthread.h>
-#include <sched.h>
-
 #include <cstdio>
 #include <thread>
 
@@ -12,33 +9,6 @@
 
 namespace xg2 {
 namespace {
-
-// While a background build runs, its worker is a batch thread (Linux SCHED_BATCH: the same
-// share of the CPU, but waking up does not preempt the running thread). Else, on a loaded
-// machine, the worker woken by the compile preempts the caller on its core and the whole
-// build lands in the caller's time to first mask, which the build was meant to overlap.
-class BackgroundPriority {
- public:
-  BackgroundPriority() {
-#ifdef __linux__
-    sched_param param{};
-    restore_ = pthread_getschedparam(pthread_self(), &policy_, &param_) == 0 && policy_ == SCHED_OTHER &&
-               pthread_setschedparam(pthread_self(), SCHED_BATCH, &param) == 0;
-#endif
-  }
-  ~BackgroundPriority() {
-#ifdef __linux__
-    if (restore_) pthread_setschedparam(pthread_self(), policy_, &param_);
-#endif
-  }
-  BackgroundPriority(const BackgroundPriority&) = delete;
-  BackgroundPriority& operator=(const BackgroundPriority&) = delete;
-
- private:
-  bool restore_ = false;
-  int policy_ = 0;
-  sched_param param_{};
-};
 
 // A 128-bit hash of the grammar exactly as stored (every node, rule and the root): the
 // compiled-grammar cache's key. Printing the grammar as EBNF for the key cost as much as a
@@ -110,7 +80,6 @@ PrecomputeTask::PrecomputeTask(std::shared_ptr<CompiledGrammar> compiled, int nu
 
 void PrecomputeTask::Run(State& state, int num_threads, std::chrono::steady_clock::time_point deadline) {
   if (state.claimed.exchange(true)) return;  // the handle was dropped before the job started
-  BackgroundPriority background;
   // Nothing may escape a pool job: the error waits for the caller.
   try {
     state.completed = state.compiled->mask_cache().PrecomputeAll(std::max(1, num_threads), deadline, &state.cancel);
@@ -176,6 +145,10 @@ GrammarCompiler::GrammarCompiler(std::shared_ptr<const TokenizerInfo> tokenizer,
                 "the vocabulary has neither text tokens nor stop tokens: every mask would be empty");
   }
   if (num_threads_ <= 0) num_threads_ = std::max(1u, std::thread::hardware_concurrency());
+  // Start the pools now, while memory is plentiful, rather than in the first compile, which
+  // may run out of memory (a thread then fails to start, and the pool has fewer workers).
+  ThreadPool::Default();
+  ThreadPool::Background();
 }
 
 std::shared_ptr<CompiledGrammar> GrammarCompiler::Compile(const Grammar& grammar, const CompileOptions& options) {

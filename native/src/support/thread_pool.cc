@@ -1,5 +1,8 @@
 #include "support/thread_pool.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <exception>
@@ -44,7 +47,7 @@ void ThreadPool::RunIndices(Job& job) {
   if (job.done == job.n) job.cv.notify_all();
 }
 
-ThreadPool::ThreadPool(int num_threads) {
+ThreadPool::ThreadPool(int num_threads, bool batch) : batch_(batch) {
   num_threads = std::max(0, num_threads);
   try {
     workers_.reserve(static_cast<size_t>(num_threads));
@@ -69,6 +72,14 @@ void ThreadPool::WorkerLoop() {
   // glibc allocates it on first use and aborts the process if it cannot, which would be the
   // first exception thrown on this thread (std::bad_alloc, say).
   (void)std::uncaught_exceptions();
+#ifdef __linux__
+  if (batch_) {
+    // Best effort. Not a lower nice value: a background build takes the shared caches'
+    // locks, and a starved holder would stall the caller's fills (priority inversion).
+    sched_param param{};
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
+  }
+#endif
   for (;;) {
     std::shared_ptr<Job> job;
     {
@@ -145,6 +156,12 @@ bool ThreadPool::Post(std::function<void()> fn) {
 ThreadPool& ThreadPool::Default() {
   // Intentionally leaked: see the header.
   static ThreadPool* pool = new ThreadPool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  return *pool;
+}
+
+ThreadPool& ThreadPool::Background() {
+  static ThreadPool* pool =
+      new ThreadPool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), /*batch=*/true);
   return *pool;
 }
 

@@ -23,7 +23,9 @@ class ThreadPool {
  public:
   // num_threads worker threads (0 is allowed: every loop then runs on the caller). Fewer if
   // the system cannot start them all (out of memory or threads): the loops still run.
-  explicit ThreadPool(int num_threads);
+  // batch: the workers run as batch threads (Linux SCHED_BATCH), which take their share of
+  // the CPU but do not preempt the thread that wakes them.
+  explicit ThreadPool(int num_threads, bool batch = false);
   // Stops and joins the workers. No ParallelFor may be running on this pool.
   ~ThreadPool();
   ThreadPool(const ThreadPool&) = delete;
@@ -47,6 +49,11 @@ class ThreadPool {
   // use. It is never destroyed (its threads sleep until the process exits), so it stays usable
   // from static destructors and at interpreter shutdown.
   static ThreadPool& Default();
+  // The process-wide pool for background jobs (Post), as many batch workers as Default has
+  // workers, also never destroyed. A compile posts its mask build here: woken on the
+  // caller's core, a normal worker would preempt the caller (the sleeper's bonus) and the
+  // build, meant to overlap the prefill, would land in the caller's time on a loaded machine.
+  static ThreadPool& Background();
 
  private:
   struct Job;
@@ -58,6 +65,7 @@ class ThreadPool {
   // One entry per helper a job asked for; a worker takes one and helps with that job.
   std::deque<std::shared_ptr<Job>> tickets_;
   bool stop_ = false;
+  bool batch_ = false;
   std::vector<std::thread> workers_;
 };
 
