@@ -138,6 +138,19 @@ def random_any_order_grammar(rng: random.Random) -> GrammarAst:
     return GrammarAst((("root", root),) + tuple((n, random_expr(rng, names, 2)) for n in names[1:]))
 
 
+def random_right_recursive_grammar(rng: random.Random) -> GrammarAst:
+    """Rules whose alternatives mostly end in a reference (tail calls, the parser's Leo
+    chains), mixed with plain alternatives so chains break at ambiguous rows."""
+    names = RULE_NAMES[: rng.randint(2, 4)]
+
+    def alternative():
+        if rng.random() < 0.6:
+            return Seq((random_expr(rng, names, 1, ref_p=0.1), Ref(rng.choice(names))))
+        return random_expr(rng, names, 1, ref_p=0.1)
+    return GrammarAst(tuple((name, Alt(tuple(alternative() for _ in range(rng.randint(2, 3)))))
+                            for name in names))
+
+
 # Hypothesis draws the seed of a hand-tuned generator: hypothesis' own structural strategies
 # shrink better but, derandomized, mostly produce trivial grammars. (`st.randoms` seeds are
 # reproducible under derandomize=True and repeat less than small integers.)
@@ -146,6 +159,7 @@ grammars = st.randoms(use_true_random=True).map(random_grammar)
 wide_repeat_grammars = st.randoms(use_true_random=True).map(
     lambda rng: random_grammar(rng, max_count=6))
 any_order_grammars = st.randoms(use_true_random=True).map(random_any_order_grammar)
+right_recursive_grammars = st.randoms(use_true_random=True).map(random_right_recursive_grammar)
 
 
 # ------------------------------------------------------------------------------- helpers
@@ -451,3 +465,75 @@ def test_any_order_matches_reference(short_vocab, long_vocab, g, rng):
     check_bytes_and_chars(short_vocab.tok, g, rng)
     check_token_masks(short_vocab, g, rng, steps=12)
     check_token_masks(long_vocab, g, rng, steps=12)
+
+
+# --------------------------------------------------------------------------- right recursion
+
+NOT_QUOTE = Cls(((ord('"'), ord('"')),), True)
+# (grammar, head, a unit to repeat, tail): head + unit * n + tail is a sentence. Right-recursive
+# rules, whose completions chain through every row they span unless the parser goes to the
+# chain's top at once (Leo's optimisation).
+RIGHT_RECURSIVE = {
+    "string-body": (GrammarAst((("root", Ref("r1")),
+                                ("r1", Alt((Lit(""), Seq((NOT_QUOTE, Ref("r1")))))))), "", "ab", ""),
+    "mutual": (GrammarAst((
+        ("root", Seq((Ref("r1"), Lit("}")))),
+        ("r1", Alt((Seq((Lit("a"), Ref("r2"))), Lit("b")))),
+        ("r2", Alt((Seq((Lit("{"), Ref("r1"))), Seq((Lit("b"), Ref("r1"))))))),
+    ), "", "a{", "b}"),
+    "inside-repeat": (GrammarAst((("root", Rep(Seq((Lit("{"), Ref("r1"), Lit("}"))), 0, None)),
+                                 ("r1", Alt((Lit(""), Seq((Cls(((ord("a"), ord("b")),)), Ref("r1")))))))),
+                      "{", "ab", "}{a}"),
+    "ambiguous": (GrammarAst((("root", Ref("r1")),
+                              ("r1", Alt((Lit(""), Seq((Lit("a"), Ref("r1"))), Seq((Lit("a"), Ref("r2")))))),
+                              ("r2", Alt((Seq((Lit("b"), Ref("r1"))), Lit("b")))))), "", "ab", "a"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(RIGHT_RECURSIVE))
+def test_right_recursive_grammars_match_reference(short_vocab, long_vocab, name):
+    g = RIGHT_RECURSIVE[name][0]
+    for seed in range(6):
+        check_bytes_and_chars(short_vocab.tok, g, random.Random(seed))
+        check_token_masks(short_vocab, g, random.Random(seed), steps=24)
+        check_token_masks(long_vocab, g, random.Random(seed), steps=24)
+
+
+@settings(max_examples=100, **SETTINGS)
+@given(g=right_recursive_grammars, rng=st.randoms(use_true_random=True))
+def test_random_right_recursion_matches_reference(short_vocab, g, rng):
+    check_bytes_and_chars(short_vocab.tok, g, rng)
+    check_token_masks(short_vocab, g, rng)
+
+
+@pytest.mark.parametrize("lazy", [True, False])
+@pytest.mark.parametrize("name", sorted(RIGHT_RECURSIVE))
+def test_right_recursion_keeps_rows_bounded(short_vocab, name, lazy):
+    """The parser's last row does not grow with the input (it held one item per character:
+    2,000 characters took seconds), and rolling back across the chains keeps it right."""
+    g, head, unit, tail = RIGHT_RECURSIVE[name]
+    compiled = compile_text(short_vocab.tok, render_grammar(g), lazy=lazy)
+
+    def row_items(m: xg.GrammarMatcher) -> int:
+        return m._handle.last_fill_stats()["row_items"]
+
+    sizes = []
+    for n in (50, 2000):
+        m = xg.GrammarMatcher(compiled)
+        assert m.accept_string(head + unit * n)
+        sizes.append(row_items(m))
+        assert m.accept_string(tail) if tail else True
+        assert m.accept_token(short_vocab.stop_id) and m.is_terminated()
+    assert sizes[0] == sizes[1] and sizes[1] < 16, sizes
+    # Tokens through the chains, rolled back: the rows (and the memo of chain tops) rebuilt.
+    m = xg.GrammarMatcher(compiled)
+    assert m.accept_string(head + unit * 100)
+    ids = [short_vocab.tokens.index(c.encode()) for c in unit * 3]
+    for t in ids:
+        assert m.accept_token(t)
+    m.rollback(len(ids))
+    assert row_items(m) == sizes[0]
+    for t in ids:
+        assert m.accept_token(t)
+    assert row_items(m) == sizes[0]
+    assert (m.accept_string(tail) if tail else True) and m.accept_token(short_vocab.stop_id)

@@ -131,6 +131,7 @@ CHILD = textwrap.dedent("""
     import xg2_jax as xg
 
     tok = xg.TokenizerInfo.from_vocab_file(sys.argv[1])
+    lazy = json.loads(sys.argv[2])  # None: the default mode (a background mask build)
     compiler = xg.GrammarCompiler(tok, max_threads=4, cache_enabled=False)
     # Warm up (the worker pool starts, the runtime sets up) while memory is plentiful.
     compiler.compile_json_schema({"type": "object", "properties": {
@@ -152,7 +153,11 @@ CHILD = textwrap.dedent("""
         xg.clear_cross_grammar_cache()  # returns freed memory: the compile must map more
         resource.setrlimit(resource.RLIMIT_AS, (vmsize() + int(margin * 2**20), hard))
         try:
-            compiler.compile_grammar(grammar, lazy=False)
+            compiled = compiler.compile_grammar(grammar, lazy=lazy)
+            # The first mask (built now if the background build has not reached it).
+            matcher = xg.GrammarMatcher(compiled)
+            matcher.fill_next_token_bitmask(xg.allocate_token_bitmask(1, tok.vocab_size))
+            del matcher, compiled
             outcomes.append("compiled")
         except MemoryError:
             outcomes.append("MemoryError")
@@ -161,18 +166,21 @@ CHILD = textwrap.dedent("""
         finally:
             resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
         # The compiler keeps working after each failure.
-        cg = compiler.compile_json_schema({"type": "object", "properties": {"a": {"type": "string"}}}, lazy=False)
+        cg = compiler.compile_json_schema({"type": "object", "properties": {"a": {"type": "string"}}}, lazy=lazy)
         m = xg.GrammarMatcher(cg)
         assert m.accept_string('{"a": "x"}'), "the compiler should still work"
     print(json.dumps(outcomes))
 """)
 
 
-def test_allocation_failure_raises_memory_error(vocab_path, tmp_path):
+@pytest.mark.parametrize("lazy", [False, None], ids=["eager", "default"])
+def test_allocation_failure_raises_memory_error(vocab_path, tmp_path, lazy):
+    """Eager, and the default mode, whose background mask build runs out of memory too
+    (it once ended the process: the build's thread could not allocate its thread-locals)."""
     # From a scratch folder: `python -c` puts the working directory first on sys.path, and the
     # repository root's source folder would shadow an installed (non-editable) package.
-    proc = subprocess.run([sys.executable, "-c", CHILD, str(vocab_path("gpt2"))], capture_output=True,
-                          text=True, timeout=120, cwd=tmp_path)
+    proc = subprocess.run([sys.executable, "-c", CHILD, str(vocab_path("gpt2")), json.dumps(lazy)],
+                          capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert proc.returncode == 0, f"child died ({proc.returncode}): {proc.stderr[-2000:]}"
     outcomes = json.loads(proc.stdout.strip().splitlines()[-1])
     assert set(outcomes) <= {"MemoryError", "compiled"}, outcomes

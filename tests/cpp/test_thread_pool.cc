@@ -2,7 +2,10 @@
 // caller, concurrent and nested callers make progress, parallelism limits hold, shutdown joins.
 // A standalone executable: prints each failure and exits non-zero if any check failed.
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <mutex>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -73,6 +76,30 @@ void TestConcurrentAndNestedCallers(ThreadPool& pool) {
   CHECK(total.load() == 8 * 20 * 16 * 4);
 }
 
+// Posted jobs run once each, on a worker, alongside ParallelFor callers; one that throws
+// leaves the pool usable. A pool without workers refuses them (nothing would run them).
+void TestPost(ThreadPool& pool) {
+  std::atomic<int> ran{0};
+  std::mutex mu;
+  std::condition_variable cv;
+  const int jobs = 50;
+  for (int k = 0; k < jobs; ++k) {
+    CHECK(pool.Post([&, k] {
+      if (k == 7) throw std::runtime_error("posted job 7");
+      pool.ParallelFor(3, [](int64_t) {});
+      std::lock_guard<std::mutex> lock(mu);
+      ran.fetch_add(1);
+      cv.notify_all();
+    }));
+  }
+  std::unique_lock<std::mutex> lock(mu);
+  CHECK(cv.wait_for(lock, std::chrono::seconds(30), [&] { return ran.load() == jobs - 1; }));
+  lock.unlock();
+  TestEveryIndexOnce(pool);
+  ThreadPool none(0);
+  CHECK(!none.Post([] {}));
+}
+
 }  // namespace
 
 int main() {
@@ -83,7 +110,13 @@ int main() {
     TestException(pool);
     TestMaxParallelism(pool);
     TestConcurrentAndNestedCallers(pool);
+    TestPost(pool);
   }  // joins its workers
+  {
+    ThreadPool batch_pool(2, /*batch=*/true);  // the background pool's kind of workers
+    TestEveryIndexOnce(batch_pool);
+    TestPost(batch_pool);
+  }
   {
     ThreadPool inline_pool(0);  // everything on the caller
     TestEveryIndexOnce(inline_pool);
@@ -91,6 +124,7 @@ int main() {
   }
   TestEveryIndexOnce(ThreadPool::Default());
   TestConcurrentAndNestedCallers(ThreadPool::Default());
+  TestPost(ThreadPool::Background());
   if (g_failures) {
     std::printf("%d failure(s)\n", g_failures);
     return 1;

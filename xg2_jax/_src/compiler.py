@@ -55,7 +55,8 @@ class CompiledGrammar:
 
     def precompute_async(self, *, budget_ms: Optional[float] = None,
                          num_threads: int = 1) -> "PrecomputeHandle":
-        """Builds the mask entries of a lazily compiled grammar on a native thread.
+        """Builds the mask entries of a lazily compiled grammar on a native thread (of a
+        persistent batch-priority pool).
 
         Start it right after ``compile_*(..., lazy=True)`` and run the model's prefill
         meanwhile; masks that are not built yet when the first fill needs them are built
@@ -368,8 +369,10 @@ class GrammarCompiler:
             root_rule_name: root rule when ``grammar`` is text.
             lazy: None (default): return before the token masks are built and build them
                 on a background thread meanwhile (broadest first, for at most
-                ``DEFAULT_BACKGROUND_BUDGET_MS``), so a prefill hides the build; a fill that
-                needs a mask not built yet builds it. True: each mask built on first use
+                ``DEFAULT_BACKGROUND_BUDGET_MS``; a batch-priority pool thread, which does
+                not preempt the caller), so a prefill hides the build; a fill
+                that needs a mask not built yet builds it. If the build cannot run (out of
+                memory), the masks are just built on use. True: each mask built on first use
                 only. False: every mask built before returning (eager). The compiler's
                 ``enable_dynamic_compilation`` (None, True, False) sets the default.
             max_unrolled_repeat: repetitions ``{n,m}`` with a bound above this run as counted

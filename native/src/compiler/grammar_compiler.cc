@@ -4,6 +4,7 @@
 #include <thread>
 
 #include "grammar/expr_hash.h"
+#include "support/thread_pool.h"
 #include "xg2/errors.h"
 
 namespace xg2 {
@@ -62,45 +63,71 @@ size_t CompiledGrammar::MemoryBytes() const {
 }
 
 PrecomputeTask::PrecomputeTask(std::shared_ptr<CompiledGrammar> compiled, int num_threads, double budget_ms)
-    : compiled_(std::move(compiled)) {
+    : state_(std::make_shared<State>()) {
+  state_->compiled = std::move(compiled);
   auto deadline = budget_ms < 0 ? std::chrono::steady_clock::time_point::max()
                                 : std::chrono::steady_clock::now() +
                                       std::chrono::microseconds(static_cast<int64_t>(budget_ms * 1000));
-  thread_ = std::thread([this, num_threads, deadline]() {
-    // Nothing may escape a thread's function (std::terminate): the error waits for the caller.
-    try {
-      completed_ = compiled_->mask_cache().PrecomputeAll(std::max(1, num_threads), deadline, &cancel_);
-    } catch (...) {
-      error_ = std::current_exception();
-    }
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      done_ = true;
-    }
-    cv_.notify_all();
-  });
+  bool posted = false;
+  try {
+    posted =
+        ThreadPool::Default().Post([state = state_, num_threads, deadline]() { Run(*state, num_threads, deadline); });
+  } catch (const std::exception&) {
+    // No pool (it could not be made): the masks stay lazy.
+  }
+  if (!posted && !state_->claimed.exchange(true)) state_->Finish();
+}
+
+void PrecomputeTask::Run(State& state, int num_threads, std::chrono::steady_clock::time_point deadline) {
+  if (state.claimed.exchange(true)) return;  // the handle was dropped before the job started
+  // Nothing may escape a pool job: the error waits for the caller.
+  try {
+    state.completed = state.compiled->mask_cache().PrecomputeAll(std::max(1, num_threads), deadline, &state.cancel);
+  } catch (...) {
+    state.error = std::current_exception();
+  }
+  state.Finish();
+}
+
+void PrecomputeTask::State::Finish() {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    done = true;
+  }
+  cv.notify_all();
 }
 
 PrecomputeTask::~PrecomputeTask() {
-  cancel_ = true;
-  if (thread_.joinable()) thread_.join();
+  state_->cancel = true;
+  // Not started yet: it never will (the queued job finds it claimed). Else wait for the
+  // entry in progress, so no build outlives its handle.
+  if (state_->claimed.exchange(true)) {
+    std::unique_lock<std::mutex> lock(state_->mu);
+    state_->cv.wait(lock, [this] { return state_->done.load(); });
+  }
+  // Released here, not by the pool worker that drops the job: the last reference may be
+  // Python's, whose release takes the GIL, and a worker that waits for the GIL while the
+  // interpreter finalizes is ended by pthread_exit, which unwinds into std::terminate.
+  state_->compiled.reset();
 }
 
 bool PrecomputeTask::Wait(double timeout_ms) {
-  std::unique_lock<std::mutex> lock(mu_);
-  if (timeout_ms < 0) {
-    cv_.wait(lock, [this] { return done_.load(); });
-  } else if (!cv_.wait_for(lock, std::chrono::microseconds(static_cast<int64_t>(timeout_ms * 1000)),
-                           [this] { return done_.load(); })) {
-    return false;
+  {
+    std::unique_lock<std::mutex> lock(state_->mu);
+    auto finished = [this] { return state_->done.load(); };
+    if (timeout_ms < 0) {
+      state_->cv.wait(lock, finished);
+    } else if (!state_->cv.wait_for(lock, std::chrono::microseconds(static_cast<int64_t>(timeout_ms * 1000)),
+                                    finished)) {
+      return false;
+    }
   }
-  lock.unlock();
   RethrowIfFailed();
   return true;
 }
 
 void PrecomputeTask::RethrowIfFailed() const {
-  if (done_.load() && error_) std::rethrow_exception(error_);
+  if (state_->done.load() && state_->error) std::rethrow_exception(state_->error);
 }
 
 GrammarCompiler::GrammarCompiler(std::shared_ptr<const TokenizerInfo> tokenizer, int num_threads, bool cache_enabled,
@@ -118,6 +145,10 @@ GrammarCompiler::GrammarCompiler(std::shared_ptr<const TokenizerInfo> tokenizer,
                 "the vocabulary has neither text tokens nor stop tokens: every mask would be empty");
   }
   if (num_threads_ <= 0) num_threads_ = std::max(1u, std::thread::hardware_concurrency());
+  // Start the pools now, while memory is plentiful, rather than in the first compile, which
+  // may run out of memory (a thread then fails to start, and the pool has fewer workers).
+  ThreadPool::Default();
+  ThreadPool::Background();
 }
 
 std::shared_ptr<CompiledGrammar> GrammarCompiler::Compile(const Grammar& grammar, const CompileOptions& options) {

@@ -3,13 +3,13 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <exception>
 #include <list>
 #include <memory>
 #include <mutex>
 #include <string>
-#include <thread>
 #include <unordered_map>
 
 #include "automata/grammar_automaton.h"
@@ -51,7 +51,10 @@ class CompiledGrammar {
 };
 
 // A background build of a lazily compiled grammar's mask entries (started while the device
-// runs the prefill). Destroying it cancels the build and joins the thread.
+// runs the prefill), run on the persistent thread pool: a thread started per build would
+// abort the process when memory runs out (see ThreadPool::Post). If it cannot start, or fails,
+// the masks just stay lazy (built on first use); the failure is rethrown by Wait. Destroying
+// it cancels the build and waits for the entry in progress.
 class PrecomputeTask {
  public:
   PrecomputeTask(std::shared_ptr<CompiledGrammar> compiled, int num_threads, double budget_ms);
@@ -60,22 +63,30 @@ class PrecomputeTask {
   PrecomputeTask& operator=(const PrecomputeTask&) = delete;
   // Waits up to timeout_ms (< 0: forever); true once the build has finished.
   bool Wait(double timeout_ms);
-  bool done() const { return done_.load(); }
-  // True if every entry was built (false if the budget ran out or it was cancelled).
-  bool completed() const { return completed_.load(); }
-  void Cancel() { cancel_ = true; }
+  bool done() const { return state_->done.load(); }
+  // True if every entry was built (false if the budget ran out, it was cancelled, or it
+  // could not start).
+  bool completed() const { return state_->completed.load(); }
+  void Cancel() { state_->cancel = true; }
   // The exception that stopped the build (std::bad_alloc, say), rethrown once it is done.
   void RethrowIfFailed() const;
 
  private:
-  std::shared_ptr<CompiledGrammar> compiled_;
-  std::atomic<bool> cancel_{false};
-  std::atomic<bool> done_{false};
-  std::atomic<bool> completed_{false};
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::exception_ptr error_;  // set before done_
-  std::thread thread_;
+  // Shared with the queued job, which may outlive this handle if it never got to run. The
+  // job never touches `compiled` once done (or claimed by the handle).
+  struct State {
+    std::shared_ptr<CompiledGrammar> compiled;
+    std::atomic<bool> cancel{false};
+    std::atomic<bool> claimed{false};  // the job started, or the handle gave up on it
+    std::atomic<bool> done{false};
+    std::atomic<bool> completed{false};
+    std::mutex mu;
+    std::condition_variable cv;
+    std::exception_ptr error;  // set before done
+    void Finish();
+  };
+  static void Run(State& state, int num_threads, std::chrono::steady_clock::time_point deadline);
+  std::shared_ptr<State> state_;
 };
 
 // The compiled-grammar cache is bounded in bytes (CompiledGrammar::MemoryBytes, re-measured

@@ -139,17 +139,8 @@ void EarleyParser::CloseRow(int32_t row) {
         // This is the context-free FOLLOW over-approximation, closed over all levels.
         for (int32_t t : g.rule_follow_targets[g.RuleOf(it.state)]) AddItem(t, -2);
       } else {
-        // Complete: advance every item of the origin row that waits on this rule. (An item
-        // completed in its own row is handled by the nullable advance in predict.)
-        const RuleId r = g.RuleOf(it.state);
-        const uint64_t bit = 1ull << (r & 63);
-        const int32_t end = row_begin_[it.origin + 1];
-        for (int32_t j = row_begin_[it.origin]; j < end; ++j) {
-          const EarleyItem parent = items_[j];
-          if (!(g.AwaitedBits(parent.state) & bit)) continue;
-          int32_t target = g.RuleEdgeTarget(parent.state, r);
-          if (target >= 0) AddItem(target, parent.origin);
-        }
+        // (An item completed in its own row is handled by the nullable advance in predict.)
+        Complete(g.RuleOf(it.state), it.origin);
       }
     }
     g.ForEachRuleEdge(it.state, [&](RuleId rule, int32_t target) {
@@ -162,7 +153,98 @@ void EarleyParser::CloseRow(int32_t row) {
   }
   row_begin_.push_back(static_cast<int32_t>(items_.size()));
   row_can_end_.push_back(can_end);
+  leo_head_.push_back(-1);
   closing_row_ = INT32_MIN;
+}
+
+void EarleyParser::Complete(RuleId rule, int32_t origin) {
+  const EarleyItem memo = FindLeo(rule, origin);
+  if (memo.state >= 0) {
+    AddItem(memo.state, memo.origin);
+    return;
+  }
+  const GrammarAutomaton& g = *g_;
+  const uint64_t bit = 1ull << (rule & 63);
+  const int32_t end = row_begin_[origin + 1];
+  // The first advanced item waits until a second one shows the completion is not
+  // deterministic (then both go in, in row order).
+  int32_t found = 0;
+  EarleyItem first{-1, 0};
+  for (int32_t j = row_begin_[origin]; j < end; ++j) {
+    const EarleyItem parent = items_[j];
+    if (!(g.AwaitedBits(parent.state) & bit)) continue;
+    const int32_t target = g.RuleEdgeTarget(parent.state, rule);
+    if (target < 0) continue;
+    if (++found == 1) {
+      first = EarleyItem{target, parent.origin};
+      continue;
+    }
+    if (found == 2) AddItem(first.state, first.origin);
+    AddItem(target, parent.origin);
+  }
+  if (found != 1) return;
+  if (first.origin >= 0 && IsEdgelessFinal(first.state)) first = LeoTop(rule, origin, first);
+  AddItem(first.state, first.origin);
+}
+
+EarleyItem EarleyParser::LeoTop(RuleId rule, int32_t origin, EarleyItem first) {
+  // Iterative (a chain is as long as the input): follow deterministic completions down the
+  // origin rows until one is not, or one whose top is already known.
+  std::vector<std::pair<RuleId, int32_t>> keys{{rule, origin}};
+  EarleyItem top = first;
+  while (top.origin >= 0) {
+    const RuleId r = g_->RuleOf(top.state);
+    const EarleyItem known = FindLeo(r, top.origin);
+    if (known.state >= 0) {
+      top = known;
+      break;
+    }
+    const EarleyItem next = DeterministicAdvance(r, top.origin);
+    if (next.state < 0) break;
+    keys.emplace_back(r, top.origin);
+    top = next;
+  }
+  for (const auto& [r, o] : keys) {
+    leo_.push_back(LeoEntry{r, o, top, leo_head_[o], closing_row_});
+    leo_head_[o] = static_cast<int32_t>(leo_.size()) - 1;
+  }
+  return top;
+}
+
+EarleyItem EarleyParser::FindLeo(RuleId rule, int32_t origin) const {
+  for (int32_t k = leo_head_[origin]; k >= 0; k = leo_[k].next) {
+    if (leo_[k].rule == rule) return leo_[k].top;
+  }
+  return EarleyItem{-1, 0};
+}
+
+EarleyItem EarleyParser::DeterministicAdvance(RuleId rule, int32_t origin) const {
+  const GrammarAutomaton& g = *g_;
+  const uint64_t bit = 1ull << (rule & 63);
+  EarleyItem advanced{-1, 0};
+  for (int32_t j = row_begin_[origin]; j < row_begin_[origin + 1]; ++j) {
+    const EarleyItem parent = items_[j];
+    if (!(g.AwaitedBits(parent.state) & bit)) continue;
+    const int32_t target = g.RuleEdgeTarget(parent.state, rule);
+    if (target < 0) continue;
+    if (advanced.state >= 0) return EarleyItem{-1, 0};  // a second waiting item
+    advanced = EarleyItem{target, parent.origin};
+  }
+  if (advanced.state < 0 || !IsEdgelessFinal(advanced.state)) return EarleyItem{-1, 0};
+  return advanced;
+}
+
+bool EarleyParser::IsEdgelessFinal(int32_t state) const {
+  const GrammarAutomaton& g = *g_;
+  return !g.is_virtual(state) && g.state_final[state] && g.byte_edge_begin[state + 1] == g.byte_edge_begin[state] &&
+         g.rule_edge_begin[state + 1] == g.rule_edge_begin[state];
+}
+
+void EarleyParser::PopLeoEntries(int32_t rows) {
+  while (!leo_.empty() && leo_.back().created_row >= rows) {
+    leo_head_[leo_.back().origin] = leo_.back().next;
+    leo_.pop_back();
+  }
 }
 
 bool EarleyParser::Advance(uint8_t byte) {
@@ -181,6 +263,7 @@ bool EarleyParser::Advance(uint8_t byte) {
       items_.push_back(EarleyItem{target, it.origin});
       row_begin_.push_back(static_cast<int32_t>(items_.size()));
       row_can_end_.push_back((trivial & 2) ? 0 : 1);
+      leo_head_.push_back(-1);
       return true;
     }
   }
@@ -212,6 +295,8 @@ void EarleyParser::PopRows(int32_t n) {
   if (n <= 0) return;
   if (n >= num_rows()) throw Error(ErrorKind::kMatcherState, "cannot pop the initial parser row");
   int32_t rows = num_rows() - n;
+  PopLeoEntries(rows);
+  leo_head_.resize(static_cast<size_t>(rows));
   items_.resize(static_cast<size_t>(row_begin_[rows]));
   row_begin_.resize(static_cast<size_t>(rows) + 1);
   row_can_end_.resize(static_cast<size_t>(rows));
@@ -237,7 +322,7 @@ void EarleyParser::NextBytes(uint64_t out[4]) const {
 
 size_t EarleyParser::MemoryBytes() const {
   return items_.capacity() * sizeof(EarleyItem) + row_begin_.capacity() * sizeof(int32_t) + row_can_end_.capacity() +
-         dedup_keys_.capacity() * 12;
+         dedup_keys_.capacity() * 12 + leo_.capacity() * sizeof(LeoEntry) + leo_head_.capacity() * sizeof(int32_t);
 }
 
 }  // namespace xg2

@@ -75,6 +75,23 @@ class EarleyParser {
   void CloseRow(int32_t row);
   void GrowDedup();
   void NewRowStamp();
+  // Completes `rule` started at row `origin`: advances every item there that waits on it.
+  void Complete(RuleId rule, int32_t origin);
+  // Leo's optimisation for right recursion: when exactly one item of row `origin` waits on
+  // `rule` and advancing it gives a final state with no edges, that item's only effect is to
+  // complete its own rule in turn. Such a chain of deterministic completions is followed to
+  // its top, and only the top item enters the row (the intermediate ones would only complete
+  // and have nothing to scan), so a right-recursive rule keeps rows of bounded size. Returns
+  // the top item of the chain that starts with `first` (the one advanced item), memoised
+  // per (rule, origin row).
+  EarleyItem LeoTop(RuleId rule, int32_t origin, EarleyItem first);
+  // The memoised top of (rule, origin), or {-1, 0} if none.
+  EarleyItem FindLeo(RuleId rule, int32_t origin) const;
+  // The one item of row `origin` that waits on `rule`, advanced, if it is a deterministic
+  // completion (a final state without edges); else {-1, 0}.
+  EarleyItem DeterministicAdvance(RuleId rule, int32_t origin) const;
+  bool IsEdgelessFinal(int32_t state) const;
+  void PopLeoEntries(int32_t rows);
 
   std::shared_ptr<const GrammarAutomaton> g_;
   std::vector<EarleyItem> items_;
@@ -92,6 +109,18 @@ class EarleyParser {
   std::vector<uint32_t> predicted_state_;
   int32_t closing_row_ = INT32_MIN;  // not closing a row
   int32_t dedup_count_ = 0;
+  // Leo memo: entries in creation order (so rollback pops them off the back), chained per
+  // origin row from leo_head_[row] (-1: none). An entry depends only on rows up to its
+  // origin, but it is dropped with the row that created it, which keeps the order simple.
+  struct LeoEntry {
+    RuleId rule;
+    int32_t origin;
+    EarleyItem top;
+    int32_t next;         // the previous head of the origin row's chain
+    int32_t created_row;  // the row being closed when it was made
+  };
+  std::vector<LeoEntry> leo_;
+  std::vector<int32_t> leo_head_;  // per row
 };
 
 }  // namespace xg2

@@ -1,5 +1,8 @@
 #include "support/thread_pool.h"
 
+#include <pthread.h>
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <exception>
@@ -12,6 +15,7 @@ namespace xg2 {
 struct ThreadPool::Job {
   int64_t n = 0;
   const std::function<void(int64_t)>* fn = nullptr;  // valid while done < n
+  std::function<void(int64_t)> owned;                // fn's target for a posted job
   std::atomic<int64_t> next{0};                      // next index to claim
   std::atomic<bool> failed{false};                   // skip the remaining calls
   std::mutex mu;
@@ -43,10 +47,15 @@ void ThreadPool::RunIndices(Job& job) {
   if (job.done == job.n) job.cv.notify_all();
 }
 
-ThreadPool::ThreadPool(int num_threads) {
+ThreadPool::ThreadPool(int num_threads, bool batch) : batch_(batch) {
   num_threads = std::max(0, num_threads);
-  workers_.reserve(static_cast<size_t>(num_threads));
-  for (int i = 0; i < num_threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+  try {
+    workers_.reserve(static_cast<size_t>(num_threads));
+    for (int i = 0; i < num_threads; ++i) workers_.emplace_back([this] { WorkerLoop(); });
+  } catch (const std::exception&) {
+    // std::system_error (no thread could start) or std::bad_alloc: keep the workers that
+    // started; unwinding would destroy joinable threads, which ends the process.
+  }
 }
 
 ThreadPool::~ThreadPool() {
@@ -63,6 +72,14 @@ void ThreadPool::WorkerLoop() {
   // glibc allocates it on first use and aborts the process if it cannot, which would be the
   // first exception thrown on this thread (std::bad_alloc, say).
   (void)std::uncaught_exceptions();
+#ifdef __linux__
+  if (batch_) {
+    // Best effort. Not a lower nice value: a background build takes the shared caches'
+    // locks, and a starved holder would stall the caller's fills (priority inversion).
+    sched_param param{};
+    pthread_setschedparam(pthread_self(), SCHED_BATCH, &param);
+  }
+#endif
   for (;;) {
     std::shared_ptr<Job> job;
     {
@@ -118,9 +135,33 @@ void ThreadPool::ParallelFor(int64_t n, const std::function<void(int64_t)>& fn, 
   if (error) std::rethrow_exception(error);
 }
 
+bool ThreadPool::Post(std::function<void()> fn) {
+  if (workers_.empty()) return false;
+  try {
+    auto job = std::make_shared<Job>();
+    job->n = 1;
+    job->owned = [f = std::move(fn)](int64_t) { f(); };
+    job->fn = &job->owned;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      tickets_.push_back(std::move(job));
+    }
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  cv_.notify_one();
+  return true;
+}
+
 ThreadPool& ThreadPool::Default() {
   // Intentionally leaked: see the header.
   static ThreadPool* pool = new ThreadPool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())));
+  return *pool;
+}
+
+ThreadPool& ThreadPool::Background() {
+  static ThreadPool* pool =
+      new ThreadPool(static_cast<int>(std::max(1u, std::thread::hardware_concurrency())), /*batch=*/true);
   return *pool;
 }
 
