@@ -2,6 +2,7 @@
 the byte-level alphabet, vocabulary-type detection, and the C++-only helpers that say why
 they are missing."""
 
+import numpy as np
 import pytest
 
 import xg2_jax as xg
@@ -80,3 +81,42 @@ def test_base_exports_the_native_module():
     from xg2_jax import _core, base
 
     assert base._core is _core
+
+
+@pytest.mark.parametrize("vocab_size, indices, masked", [
+    (None, None, {0: [1, 2], 1: [1, 2]}),
+    (2, None, {0: [1], 1: [1]}),
+    (None, [1], {0: [], 1: [1, 2]}),
+])
+def test_cpu_kernel_masks_numpy_logits_in_place(vocab_size, indices, masked):
+    from xg2_jax.kernels import apply_token_bitmask_inplace_cpu
+
+    logits = np.ones((2, 4), dtype=np.float32)
+    bitmask = np.array([[0b1001], [0b1001]], dtype=np.int32)
+    apply_token_bitmask_inplace_cpu(logits, bitmask, vocab_size, indices)
+    for row, cols in masked.items():
+        assert np.flatnonzero(np.isinf(logits[row])).tolist() == cols
+
+
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_cpu_kernel_masks_torch_logits(dtype):
+    torch = pytest.importorskip("torch")
+    from xg2_jax.kernels import apply_token_bitmask_inplace_cpu
+
+    logits = torch.ones(10, dtype=getattr(torch, dtype))
+    apply_token_bitmask_inplace_cpu(logits, torch.tensor([0b1010101010], dtype=torch.int32))
+    assert torch.isinf(logits).tolist() == [True, False] * 5
+
+
+class _OffHostTensor:
+    """Stands for an accelerator tensor: only its device is read before the refusal."""
+
+    class device:  # noqa: N801 - mirrors torch.Tensor.device
+        type = "cuda"
+
+
+def test_cpu_kernel_refuses_tensors_off_the_host():
+    from xg2_jax.kernels import apply_token_bitmask_inplace_cpu
+
+    with pytest.raises(xg.InvalidArgumentError, match="logits must be on the CPU"):
+        apply_token_bitmask_inplace_cpu(_OffHostTensor(), np.zeros(1, dtype=np.int32))
