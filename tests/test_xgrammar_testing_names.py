@@ -120,3 +120,37 @@ def test_cpu_kernel_refuses_tensors_off_the_host():
 
     with pytest.raises(xg.InvalidArgumentError, match="logits must be on the CPU"):
         apply_token_bitmask_inplace_cpu(_OffHostTensor(), np.zeros(1, dtype=np.int32))
+
+
+@pytest.mark.parametrize("vocab, kwargs", [
+    (["a", "b", "</s>"], {}),
+    (["<s>", "</s>", "\u2581hi", "<0x0A>"], dict(vocab_type=xg.VocabType.BYTE_FALLBACK,
+                                                vocab_size=8, add_prefix_space=True,
+                                                stop_token_ids=[0, 1])),
+    (["\u0120a", "b", "<|endoftext|>"], dict(vocab_type=xg.VocabType.BYTE_LEVEL)),
+])
+def test_metadata_round_trip(vocab, kwargs):
+    info = xg.TokenizerInfo(vocab, **kwargs)
+    back = xg.TokenizerInfo.from_vocab_and_metadata(vocab, info.dump_metadata())
+    for attr in ("vocab_type", "vocab_size", "add_prefix_space", "stop_token_ids",
+                 "decoded_vocab", "special_token_ids"):
+        assert getattr(back, attr) == getattr(info, attr), attr
+
+
+@pytest.mark.parametrize("metadata, error, message", [
+    ("{", xg.InvalidJSONError, "not valid JSON"),
+    ("[]", xg.DeserializeFormatError, "must be an object"),
+    ('{"vocab_size":2,"add_prefix_space":false,"stop_token_ids":[]}', xg.DeserializeFormatError,
+     "'vocab_type'"),
+    ('{"vocab_type":3,"vocab_size":2,"add_prefix_space":false,"stop_token_ids":[]}',
+     xg.DeserializeFormatError, "must be 0, 1 or 2"),
+    ('{"vocab_type":0,"vocab_size":true,"add_prefix_space":false,"stop_token_ids":[]}',
+     xg.DeserializeFormatError, "'vocab_size' must be an int"),
+    ('{"vocab_type":0,"vocab_size":2,"add_prefix_space":0,"stop_token_ids":[]}',
+     xg.DeserializeFormatError, "'add_prefix_space' must be a bool"),
+    ('{"vocab_type":0,"vocab_size":2,"add_prefix_space":false,"stop_token_ids":[9]}',
+     xg.TokenizerError, "9"),
+])
+def test_metadata_errors_are_typed(metadata, error, message):
+    with pytest.raises(error, match=message):
+        xg.TokenizerInfo.from_vocab_and_metadata(["a", "b"], metadata)

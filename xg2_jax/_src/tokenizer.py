@@ -25,7 +25,7 @@ from typing import Any, Iterable, Mapping, Sequence, Union
 
 from xg2_jax import _core
 from xg2_jax._src import serialization_json
-from xg2_jax._src.errors import TokenizerError, XG2Error
+from xg2_jax._src.errors import DeserializeFormatError, TokenizerError, XG2Error
 
 __all__ = ["TokenizerInfo", "VocabType"]
 
@@ -241,6 +241,65 @@ class TokenizerInfo:
             IndexError: ``token_id`` is outside ``[0, vocab_size)``.
         """
         return self._handle.token_bytes(token_id)
+
+    def dump_metadata(self) -> str:
+        """The vocabulary's settings as compact JSON (xgrammar's metadata string): together
+        with the encoded vocabulary they rebuild it (:meth:`from_vocab_and_metadata`).
+
+        Returns:
+            ``{"add_prefix_space":...,"stop_token_ids":[...],"vocab_size":...,"vocab_type":...}``
+            with ``vocab_type`` as its int value.
+
+        Example:
+            >>> TokenizerInfo(["a", "</s>"]).dump_metadata()
+            '{"add_prefix_space":false,"stop_token_ids":[1],"vocab_size":2,"vocab_type":0}'
+        """
+        return json.dumps({"vocab_type": int(self.vocab_type), "vocab_size": self.vocab_size,
+                           "add_prefix_space": self.add_prefix_space,
+                           "stop_token_ids": self.stop_token_ids},
+                          sort_keys=True, separators=(",", ":"))
+
+    @staticmethod
+    def from_vocab_and_metadata(encoded_vocab: Sequence[Union[str, bytes]],
+                                metadata: Union[str, bytes]) -> "TokenizerInfo":
+        """A vocabulary from its encoded tokens and the JSON of :meth:`dump_metadata`.
+
+        Args:
+            encoded_vocab: the tokens as the tokenizer writes them.
+            metadata: JSON with ``vocab_type`` (0, 1 or 2), ``vocab_size`` (int),
+                ``add_prefix_space`` (bool) and ``stop_token_ids`` (list of ints).
+
+        Returns:
+            The vocabulary.
+
+        Raises:
+            InvalidJSONError: ``metadata`` is not JSON text.
+            DeserializeFormatError: not an object, or a field missing or of the wrong type
+                (named).
+            TokenizerError: a stop token id out of range.
+
+        Example:
+            >>> info = TokenizerInfo.from_vocab_and_metadata(
+            ...     ["a", "b"], '{"vocab_type":0,"vocab_size":4,"add_prefix_space":false,'
+            ...     '"stop_token_ids":[1]}')
+            >>> info.vocab_size, info.stop_token_ids
+            (4, [1])
+        """
+        fields = serialization_json.load_object(metadata, "TokenizerInfo metadata")
+        expected = {"vocab_type": (int, "an int"), "vocab_size": (int, "an int"),
+                    "add_prefix_space": (bool, "a bool"), "stop_token_ids": (list, "a list")}
+        for key, (kind, described) in expected.items():
+            value = fields.get(key)
+            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+                raise DeserializeFormatError(f"metadata field '{key}' must be {described}; "
+                                             f"got {value!r}")
+        if fields["vocab_type"] not in (0, 1, 2):
+            raise DeserializeFormatError(f"metadata field 'vocab_type' must be 0, 1 or 2; got "
+                                         f"{fields['vocab_type']}")
+        return TokenizerInfo(encoded_vocab, VocabType(fields["vocab_type"]),
+                             vocab_size=fields["vocab_size"],
+                             stop_token_ids=fields["stop_token_ids"],
+                             add_prefix_space=fields["add_prefix_space"])
 
     def serialize_json(self) -> str:
         """This vocabulary as a JSON document (decoded token bytes, special and stop ids).
