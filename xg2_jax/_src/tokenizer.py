@@ -19,31 +19,17 @@ import gzip
 import json
 import operator
 import os
-import re
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence, Union
 
 from xg2_jax import _core
-from xg2_jax._src import serialization_json
-from xg2_jax._src.errors import DeserializeFormatError, TokenizerError, XG2Error
+from xg2_jax._src import serialization_json, vocab_metadata
+from xg2_jax._src.errors import TokenizerError, XG2Error
 
 __all__ = ["TokenizerInfo", "VocabType"]
 
 _SPACE_MARK = "\u2581"
 
-
-def _byte_level_charset() -> frozenset[str]:
-    """The 256 characters of GPT-2's byte-to-unicode alphabet (``VocabType.BYTE_LEVEL``):
-    printable Latin-1 bytes stand for themselves, the other 68 bytes for U+0100 onwards."""
-    kept = [*range(0x21, 0x7F), *range(0xA1, 0xAD), *range(0xAE, 0x100)]
-    num_shifted = 256 - len(kept)
-    return frozenset([chr(b) for b in kept] + [chr(0x100 + i) for i in range(num_shifted)])
-
-
-_BYTE_LEVEL_CHARSET = _byte_level_charset()
-# A character outside the byte-level alphabet (searched per token by the C regex engine).
-_OUTSIDE_BYTE_LEVEL = re.compile(
-    "[^" + "".join(re.escape(c) for c in sorted(_BYTE_LEVEL_CHARSET)) + "]")
 PathLike = Union[str, "os.PathLike[str]"]
 
 
@@ -285,17 +271,7 @@ class TokenizerInfo:
             >>> info.vocab_size, info.stop_token_ids
             (4, [1])
         """
-        fields = serialization_json.load_object(metadata, "TokenizerInfo metadata")
-        expected = {"vocab_type": (int, "an int"), "vocab_size": (int, "an int"),
-                    "add_prefix_space": (bool, "a bool"), "stop_token_ids": (list, "a list")}
-        for key, (kind, described) in expected.items():
-            value = fields.get(key)
-            if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
-                raise DeserializeFormatError(f"metadata field '{key}' must be {described}; "
-                                             f"got {value!r}")
-        if fields["vocab_type"] not in (0, 1, 2):
-            raise DeserializeFormatError(f"metadata field 'vocab_type' must be 0, 1 or 2; got "
-                                         f"{fields['vocab_type']}")
+        fields = vocab_metadata.parse_metadata(metadata)
         return TokenizerInfo(encoded_vocab, VocabType(fields["vocab_type"]),
                              vocab_size=fields["vocab_size"],
                              stop_token_ids=fields["stop_token_ids"],
@@ -332,12 +308,8 @@ class TokenizerInfo:
     @staticmethod
     def _detect_vocab_type_from_vocab(vocab: Mapping[str, int]) -> VocabType | None:
         """The encoding a vocabulary's own token strings show, or None if neither byte
-        encoding fits (xgrammar's detection, used when a tokenizer's serialized pipeline does
-        not describe its vocabulary).
-
-        Byte fallback: at least 128 of the byte pieces ``"<0x00>"``..``"<0xFF>"``. Byte level:
-        at least 128 single-character tokens of the byte-level alphabet and at least 99% of
-        the tokens spelled in it (added tokens such as chat markers may not be).
+        encoding fits (xgrammar's detection; the rules are
+        :func:`xg2_jax._src.vocab_metadata.detect_vocab_type`'s).
 
         Args:
             vocab: token string to id.
@@ -349,15 +321,8 @@ class TokenizerInfo:
             >>> TokenizerInfo._detect_vocab_type_from_vocab({"hello": 0, "##ing": 1}) is None
             True
         """
-        num_byte_pieces = sum(f"<0x{byte:02X}>" in vocab for byte in range(256))
-        if num_byte_pieces >= 128:
-            return VocabType.BYTE_FALLBACK
-        if sum(char in vocab for char in _BYTE_LEVEL_CHARSET) < 128:
-            return None
-        num_outside = sum(map(bool, map(_OUTSIDE_BYTE_LEVEL.search, vocab)))
-        if len(vocab) - num_outside >= 0.99 * len(vocab):
-            return VocabType.BYTE_LEVEL
-        return None
+        code = vocab_metadata.detect_vocab_type(vocab)
+        return None if code is None else VocabType(code)
 
     # --------------------------------------------------------------------------- constructors
     @classmethod
