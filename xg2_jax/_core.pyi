@@ -67,6 +67,9 @@ class Grammar:
     @property
     def num_exprs(self) -> int: ...
 
+    @property
+    def nullable_rule_ids(self) -> list[int]: ...
+
 class CompiledGrammar:
     @property
     def grammar(self) -> Grammar: ...

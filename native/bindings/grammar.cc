@@ -4,10 +4,12 @@
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
+#include <nanobind/stl/vector.h>
 
 #include "bindings.h"
 #include "compiler/cache_registry.h"
 #include "compiler/grammar_compiler.h"
+#include "grammar/nullability.h"
 #include "xg2/errors.h"
 #include "xg2/limits.h"
 
@@ -39,7 +41,8 @@ void BindGrammar(nb::module_& m) {
       .def_static("builtin_json_ebnf", []() { return BuiltinJsonGrammarEbnf(); })
       .def("to_ebnf", &Grammar::ToEbnf)
       .def_prop_ro("num_rules", &Grammar::num_rules)
-      .def_prop_ro("num_exprs", &Grammar::num_exprs);
+      .def_prop_ro("num_exprs", &Grammar::num_exprs)
+      .def_prop_ro("nullable_rule_ids", [](const Grammar& g) { return NullableRuleIds(g); });
 
   nb::class_<CompiledGrammar>(m, "CompiledGrammar")
       .def_prop_ro("grammar", [](const CompiledGrammar& c) { return c.grammar(); })

@@ -38,8 +38,20 @@ def _document(kind: str, fields: dict) -> str:
                       ensure_ascii=True, separators=(",", ":"))
 
 
-def _read(text: Any, kind: str) -> dict:
-    """The checked top-level object of a ``kind`` document."""
+def load_object(text: Any, kind: str) -> dict:
+    """The JSON object in ``text``.
+
+    Args:
+        text: JSON text (str or bytes).
+        kind: what the text is, for the messages.
+
+    Returns:
+        The decoded object.
+
+    Raises:
+        InvalidJSONError: not str or bytes, or not valid JSON.
+        DeserializeFormatError: valid JSON that is not an object.
+    """
     if not isinstance(text, (str, bytes, bytearray)):
         raise InvalidJSONError(f"{kind} JSON must be str or bytes; got {type(text).__name__}")
     try:
@@ -48,6 +60,12 @@ def _read(text: Any, kind: str) -> dict:
         raise InvalidJSONError(f"{kind} JSON is not valid JSON: {exc}") from None
     if not isinstance(doc, dict):
         raise DeserializeFormatError(f"{kind} JSON must be an object; got {type(doc).__name__}")
+    return doc
+
+
+def _read(text: Any, kind: str) -> dict:
+    """The checked top-level object of a ``kind`` document."""
+    doc = load_object(text, kind)
     version = doc.get("__VERSION__")
     if version != SERIALIZATION_VERSION:
         raise DeserializeVersionError(f"{kind} JSON has __VERSION__ {version!r}; this version "

@@ -3,8 +3,9 @@
 They take numpy arrays or torch CPU tensors (torch is imported only when the caller passes
 torch tensors). The EBNF converters print xg2-jax's own (normalized) grammar, so their text
 differs from xgrammar's while the language is the same. The helpers of xgrammar's C++
-testing internals (grammar functors, rule FSMs, nullable rule ids, range-regex generators)
-have no counterpart here.
+testing internals that have no meaning over xg2-jax's grammar (grammar functors, rule FSMs,
+range-regex generators) raise ``NotImplementedError`` when called; ``_get_allow_empty_rule_ids``
+is real (the nullable rules of the compiled automaton).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any, Optional, Union
 
 import numpy as np
 
+from xg2_jax import _core
 from xg2_jax._src.bitmask import bitmask_dtype, host_bitmask
 from xg2_jax._src.compiler import GrammarCompiler
 from xg2_jax._src.errors import InvalidArgumentError
@@ -20,7 +22,8 @@ from xg2_jax._src.grammar import Grammar
 from xg2_jax._src.matcher import GrammarMatcher
 from xg2_jax._src.tokenizer import TokenizerInfo
 
-__all__ = ["_ebnf_to_grammar_no_normalization", "_json_schema_to_ebnf", "_regex_to_ebnf",
+__all__ = ["GrammarFunctor", "_ebnf_to_grammar_no_normalization", "_generate_float_regex",
+           "_generate_range_regex", "_get_allow_empty_rule_ids", "_print_grammar_fsms", "_json_schema_to_ebnf", "_regex_to_ebnf",
            "_get_masked_tokens_from_bitmask", "_get_matcher_from_grammar",
            "_get_matcher_from_grammar_and_tokenizer_info", "_is_grammar_accept_string",
            "_is_single_token_bitmask", "_traverse_draft_tree", "bitmask_to_bool_mask",
@@ -182,3 +185,80 @@ def _traverse_draft_tree(retrieve_next_token, retrieve_next_sibling, draft_token
     """xgrammar's older argument order of :meth:`GrammarMatcher.traverse_draft_tree`."""
     return matcher.traverse_draft_tree(retrieve_next_token, retrieve_next_sibling, draft_tokens,
                                        allocate_token_bitmask, time_threshold)
+
+
+def _get_allow_empty_rule_ids(compiled_grammar) -> list[int]:
+    """The ids of the rules of ``compiled_grammar.grammar`` that match the empty string.
+
+    Ids number the rules as ``str(compiled_grammar.grammar)`` prints them (xg2-jax's
+    normalized grammar, where small rules may be inlined), so they can differ from
+    xgrammar's numbering of the same text.
+
+    Args:
+        compiled_grammar: a :class:`CompiledGrammar`.
+
+    Returns:
+        The nullable rule ids, ascending; the root's (0) is in it exactly when the language
+        has the empty string.
+
+    Raises:
+        InvalidArgumentError: ``compiled_grammar`` is not a compiled grammar.
+
+    Example:
+        >>> compiler = GrammarCompiler(TokenizerInfo([]))
+        >>> _get_allow_empty_rule_ids(compiler.compile_grammar('root ::= "a"*'))
+        [0]
+    """
+    handle = getattr(compiled_grammar, "_handle", None)
+    if not isinstance(handle, _core.CompiledGrammar):
+        raise InvalidArgumentError("compiled_grammar must be a CompiledGrammar; got "
+                                   f"{type(compiled_grammar).__name__}")
+    return list(handle.grammar.nullable_rule_ids)
+
+
+def _no_counterpart(name: str, reason: str):
+    """A stand-in for one of xgrammar's C++ testing internals: calling it says why it is
+    missing (``NotImplementedError``), so code importing the name still loads."""
+
+    def unavailable(*args, **kwargs):
+        raise NotImplementedError(f"xgrammar.testing.{name} has no counterpart in xg2-jax: "
+                                  f"{reason}")
+
+    unavailable.__name__ = name.rsplit(".", 1)[-1]
+    unavailable.__doc__ = f"Not available in xg2-jax ({reason}); raises NotImplementedError."
+    return unavailable
+
+
+_NORMALIZED = ("an xg2-jax Grammar is normalized (rules inlined, deduplicated, dead rules "
+               "dropped) when it is built, and its passes are not exposed one by one")
+
+
+class GrammarFunctor:
+    """xgrammar's grammar passes, one by one (its C++ testing bindings).
+
+    xg2-jax runs its normalization as one step of building a :class:`Grammar`, so no pass
+    can be applied on its own here: each method raises ``NotImplementedError``.
+    """
+
+    structure_normalizer = staticmethod(_no_counterpart("GrammarFunctor.structure_normalizer", _NORMALIZED))
+    rule_inliner = staticmethod(_no_counterpart("GrammarFunctor.rule_inliner", _NORMALIZED))
+    byte_string_fuser = staticmethod(_no_counterpart("GrammarFunctor.byte_string_fuser", _NORMALIZED))
+    dead_code_eliminator = staticmethod(_no_counterpart("GrammarFunctor.dead_code_eliminator",
+                                                        _NORMALIZED))
+    lookahead_assertion_analyzer = staticmethod(_no_counterpart(
+        "GrammarFunctor.lookahead_assertion_analyzer", _NORMALIZED))
+    grammar_optimizer = staticmethod(_no_counterpart("GrammarFunctor.grammar_optimizer", _NORMALIZED))
+    fsm_builder = staticmethod(_no_counterpart("GrammarFunctor.fsm_builder", _NORMALIZED))
+    repetition_normalizer = staticmethod(_no_counterpart("GrammarFunctor.repetition_normalizer",
+                                                         _NORMALIZED))
+
+
+_generate_range_regex = _no_counterpart(
+    "_generate_range_regex", "xg2-jax bounds JSON Schema integers with number automata, not "
+    "with regex text, so there is no range regex to print")
+_generate_float_regex = _no_counterpart(
+    "_generate_float_regex", "xg2-jax bounds JSON Schema numbers with number automata, not "
+    "with regex text, so there is no float-range regex to print")
+_print_grammar_fsms = _no_counterpart(
+    "_print_grammar_fsms", "xg2-jax compiles a grammar into one automaton over all rules, "
+    "not per-rule FSMs in xgrammar's printed form")

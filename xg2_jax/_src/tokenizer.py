@@ -23,12 +23,13 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence, Union
 
 from xg2_jax import _core
-from xg2_jax._src import serialization_json
+from xg2_jax._src import serialization_json, vocab_metadata
 from xg2_jax._src.errors import TokenizerError, XG2Error
 
 __all__ = ["TokenizerInfo", "VocabType"]
 
 _SPACE_MARK = "\u2581"
+
 PathLike = Union[str, "os.PathLike[str]"]
 
 
@@ -227,6 +228,55 @@ class TokenizerInfo:
         """
         return self._handle.token_bytes(token_id)
 
+    def dump_metadata(self) -> str:
+        """The vocabulary's settings as compact JSON (xgrammar's metadata string): together
+        with the encoded vocabulary they rebuild it (:meth:`from_vocab_and_metadata`).
+
+        Returns:
+            ``{"add_prefix_space":...,"stop_token_ids":[...],"vocab_size":...,"vocab_type":...}``
+            with ``vocab_type`` as its int value.
+
+        Example:
+            >>> TokenizerInfo(["a", "</s>"]).dump_metadata()
+            '{"add_prefix_space":false,"stop_token_ids":[1],"vocab_size":2,"vocab_type":0}'
+        """
+        return json.dumps({"vocab_type": int(self.vocab_type), "vocab_size": self.vocab_size,
+                           "add_prefix_space": self.add_prefix_space,
+                           "stop_token_ids": self.stop_token_ids},
+                          sort_keys=True, separators=(",", ":"))
+
+    @staticmethod
+    def from_vocab_and_metadata(encoded_vocab: Sequence[Union[str, bytes]],
+                                metadata: Union[str, bytes]) -> "TokenizerInfo":
+        """A vocabulary from its encoded tokens and the JSON of :meth:`dump_metadata`.
+
+        Args:
+            encoded_vocab: the tokens as the tokenizer writes them.
+            metadata: JSON with ``vocab_type`` (0, 1 or 2), ``vocab_size`` (int),
+                ``add_prefix_space`` (bool) and ``stop_token_ids`` (list of ints).
+
+        Returns:
+            The vocabulary.
+
+        Raises:
+            InvalidJSONError: ``metadata`` is not JSON text.
+            DeserializeFormatError: not an object, or a field missing or of the wrong type
+                (named).
+            TokenizerError: a stop token id out of range.
+
+        Example:
+            >>> info = TokenizerInfo.from_vocab_and_metadata(
+            ...     ["a", "b"], '{"vocab_type":0,"vocab_size":4,"add_prefix_space":false,'
+            ...     '"stop_token_ids":[1]}')
+            >>> info.vocab_size, info.stop_token_ids
+            (4, [1])
+        """
+        fields = vocab_metadata.parse_metadata(metadata)
+        return TokenizerInfo(encoded_vocab, VocabType(fields["vocab_type"]),
+                             vocab_size=fields["vocab_size"],
+                             stop_token_ids=fields["stop_token_ids"],
+                             add_prefix_space=fields["add_prefix_space"])
+
     def serialize_json(self) -> str:
         """This vocabulary as a JSON document (decoded token bytes, special and stop ids).
 
@@ -254,6 +304,25 @@ class TokenizerInfo:
             f"num_tokens={self.num_tokens}, stop_token_ids={self.stop_token_ids}, "
             f"special={len(self._handle.special_token_ids)})"
         )
+
+    @staticmethod
+    def _detect_vocab_type_from_vocab(vocab: Mapping[str, int]) -> VocabType | None:
+        """The encoding a vocabulary's own token strings show, or None if neither byte
+        encoding fits (xgrammar's detection; the rules are
+        :func:`xg2_jax._src.vocab_metadata.detect_vocab_type`'s).
+
+        Args:
+            vocab: token string to id.
+
+        Returns:
+            ``VocabType.BYTE_FALLBACK``, ``VocabType.BYTE_LEVEL`` or None.
+
+        Example:
+            >>> TokenizerInfo._detect_vocab_type_from_vocab({"hello": 0, "##ing": 1}) is None
+            True
+        """
+        code = vocab_metadata.detect_vocab_type(vocab)
+        return None if code is None else VocabType(code)
 
     # --------------------------------------------------------------------------- constructors
     @classmethod

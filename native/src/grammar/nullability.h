@@ -28,6 +28,9 @@ class Nullability {
     memo_.clear();
   }
 
+  // Whether rule r matches the empty string.
+  bool Rule(RuleId r) const { return rule_[r] != 0; }
+
   bool Expr(ExprId id) {
     auto it = memo_.find(id);
     if (it != memo_.end()) return it->second;
@@ -61,5 +64,15 @@ class Nullability {
   std::vector<uint8_t> rule_;
   std::unordered_map<ExprId, bool> memo_;
 };
+
+// The rules of g that match the empty string, ascending.
+inline std::vector<RuleId> NullableRuleIds(const Grammar& g) {
+  Nullability nullable(g);
+  std::vector<RuleId> ids;
+  for (RuleId r = 0; r < g.num_rules(); ++r) {
+    if (nullable.Rule(r)) ids.push_back(r);
+  }
+  return ids;
+}
 
 }  // namespace xg2
