@@ -23,13 +23,16 @@ import jax
 import jax.numpy as jnp
 
 from xg2_jax._src.testing_helpers import (  # noqa: F401 - xgrammar.testing's helpers
+    GrammarFunctor,
     _ebnf_to_grammar_no_normalization,
     _get_masked_tokens_from_bitmask,
     _get_matcher_from_grammar,
     _get_matcher_from_grammar_and_tokenizer_info,
     _is_grammar_accept_string,
+    _is_rule_fsm_accept_string,
     _is_single_token_bitmask,
     _json_schema_to_ebnf,
+    _print_grammar_fsms,
     _regex_to_ebnf,
     _traverse_draft_tree,
     bitmask_to_bool_mask,

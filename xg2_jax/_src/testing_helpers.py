@@ -3,8 +3,11 @@
 They take numpy arrays or torch CPU tensors (torch is imported only when the caller passes
 torch tensors). The EBNF converters print xg2-jax's own (normalized) grammar, so their text
 differs from xgrammar's while the language is the same. The helpers of xgrammar's C++
-testing internals (grammar functors, rule FSMs, nullable rule ids, range-regex generators)
-have no counterpart here.
+testing internals (grammar functors, printed rule FSMs, nullable rule ids, range-regex
+generators) have no counterpart here: the names a test module imports exist
+(:class:`GrammarFunctor`, :func:`_print_grammar_fsms`) and raise
+:class:`~xg2_jax._src.errors.InvalidArgumentError` saying so, so the tests of the same module
+that use only the public behaviour still run.
 """
 
 from __future__ import annotations
@@ -23,7 +26,8 @@ from xg2_jax._src.tokenizer import TokenizerInfo
 __all__ = ["_ebnf_to_grammar_no_normalization", "_json_schema_to_ebnf", "_regex_to_ebnf",
            "_get_masked_tokens_from_bitmask", "_get_matcher_from_grammar",
            "_get_matcher_from_grammar_and_tokenizer_info", "_is_grammar_accept_string",
-           "_is_single_token_bitmask", "_traverse_draft_tree", "bitmask_to_bool_mask",
+           "_is_single_token_bitmask", "_is_rule_fsm_accept_string", "_print_grammar_fsms",
+           "_traverse_draft_tree", "GrammarFunctor", "bitmask_to_bool_mask",
            "bool_mask_to_bitmask"]
 
 
@@ -100,6 +104,84 @@ def _is_grammar_accept_string(grammar: Union[Grammar, str], input_str: Union[str
     if not matcher.accept_string(input_str):
         return False
     return matcher.is_terminated() if require_termination else True
+
+
+def _is_rule_fsm_accept_string(grammar: Grammar, rule_id: int, input_str: str) -> bool:
+    """Whether rule ``rule_id`` of ``grammar`` accepts all of ``input_str``.
+
+    xg2-jax builds a rule's automaton when the grammar compiles, so the rule is matched by a
+    matcher of the same grammar rooted at that rule.
+
+    Args:
+        grammar: the grammar.
+        rule_id: the rule's index in the printed grammar (0 is the root rule).
+        input_str: the text to match.
+
+    Returns:
+        True when the rule's language holds ``input_str``.
+
+    Raises:
+        InvalidArgumentError: ``rule_id`` is not a rule of ``grammar``.
+    """
+    text = str(grammar)
+    names = [line.split("::=", 1)[0].strip() for line in text.splitlines() if "::=" in line]
+    if not 0 <= rule_id < len(names):
+        raise InvalidArgumentError(f"rule id {rule_id} is out of range: the grammar has "
+                                   f"{len(names)} rules")
+    rooted = Grammar.from_ebnf(text, root_rule_name=names[rule_id])
+    return _is_grammar_accept_string(rooted, input_str)
+
+
+def _no_counterpart(name: str) -> InvalidArgumentError:
+    """The error of an xgrammar C++ testing internal that xg2-jax does not have."""
+    return InvalidArgumentError(
+        f"xgrammar.testing.{name} exposes a pass of xgrammar's C++ grammar pipeline; xg2-jax "
+        "normalizes and builds automata in one step when a grammar is built or compiled, and "
+        "has no separate pass to run or print")
+
+
+def _print_grammar_fsms(grammar: Grammar) -> str:
+    """xgrammar's printout of its per-rule FSMs: not available in xg2-jax.
+
+    Args:
+        grammar: the grammar.
+
+    Returns:
+        Never returns.
+
+    Raises:
+        InvalidArgumentError: always; xg2-jax's automata are built at compile time and are not
+            xgrammar's FSMs.
+    """
+    raise _no_counterpart("_print_grammar_fsms")
+
+
+class _RefusedPass:
+    """A named xgrammar grammar pass that raises when called (see :class:`GrammarFunctor`)."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __call__(self, grammar: Grammar) -> Grammar:
+        raise _no_counterpart(f"GrammarFunctor.{self._name}")
+
+
+class GrammarFunctor:
+    """xgrammar's separate grammar passes, which xg2-jax does not have.
+
+    Each attribute is callable and raises InvalidArgumentError: xg2-jax's grammar is
+    normalized when built, so no intermediate (unnormalized, unfused, FSM-less) grammar exists
+    to transform.
+    """
+
+    structure_normalizer = _RefusedPass("structure_normalizer")
+    rule_inliner = _RefusedPass("rule_inliner")
+    byte_string_fuser = _RefusedPass("byte_string_fuser")
+    dead_code_eliminator = _RefusedPass("dead_code_eliminator")
+    lookahead_assertion_analyzer = _RefusedPass("lookahead_assertion_analyzer")
+    grammar_optimizer = _RefusedPass("grammar_optimizer")
+    fsm_builder = _RefusedPass("fsm_builder")
+    repetition_normalizer = _RefusedPass("repetition_normalizer")
 
 
 def _bitmask_row(bitmask, vocab_size: int, index: int) -> np.ndarray:
