@@ -248,15 +248,18 @@ class Lowering {
     std::string style = "json";
     if (fs.Get("style")) style = fs.String("style");
     std::vector<std::string> excludes = fs.Strings("excludes");
-    if (!excludes.empty() && (style == "json" || style == "cohere_xml" || style == "minimax_m3_xml")) {
+    if (!excludes.empty() && (style == "cohere_xml" || style == "minimax_m3_xml")) {
       Fail(fs.At("excludes"), "excluded substrings are not supported for the " + style +
-                                  " style (they are for gemma and the parameter XML styles)");
+                                  " style (they are for json, gemma and the parameter XML styles)");
     }
     JsonSchemaOptions o;
     o.any_order = fs.Bool("any_order", false);
     o.max_whitespace_cnt = static_cast<int>(fs.Int("max_whitespace_cnt", -1, -1, 1 << 20));
     o.on_unsupported_warn = options_.on_unsupported_warn;
-    if (style == "json") return ImportSchema(schema, o, fs.At("json_schema"));
+    if (style == "json") {
+      o.excludes = std::move(excludes);
+      return ImportSchema(schema, o, fs.At("json_schema"));
+    }
     if (style == "gemma") {
       GemmaArgumentLowering gemma(&g_, GemmaStringDelimiter(), o, fs.At("json_schema"), &warnings_);
       gemma.set_excludes(std::move(excludes));

@@ -69,21 +69,6 @@ std::string KimiK3Type(const JsonValue& prop, const std::string& path) {
   Fail(path + "/type", "unknown type '" + t + "'");
 }
 
-// A schema whose values are numbers, booleans or null only (no string can occur in them).
-bool ScalarOnly(const JsonValue& s) {
-  const JsonValue* type = s.is_object() ? s.Find("type") : nullptr;
-  if (!type || s.Find("$ref") || s.Find("anyOf") || s.Find("oneOf") || s.Find("allOf") || s.Find("enum") ||
-      s.Find("const"))
-    return false;
-  std::vector<JsonValue> types = type->is_array() ? type->items() : std::vector<JsonValue>{*type};
-  for (const JsonValue& t : types) {
-    if (!t.is_string()) return false;
-    const std::string& name = t.as_string();
-    if (name != "integer" && name != "number" && name != "boolean" && name != "null") return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 bool ParseXmlStyle(const std::string& name, XmlStyle* style) {
@@ -193,7 +178,9 @@ ExprId XmlParameterLowering::JsonValueOf(const JsonValue& prop, const JsonValue&
   }
   JsonSchemaResult r;
   try {
-    r = JsonSchemaToGrammar(JsonValue::Object(std::move(members)), options_);
+    JsonSchemaOptions o = options_;
+    o.excludes = excludes_;  // every string and key of the JSON value (exact, see json_schema_excludes.cc)
+    r = JsonSchemaToGrammar(JsonValue::Object(std::move(members)), o);
   } catch (const Error& e) {
     Fail(path, e.what());
   }
@@ -278,8 +265,6 @@ ExprId XmlParameterLowering::Parameter(const std::string& name, const JsonValue&
     seq.push_back(g_->AddChoice(std::move(alts)));
     seq.push_back(g_->AddRepeat(g_->AddBytes("\n"), 0, 1));
   } else {
-    if (!excludes_.empty() && !ScalarOnly(prop))
-      Fail(path, "excluded substrings cannot reach a JSON-valued argument that may hold strings");
     seq.push_back(Whitespace());
     seq.push_back(JsonValueOf(prop, root, path));
     seq.push_back(Whitespace());
