@@ -129,7 +129,8 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
   }
   for (const std::string& e : excludes_) {
     if (std::isspace(static_cast<unsigned char>(e.front())) || std::isspace(static_cast<unsigned char>(e.back())))
-      Fail(path_, "XML argument styles cannot exclude '" + e + "': it starts or ends with whitespace");
+      Fail(path_, "XML argument styles cannot exclude '" + e +
+                      "': an excluded substring must not start or end with formatting whitespace");
   }
   // Parameters in declaration order (optional ones may be left out) or, with any_order, in any
   // order (one AnyOrder node); required ones exactly once either way.
