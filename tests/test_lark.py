@@ -184,17 +184,53 @@ def test_special_tokens():
         xg.Grammar.from_lark("start: <|call|>")
 
 
+# ------------------------------------------------------------------- stop= / suffix= markers
+
+
+def _stop_reference(body: str, marker: str, tail: str, text: str) -> bool:
+    """Whether `text` is r `tail` with r[stop=/marker/]: /body/ in the reference reading: r is
+    the shortest prefix in body·marker (a match commits where a marker first ends)."""
+    whole = re.compile(f"(?:{body})(?:{marker})", re.S)
+    for k in range(len(text) + 1):
+        if whole.fullmatch(text[:k]):
+            return text[k:] == tail
+    return False
+
+
+@pytest.mark.parametrize("attribute", ["stop", "suffix"])
+@pytest.mark.parametrize("body, marker, marker_src", [
+    ("[ab]*", "b", '"b"'),
+    ("[ab]*", "ab", '"ab"'),
+    ("a[ab]?", "b+", "/b+/"),
+    ("[ab]*", "ba|bb", "END\nEND: \"ba\" | \"bb\""),
+    ("(?:a|b)*", "a.b", "/a.b/s"),
+])
+def test_stop_suffix_match_the_reference(attribute, body, marker, marker_src):
+    head, _, rest = marker_src.partition("\n")
+    grammar = f'start: r "c"\nr[{attribute}={head}]: /{body}/' + (f"\n{rest}" if rest else "")
+    compiled = COMPILER.compile_lark(grammar)
+    for n in range(7):
+        for chars in itertools.product("abc", repeat=n):
+            text = "".join(chars)
+            assert accepts(compiled, text) == _stop_reference(body, marker, "c", text), (grammar, text)
+
+
+def test_stop_string_marker_flag_i():
+    check_language('start: r "z"\nr[stop="END"i]: /[a-z]*/', ["abcENDz", "abcendz", "EnDz"],
+                   ["abcENz", "abcENDENDz", "abcz"])
+
+
 # ------------------------------------------------------------------------------- errors
 
 
 @pytest.mark.parametrize("grammar, line, column, words", [
     ('start: "abc', 1, 8, "unterminated string"),
     ('start: x\nx: "a"\ny: /ab', 3, 4, "unterminated regular expression"),
-    ("start: x", 1, 8, "undefined name 'x'"),
+    ("start: x", 1, 8, "unknown name 'x'"),
     ('x: "a"', 1, 1, "no start rule"),
     ('start: "a"\nstart: "b"', 2, 1, "duplicate definition"),
     ('start: A\nA: b\nb: "x"', 2, 4, "cannot refer to rule 'b'"),
-    ('start: A\nA: "x" A?', 2, 8, "recursive"),
+    ('start: A\nA: "x" A?', 2, 8, "circular reference in terminal 'A'"),
     ('start: ("a"', 1, 8, "unbalanced '('"),
     ('start: "a")', 1, 11, "unbalanced ')'"),
     ('start: ( "a"\n "b" )', 1, 8, "unbalanced '('"),  # as in lark: a newline ends the item
@@ -202,6 +238,12 @@ def test_special_tokens():
     ("start: sep{x}\nsep{a}: a", 1, 11, "templates"),
     ('start[max_tokens=2]: "a"', 1, 7, "'max_tokens' is not supported"),
     ('TOKEN[lazy]: /a/\nstart: TOKEN', 1, 6, "only supported on rules"),
+    ('start: r\nr[stop=""]: /a*/', 2, 8, "stop must not be empty"),
+    ('start: r\nr[suffix=end]: /a*/', 2, 10, "suffix terminal name must be uppercase"),
+    ('start: r\nr[stop="x", stop="y"]: /a*/', 2, 13, "stop attribute is specified more than once"),
+    ('start: r\nr[stop="x", suffix="y"]: /a*/', 2, 13, "suffix cannot be combined with stop"),
+    ('start: r\nr[suffix=/x/i]: /a*/', 2, 10, "flag 'i' is not supported with suffix or stop"),
+    ('start: r\nr[stop=MISSING]: /a*/', 2, 8, "unknown name 'MISSING'"),
     ('start: r\nr[lazy]: "(" r ")" | "x"', 2, 1, "recursive"),
     ('%declare X\nstart: "a"', 1, 1, "%declare is not supported"),
     ('%import foo.X\nstart: "a"', 1, 9, "unknown import 'foo.X'"),
@@ -220,7 +262,7 @@ def test_errors_at_line_column(grammar, line, column, words):
         xg.Grammar.from_lark(grammar)
     err = info.value
     assert words in str(err), str(err)
-    assert str(err).startswith(f"{line}:{column}:"), str(err)
+    assert str(err).startswith(f"Lark error at line {line}, column {column}:"), str(err)
 
 
 def test_nesting_limit():

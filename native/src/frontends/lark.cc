@@ -193,7 +193,8 @@ void LarkConverter::AddImports() {
     std::string name = import.path.compare(0, prefix.size(), prefix) == 0 ? import.path.substr(prefix.size()) : "";
     if (name.empty() || !entries_.count({kCommon, name})) {
       Fail(kUser, import.offset,
-           "unknown import '" + import.path + "' (available: the common terminals, e.g. common.WS, common.NUMBER)");
+           std::string(name.empty() ? "unknown import '" : "unknown common import '") + import.path +
+               "' (available: the common terminals, e.g. common.WS, common.NUMBER)");
     }
     if (entries_.count({kUser, import.local_name})) {
       Fail(kUser, import.offset, "duplicate definition of '" + import.local_name + "'");
@@ -208,7 +209,7 @@ void LarkConverter::AddImports() {
 
 LarkConverter::Entry* LarkConverter::Lookup(Scope scope, const std::string& name, size_t offset) {
   auto it = entries_.find({scope, name});
-  if (it == entries_.end()) Fail(scope, offset, "undefined name '" + name + "'");
+  if (it == entries_.end()) Fail(scope, offset, "unknown name '" + name + "' (undefined)");
   return &it->second;
 }
 
@@ -248,7 +249,8 @@ void LarkConverter::CheckTerminal(Entry* entry, std::map<Entry*, int>* state) {
     }
     Entry* target = Lookup(entry->scope, n->text, n->offset);
     int t = (*state)[target];
-    if (t == 1) Fail(entry->scope, n->offset, "terminal '" + n->text + "' is recursive (terminals must be regular)");
+    if (t == 1)
+      Fail(entry->scope, n->offset, "circular reference in terminal '" + n->text + "' (terminals must be regular)");
     if (t == 0) CheckTerminal(target, state);
   }
   (*state)[entry] = 2;
@@ -359,7 +361,7 @@ ExprId LarkConverter::CompileRegex(const Node& node, Scope scope) {
 
 ExprId LarkConverter::CompileJson(const Node& node, Scope scope) {
   std::pair<int, int> lc = lark::LineColumn(SourceOf(scope), node.offset);
-  std::string where = std::to_string(lc.first) + ":" + std::to_string(lc.second);
+  std::string where = lark::LarkWhere(lc);
   try {
     JsonSchemaResult r = JsonSchemaToGrammar(node.text);
     return g_.AddRuleRef(ImportGrammar(&g_, r.grammar, "json" + std::to_string(++imports_) + "_"));

@@ -24,9 +24,13 @@ namespace xg2::lark {
 
 std::pair<int, int> LineColumn(const std::string& text, size_t offset) { return TextLineColumn(text, offset); }
 
+std::string LarkWhere(std::pair<int, int> line_column) {
+  return "Lark error at line " + std::to_string(line_column.first) + ", column " + std::to_string(line_column.second);
+}
+
 void FailAt(const std::string& text, size_t offset, const std::string& message) {
   std::pair<int, int> lc = LineColumn(text, offset);
-  throw SyntaxError(message, lc.first, lc.second);
+  throw SyntaxError("Lark", message, lc.first, lc.second);
 }
 
 bool IsTerminalName(const std::string& name) {
@@ -84,6 +88,7 @@ class Parser {
   Node ParseBracketed(char close, bool optional);
   void ParseBraces(Node* repeat);
   Node ParseStringAtom();
+  Node ParseMarker(const std::string& attribute);
   std::string ParseStringLiteral();
   Node ParseRegex();
   std::string ParseJsonObject();
@@ -92,6 +97,7 @@ class Parser {
   const std::string& text_;
   size_t pos_ = 0;
   int depth_guard_ = 0;  // nested expansions, against MaxNestingDepth()
+  Node marker_;          // the stop= / suffix= marker of the definition being read
 };
 
 std::string Parser::Describe(size_t offset) const {
@@ -212,6 +218,14 @@ void Parser::ParseDefinition(Document* doc) {
   if (Peek() != ':') Fail("expected ':' after '" + def.name + "', found " + Describe(pos_), pos_);
   ++pos_;
   def.body = ParseExpansions();
+  if (!def.marker_attribute.empty()) {  // body M, lazily: ends where a marker first ends
+    Node seq;
+    seq.kind = Node::Kind::kSequence;
+    seq.offset = def.body.offset;
+    seq.children = {std::move(def.body), std::move(marker_)};
+    def.body = std::move(seq);
+    def.lazy = true;
+  }
   doc->definitions.push_back(std::move(def));
 }
 
@@ -228,8 +242,14 @@ void Parser::ParseAttributes(Definition* def) {
     } else if (key == "max_chars" && Peek() == '=') {
       pos_ = SkipInlineFrom(pos_ + 1);
       def->max_chars = ParseInt();
+    } else if ((key == "stop" || key == "suffix") && Peek() == '=') {
+      if (def->marker_attribute == key) Fail(key + " attribute is specified more than once", at);
+      if (!def->marker_attribute.empty()) Fail(key + " cannot be combined with " + def->marker_attribute, at);
+      def->marker_attribute = key;
+      pos_ = SkipInlineFrom(pos_ + 1);
+      marker_ = ParseMarker(key);
     } else {
-      Fail("rule attribute '" + key + "' is not supported (supported: lazy, max_chars=N)", at);
+      Fail("rule attribute '" + key + "' is not supported (supported: lazy, max_chars=N, stop=M, suffix=M)", at);
     }
     pos_ = SkipInlineFrom(pos_);
     if (Peek() == ']') break;
@@ -312,9 +332,9 @@ Node Parser::ParseExpansions() {
   size_t at = pos_;
   if (++depth_guard_ > MaxNestingDepth()) {
     std::pair<int, int> lc = LineColumn(text_, at);
-    throw Error(ErrorKind::kLimitExceeded, std::to_string(lc.first) + ":" + std::to_string(lc.second) +
-                                               ": expressions nested deeper than " + std::to_string(MaxNestingDepth()) +
-                                               " levels" + NestingLimitNote());
+    throw Error(ErrorKind::kLimitExceeded,
+                LarkWhere(lc) + ": expressions nested deeper than " + std::to_string(MaxNestingDepth()) + " levels" +
+                    NestingLimitNote());
   }
   Node choice;
   choice.kind = Node::Kind::kChoice;
@@ -443,6 +463,8 @@ Node Parser::ParseAtom() {
     if (word != "json") Fail("%" + word + " is not supported inside an expression", at);
     pos_ = SkipInlineFrom(pos_);
     node.kind = Node::Kind::kJson;
+    if (Peek() != '{')
+      Fail("failed to compile inline JSON schema: expected a schema object, found " + Describe(pos_), pos_);
     node.text = ParseJsonObject();
     return node;
   }
@@ -468,6 +490,32 @@ Node Parser::ParseBracketed(char close, bool optional) {
   repeat.max = 1;
   repeat.children.push_back(std::move(inner));
   return repeat;
+}
+
+// The marker of a stop= / suffix= attribute: a string (flag i allowed), a regex (flag s
+// allowed) or a terminal's name.
+Node Parser::ParseMarker(const std::string& attribute) {
+  size_t at = pos_;
+  Node marker;
+  if (Peek() == '"') {
+    marker = ParseStringAtom();
+    if (marker.kind != Node::Kind::kString) Fail(attribute + " takes a string, a regex or a terminal name", at);
+    if (marker.text.empty()) Fail(attribute + " must not be empty", at);
+  } else if (Peek() == '/') {
+    marker = ParseRegex();
+    for (char f : marker.flags) {
+      if (f != 's')
+        Fail(std::string("regular-expression flag '") + f + "' is not supported with suffix or stop attributes", at);
+    }
+  } else if (IsNameStart(Peek())) {
+    marker.offset = at;
+    marker.kind = Node::Kind::kName;
+    marker.text = ParseName();
+    if (!IsTerminalName(marker.text)) Fail(attribute + " terminal name must be uppercase", at);
+  } else {
+    Fail("expected a string, a regex or a terminal name after " + attribute + "=, found " + Describe(pos_), pos_);
+  }
+  return marker;
 }
 
 Node Parser::ParseStringAtom() {
