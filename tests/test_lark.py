@@ -220,6 +220,32 @@ def test_stop_string_marker_flag_i():
                    ["abcENz", "abcENDENDz", "abcz"])
 
 
+def _substring_reference(chunks: list[str], text: str) -> bool:
+    """Whether `text` is a run of consecutive chunks (the empty run included)."""
+    return text == "" or any("".join(chunks[i:j]) == text
+                             for i in range(len(chunks)) for j in range(i + 1, len(chunks) + 1))
+
+
+@pytest.mark.parametrize("spec, chunks", [
+    ('{"substring_chunks": ["ab", "a", "", "b"]}', ["ab", "a", "", "b"]),
+    ('{"substring_chunks": ["b", "ab", "ba"]}', ["b", "ab", "ba"]),
+    ('{"substring_chars": "abba"}', list("abba")),
+    ('{"substring_chars": "a\u00e9b"}', list("a\u00e9b")),
+])
+def test_structured_regex_substrings_match_the_reference(spec, chunks):
+    compiled = COMPILER.compile_lark(f'start: "<" SUB ">"\nSUB: %regex {spec}')
+    for n in range(6):
+        for chars in itertools.product(["a", "b", "\u00e9"], repeat=n):
+            text = "".join(chars)
+            assert accepts(compiled, f"<{text}>") == _substring_reference(chunks, text), (spec, text)
+
+
+def test_grammar_options_defaults_are_accepted():
+    grammar = ('%grammar_options {"allow_initial_skip": true, "no_forcing": false, "allow_invalid_utf8": false}\n'
+               '%import common.WS\n%ignore WS\nstart: "a" "b"')
+    check_language(grammar, ["ab", " a b"], ["a c"])
+
+
 # ------------------------------------------------------------------------------- errors
 
 
@@ -244,6 +270,13 @@ def test_stop_string_marker_flag_i():
     ('start: r\nr[stop="x", suffix="y"]: /a*/', 2, 13, "suffix cannot be combined with stop"),
     ('start: r\nr[suffix=/x/i]: /a*/', 2, 10, "flag 'i' is not supported with suffix or stop"),
     ('start: r\nr[stop=MISSING]: /a*/', 2, 8, "unknown name 'MISSING'"),
+    ("start: %regex []", 1, 15, "%regex value must be an object"),
+    ('start: %regex {"a": "b"}', 1, 8, "unknown field 'a' in %regex"),
+    ('start: %regex {"substring_chunks": ["a", 1]}', 1, 8, "substring_chunks must be an array of strings"),
+    ('start: %regex {"substring_chars": "a", "substring_chunks": []}', 1, 8, "only one field"),
+    ('%grammar_options {"allow_initial_skip": 1}\nstart: "a"', 1, 18, "allow_initial_skip must be a boolean"),
+    ('%grammar_options {"no_forcing": true}\nstart: "a"', 1, 18, "option 'no_forcing' is not supported"),
+    ('%grammar_options {"x": true}\nstart: "a"', 1, 18, "unknown %grammar_options option 'x'"),
     ('start: r\nr[lazy]: "(" r ")" | "x"', 2, 1, "recursive"),
     ('%declare X\nstart: "a"', 1, 1, "%declare is not supported"),
     ('%import foo.X\nstart: "a"', 1, 9, "unknown import 'foo.X'"),

@@ -5,6 +5,7 @@
 // a reference to common's X, whose own references resolve among the common terminals).
 #include "frontends/lark.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
@@ -12,6 +13,7 @@
 
 #include "frontends/json_schema.h"
 #include "frontends/lark_syntax.h"
+#include "automata/substring_dfa.h"
 #include "frontends/regex.h"
 #include "grammar/rule_attributes.h"
 #include "xg2/errors.h"
@@ -103,6 +105,7 @@ class LarkConverter {
   ExprId CompileRange(const Node& node, Scope scope);
   ExprId CompileRegex(const Node& node, Scope scope);
   ExprId CompileJson(const Node& node, Scope scope);
+  ExprId CompileSubstrings(const Node& node, Scope scope);
   ExprId CompileSpecialToken(const Node& node, Scope scope);
   ExprId CompileGrammarRef(const Node& node, Scope scope);
   ExprId WithSkip(ExprId lexeme);
@@ -299,6 +302,7 @@ ExprId LarkConverter::Compile(const Node& node, Scope scope, bool in_terminal) {
     }
     case Node::Kind::kRange: return lexeme(CompileRange(node, scope));
     case Node::Kind::kRegex: return lexeme(CompileRegex(node, scope));
+    case Node::Kind::kSubstrings: return lexeme(CompileSubstrings(node, scope));
     case Node::Kind::kName: {
       Entry* target = Lookup(scope, node.text, node.offset);
       ExprId ref = g_.AddRuleRef(RuleOf(target));
@@ -370,6 +374,39 @@ ExprId LarkConverter::CompileJson(const Node& node, Scope scope) {
   } catch (const Error& e) {
     throw Error(e.kind(), where + ": in %json schema: " + e.what());
   }
+}
+
+// %regex {"substring_chunks": [...]} / {"substring_chars": "..."}: any run of consecutive
+// chunks (characters), the empty run included, as one automaton (xgrammar's Substring).
+ExprId LarkConverter::CompileSubstrings(const Node& node, Scope scope) {
+  JsonValue spec;
+  try {
+    spec = ParseJson(node.text);
+  } catch (const Error& e) {
+    Fail(scope, node.offset, std::string("failed to parse the %regex value: ") + e.what());
+  }
+  if (!spec.is_object()) Fail(scope, node.offset, "%regex value must be an object");
+  if (spec.members().empty()) Fail(scope, node.offset, "no fields set on %regex");
+  if (spec.members().size() > 1) Fail(scope, node.offset, "only one field can be set on %regex");
+  const auto& [field, value] = spec.members()[0];
+  std::vector<std::string> chunks;
+  if (field == "substring_chunks") {
+    bool ok = value.is_array() && std::all_of(value.items().begin(), value.items().end(),
+                                              [](const JsonValue& c) { return c.is_string(); });
+    if (!ok) Fail(scope, node.offset, "substring_chunks must be an array of strings");
+    for (const JsonValue& c : value.items()) chunks.push_back(c.as_string());
+  } else if (field == "substring_chars") {
+    if (!value.is_string()) Fail(scope, node.offset, "substring_chars must be a string");
+    for (unsigned char c : value.as_string()) {  // one chunk per UTF-8 character
+      if ((c & 0xC0) != 0x80 || chunks.empty()) chunks.emplace_back();
+      chunks.back() += static_cast<char>(c);
+    }
+  } else if (field == "substring_words") {
+    Fail(scope, node.offset, "substring_words is not supported yet (word boundaries are not modelled)");
+  } else {
+    Fail(scope, node.offset, "unknown field '" + field + "' in %regex");
+  }
+  return g_.AddByteDfa(SubstringDfa(chunks));
 }
 
 // <[12]>, <[12, 15-17]>: special tokens by id; <|name|>: the special token with that text.

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/json.h"
 #include "support/utf8.h"
 #include "xg2/errors.h"
 #include "xg2/limits.h"
@@ -89,6 +90,7 @@ class Parser {
   void ParseBraces(Node* repeat);
   Node ParseStringAtom();
   Node ParseMarker(const std::string& attribute);
+  void ParseGrammarOptions(const std::string& json, size_t at, Document* doc);
   std::string ParseStringLiteral();
   Node ParseRegex();
   std::string ParseJsonObject();
@@ -270,19 +272,32 @@ void Parser::ParseDirective(Document* doc) {
   } else if (word == "grammar_options") {
     pos_ = SkipInlineFrom(pos_);
     size_t json_at = pos_;
-    std::string json = ParseJsonObject();
-    // The one option: {"allow_initial_skip": true|false}.
-    std::string compact;
-    for (char c : json) {
-      if (c != ' ' && c != '\t' && c != '\n' && c != '\r') compact += c;
-    }
-    if (compact == "{\"allow_initial_skip\":true}") {
-      doc->allow_initial_skip = true;
-    } else if (compact != "{\"allow_initial_skip\":false}" && compact != "{}") {
-      Fail("%grammar_options supports only {\"allow_initial_skip\": true|false}", json_at);
-    }
+    ParseGrammarOptions(ParseJsonObject(), json_at, doc);
   } else {
     Fail("directive %" + word + " is not supported", at);
+  }
+}
+
+// %grammar_options {...}: allow_initial_skip (a boolean); llguidance's no_forcing and
+// allow_invalid_utf8 only at their default, false (this front end neither relaxes forcing nor
+// matches invalid UTF-8).
+void Parser::ParseGrammarOptions(const std::string& json, size_t at, Document* doc) {
+  JsonValue options;
+  try {
+    options = ParseJson(json);
+  } catch (const Error& e) {
+    Fail(std::string("failed to parse %grammar_options: ") + e.what(), at);
+  }
+  for (const auto& [name, value] : options.members()) {
+    if (name == "allow_initial_skip") {
+      if (!value.is_bool()) Fail("allow_initial_skip must be a boolean", at);
+      doc->allow_initial_skip = value.as_bool();
+    } else if (name == "no_forcing" || name == "allow_invalid_utf8") {
+      if (!value.is_bool()) Fail(name + " must be a boolean", at);
+      if (value.as_bool()) Fail("%grammar_options option '" + name + "' is not supported", at);
+    } else {
+      Fail("unknown %grammar_options option '" + name + "'", at);
+    }
   }
 }
 
@@ -460,8 +475,14 @@ Node Parser::ParseAtom() {
   if (c == '%') {
     ++pos_;
     std::string word = IsNameStart(Peek()) ? ParseName() : std::string();
-    if (word != "json") Fail("%" + word + " is not supported inside an expression", at);
+    if (word != "json" && word != "regex") Fail("%" + word + " is not supported inside an expression", at);
     pos_ = SkipInlineFrom(pos_);
+    if (word == "regex") {  // its fields are read by the converter
+      if (Peek() != '{') Fail("%regex value must be an object", pos_);
+      node.kind = Node::Kind::kSubstrings;
+      node.text = ParseJsonObject();
+      return node;
+    }
     node.kind = Node::Kind::kJson;
     if (Peek() != '{')
       Fail("failed to compile inline JSON schema: expected a schema object, found " + Describe(pos_), pos_);

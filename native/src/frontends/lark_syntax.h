@@ -4,9 +4,10 @@
 // terminal definitions (with priorities, ?/! rule prefixes and -> aliases, all of which
 // leave the language unchanged), alternatives, groups, [optional] parts, ? * + ~ n ~ n..m
 // {n} {n,m} {n,} {,m}, strings with the i flag, "a".."z" ranges, /regex/flags, %ignore,
-// %import common..., %json {...}, <special tokens>, @named grammars and the rule attributes
-// [lazy], [max_chars=N], [stop=M] and [suffix=M]. Everything else (templates, %declare, %override, %extend, other
-// attributes) is a SyntaxError at its line:col.
+// %import common..., %json {...}, %regex {substring_chunks / substring_chars},
+// %grammar_options, <special tokens>, @named grammars and the rule attributes
+// [lazy], [max_chars=N], [stop=M] and [suffix=M]. Everything else (templates, %declare,
+// %override, %extend, other attributes) is a SyntaxError at its line:col.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,7 @@ struct Node {
     kRegex,         // text (the pattern between the slashes, unescaped), flags
     kName,          // a rule or terminal reference: text
     kJson,          // %json: text is the JSON Schema
+    kSubstrings,    // %regex {...} (llguidance's structured regex): text is the JSON object
     kSpecialToken,  // <...>: text is what is between the angle brackets
     kGrammarRef,    // @name: text is the name
   };
