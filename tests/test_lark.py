@@ -165,6 +165,24 @@ def test_named_grammars():
         xg.Grammar.from_lark("start: @x", named_grammars={"x": 1})
 
 
+def test_named_grammar_texts_reference_each_other():
+    compiled = COMPILER.compile_lark("start: @pair", named_grammars={
+        "pair": 'start: @item ":" @item', "item": "start: /[a-z]+/", "unused": "start: @pair"})
+    assert accepts(compiled, "ab:a") and not accepts(compiled, "ab:")
+    with pytest.raises(xg.GrammarError, match="circular named grammar reference: @l -> @r -> @l"):
+        xg.Grammar.from_lark("start: @l", named_grammars={"l": "start: @r", "r": "start: @l"})
+
+
+@pytest.mark.parametrize("named, error, words", [
+    ([], TypeError, "must be a dictionary"),
+    ({1: 'start: "a"'}, TypeError, "names must be strings"),
+    ({"a b": 'start: "a"'}, xg.InvalidArgumentError, "Invalid named grammar name 'a b'"),
+])
+def test_named_grammar_arguments_are_checked(named, error, words):
+    with pytest.raises(error, match=words):
+        xg.Grammar.from_lark('start: "a"', named_grammars=named)
+
+
 def test_special_tokens():
     tok = xg.TokenizerInfo(["a", "b", "<|call|>", "<|end|>", "</s>"], stop_token_ids=[4],
                            special_token_ids=[2, 3])
