@@ -258,6 +258,27 @@ def test_structured_regex_substrings_match_the_reference(spec, chunks):
             assert accepts(compiled, f"<{text}>") == _substring_reference(chunks, text), (spec, text)
 
 
+@pytest.mark.parametrize("grammar, accepted, rejected", [
+    # Its own namespace: the inner `item` is not the outer one.
+    ('start: item %lark {\n  start: item\n  item: "b"\n} item\nitem: "a"', ["aba"], ["aaa", "abb"]),
+    ('start: %lark { start: "a" | "b" } %lark { start: "1" | "2" }', ["a1", "b2"], ["a", "1a"]),
+    # Its own %ignore and recursion.
+    ('start: "[" %lark {\n %import common.WS\n %ignore WS\n start: x ":" x\n x: "x" | "(" x ")"\n} "]"',
+     ["[x:(x)]", "[x : x ]"], ["[ x:x]x", "[():x]"]),
+])
+def test_nested_lark(grammar, accepted, rejected):
+    check_language(grammar, accepted, rejected)
+
+
+def test_nested_lark_sees_named_grammars_and_is_bounded():
+    value = xg.Grammar.from_regex("[0-9]+")
+    compiled = COMPILER.compile_lark('start: "o" %lark { start: "i" @v }', named_grammars={"v": value})
+    assert accepts(compiled, "oi12") and not accepts(compiled, "o12")
+    deep = "start: " + "%lark { start: " * 100 + '"a"' + " }" * 100
+    with pytest.raises(xg.LimitExceededError, match="nested deeper than 64"):
+        xg.Grammar.from_lark(deep)
+
+
 def test_grammar_options_defaults_are_accepted():
     grammar = ('%grammar_options {"allow_initial_skip": true, "no_forcing": false, "allow_invalid_utf8": false}\n'
                '%import common.WS\n%ignore WS\nstart: "a" "b"')
@@ -295,6 +316,8 @@ def test_grammar_options_defaults_are_accepted():
     ('%grammar_options {"allow_initial_skip": 1}\nstart: "a"', 1, 18, "allow_initial_skip must be a boolean"),
     ('%grammar_options {"no_forcing": true}\nstart: "a"', 1, 18, "option 'no_forcing' is not supported"),
     ('%grammar_options {"x": true}\nstart: "a"', 1, 18, "unknown %grammar_options option 'x'"),
+    ('start: %lark { item: "a" }', 1, 8, "failed to compile nested Lark grammar"),
+    ('start: T\nT: %lark { start: "a" }', 2, 4, "nested %lark cannot be used in terminals"),
     ('start: r\nr[lazy]: "(" r ")" | "x"', 2, 1, "recursive"),
     ('%declare X\nstart: "a"', 1, 1, "%declare is not supported"),
     ('%import foo.X\nstart: "a"', 1, 9, "unknown import 'foo.X'"),

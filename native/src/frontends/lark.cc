@@ -20,6 +20,8 @@
 
 namespace xg2 {
 
+constexpr int kMaxNestedLarkDepth = 64;
+
 namespace {
 
 using lark::Definition;
@@ -106,6 +108,7 @@ class LarkConverter {
   ExprId CompileRegex(const Node& node, Scope scope);
   ExprId CompileJson(const Node& node, Scope scope);
   ExprId CompileSubstrings(const Node& node, Scope scope);
+  ExprId CompileNestedLark(const Node& node, Scope scope);
   ExprId CompileSpecialToken(const Node& node, Scope scope);
   ExprId CompileGrammarRef(const Node& node, Scope scope);
   ExprId WithSkip(ExprId lexeme);
@@ -303,6 +306,9 @@ ExprId LarkConverter::Compile(const Node& node, Scope scope, bool in_terminal) {
     case Node::Kind::kRange: return lexeme(CompileRange(node, scope));
     case Node::Kind::kRegex: return lexeme(CompileRegex(node, scope));
     case Node::Kind::kSubstrings: return lexeme(CompileSubstrings(node, scope));
+    case Node::Kind::kNestedLark:
+      if (in_terminal) Fail(scope, node.offset, "nested %lark cannot be used in terminals");
+      return CompileNestedLark(node, scope);
     case Node::Kind::kName: {
       Entry* target = Lookup(scope, node.text, node.offset);
       ExprId ref = g_.AddRuleRef(RuleOf(target));
@@ -407,6 +413,29 @@ ExprId LarkConverter::CompileSubstrings(const Node& node, Scope scope) {
     Fail(scope, node.offset, "unknown field '" + field + "' in %regex");
   }
   return g_.AddByteDfa(SubstringDfa(chunks));
+}
+
+// %lark { ... }: a grammar with its own names (its own start, terminals and %ignore), with the
+// same tokenizer and named grammars, imported whole.
+ExprId LarkConverter::CompileNestedLark(const Node& node, Scope scope) {
+  // Each level is a parser and a converter on the stack: bounded like expression nesting.
+  static thread_local int depth = 0;
+  struct Level {
+    Level() { ++depth; }
+    ~Level() { --depth; }
+  } level;
+  if (depth > kMaxNestedLarkDepth)
+    throw Error(ErrorKind::kLimitExceeded, lark::LarkWhere(lark::LineColumn(SourceOf(scope), node.offset)) +
+                                               ": %lark grammars nested deeper than " +
+                                               std::to_string(kMaxNestedLarkDepth) + " levels");
+  Grammar nested;
+  try {
+    nested = LarkToGrammar(node.text, options_);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kGrammarSyntax && e.kind() != ErrorKind::kGrammarSemantic) throw;
+    Fail(scope, node.offset, std::string("failed to compile nested Lark grammar: ") + e.what());
+  }
+  return g_.AddRuleRef(ImportGrammar(&g_, nested, "lark" + std::to_string(++imports_) + "_"));
 }
 
 // <[12]>, <[12, 15-17]>: special tokens by id; <|name|>: the special token with that text.

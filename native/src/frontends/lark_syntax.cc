@@ -475,8 +475,16 @@ Node Parser::ParseAtom() {
   if (c == '%') {
     ++pos_;
     std::string word = IsNameStart(Peek()) ? ParseName() : std::string();
-    if (word != "json" && word != "regex") Fail("%" + word + " is not supported inside an expression", at);
+    if (word != "json" && word != "regex" && word != "lark")
+      Fail("%" + word + " is not supported inside an expression", at);
     pos_ = SkipInlineFrom(pos_);
+    if (word == "lark") {  // balanced braces; strings may hold braces
+      if (Peek() != '{') Fail("expected '{' after %lark, found " + Describe(pos_), pos_);
+      node.kind = Node::Kind::kNestedLark;
+      std::string block = ParseJsonObject();
+      node.text = block.substr(1, block.size() - 2);
+      return node;
+    }
     if (word == "regex") {  // its fields are read by the converter
       if (Peek() != '{') Fail("%regex value must be an object", pos_);
       node.kind = Node::Kind::kSubstrings;

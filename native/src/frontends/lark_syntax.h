@@ -28,6 +28,7 @@ struct Node {
     kName,          // a rule or terminal reference: text
     kJson,          // %json: text is the JSON Schema
     kSubstrings,    // %regex {...} (llguidance's structured regex): text is the JSON object
+    kNestedLark,    // %lark { ... }: text is the grammar between the braces (its own names)
     kSpecialToken,  // <...>: text is what is between the angle brackets
     kGrammarRef,    // @name: text is the name
   };
