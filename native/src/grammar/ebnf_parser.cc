@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "automata/byte_dfa_ops.h"
 #include "automata/substring_dfa.h"
 #include "frontends/regex.h"
 #include "grammar/rule_attributes.h"
@@ -93,6 +94,7 @@ class EbnfParser {
   ExprId ParseRegexMacro();
   bool NextKeywordArgument(const std::string& macro, std::string* key, size_t* at);
   ExprId ParseSubstringMacro();
+  ExprId WithoutJsonSpecialCharacters(ExprId regex);
   size_t AttributesEnd(size_t offset) const;
   RuleAttributes ParseAttributes();
   int64_t ParseDfaNumber(int64_t max);
@@ -612,7 +614,7 @@ ExprId EbnfParser::ParseTagDispatch() {
         string_list(&spec.ends);
       else if (key == "excludes")
         string_list(&spec.excludes);
-      else if (key == "loop")
+      else if (key == "loop" || key == "loop_after_dispatch")  // the latter: xgrammar's name
         spec.loop = ParseKeywordBool();
       else if (key == "plain_end")
         spec.plain_end = ParseKeywordBool();
@@ -698,7 +700,8 @@ ExprId EbnfParser::ParseAnyOrder() {
 }
 
 // Regex("pattern") (xgrammar: `.` matches any code point) or Regex("pattern", flags="is")
-// (`.` stops at \n unless s; i folds ASCII case); json_string=false may be given.
+// (`.` stops at \n unless s; i folds ASCII case); json_string=true keeps the matches a JSON string
+// holds unescaped.
 ExprId EbnfParser::ParseRegexMacro() {
   size_t open = pos_;
   pos_ += std::string("Regex(").size();
@@ -707,11 +710,12 @@ ExprId EbnfParser::ParseRegexMacro() {
   std::string pattern = ParseStringBytes();
   RegexOptions options;
   options.dot_all = true;
+  bool json_string = false;
   std::string key;
   size_t at = 0;
   while (NextKeywordArgument("Regex", &key, &at)) {
     if (key == "json_string") {
-      if (ParseKeywordBool()) Fail("Regex json_string=true is not supported", at);
+      json_string = ParseKeywordBool();
     } else if (key == "flags") {
       if (Peek() != '"' && Peek() != '\'') Fail("flags must be a string", pos_);
       std::string flags = ParseStringBytes();
@@ -732,7 +736,8 @@ ExprId EbnfParser::ParseRegexMacro() {
   ++pos_;
   pattern = AdaptPythonRegex(pattern, &options);
   try {
-    return RegexToExpr(&scratch_, pattern, options);
+    ExprId regex = RegexToExpr(&scratch_, pattern, options);
+    return json_string ? WithoutJsonSpecialCharacters(regex) : regex;
   } catch (const SyntaxError& e) {
     std::string what = e.what();
     size_t colon = what.find(": ");
@@ -740,6 +745,17 @@ ExprId EbnfParser::ParseRegexMacro() {
              (colon == std::string::npos ? what : what.substr(colon + 2)),
          open);
   }
+}
+
+// json_string=true: the strings of `regex` that hold no '"', '\\' or control character (below
+// U+0020), so the match can stand unescaped inside a JSON string literal. One automaton: the
+// product of the regex's with the strings free of those characters.
+ExprId EbnfParser::WithoutJsonSpecialCharacters(ExprId regex) {
+  constexpr int64_t kMaxStates = 200000;
+  ExprId plain = scratch_.AddRepeat(scratch_.AddCharClass({{0, 0x1F}, {'"', '"'}, {'\\', '\\'}}, true), 0, kUnbounded);
+  ByteDfaProduct product = ProductWithParts(ByteDfaOfExpr(scratch_, plain, kMaxStates),
+                                            {ByteDfaOfExpr(scratch_, regex, kMaxStates)}, kMaxStates);
+  return scratch_.AddByteDfa(TrimAndMinimize(SelectByParts(std::move(product), 1, 1)));
 }
 
 // Substring("chunk", ...): any run of consecutive chunks, the empty one included.
