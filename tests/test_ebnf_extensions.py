@@ -87,7 +87,11 @@ def test_extension_languages(ebnf, accepted, rejected):
     ('root ::= ExcludeToken(1)', 1, 10, "not supported"),
     ('root ::= Regex("a(")', 1, 10, "in Regex pattern"),
     ('root ::= Regex("a", flags="m")', 1, 21, "flag 'm'"),
-    ('root ::= Regex("a", bad=1)', 1, 21, "argument 'bad'"),
+    ('root ::= Regex("a", bad=1)', 1, 21, "named argument bad"),
+    ('root ::= Regex()', 1, 16, "exactly one string argument"),
+    ('root ::= Regex("a", "b")', 1, 21, "exactly one string argument"),
+    ('root ::= Regex(abc)', 1, 16, "must be a string literal"),
+    ('root ::= Regex("a", json_string=1)', 1, 33, "json_string must be a boolean"),
     ('root ::= Substring("a", 1)', 1, 25, "must be strings"),
 ])
 def test_extension_errors(ebnf, line, column, words):

@@ -99,7 +99,7 @@ class EbnfParser {
   RuleAttributes ParseAttributes();
   int64_t ParseDfaNumber(int64_t max);
   std::string ParseStringBytes();
-  bool ParseKeywordBool();
+  bool ParseKeywordBool(const std::string& name = "");  // name: for the error
   void ParseBraces(int64_t* min, int64_t* max);
   int64_t ParseBound();
   void ReportBadRuleEnd() const;
@@ -706,8 +706,16 @@ ExprId EbnfParser::ParseRegexMacro() {
   size_t open = pos_;
   pos_ += std::string("Regex(").size();
   SkipSpace();
-  if (Peek() != '"' && Peek() != '\'') Fail("Regex expects a string pattern", pos_);
+  if (Peek() == ')') Fail("Regex expects exactly one string argument (the pattern)", pos_);
+  if (Peek() != '"' && Peek() != '\'') Fail("Regex pattern must be a string literal", pos_);
   std::string pattern = ParseStringBytes();
+  SkipSpace();
+  if (Peek() == ',') {  // a second positional argument
+    size_t next = pos_ + 1;
+    while (next < text_.size() && (text_[next] == ' ' || text_[next] == '\t' || text_[next] == '\n')) ++next;
+    if (next < text_.size() && (text_[next] == '"' || text_[next] == '\''))
+      Fail("Regex expects exactly one string argument (the pattern)", next);
+  }
   RegexOptions options;
   options.dot_all = true;
   bool json_string = false;
@@ -715,7 +723,7 @@ ExprId EbnfParser::ParseRegexMacro() {
   size_t at = 0;
   while (NextKeywordArgument("Regex", &key, &at)) {
     if (key == "json_string") {
-      json_string = ParseKeywordBool();
+      json_string = ParseKeywordBool("json_string");
     } else if (key == "flags") {
       if (Peek() != '"' && Peek() != '\'') Fail("flags must be a string", pos_);
       std::string flags = ParseStringBytes();
@@ -730,7 +738,7 @@ ExprId EbnfParser::ParseRegexMacro() {
           Fail(std::string("regular-expression flag '") + f + "' is not supported", at);
       }
     } else {
-      Fail("Regex does not support the argument '" + key + "'", at);
+      Fail("Regex does not support the named argument " + key + " (only flags and json_string)", at);
     }
   }
   ++pos_;
@@ -795,7 +803,7 @@ bool EbnfParser::NextKeywordArgument(const std::string& macro, std::string* key,
   return true;
 }
 
-bool EbnfParser::ParseKeywordBool() {
+bool EbnfParser::ParseKeywordBool(const std::string& name) {
   SkipSpace();
   if (text_.compare(pos_, 4, "true") == 0) {
     pos_ += 4;
@@ -805,7 +813,7 @@ bool EbnfParser::ParseKeywordBool() {
     pos_ += 5;
     return false;
   }
-  Fail("expected true or false", pos_);
+  Fail(name.empty() ? std::string("expected true or false") : name + " must be a boolean (true or false)", pos_);
 }
 
 ExprId EbnfParser::ParseString() {
