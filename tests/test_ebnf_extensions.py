@@ -37,6 +37,14 @@ CASES = [
     ('root ::= Regex("a.b", flags="s")', ["a\nb"], ["ab"]),
     ('root ::= Regex("ab[c-d]", flags="iu")', ["abc", "ABD", "aBc"], ["abe"]),
     ('root ::= Regex("x", json_string=false) | "y"', ["x", "y"], ["xy"]),
+    # json_string=true: only matches without '"', '\\' or control characters (xgrammar).
+    ('root ::= Regex("\\\\S+", json_string=true)', ["abc", "a.b!", "\u00e9"], ['a"b', "a\\b", "a b", ""]),
+    ('root ::= Regex(".+", json_string=true)', ["ab", "\u4f60"], ["a\tb", "a\nb", "a\x01"]),
+    # TagDispatch's loop_after_dispatch (xgrammar's name for loop).
+    ('root ::= TagDispatch(("<a>", "x"), loop_after_dispatch=false, plain_end=true)', ["", "q", "<a>x"],
+     ["<a>x<a>x", "<a>xq"]),
+    ('root ::= TagDispatch(("<a>", "x"), loop_after_dispatch=true, plain_end=true)', ["<a>x<a>x", "<a>xq"],
+     ["<a>"]),
     # Python spellings: a leading (?i) / (?s) group, (?P<name>...).
     ('root ::= Regex("(?i)ab[c-d]")', ["ABC", "abd"], ["abe"]),
     ('root ::= Regex("(?s)a.b", flags="")', ["a\nb"], ["ab"]),
@@ -79,8 +87,11 @@ def test_extension_languages(ebnf, accepted, rejected):
     ('root ::= ExcludeToken(1)', 1, 10, "not supported"),
     ('root ::= Regex("a(")', 1, 10, "in Regex pattern"),
     ('root ::= Regex("a", flags="m")', 1, 21, "flag 'm'"),
-    ('root ::= Regex("a", json_string=true)', 1, 21, "json_string"),
-    ('root ::= Regex("a", bad=1)', 1, 21, "argument 'bad'"),
+    ('root ::= Regex("a", bad=1)', 1, 21, "named argument bad"),
+    ('root ::= Regex()', 1, 16, "exactly one string argument"),
+    ('root ::= Regex("a", "b")', 1, 21, "exactly one string argument"),
+    ('root ::= Regex(abc)', 1, 16, "must be a string literal"),
+    ('root ::= Regex("a", json_string=1)', 1, 33, "json_string must be a boolean"),
     ('root ::= Substring("a", 1)', 1, 25, "must be strings"),
 ])
 def test_extension_errors(ebnf, line, column, words):

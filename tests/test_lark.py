@@ -165,6 +165,24 @@ def test_named_grammars():
         xg.Grammar.from_lark("start: @x", named_grammars={"x": 1})
 
 
+def test_named_grammar_texts_reference_each_other():
+    compiled = COMPILER.compile_lark("start: @pair", named_grammars={
+        "pair": 'start: @item ":" @item', "item": "start: /[a-z]+/", "unused": "start: @pair"})
+    assert accepts(compiled, "ab:a") and not accepts(compiled, "ab:")
+    with pytest.raises(xg.GrammarError, match="circular named grammar reference: @l -> @r -> @l"):
+        xg.Grammar.from_lark("start: @l", named_grammars={"l": "start: @r", "r": "start: @l"})
+
+
+@pytest.mark.parametrize("named, error, words", [
+    ([], TypeError, "must be a dictionary"),
+    ({1: 'start: "a"'}, TypeError, "names must be strings"),
+    ({"a b": 'start: "a"'}, xg.InvalidArgumentError, "Invalid named grammar name 'a b'"),
+])
+def test_named_grammar_arguments_are_checked(named, error, words):
+    with pytest.raises(error, match=words):
+        xg.Grammar.from_lark('start: "a"', named_grammars=named)
+
+
 def test_special_tokens():
     tok = xg.TokenizerInfo(["a", "b", "<|call|>", "<|end|>", "</s>"], stop_token_ids=[4],
                            special_token_ids=[2, 3])
@@ -184,17 +202,100 @@ def test_special_tokens():
         xg.Grammar.from_lark("start: <|call|>")
 
 
+# ------------------------------------------------------------------- stop= / suffix= markers
+
+
+def _stop_reference(body: str, marker: str, tail: str, text: str) -> bool:
+    """Whether `text` is r `tail` with r[stop=/marker/]: /body/ in the reference reading: r is
+    the shortest prefix in body·marker (a match commits where a marker first ends)."""
+    whole = re.compile(f"(?:{body})(?:{marker})", re.S)
+    for k in range(len(text) + 1):
+        if whole.fullmatch(text[:k]):
+            return text[k:] == tail
+    return False
+
+
+@pytest.mark.parametrize("attribute", ["stop", "suffix"])
+@pytest.mark.parametrize("body, marker, marker_src", [
+    ("[ab]*", "b", '"b"'),
+    ("[ab]*", "ab", '"ab"'),
+    ("a[ab]?", "b+", "/b+/"),
+    ("[ab]*", "ba|bb", "END\nEND: \"ba\" | \"bb\""),
+    ("(?:a|b)*", "a.b", "/a.b/s"),
+])
+def test_stop_suffix_match_the_reference(attribute, body, marker, marker_src):
+    head, _, rest = marker_src.partition("\n")
+    grammar = f'start: r "c"\nr[{attribute}={head}]: /{body}/' + (f"\n{rest}" if rest else "")
+    compiled = COMPILER.compile_lark(grammar)
+    for n in range(7):
+        for chars in itertools.product("abc", repeat=n):
+            text = "".join(chars)
+            assert accepts(compiled, text) == _stop_reference(body, marker, "c", text), (grammar, text)
+
+
+def test_stop_string_marker_flag_i():
+    check_language('start: r "z"\nr[stop="END"i]: /[a-z]*/', ["abcENDz", "abcendz", "EnDz"],
+                   ["abcENz", "abcENDENDz", "abcz"])
+
+
+def _substring_reference(chunks: list[str], text: str) -> bool:
+    """Whether `text` is a run of consecutive chunks (the empty run included)."""
+    return text == "" or any("".join(chunks[i:j]) == text
+                             for i in range(len(chunks)) for j in range(i + 1, len(chunks) + 1))
+
+
+@pytest.mark.parametrize("spec, chunks", [
+    ('{"substring_chunks": ["ab", "a", "", "b"]}', ["ab", "a", "", "b"]),
+    ('{"substring_chunks": ["b", "ab", "ba"]}', ["b", "ab", "ba"]),
+    ('{"substring_chars": "abba"}', list("abba")),
+    ('{"substring_chars": "a\u00e9b"}', list("a\u00e9b")),
+])
+def test_structured_regex_substrings_match_the_reference(spec, chunks):
+    compiled = COMPILER.compile_lark(f'start: "<" SUB ">"\nSUB: %regex {spec}')
+    for n in range(6):
+        for chars in itertools.product(["a", "b", "\u00e9"], repeat=n):
+            text = "".join(chars)
+            assert accepts(compiled, f"<{text}>") == _substring_reference(chunks, text), (spec, text)
+
+
+@pytest.mark.parametrize("grammar, accepted, rejected", [
+    # Its own namespace: the inner `item` is not the outer one.
+    ('start: item %lark {\n  start: item\n  item: "b"\n} item\nitem: "a"', ["aba"], ["aaa", "abb"]),
+    ('start: %lark { start: "a" | "b" } %lark { start: "1" | "2" }', ["a1", "b2"], ["a", "1a"]),
+    # Its own %ignore and recursion.
+    ('start: "[" %lark {\n %import common.WS\n %ignore WS\n start: x ":" x\n x: "x" | "(" x ")"\n} "]"',
+     ["[x:(x)]", "[x : x ]"], ["[ x:x]x", "[():x]"]),
+])
+def test_nested_lark(grammar, accepted, rejected):
+    check_language(grammar, accepted, rejected)
+
+
+def test_nested_lark_sees_named_grammars_and_is_bounded():
+    value = xg.Grammar.from_regex("[0-9]+")
+    compiled = COMPILER.compile_lark('start: "o" %lark { start: "i" @v }', named_grammars={"v": value})
+    assert accepts(compiled, "oi12") and not accepts(compiled, "o12")
+    deep = "start: " + "%lark { start: " * 100 + '"a"' + " }" * 100
+    with pytest.raises(xg.LimitExceededError, match="nested deeper than 64"):
+        xg.Grammar.from_lark(deep)
+
+
+def test_grammar_options_defaults_are_accepted():
+    grammar = ('%grammar_options {"allow_initial_skip": true, "no_forcing": false, "allow_invalid_utf8": false}\n'
+               '%import common.WS\n%ignore WS\nstart: "a" "b"')
+    check_language(grammar, ["ab", " a b"], ["a c"])
+
+
 # ------------------------------------------------------------------------------- errors
 
 
 @pytest.mark.parametrize("grammar, line, column, words", [
     ('start: "abc', 1, 8, "unterminated string"),
     ('start: x\nx: "a"\ny: /ab', 3, 4, "unterminated regular expression"),
-    ("start: x", 1, 8, "undefined name 'x'"),
+    ("start: x", 1, 8, "unknown name 'x'"),
     ('x: "a"', 1, 1, "no start rule"),
     ('start: "a"\nstart: "b"', 2, 1, "duplicate definition"),
     ('start: A\nA: b\nb: "x"', 2, 4, "cannot refer to rule 'b'"),
-    ('start: A\nA: "x" A?', 2, 8, "recursive"),
+    ('start: A\nA: "x" A?', 2, 8, "circular reference in terminal 'A'"),
     ('start: ("a"', 1, 8, "unbalanced '('"),
     ('start: "a")', 1, 11, "unbalanced ')'"),
     ('start: ( "a"\n "b" )', 1, 8, "unbalanced '('"),  # as in lark: a newline ends the item
@@ -202,6 +303,21 @@ def test_special_tokens():
     ("start: sep{x}\nsep{a}: a", 1, 11, "templates"),
     ('start[max_tokens=2]: "a"', 1, 7, "'max_tokens' is not supported"),
     ('TOKEN[lazy]: /a/\nstart: TOKEN', 1, 6, "only supported on rules"),
+    ('start: r\nr[stop=""]: /a*/', 2, 8, "stop must not be empty"),
+    ('start: r\nr[suffix=end]: /a*/', 2, 10, "suffix terminal name must be uppercase"),
+    ('start: r\nr[stop="x", stop="y"]: /a*/', 2, 13, "stop attribute is specified more than once"),
+    ('start: r\nr[stop="x", suffix="y"]: /a*/', 2, 13, "suffix cannot be combined with stop"),
+    ('start: r\nr[suffix=/x/i]: /a*/', 2, 10, "flag 'i' is not supported with suffix or stop"),
+    ('start: r\nr[stop=MISSING]: /a*/', 2, 8, "unknown name 'MISSING'"),
+    ("start: %regex []", 1, 15, "%regex value must be an object"),
+    ('start: %regex {"a": "b"}', 1, 8, "unknown field 'a' in %regex"),
+    ('start: %regex {"substring_chunks": ["a", 1]}', 1, 8, "substring_chunks must be an array of strings"),
+    ('start: %regex {"substring_chars": "a", "substring_chunks": []}', 1, 8, "only one field"),
+    ('%grammar_options {"allow_initial_skip": 1}\nstart: "a"', 1, 18, "allow_initial_skip must be a boolean"),
+    ('%grammar_options {"no_forcing": true}\nstart: "a"', 1, 18, "option 'no_forcing' is not supported"),
+    ('%grammar_options {"x": true}\nstart: "a"', 1, 18, "unknown %grammar_options option 'x'"),
+    ('start: %lark { item: "a" }', 1, 8, "failed to compile nested Lark grammar"),
+    ('start: T\nT: %lark { start: "a" }', 2, 4, "nested %lark cannot be used in terminals"),
     ('start: r\nr[lazy]: "(" r ")" | "x"', 2, 1, "recursive"),
     ('%declare X\nstart: "a"', 1, 1, "%declare is not supported"),
     ('%import foo.X\nstart: "a"', 1, 9, "unknown import 'foo.X'"),
@@ -220,7 +336,7 @@ def test_errors_at_line_column(grammar, line, column, words):
         xg.Grammar.from_lark(grammar)
     err = info.value
     assert words in str(err), str(err)
-    assert str(err).startswith(f"{line}:{column}:"), str(err)
+    assert str(err).startswith(f"Lark error at line {line}, column {column}:"), str(err)
 
 
 def test_nesting_limit():

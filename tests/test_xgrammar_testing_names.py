@@ -46,6 +46,21 @@ def test_cpp_only_helpers_say_why_they_are_missing(helper):
         helper(xg.Grammar.from_ebnf('root ::= "a"'))
 
 
+@pytest.mark.parametrize("rule_id, text, accepted", [
+    (0, "xab", True), (0, "ab", False), (1, "ab", True), (1, "abab", True), (1, "x", False),
+])
+def test_rule_fsm_accept_string_matches_the_rules_language(rule_id, text, accepted):
+    grammar = xg.Grammar.from_ebnf('root ::= "x" item+\nitem ::= "a" "b" | "ab" "ab"')
+    names = [line.split("::=")[0].strip() for line in str(grammar).splitlines() if "::=" in line]
+    assert names[0] == "root" and len(names) == 2  # printed order: the ids the helper takes
+    assert xgt._is_rule_fsm_accept_string(grammar, rule_id, text) is accepted
+
+
+def test_rule_fsm_accept_string_refuses_an_unknown_rule():
+    with pytest.raises(xg.InvalidArgumentError, match="out of range"):
+        xgt._is_rule_fsm_accept_string(xg.Grammar.from_ebnf('root ::= "a"'), 3, "a")
+
+
 def test_byte_level_charset_is_the_decoders_alphabet():
     assert len(_BYTE_LEVEL_CHARSET) == 256
     chars = sorted(_BYTE_LEVEL_CHARSET)

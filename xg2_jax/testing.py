@@ -32,6 +32,7 @@ from xg2_jax._src.testing_helpers import (  # noqa: F401 - xgrammar.testing's he
     _get_matcher_from_grammar,
     _get_matcher_from_grammar_and_tokenizer_info,
     _is_grammar_accept_string,
+    _is_rule_fsm_accept_string,
     _is_single_token_bitmask,
     _json_schema_to_ebnf,
     _print_grammar_fsms,

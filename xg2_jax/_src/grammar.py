@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json as _json
+import re as _re
 import warnings as _warnings
 from typing import Any, Dict, Optional, Tuple, Union
 
 from xg2_jax import _core
 from xg2_jax._src import serialization_json
 from xg2_jax._src.errors import (
+    GrammarError,
     GrammarSyntaxError,
     InvalidArgumentError,
     LimitExceededError,
@@ -129,16 +131,20 @@ class Grammar:
         ``-> ALIAS``, ``common (A, B)``), ``%ignore`` (ignored items may follow every lexeme of
         a rule; before the first one only with ``%grammar_options {"allow_initial_skip":
         true}``), ``%json {schema}``, ``<|special|>`` and ``<[ids]>`` special tokens (needs
-        ``tokenizer_info``), ``@name`` grammars. Priorities, ``?``/``!`` prefixes and
-        ``-> alias`` are accepted and leave the language unchanged. Templates, ``%declare``,
-        ``%override``, ``%extend``, rule attributes and other modules raise
-        :class:`GrammarSyntaxError`.
+        ``tokenizer_info``), ``@name`` grammars, ``%regex {"substring_chunks": [...]}`` /
+        ``{"substring_chars": "..."}``, the rule attributes ``[lazy]``, ``[max_chars=N]``,
+        ``[stop=M]`` and ``[suffix=M]`` (the body, then the marker ``M``, committing where a
+        marker first ends). Priorities, ``?``/``!`` prefixes and ``-> alias`` are accepted and
+        leave the language unchanged. Templates, ``%declare``, ``%override``, ``%extend``,
+        other rule attributes (``capture``, ``max_tokens``, ...) and other modules raise
+        :class:`GrammarSyntaxError` (``Lark error at line L, column C: ...``).
 
         Args:
             lark_string: the grammar text; it must define ``start``.
             tokenizer_info: resolves special tokens.
             named_grammars: grammars referenced as ``@name`` (keys without the ``@``); a
-                string value is Lark text with its own ``start``.
+                string value is Lark text with its own ``start``, which may reference the
+                other named grammars (not in a cycle).
 
         Returns:
             The grammar.
@@ -158,16 +164,8 @@ class Grammar:
             start ::= pair ("," pair)*
         """
         _check_utf8(lark_string)
-        names, grammars = [], []
-        for name, value in (named_grammars or {}).items():
-            if not isinstance(name, str):
-                raise TypeError("named grammar names must be strings")
-            if isinstance(value, str):
-                value = cls.from_lark(value, tokenizer_info=tokenizer_info)
-            if not isinstance(value, Grammar):
-                raise TypeError("named grammar values must be Grammar instances or Lark strings")
-            names.append(name)
-            grammars.append(value._handle)
+        resolved = _resolve_named_grammars(named_grammars, tokenizer_info)
+        names, grammars = list(resolved), [g._handle for g in resolved.values()]
         native_tok = getattr(tokenizer_info, "_handle", None) if tokenizer_info is not None else None
         return cls(_core.grammar_from_lark(lark_string, native_tok, names, grammars))
 
@@ -361,6 +359,59 @@ class Grammar:
 
     def __repr__(self) -> str:
         return f"Grammar(num_rules={self._handle.num_rules})"
+
+
+_NAME = _re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+_NAMED_REFERENCE = _re.compile(r"@([A-Za-z_][A-Za-z0-9_-]*)")
+
+
+def _resolve_named_grammars(named_grammars: Any, tokenizer_info: Any) -> Dict[str, "Grammar"]:
+    """The ``named_grammars`` of :meth:`Grammar.from_lark` as grammars: a Lark string is parsed
+    with the other named grammars it references (``@name``), each one once.
+
+    Args:
+        named_grammars: None, or a dict of name to :class:`Grammar` or Lark text.
+        tokenizer_info: resolves special tokens in the Lark texts.
+
+    Returns:
+        The grammars by name.
+
+    Raises:
+        TypeError: not a dict, a name not a string, a value neither a Grammar nor a string.
+        InvalidArgumentError: a name that ``@name`` cannot spell.
+        GrammarError: Lark texts that reference each other in a cycle (the cycle is named).
+    """
+    if named_grammars is None:
+        return {}
+    if not isinstance(named_grammars, dict):
+        raise TypeError("named_grammars must be a dictionary of name -> Grammar or Lark string")
+    for name, value in named_grammars.items():
+        if not isinstance(name, str):
+            raise TypeError("named grammar names must be strings")
+        if not _NAME.fullmatch(name):  # `@name` could not reference it
+            raise InvalidArgumentError(f"Invalid named grammar name {name!r}: use letters, digits, _ and -")
+        if not isinstance(value, (Grammar, str)):
+            raise TypeError("named grammar values must be Grammar instances or Lark strings")
+    resolved: Dict[str, Grammar] = {}
+
+    def resolve(name: str, path: list) -> Grammar:
+        if name in resolved:
+            return resolved[name]
+        if name in path:  # a Lark text reaching itself again through @references
+            cycle = path[path.index(name):] + [name]
+            raise GrammarError("circular named grammar reference: " + " -> ".join("@" + n for n in cycle))
+        value = named_grammars[name]
+        if isinstance(value, str):
+            # The texts it may reference: a name in a string literal only costs an extra parse.
+            refs = [n for n in dict.fromkeys(_NAMED_REFERENCE.findall(value)) if n in named_grammars]
+            inner = {n: resolve(n, path + [name]) for n in refs}
+            value = Grammar.from_lark(value, tokenizer_info=tokenizer_info, named_grammars=inner)
+        resolved[name] = value
+        return value
+
+    for name in named_grammars:
+        resolve(name, [])
+    return resolved
 
 
 def _structural_tag_to_text(tag: Any) -> str:

@@ -5,7 +5,8 @@ torch tensors). The EBNF converters print xg2-jax's own (normalized) grammar, so
 differs from xgrammar's while the language is the same. The helpers of xgrammar's C++
 testing internals that have no meaning over xg2-jax's grammar (grammar functors, rule FSMs,
 range-regex generators) raise ``NotImplementedError`` when called; ``_get_allow_empty_rule_ids``
-is real (the nullable rules of the compiled automaton).
+(the nullable rules of the compiled automaton) and ``_is_rule_fsm_accept_string`` (a rule's
+language, by rooting the grammar at it) are real.
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ __all__ = ["GrammarFunctor", "_ebnf_to_grammar_no_normalization", "_generate_flo
            "_generate_range_regex", "_get_allow_empty_rule_ids", "_print_grammar_fsms", "_json_schema_to_ebnf", "_regex_to_ebnf",
            "_get_masked_tokens_from_bitmask", "_get_matcher_from_grammar",
            "_get_matcher_from_grammar_and_tokenizer_info", "_is_grammar_accept_string",
-           "_is_single_token_bitmask", "_traverse_draft_tree", "bitmask_to_bool_mask",
+           "_is_single_token_bitmask", "_is_rule_fsm_accept_string", "_print_grammar_fsms",
+           "_traverse_draft_tree", "GrammarFunctor", "bitmask_to_bool_mask",
            "bool_mask_to_bitmask"]
 
 
@@ -103,6 +105,32 @@ def _is_grammar_accept_string(grammar: Union[Grammar, str], input_str: Union[str
     if not matcher.accept_string(input_str):
         return False
     return matcher.is_terminated() if require_termination else True
+
+
+def _is_rule_fsm_accept_string(grammar: Grammar, rule_id: int, input_str: str) -> bool:
+    """Whether rule ``rule_id`` of ``grammar`` accepts all of ``input_str``.
+
+    xg2-jax builds a rule's automaton when the grammar compiles, so the rule is matched by a
+    matcher of the same grammar rooted at that rule.
+
+    Args:
+        grammar: the grammar.
+        rule_id: the rule's index in the printed grammar (0 is the root rule).
+        input_str: the text to match.
+
+    Returns:
+        True when the rule's language holds ``input_str``.
+
+    Raises:
+        InvalidArgumentError: ``rule_id`` is not a rule of ``grammar``.
+    """
+    text = str(grammar)
+    names = [line.split("::=", 1)[0].strip() for line in text.splitlines() if "::=" in line]
+    if not 0 <= rule_id < len(names):
+        raise InvalidArgumentError(f"rule id {rule_id} is out of range: the grammar has "
+                                   f"{len(names)} rules")
+    rooted = Grammar.from_ebnf(text, root_rule_name=names[rule_id])
+    return _is_grammar_accept_string(rooted, input_str)
 
 
 def _bitmask_row(bitmask, vocab_size: int, index: int) -> np.ndarray:

@@ -53,6 +53,7 @@ void Converter::Unsupported(const std::string& kw, const std::string& ptr, const
 // A JSON string of min_len..max_len characters; the character expression is built once
 // per grammar (it is the same node everywhere, nodes being hash-consed).
 ExprId Converter::AnyString(int64_t min_len, int64_t max_len) {
+  if (Excluding()) return FilteredString(min_len, max_len, {});
   if (json_char_ == kNoExpr) json_char_ = JsonCharExpr(&g_);
   return JsonStringExpr(&g_, min_len, max_len, json_char_);
 }

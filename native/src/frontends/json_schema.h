@@ -34,6 +34,10 @@ struct JsonSchemaOptions {
   int max_whitespace_cnt = -1;  // -1: unbounded runs of whitespace (any_whitespace only)
   bool any_order = false;       // properties in any order instead of declaration order
   bool on_unsupported_warn = false;
+  // Substrings no string value or property name may contain in its emitted text (escapes as
+  // written: "\\u0061b" does not contain "ab"). Strings under a pattern or a known format keep
+  // their own language (xgrammar's JSONSchemaFormat.excludes).
+  std::vector<std::string> excludes;
 };
 
 struct JsonSchemaResult {

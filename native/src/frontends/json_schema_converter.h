@@ -86,6 +86,20 @@ class Converter {
   // A JSON string of min_len..max_len characters; the character expression is built once
   // per grammar (it is the same node everywhere, nodes being hash-consed).
   ExprId AnyString(int64_t min_len, int64_t max_len);
+
+  // ------------------------------------------------------------------ excluded substrings
+  // (o_.excludes; json_schema_excludes.cc). Exact: each filtered language is the product of
+  // the content automaton with the complement of "contains an excluded substring".
+  bool Excluding() const { return !o_.excludes.empty(); }
+  // A quoted JSON string of min_len..max_len characters whose content is not one of
+  // `declared` and contains no excluded substring (one rule per distinct request).
+  ExprId FilteredString(int64_t min_len, int64_t max_len, const std::vector<std::string>& declared);
+  // `content` (string content without quotes or rule references) without the strings that
+  // contain an excluded substring; Never() when nothing is left.
+  ExprId WithoutExcluded(ExprId content);
+  // Whether every spelling of `text` as string content contains an excluded substring.
+  bool LiteralExcluded(const std::string& text);
+  const ByteDfaSpec& ExcludedText();  // built once per conversion
   ExprId Ws();
   std::string Newline(int depth) const { return "\n" + std::string(static_cast<size_t>(o_.indent) * depth, ' '); }
   // "{" / "[" followed by what precedes the first member at this depth.
@@ -242,6 +256,8 @@ class Converter {
   bool conditions_ignored_ = false;  // a draft 3-6 schema: if/then/else are not keywords
   std::unordered_map<std::string, int64_t> rule_name_count_;
   RuleId string_rest_ = -1;
+  std::map<std::pair<std::pair<int64_t, int64_t>, std::vector<std::string>>, RuleId> filtered_strings_;
+  std::unique_ptr<ByteDfaSpec> excluded_text_;  // strings with an excluded substring, over bytes
   ExprId ws_ = kNoExpr, item_sep_expr_ = kNoExpr, key_sep_expr_ = kNoExpr;  // memoised separators
   ExprId json_char_ = kNoExpr;
   int64_t expansion_budget_ = 2000;  // inline lowerings of combinator alternatives

@@ -5,6 +5,7 @@
 namespace xg2::jsonschema {
 
 ExprId Converter::KeyExprFromNames(const std::vector<Ref>& names, const std::vector<std::string>& declared) {
+  if (names.empty() && Excluding()) return FilteredString(0, kUnbounded, declared);
   if (names.empty()) return declared.empty() ? AnyString(0, kUnbounded) : JsonStringNotIn(&g_, declared, StringRest());
   Merged nm;
   for (const auto& r : names) MergeInto(&nm, r, 0);
@@ -138,7 +139,7 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth) {
     }
     ExprId val = ValueRef(conj, d1);
     bool req = m.Requires(pr.first);
-    if (val == kNoExpr) {
+    if (val == kNoExpr || LiteralExcluded(pr.first)) {  // an excluded name cannot be written
       if (req) return Never();
       continue;
     }

@@ -20,8 +20,7 @@ ExprId Converter::LiteralExpr(const JsonValue& v, int depth) {
       } catch (const UnsupportedKeyword&) {
         return Lit(&g_, v.Dump());
       }
-    case JsonValue::Type::kString:
-      return g_.AddSequence({Lit(&g_, "\""), JsonStringContentLiteral(&g_, v.as_string()), Lit(&g_, "\"")});
+    case JsonValue::Type::kString: return QuotedLiteral(v.as_string());
     case JsonValue::Type::kArray: {
       if (v.items().empty()) return Empty('[', ']');
       std::vector<ExprId> parts{Open('[', depth)};
@@ -60,7 +59,9 @@ ExprId Converter::LiteralExpr(const JsonValue& v, int depth) {
 }
 
 ExprId Converter::QuotedLiteral(const std::string& s) {
-  return g_.AddSequence({Lit(&g_, "\""), JsonStringContentLiteral(&g_, s), Lit(&g_, "\"")});
+  ExprId content = JsonStringContentLiteral(&g_, s);
+  if (Excluding()) content = WithoutExcluded(content);  // the spellings without an excluded substring
+  return g_.AddSequence({Lit(&g_, "\""), content, Lit(&g_, "\"")});
 }
 
 ExprId Converter::NumericExpr(const Merged& m, bool integer) {

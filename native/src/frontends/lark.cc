@@ -5,6 +5,7 @@
 // a reference to common's X, whose own references resolve among the common terminals).
 #include "frontends/lark.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <utility>
@@ -12,11 +13,14 @@
 
 #include "frontends/json_schema.h"
 #include "frontends/lark_syntax.h"
+#include "automata/substring_dfa.h"
 #include "frontends/regex.h"
 #include "grammar/rule_attributes.h"
 #include "xg2/errors.h"
 
 namespace xg2 {
+
+constexpr int kMaxNestedLarkDepth = 64;
 
 namespace {
 
@@ -103,6 +107,8 @@ class LarkConverter {
   ExprId CompileRange(const Node& node, Scope scope);
   ExprId CompileRegex(const Node& node, Scope scope);
   ExprId CompileJson(const Node& node, Scope scope);
+  ExprId CompileSubstrings(const Node& node, Scope scope);
+  ExprId CompileNestedLark(const Node& node, Scope scope);
   ExprId CompileSpecialToken(const Node& node, Scope scope);
   ExprId CompileGrammarRef(const Node& node, Scope scope);
   ExprId WithSkip(ExprId lexeme);
@@ -193,7 +199,8 @@ void LarkConverter::AddImports() {
     std::string name = import.path.compare(0, prefix.size(), prefix) == 0 ? import.path.substr(prefix.size()) : "";
     if (name.empty() || !entries_.count({kCommon, name})) {
       Fail(kUser, import.offset,
-           "unknown import '" + import.path + "' (available: the common terminals, e.g. common.WS, common.NUMBER)");
+           std::string(name.empty() ? "unknown import '" : "unknown common import '") + import.path +
+               "' (available: the common terminals, e.g. common.WS, common.NUMBER)");
     }
     if (entries_.count({kUser, import.local_name})) {
       Fail(kUser, import.offset, "duplicate definition of '" + import.local_name + "'");
@@ -208,7 +215,7 @@ void LarkConverter::AddImports() {
 
 LarkConverter::Entry* LarkConverter::Lookup(Scope scope, const std::string& name, size_t offset) {
   auto it = entries_.find({scope, name});
-  if (it == entries_.end()) Fail(scope, offset, "undefined name '" + name + "'");
+  if (it == entries_.end()) Fail(scope, offset, "unknown name '" + name + "' (undefined)");
   return &it->second;
 }
 
@@ -248,7 +255,8 @@ void LarkConverter::CheckTerminal(Entry* entry, std::map<Entry*, int>* state) {
     }
     Entry* target = Lookup(entry->scope, n->text, n->offset);
     int t = (*state)[target];
-    if (t == 1) Fail(entry->scope, n->offset, "terminal '" + n->text + "' is recursive (terminals must be regular)");
+    if (t == 1)
+      Fail(entry->scope, n->offset, "circular reference in terminal '" + n->text + "' (terminals must be regular)");
     if (t == 0) CheckTerminal(target, state);
   }
   (*state)[entry] = 2;
@@ -297,6 +305,10 @@ ExprId LarkConverter::Compile(const Node& node, Scope scope, bool in_terminal) {
     }
     case Node::Kind::kRange: return lexeme(CompileRange(node, scope));
     case Node::Kind::kRegex: return lexeme(CompileRegex(node, scope));
+    case Node::Kind::kSubstrings: return lexeme(CompileSubstrings(node, scope));
+    case Node::Kind::kNestedLark:
+      if (in_terminal) Fail(scope, node.offset, "nested %lark cannot be used in terminals");
+      return CompileNestedLark(node, scope);
     case Node::Kind::kName: {
       Entry* target = Lookup(scope, node.text, node.offset);
       ExprId ref = g_.AddRuleRef(RuleOf(target));
@@ -359,7 +371,7 @@ ExprId LarkConverter::CompileRegex(const Node& node, Scope scope) {
 
 ExprId LarkConverter::CompileJson(const Node& node, Scope scope) {
   std::pair<int, int> lc = lark::LineColumn(SourceOf(scope), node.offset);
-  std::string where = std::to_string(lc.first) + ":" + std::to_string(lc.second);
+  std::string where = lark::LarkWhere(lc);
   try {
     JsonSchemaResult r = JsonSchemaToGrammar(node.text);
     return g_.AddRuleRef(ImportGrammar(&g_, r.grammar, "json" + std::to_string(++imports_) + "_"));
@@ -368,6 +380,62 @@ ExprId LarkConverter::CompileJson(const Node& node, Scope scope) {
   } catch (const Error& e) {
     throw Error(e.kind(), where + ": in %json schema: " + e.what());
   }
+}
+
+// %regex {"substring_chunks": [...]} / {"substring_chars": "..."}: any run of consecutive
+// chunks (characters), the empty run included, as one automaton (xgrammar's Substring).
+ExprId LarkConverter::CompileSubstrings(const Node& node, Scope scope) {
+  JsonValue spec;
+  try {
+    spec = ParseJson(node.text);
+  } catch (const Error& e) {
+    Fail(scope, node.offset, std::string("failed to parse the %regex value: ") + e.what());
+  }
+  if (!spec.is_object()) Fail(scope, node.offset, "%regex value must be an object");
+  if (spec.members().empty()) Fail(scope, node.offset, "no fields set on %regex");
+  if (spec.members().size() > 1) Fail(scope, node.offset, "only one field can be set on %regex");
+  const auto& [field, value] = spec.members()[0];
+  std::vector<std::string> chunks;
+  if (field == "substring_chunks") {
+    bool ok = value.is_array() && std::all_of(value.items().begin(), value.items().end(),
+                                              [](const JsonValue& c) { return c.is_string(); });
+    if (!ok) Fail(scope, node.offset, "substring_chunks must be an array of strings");
+    for (const JsonValue& c : value.items()) chunks.push_back(c.as_string());
+  } else if (field == "substring_chars") {
+    if (!value.is_string()) Fail(scope, node.offset, "substring_chars must be a string");
+    for (unsigned char c : value.as_string()) {  // one chunk per UTF-8 character
+      if ((c & 0xC0) != 0x80 || chunks.empty()) chunks.emplace_back();
+      chunks.back() += static_cast<char>(c);
+    }
+  } else if (field == "substring_words") {
+    Fail(scope, node.offset, "substring_words is not supported yet (word boundaries are not modelled)");
+  } else {
+    Fail(scope, node.offset, "unknown field '" + field + "' in %regex");
+  }
+  return g_.AddByteDfa(SubstringDfa(chunks));
+}
+
+// %lark { ... }: a grammar with its own names (its own start, terminals and %ignore), with the
+// same tokenizer and named grammars, imported whole.
+ExprId LarkConverter::CompileNestedLark(const Node& node, Scope scope) {
+  // Each level is a parser and a converter on the stack: bounded like expression nesting.
+  static thread_local int depth = 0;
+  struct Level {
+    Level() { ++depth; }
+    ~Level() { --depth; }
+  } level;
+  if (depth > kMaxNestedLarkDepth)
+    throw Error(ErrorKind::kLimitExceeded, lark::LarkWhere(lark::LineColumn(SourceOf(scope), node.offset)) +
+                                               ": %lark grammars nested deeper than " +
+                                               std::to_string(kMaxNestedLarkDepth) + " levels");
+  Grammar nested;
+  try {
+    nested = LarkToGrammar(node.text, options_);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kGrammarSyntax && e.kind() != ErrorKind::kGrammarSemantic) throw;
+    Fail(scope, node.offset, std::string("failed to compile nested Lark grammar: ") + e.what());
+  }
+  return g_.AddRuleRef(ImportGrammar(&g_, nested, "lark" + std::to_string(++imports_) + "_"));
 }
 
 // <[12]>, <[12, 15-17]>: special tokens by id; <|name|>: the special token with that text.

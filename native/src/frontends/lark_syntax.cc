@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "support/json.h"
 #include "support/utf8.h"
 #include "xg2/errors.h"
 #include "xg2/limits.h"
@@ -24,9 +25,13 @@ namespace xg2::lark {
 
 std::pair<int, int> LineColumn(const std::string& text, size_t offset) { return TextLineColumn(text, offset); }
 
+std::string LarkWhere(std::pair<int, int> line_column) {
+  return "Lark error at line " + std::to_string(line_column.first) + ", column " + std::to_string(line_column.second);
+}
+
 void FailAt(const std::string& text, size_t offset, const std::string& message) {
   std::pair<int, int> lc = LineColumn(text, offset);
-  throw SyntaxError(message, lc.first, lc.second);
+  throw SyntaxError("Lark", message, lc.first, lc.second);
 }
 
 bool IsTerminalName(const std::string& name) {
@@ -84,6 +89,8 @@ class Parser {
   Node ParseBracketed(char close, bool optional);
   void ParseBraces(Node* repeat);
   Node ParseStringAtom();
+  Node ParseMarker(const std::string& attribute);
+  void ParseGrammarOptions(const std::string& json, size_t at, Document* doc);
   std::string ParseStringLiteral();
   Node ParseRegex();
   std::string ParseJsonObject();
@@ -92,6 +99,7 @@ class Parser {
   const std::string& text_;
   size_t pos_ = 0;
   int depth_guard_ = 0;  // nested expansions, against MaxNestingDepth()
+  Node marker_;          // the stop= / suffix= marker of the definition being read
 };
 
 std::string Parser::Describe(size_t offset) const {
@@ -212,6 +220,14 @@ void Parser::ParseDefinition(Document* doc) {
   if (Peek() != ':') Fail("expected ':' after '" + def.name + "', found " + Describe(pos_), pos_);
   ++pos_;
   def.body = ParseExpansions();
+  if (!def.marker_attribute.empty()) {  // body M, lazily: ends where a marker first ends
+    Node seq;
+    seq.kind = Node::Kind::kSequence;
+    seq.offset = def.body.offset;
+    seq.children = {std::move(def.body), std::move(marker_)};
+    def.body = std::move(seq);
+    def.lazy = true;
+  }
   doc->definitions.push_back(std::move(def));
 }
 
@@ -228,8 +244,14 @@ void Parser::ParseAttributes(Definition* def) {
     } else if (key == "max_chars" && Peek() == '=') {
       pos_ = SkipInlineFrom(pos_ + 1);
       def->max_chars = ParseInt();
+    } else if ((key == "stop" || key == "suffix") && Peek() == '=') {
+      if (def->marker_attribute == key) Fail(key + " attribute is specified more than once", at);
+      if (!def->marker_attribute.empty()) Fail(key + " cannot be combined with " + def->marker_attribute, at);
+      def->marker_attribute = key;
+      pos_ = SkipInlineFrom(pos_ + 1);
+      marker_ = ParseMarker(key);
     } else {
-      Fail("rule attribute '" + key + "' is not supported (supported: lazy, max_chars=N)", at);
+      Fail("rule attribute '" + key + "' is not supported (supported: lazy, max_chars=N, stop=M, suffix=M)", at);
     }
     pos_ = SkipInlineFrom(pos_);
     if (Peek() == ']') break;
@@ -250,19 +272,32 @@ void Parser::ParseDirective(Document* doc) {
   } else if (word == "grammar_options") {
     pos_ = SkipInlineFrom(pos_);
     size_t json_at = pos_;
-    std::string json = ParseJsonObject();
-    // The one option: {"allow_initial_skip": true|false}.
-    std::string compact;
-    for (char c : json) {
-      if (c != ' ' && c != '\t' && c != '\n' && c != '\r') compact += c;
-    }
-    if (compact == "{\"allow_initial_skip\":true}") {
-      doc->allow_initial_skip = true;
-    } else if (compact != "{\"allow_initial_skip\":false}" && compact != "{}") {
-      Fail("%grammar_options supports only {\"allow_initial_skip\": true|false}", json_at);
-    }
+    ParseGrammarOptions(ParseJsonObject(), json_at, doc);
   } else {
     Fail("directive %" + word + " is not supported", at);
+  }
+}
+
+// %grammar_options {...}: allow_initial_skip (a boolean); llguidance's no_forcing and
+// allow_invalid_utf8 only at their default, false (this front end neither relaxes forcing nor
+// matches invalid UTF-8).
+void Parser::ParseGrammarOptions(const std::string& json, size_t at, Document* doc) {
+  JsonValue options;
+  try {
+    options = ParseJson(json);
+  } catch (const Error& e) {
+    Fail(std::string("failed to parse %grammar_options: ") + e.what(), at);
+  }
+  for (const auto& [name, value] : options.members()) {
+    if (name == "allow_initial_skip") {
+      if (!value.is_bool()) Fail("allow_initial_skip must be a boolean", at);
+      doc->allow_initial_skip = value.as_bool();
+    } else if (name == "no_forcing" || name == "allow_invalid_utf8") {
+      if (!value.is_bool()) Fail(name + " must be a boolean", at);
+      if (value.as_bool()) Fail("%grammar_options option '" + name + "' is not supported", at);
+    } else {
+      Fail("unknown %grammar_options option '" + name + "'", at);
+    }
   }
 }
 
@@ -312,9 +347,9 @@ Node Parser::ParseExpansions() {
   size_t at = pos_;
   if (++depth_guard_ > MaxNestingDepth()) {
     std::pair<int, int> lc = LineColumn(text_, at);
-    throw Error(ErrorKind::kLimitExceeded, std::to_string(lc.first) + ":" + std::to_string(lc.second) +
-                                               ": expressions nested deeper than " + std::to_string(MaxNestingDepth()) +
-                                               " levels" + NestingLimitNote());
+    throw Error(ErrorKind::kLimitExceeded,
+                LarkWhere(lc) + ": expressions nested deeper than " + std::to_string(MaxNestingDepth()) + " levels" +
+                    NestingLimitNote());
   }
   Node choice;
   choice.kind = Node::Kind::kChoice;
@@ -440,9 +475,25 @@ Node Parser::ParseAtom() {
   if (c == '%') {
     ++pos_;
     std::string word = IsNameStart(Peek()) ? ParseName() : std::string();
-    if (word != "json") Fail("%" + word + " is not supported inside an expression", at);
+    if (word != "json" && word != "regex" && word != "lark")
+      Fail("%" + word + " is not supported inside an expression", at);
     pos_ = SkipInlineFrom(pos_);
+    if (word == "lark") {  // balanced braces; strings may hold braces
+      if (Peek() != '{') Fail("expected '{' after %lark, found " + Describe(pos_), pos_);
+      node.kind = Node::Kind::kNestedLark;
+      std::string block = ParseJsonObject();
+      node.text = block.substr(1, block.size() - 2);
+      return node;
+    }
+    if (word == "regex") {  // its fields are read by the converter
+      if (Peek() != '{') Fail("%regex value must be an object", pos_);
+      node.kind = Node::Kind::kSubstrings;
+      node.text = ParseJsonObject();
+      return node;
+    }
     node.kind = Node::Kind::kJson;
+    if (Peek() != '{')
+      Fail("failed to compile inline JSON schema: expected a schema object, found " + Describe(pos_), pos_);
     node.text = ParseJsonObject();
     return node;
   }
@@ -468,6 +519,32 @@ Node Parser::ParseBracketed(char close, bool optional) {
   repeat.max = 1;
   repeat.children.push_back(std::move(inner));
   return repeat;
+}
+
+// The marker of a stop= / suffix= attribute: a string (flag i allowed), a regex (flag s
+// allowed) or a terminal's name.
+Node Parser::ParseMarker(const std::string& attribute) {
+  size_t at = pos_;
+  Node marker;
+  if (Peek() == '"') {
+    marker = ParseStringAtom();
+    if (marker.kind != Node::Kind::kString) Fail(attribute + " takes a string, a regex or a terminal name", at);
+    if (marker.text.empty()) Fail(attribute + " must not be empty", at);
+  } else if (Peek() == '/') {
+    marker = ParseRegex();
+    for (char f : marker.flags) {
+      if (f != 's')
+        Fail(std::string("regular-expression flag '") + f + "' is not supported with suffix or stop attributes", at);
+    }
+  } else if (IsNameStart(Peek())) {
+    marker.offset = at;
+    marker.kind = Node::Kind::kName;
+    marker.text = ParseName();
+    if (!IsTerminalName(marker.text)) Fail(attribute + " terminal name must be uppercase", at);
+  } else {
+    Fail("expected a string, a regex or a terminal name after " + attribute + "=, found " + Describe(pos_), pos_);
+  }
+  return marker;
 }
 
 Node Parser::ParseStringAtom() {

@@ -4,9 +4,10 @@
 // terminal definitions (with priorities, ?/! rule prefixes and -> aliases, all of which
 // leave the language unchanged), alternatives, groups, [optional] parts, ? * + ~ n ~ n..m
 // {n} {n,m} {n,} {,m}, strings with the i flag, "a".."z" ranges, /regex/flags, %ignore,
-// %import common..., %json {...}, <special tokens>, @named grammars and the rule attributes
-// [lazy] and [max_chars=N]. Everything else (templates, %declare, %override, %extend, other
-// attributes) is a SyntaxError at its line:col.
+// %import common..., %json {...}, %regex {substring_chunks / substring_chars},
+// %grammar_options, <special tokens>, @named grammars and the rule attributes
+// [lazy], [max_chars=N], [stop=M] and [suffix=M]. Everything else (templates, %declare,
+// %override, %extend, other attributes) is a SyntaxError at its line:col.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +27,8 @@ struct Node {
     kRegex,         // text (the pattern between the slashes, unescaped), flags
     kName,          // a rule or terminal reference: text
     kJson,          // %json: text is the JSON Schema
+    kSubstrings,    // %regex {...} (llguidance's structured regex): text is the JSON object
+    kNestedLark,    // %lark { ... }: text is the grammar between the braces (its own names)
     kSpecialToken,  // <...>: text is what is between the angle brackets
     kGrammarRef,    // @name: text is the name
   };
@@ -44,6 +47,11 @@ struct Definition {
   bool is_terminal = false;
   bool lazy = false;       // name[lazy]: (see grammar/rule_attributes.h)
   int64_t max_chars = -1;  // name[max_chars=N]:
+  // name[stop=M] / name[suffix=M] (llguidance's and xgrammar's): the body up to the first
+  // place a marker M ends, the marker included. The parser folds it into the body as
+  // `body M` with lazy set (the shortest match commits); "stop" or "suffix", else empty. The
+  // two differ only in what a capture of the rule holds, which this front end does not record.
+  std::string marker_attribute;
   size_t offset = 0;
   Node body;
 };
@@ -71,6 +79,8 @@ bool IsTerminalName(const std::string& name);
 // Line and column (code points, 1-based) of a byte offset.
 std::pair<int, int> LineColumn(const std::string& text, size_t offset);
 
+// "Lark error at line L, column C": the head of every located Lark error (xgrammar's wording).
+std::string LarkWhere(std::pair<int, int> line_column);
 [[noreturn]] void FailAt(const std::string& text, size_t offset, const std::string& message);
 
 }  // namespace xg2::lark

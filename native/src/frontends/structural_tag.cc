@@ -241,22 +241,36 @@ class Lowering {
     *consumed_end = true;
   }
 
+  // JSONSchemaFormat.excludes: absent, or a list of non-empty strings (null is no list).
+  static std::vector<std::string> SchemaExcludes(const Fields& fs) {
+    const JsonValue* v = fs.Get("excludes");
+    if (!v) return {};
+    bool ok = v->is_array() && std::all_of(v->items().begin(), v->items().end(), [](const JsonValue& s) {
+      return s.is_string() && !s.as_string().empty();
+    });
+    if (!ok) Fail(fs.At("excludes"), "excludes must be an array of non-empty strings");
+    return fs.Strings("excludes");
+  }
+
   ExprId LowerJsonSchema(const JsonValue& f, const std::string& path) {
     Fields fs(f, path, {"json_schema", "style", "any_order", "max_whitespace_cnt", "excludes"});
     const JsonValue& schema = fs.Require("json_schema");
     if (!schema.is_object() && !schema.is_bool()) Fail(fs.At("json_schema"), "must be a JSON Schema object or boolean");
     std::string style = "json";
     if (fs.Get("style")) style = fs.String("style");
-    std::vector<std::string> excludes = fs.Strings("excludes");
-    if (!excludes.empty() && (style == "json" || style == "cohere_xml" || style == "minimax_m3_xml")) {
-      Fail(fs.At("excludes"), "excluded substrings are not supported for the " + style +
-                                  " style (they are for gemma and the parameter XML styles)");
+    std::vector<std::string> excludes = SchemaExcludes(fs);
+    if (!excludes.empty() && (style == "cohere_xml" || style == "minimax_m3_xml")) {
+      Fail(fs.At("excludes"), "excludes is not supported for " + style +
+                                  " (it is for json, gemma and the parameter XML styles)");
     }
     JsonSchemaOptions o;
     o.any_order = fs.Bool("any_order", false);
     o.max_whitespace_cnt = static_cast<int>(fs.Int("max_whitespace_cnt", -1, -1, 1 << 20));
     o.on_unsupported_warn = options_.on_unsupported_warn;
-    if (style == "json") return ImportSchema(schema, o, fs.At("json_schema"));
+    if (style == "json") {
+      o.excludes = std::move(excludes);
+      return ImportSchema(schema, o, fs.At("json_schema"));
+    }
     if (style == "gemma") {
       GemmaArgumentLowering gemma(&g_, GemmaStringDelimiter(), o, fs.At("json_schema"), &warnings_);
       gemma.set_excludes(std::move(excludes));

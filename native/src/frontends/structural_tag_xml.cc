@@ -69,21 +69,6 @@ std::string KimiK3Type(const JsonValue& prop, const std::string& path) {
   Fail(path + "/type", "unknown type '" + t + "'");
 }
 
-// A schema whose values are numbers, booleans or null only (no string can occur in them).
-bool ScalarOnly(const JsonValue& s) {
-  const JsonValue* type = s.is_object() ? s.Find("type") : nullptr;
-  if (!type || s.Find("$ref") || s.Find("anyOf") || s.Find("oneOf") || s.Find("allOf") || s.Find("enum") ||
-      s.Find("const"))
-    return false;
-  std::vector<JsonValue> types = type->is_array() ? type->items() : std::vector<JsonValue>{*type};
-  for (const JsonValue& t : types) {
-    if (!t.is_string()) return false;
-    const std::string& name = t.as_string();
-    if (name != "integer" && name != "number" && name != "boolean" && name != "null") return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 bool ParseXmlStyle(const std::string& name, XmlStyle* style) {
@@ -144,7 +129,8 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
   }
   for (const std::string& e : excludes_) {
     if (std::isspace(static_cast<unsigned char>(e.front())) || std::isspace(static_cast<unsigned char>(e.back())))
-      Fail(path_, "XML argument styles cannot exclude '" + e + "': it starts or ends with whitespace");
+      Fail(path_, "XML argument styles cannot exclude '" + e +
+                      "': an excluded substring must not start or end with formatting whitespace");
   }
   // Parameters in declaration order (optional ones may be left out) or, with any_order, in any
   // order (one AnyOrder node); required ones exactly once either way.
@@ -193,7 +179,9 @@ ExprId XmlParameterLowering::JsonValueOf(const JsonValue& prop, const JsonValue&
   }
   JsonSchemaResult r;
   try {
-    r = JsonSchemaToGrammar(JsonValue::Object(std::move(members)), options_);
+    JsonSchemaOptions o = options_;
+    o.excludes = excludes_;  // every string and key of the JSON value (exact, see json_schema_excludes.cc)
+    r = JsonSchemaToGrammar(JsonValue::Object(std::move(members)), o);
   } catch (const Error& e) {
     Fail(path, e.what());
   }
@@ -278,8 +266,6 @@ ExprId XmlParameterLowering::Parameter(const std::string& name, const JsonValue&
     seq.push_back(g_->AddChoice(std::move(alts)));
     seq.push_back(g_->AddRepeat(g_->AddBytes("\n"), 0, 1));
   } else {
-    if (!excludes_.empty() && !ScalarOnly(prop))
-      Fail(path, "excluded substrings cannot reach a JSON-valued argument that may hold strings");
     seq.push_back(Whitespace());
     seq.push_back(JsonValueOf(prop, root, path));
     seq.push_back(Whitespace());

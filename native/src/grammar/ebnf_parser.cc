@@ -18,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "automata/byte_dfa_ops.h"
 #include "automata/substring_dfa.h"
 #include "frontends/regex.h"
 #include "grammar/rule_attributes.h"
@@ -93,11 +94,12 @@ class EbnfParser {
   ExprId ParseRegexMacro();
   bool NextKeywordArgument(const std::string& macro, std::string* key, size_t* at);
   ExprId ParseSubstringMacro();
+  ExprId WithoutJsonSpecialCharacters(ExprId regex);
   size_t AttributesEnd(size_t offset) const;
   RuleAttributes ParseAttributes();
   int64_t ParseDfaNumber(int64_t max);
   std::string ParseStringBytes();
-  bool ParseKeywordBool();
+  bool ParseKeywordBool(const std::string& name = "");  // name: for the error
   void ParseBraces(int64_t* min, int64_t* max);
   int64_t ParseBound();
   void ReportBadRuleEnd() const;
@@ -612,7 +614,7 @@ ExprId EbnfParser::ParseTagDispatch() {
         string_list(&spec.ends);
       else if (key == "excludes")
         string_list(&spec.excludes);
-      else if (key == "loop")
+      else if (key == "loop" || key == "loop_after_dispatch")  // the latter: xgrammar's name
         spec.loop = ParseKeywordBool();
       else if (key == "plain_end")
         spec.plain_end = ParseKeywordBool();
@@ -698,20 +700,30 @@ ExprId EbnfParser::ParseAnyOrder() {
 }
 
 // Regex("pattern") (xgrammar: `.` matches any code point) or Regex("pattern", flags="is")
-// (`.` stops at \n unless s; i folds ASCII case); json_string=false may be given.
+// (`.` stops at \n unless s; i folds ASCII case); json_string=true keeps the matches a JSON string
+// holds unescaped.
 ExprId EbnfParser::ParseRegexMacro() {
   size_t open = pos_;
   pos_ += std::string("Regex(").size();
   SkipSpace();
-  if (Peek() != '"' && Peek() != '\'') Fail("Regex expects a string pattern", pos_);
+  if (Peek() == ')') Fail("Regex expects exactly one string argument (the pattern)", pos_);
+  if (Peek() != '"' && Peek() != '\'') Fail("Regex pattern must be a string literal", pos_);
   std::string pattern = ParseStringBytes();
+  SkipSpace();
+  if (Peek() == ',') {  // a second positional argument
+    size_t next = pos_ + 1;
+    while (next < text_.size() && (text_[next] == ' ' || text_[next] == '\t' || text_[next] == '\n')) ++next;
+    if (next < text_.size() && (text_[next] == '"' || text_[next] == '\''))
+      Fail("Regex expects exactly one string argument (the pattern)", next);
+  }
   RegexOptions options;
   options.dot_all = true;
+  bool json_string = false;
   std::string key;
   size_t at = 0;
   while (NextKeywordArgument("Regex", &key, &at)) {
     if (key == "json_string") {
-      if (ParseKeywordBool()) Fail("Regex json_string=true is not supported", at);
+      json_string = ParseKeywordBool("json_string");
     } else if (key == "flags") {
       if (Peek() != '"' && Peek() != '\'') Fail("flags must be a string", pos_);
       std::string flags = ParseStringBytes();
@@ -726,13 +738,14 @@ ExprId EbnfParser::ParseRegexMacro() {
           Fail(std::string("regular-expression flag '") + f + "' is not supported", at);
       }
     } else {
-      Fail("Regex does not support the argument '" + key + "'", at);
+      Fail("Regex does not support the named argument " + key + " (only flags and json_string)", at);
     }
   }
   ++pos_;
   pattern = AdaptPythonRegex(pattern, &options);
   try {
-    return RegexToExpr(&scratch_, pattern, options);
+    ExprId regex = RegexToExpr(&scratch_, pattern, options);
+    return json_string ? WithoutJsonSpecialCharacters(regex) : regex;
   } catch (const SyntaxError& e) {
     std::string what = e.what();
     size_t colon = what.find(": ");
@@ -740,6 +753,17 @@ ExprId EbnfParser::ParseRegexMacro() {
              (colon == std::string::npos ? what : what.substr(colon + 2)),
          open);
   }
+}
+
+// json_string=true: the strings of `regex` that hold no '"', '\\' or control character (below
+// U+0020), so the match can stand unescaped inside a JSON string literal. One automaton: the
+// product of the regex's with the strings free of those characters.
+ExprId EbnfParser::WithoutJsonSpecialCharacters(ExprId regex) {
+  constexpr int64_t kMaxStates = 200000;
+  ExprId plain = scratch_.AddRepeat(scratch_.AddCharClass({{0, 0x1F}, {'"', '"'}, {'\\', '\\'}}, true), 0, kUnbounded);
+  ByteDfaProduct product = ProductWithParts(ByteDfaOfExpr(scratch_, plain, kMaxStates),
+                                            {ByteDfaOfExpr(scratch_, regex, kMaxStates)}, kMaxStates);
+  return scratch_.AddByteDfa(TrimAndMinimize(SelectByParts(std::move(product), 1, 1)));
 }
 
 // Substring("chunk", ...): any run of consecutive chunks, the empty one included.
@@ -779,7 +803,7 @@ bool EbnfParser::NextKeywordArgument(const std::string& macro, std::string* key,
   return true;
 }
 
-bool EbnfParser::ParseKeywordBool() {
+bool EbnfParser::ParseKeywordBool(const std::string& name) {
   SkipSpace();
   if (text_.compare(pos_, 4, "true") == 0) {
     pos_ += 4;
@@ -789,7 +813,7 @@ bool EbnfParser::ParseKeywordBool() {
     pos_ += 5;
     return false;
   }
-  Fail("expected true or false", pos_);
+  Fail(name.empty() ? std::string("expected true or false") : name + " must be a boolean (true or false)", pos_);
 }
 
 ExprId EbnfParser::ParseString() {

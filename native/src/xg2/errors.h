@@ -33,6 +33,13 @@ class SyntaxError : public Error {
       : Error(ErrorKind::kGrammarSyntax, std::to_string(line) + ":" + std::to_string(column) + ": " + message),
         line_(line),
         column_(column) {}
+  // In xgrammar's wording for the front end named `source`:
+  // "<source> error at line L, column C: message".
+  SyntaxError(const std::string& source, const std::string& message, int line, int column)
+      : Error(ErrorKind::kGrammarSyntax, source + " error at line " + std::to_string(line) + ", column " +
+                                             std::to_string(column) + ": " + message),
+        line_(line),
+        column_(column) {}
   int line() const { return line_; }
   int column() const { return column_; }
 
