@@ -43,6 +43,7 @@ __all__ = [
     "OptionalFormat",
     "OrFormat",
     "PlusFormat",
+    "QwenXMLParameterFormat",
     "RegexFormat",
     "RepeatFormat",
     "SequenceFormat",
@@ -225,6 +226,26 @@ class JSONSchemaFormat(_FormatBase):
             if out[key] == default:
                 del out[key]                # left out: the default
         return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class QwenXMLParameterFormat(_FormatBase):
+    """Deprecated (xgrammar's wire type ``qwen_xml_parameter``): Qwen's XML tool-call
+    parameters ``<parameter=k>v</parameter>`` for ``json_schema``; the same language as
+    ``JSONSchemaFormat(json_schema=..., style="qwen_xml")``, which new code should use. Kept so
+    serialized structural tags of this type still load.
+
+    Example:
+        >>> QwenXMLParameterFormat(json_schema={"type": "object"}).to_dict()["type"]
+        'qwen_xml_parameter'
+    """
+
+    type: ClassVar[str] = "qwen_xml_parameter"
+    json_schema: Union[dict, bool]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.json_schema, (dict, bool)):
+            _fail("QwenXMLParameterFormat", "json_schema", "dict or bool", self.json_schema)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -609,8 +630,8 @@ class TokenTriggeredTagsFormat(_FormatBase):
 
 
 Format = Union[
-    ConstStringFormat, JSONSchemaFormat, GrammarFormat, RegexFormat, AnyTextFormat, TokenFormat,
-    ExcludeTokenFormat, AnyTokensFormat, SequenceFormat, OrFormat, OptionalFormat, StarFormat,
+    ConstStringFormat, JSONSchemaFormat, QwenXMLParameterFormat, GrammarFormat, RegexFormat,
+    AnyTextFormat, TokenFormat, ExcludeTokenFormat, AnyTokensFormat, SequenceFormat, OrFormat, OptionalFormat, StarFormat,
     PlusFormat, RepeatFormat, TagFormat, TriggeredTagsFormat, TagsWithSeparatorFormat,
     DispatchFormat, TokenTriggeredTagsFormat,
 ]

@@ -1,0 +1,106 @@
+"""xgrammar 0.2.9's structural-tag names that xg2-jax provides for compatibility: the
+deprecated ``qwen_xml_parameter`` format and ``testing._json_schema_to_ebnf`` with an argument
+style (``json_format``)."""
+
+import pytest
+
+from xg2_jax import Grammar, StructuralTag
+from xg2_jax._src.errors import InvalidArgumentError, StructuralTagError
+from xg2_jax.structural_tag import JSONSchemaFormat, QwenXMLParameterFormat, format_from_dict
+from xg2_jax.testing import _is_grammar_accept_string, _json_schema_to_ebnf
+
+PERSON = {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+          "required": ["name", "age"]}
+
+QWEN_INSTANCES = [
+    ("<parameter=name>Bob</parameter><parameter=age>100</parameter>", True),
+    ("\n<parameter=name>Bob</parameter>\n<parameter=age>\t100\n</parameter>", True),
+    ('<parameter=name>"Bob&lt;"</parameter><parameter=age>100</parameter>', True),
+    ("<parameter=age>100</parameter><parameter=name>Bob</parameter>", False),   # order
+    ("<parameter=name>Bob</parameter>", False),                                # required age
+    ("<parameter=name>Bob</parameter><parameter=age>x</parameter>", False),    # not an integer
+    ("<parameter=name>Bob</param><parameter=age>1</parameter>", False),
+    ('{"name": "Bob", "age": 100}', False),
+]
+
+
+def _accepts(fmt, text: str) -> bool:
+    return _is_grammar_accept_string(Grammar.from_structural_tag(StructuralTag(format=fmt)), text)
+
+
+@pytest.mark.parametrize("text, accepted", QWEN_INSTANCES)
+@pytest.mark.parametrize("spelling", ["class", "dict"])
+def test_qwen_xml_parameter_is_the_qwen_xml_style(spelling, text, accepted):
+    fmt = (QwenXMLParameterFormat(json_schema=PERSON) if spelling == "class"
+           else {"type": "qwen_xml_parameter", "json_schema": PERSON})
+    assert _accepts(fmt, text) == accepted
+    assert _accepts(JSONSchemaFormat(json_schema=PERSON, style="qwen_xml"), text) == accepted
+
+
+def test_qwen_xml_parameter_round_trips_through_dicts():
+    fmt = QwenXMLParameterFormat(json_schema=PERSON)
+    assert fmt.to_dict() == {"type": "qwen_xml_parameter", "json_schema": PERSON}
+    assert format_from_dict(fmt.to_dict()) == fmt
+
+
+@pytest.mark.parametrize("fmt, error, where", [
+    ({"type": "qwen_xml_parameter", "json_schema": PERSON, "style": "json"}, StructuralTagError,
+     "format.style"),
+    ({"type": "qwen_xml_parameter"}, StructuralTagError, "format.json_schema"),
+    ({"type": "qwen_xml_parameter", "json_schema": 3}, StructuralTagError, "format.json_schema"),
+])
+def test_qwen_xml_parameter_bad_fields(fmt, error, where):
+    with pytest.raises(error, match=where):
+        Grammar.from_structural_tag({"type": "structural_tag", "format": fmt})
+
+
+def test_qwen_xml_parameter_builder_checks_its_schema_type():
+    with pytest.raises(TypeError, match="json_schema"):
+        QwenXMLParameterFormat(json_schema="{}")
+
+
+STYLE_INSTANCES = [
+    ("qwen_xml", "<parameter=name>Bob</parameter><parameter=age>1</parameter>", True),
+    ("qwen_xml", '{"name": "Bob", "age": 1}', False),
+    ("minimax_xml", '<parameter name="name">Bob</parameter><parameter name="age">1</parameter>',
+     True),
+    ("glm_xml", "<arg_key>name</arg_key><arg_value>Bob</arg_value>"
+                "<arg_key>age</arg_key><arg_value>1</arg_value>", True),
+    ("glm_xml", "<arg_key>age</arg_key><arg_value>1</arg_value>", False),
+    ("gemma", '{age:1,name:<|"|>Bob<|"|>}', True),      # the template sorts the keys
+    ("gemma", '{name:<|"|>Bob<|"|>,age:1}', False),
+    ("gemma", '{"name":"Bob","age":1}', False),
+    ("json", '{"name": "Bob", "age": 1}', True),
+]
+
+
+@pytest.mark.parametrize("style, text, accepted", STYLE_INSTANCES)
+def test_json_schema_to_ebnf_prints_the_style_grammar(style, text, accepted):
+    ebnf = _json_schema_to_ebnf(PERSON, json_format=style)
+    assert _is_grammar_accept_string(Grammar.from_ebnf(ebnf), text) == accepted
+    if style != "json":     # the same language as the structural tag's json_schema format
+        assert _accepts(JSONSchemaFormat(json_schema=PERSON, style=style), text) == accepted
+
+
+@pytest.mark.parametrize("schema", [PERSON, '{"type": "object"}', True])
+def test_json_schema_to_ebnf_takes_every_schema_spelling(schema):
+    assert "root ::=" in _json_schema_to_ebnf(schema, json_format="qwen_xml")
+
+
+@pytest.mark.parametrize("any_order, accepted", [(True, True), (False, False)])
+def test_json_schema_to_ebnf_passes_any_order(any_order, accepted):
+    ebnf = _json_schema_to_ebnf(PERSON, json_format="qwen_xml", any_order=any_order)
+    text = "<parameter=age>1</parameter><parameter=name>Bob</parameter>"
+    assert _is_grammar_accept_string(ebnf, text) == accepted
+
+
+@pytest.mark.parametrize("option", [{"any_whitespace": False}, {"indent": 2},
+                                    {"separators": (",", ":")}, {"strict_mode": False}])
+def test_json_schema_to_ebnf_refuses_layout_options_for_styles(option):
+    with pytest.raises(InvalidArgumentError, match=next(iter(option))):
+        _json_schema_to_ebnf(PERSON, json_format="qwen_xml", **option)
+
+
+def test_json_schema_to_ebnf_unknown_style():
+    with pytest.raises(StructuralTagError, match="format.style"):
+        _json_schema_to_ebnf(PERSON, json_format="yaml")
