@@ -104,3 +104,64 @@ def test_json_schema_to_ebnf_refuses_layout_options_for_styles(option):
 def test_json_schema_to_ebnf_unknown_style():
     with pytest.raises(StructuralTagError, match="format.style"):
         _json_schema_to_ebnf(PERSON, json_format="yaml")
+
+
+def _param(style: str, value: str) -> str:
+    return {"qwen_xml": f"<parameter=v>{value}</parameter>",
+            "minimax_xml": f'<parameter name="v">{value}</parameter>',
+            "deepseek_xml": f'<｜DSML｜parameter name="v" string="true">{value}</｜DSML｜parameter>',
+            "glm_xml": f"<arg_key>v</arg_key><arg_value>{value}</arg_value>",
+            "kimi_k3_xml": f'<|open|>argument key="v" type="string"<|sep|>{value}'
+                           "<|close|>argument<|sep|>"}[style]
+
+
+CONSTRAINED_STRINGS = [
+    ({"format": "email"}, "a@example.com", True),
+    ({"format": "email"}, "not-an-email", False),
+    ({"format": "email"}, '"a@example.com"', False),         # raw, not a JSON string
+    ({"format": "json-pointer"}, '/a"b', True),              # unescaped quote
+    ({"format": "json-pointer"}, "/~", False),
+    ({"format": "date"}, "2026-12-02", True),
+    ({"format": "date"}, "2026-13-02", False),
+    ({"format": "made-up"}, "anything", True),               # an annotation only
+    ({"pattern": "^[a-z]+$"}, "abc", True),
+    ({"pattern": "^[a-z]+$"}, "ab1", False),
+    ({"pattern": "b"}, "abc", True),                         # JSON Schema search semantics
+    ({"minLength": 2, "maxLength": 3}, "ab", True),
+    ({"minLength": 2, "maxLength": 3}, "a", False),
+    ({"minLength": 2, "maxLength": 3}, "abcd", False),
+    ({"pattern": "^[0-9]{3}$", "maxLength": 3}, "123", True),  # the pattern fits the bound
+]
+
+
+@pytest.mark.parametrize("constraint, value, accepted", CONSTRAINED_STRINGS)
+@pytest.mark.parametrize("style", ["qwen_xml", "minimax_xml", "deepseek_xml", "glm_xml",
+                                   "kimi_k3_xml"])
+def test_xml_styles_write_constrained_strings_raw(style, constraint, value, accepted):
+    schema = {"type": "object", "properties": {"v": {"type": "string", **constraint}},
+              "required": ["v"]}
+    assert _accepts(JSONSchemaFormat(json_schema=schema, style=style),
+                    _param(style, value)) == accepted
+
+
+@pytest.mark.parametrize("style, padded", [("qwen_xml", True), ("deepseek_xml", False)])
+def test_constrained_string_padding_follows_the_style(style, padded):
+    schema = {"type": "object", "properties": {"v": {"type": "string", "format": "date"}},
+              "required": ["v"]}
+    fmt = JSONSchemaFormat(json_schema=schema, style=style)
+    assert _accepts(fmt, _param(style, "\n2026-12-02\n")) == padded
+
+
+@pytest.mark.parametrize("prop, fields, where", [
+    ({"type": "string", "pattern": "^a+$", "minLength": 3}, {}, "minLength/maxLength"),
+    ({"type": "string", "pattern": "^a$", "format": "date"}, {}, "'pattern' with"),
+    ({"type": "string", "format": "regex"}, {}, "format 'regex'"),
+    ({"type": "string", "maxLength": -1}, {}, "maxLength"),
+    ({"type": "string", "minLength": 3, "maxLength": 2}, {}, "below minLength"),
+    ({"type": "string", "format": "email"}, {"excludes": ["x"]}, "excluded substrings"),
+])
+def test_constrained_strings_refused_when_not_enforceable(prop, fields, where):
+    schema = {"type": "object", "properties": {"v": prop}}
+    fmt = JSONSchemaFormat(json_schema=schema, style="qwen_xml", **fields)
+    with pytest.raises(StructuralTagError, match=where):
+        Grammar.from_structural_tag(StructuralTag(format=fmt))

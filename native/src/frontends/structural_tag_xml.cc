@@ -3,6 +3,8 @@
 #include <cctype>
 #include <set>
 
+#include "frontends/json_schema_internal.h"
+#include "frontends/regex.h"
 #include "xg2/errors.h"
 
 namespace xg2 {
@@ -22,6 +24,28 @@ bool IsPlainString(const JsonValue& s) {
     if (!kAnnotations.count(k)) return false;
   }
   return true;
+}
+
+// A string schema whose raw text a pattern, a format or length bounds constrain (besides
+// annotations, nothing else).
+bool IsConstrainedString(const JsonValue& s) {
+  static const std::set<std::string> kKeys = {"type",     "title",      "description", "default",   "examples",
+                                              "$comment", "deprecated", "readOnly",    "writeOnly", "pattern",
+                                              "format",   "minLength",  "maxLength"};
+  const JsonValue* type = s.Find("type");
+  if (!type || !type->is_string() || type->as_string() != "string") return false;
+  for (const auto& [k, v] : s.members()) {
+    if (!kKeys.count(k)) return false;
+  }
+  return s.Find("pattern") || s.Find("format") || s.Find("minLength") || s.Find("maxLength");
+}
+
+int64_t LengthBound(const JsonValue& s, const char* key, int64_t fallback, const std::string& path) {
+  const JsonValue* v = s.Find(key);
+  if (!v) return fallback;
+  if (!v->is_number() || !v->is_integer() || v->as_number() < 0)
+    Fail(path + "/" + key, "must be a non-negative integer");
+  return static_cast<int64_t>(v->as_number());
 }
 
 // A string schema whose values are a fixed list (enum / const of strings only).
@@ -180,6 +204,66 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
   return g_->AddSequence(std::move(parts));
 }
 
+// Raw text up to (and with) the first `end` string.
+ExprId XmlParameterLowering::RawTextUntil(const std::string& end) {
+  TagDispatchSpec text;
+  text.ends = {end};
+  text.excludes = excludes_;
+  text.plain_end = false;
+  // A rule of its own: identical ones (every string parameter) merge into one, whose masks
+  // are then built once.
+  RuleId r = g_->DeclareRule("raw_text_value");
+  g_->SetRuleBody(r, g_->AddTagDispatch(std::move(text), {}));
+  return g_->AddRuleRef(r);
+}
+
+// The raw text of a string value that a pattern (JSON Schema search semantics), an asserted
+// format or minLength/maxLength constrain, as the chat templates write strings: unquoted and
+// unescaped. kNoExpr when nothing constrains it (a format that only annotates). The value then
+// ends at the first end string that follows a complete match, so a pattern may spell the end.
+ExprId XmlParameterLowering::ConstrainedText(const JsonValue& s, const std::string& path) {
+  const JsonValue* pattern = s.Find("pattern");
+  const JsonValue* format = s.Find("format");
+  const int64_t lo = LengthBound(s, "minLength", 0, path);
+  const int64_t hi = LengthBound(s, "maxLength", -1, path);
+  if (hi >= 0 && hi < lo) Fail(path, "maxLength is below minLength: no string is allowed");
+  ExprId text = kNoExpr;
+  if (format) {
+    if (!format->is_string()) Fail(path + "/format", "must be a string");
+    if (jsonschema::IsAssertedFormat(format->as_string())) {
+      text = jsonschema::FormatDecodedExpr(g_, format->as_string());
+      if (text == kNoExpr) Fail(path + "/format", "format '" + format->as_string() + "' is not enforced");
+    }
+  }
+  if (pattern) {
+    if (!pattern->is_string()) Fail(path + "/pattern", "must be a string");
+    if (text != kNoExpr) Fail(path, "'pattern' with an asserted 'format' is not supported for XML argument styles");
+    RegexOptions options;
+    options.search_semantics = true;
+    try {
+      text = RegexToExpr(g_, pattern->as_string(), options);
+    } catch (const Error& e) {
+      Fail(path + "/pattern", e.what());
+    }
+  }
+  const bool bounded = lo > 0 || hi >= 0;
+  if (text != kNoExpr || bounded) {
+    if (!excludes_.empty())
+      Fail(path, "excluded substrings cannot be enforced on a string with a pattern, format or length bound");
+  }
+  if (text == kNoExpr) {
+    if (!bounded) return kNoExpr;
+    return g_->AddRepeat(g_->AddCharClass({}, /*negated=*/true), lo, hi < 0 ? kUnbounded : hi);
+  }
+  if (bounded) {  // kept only where the pattern's or format's own lengths already satisfy them
+    int64_t min_len = 0, max_len = -1;
+    if (!jsonschema::CodepointLengthRange(*g_, text, &min_len, &max_len) || min_len < lo ||
+        (hi >= 0 && (max_len < 0 || max_len > hi)))
+      Fail(path, "minLength/maxLength together with a pattern or format cannot be enforced for XML argument styles");
+  }
+  return text;
+}
+
 ExprId XmlParameterLowering::JsonValueOf(const JsonValue& prop, const JsonValue& root, const std::string& path) {
   // The property's schema with the root's definitions, so its $refs still resolve.
   std::vector<std::pair<std::string, JsonValue>> members;
@@ -206,7 +290,8 @@ ExprId XmlParameterLowering::Parameter(const std::string& name, const JsonValue&
   std::vector<std::string> choices;
   const bool plain = prop.is_object() && IsPlainString(prop);
   const bool fixed = prop.is_object() && StringChoices(prop, &choices);
-  const bool is_string = plain || fixed;
+  const bool constrained = prop.is_object() && !plain && IsConstrainedString(prop);
+  const bool is_string = plain || fixed || constrained;
   std::string begin, end;
   switch (style_) {
     case XmlStyle::kQwen:
@@ -254,16 +339,17 @@ ExprId XmlParameterLowering::Parameter(const std::string& name, const JsonValue&
     seq.push_back(Whitespace());
     seq.push_back(g_->AddBytes("<arg_value>"));
   }
-  if (plain) {  // raw text up to the first end string
-    TagDispatchSpec text;
-    text.ends = {end};
-    text.excludes = excludes_;
-    text.plain_end = false;
-    // A rule of its own: identical ones (every string parameter) merge into one, whose masks
-    // are then built once.
-    RuleId r = g_->DeclareRule("raw_text_value");
-    g_->SetRuleBody(r, g_->AddTagDispatch(std::move(text), {}));
-    seq.push_back(g_->AddRuleRef(r));
+  if (plain) {
+    seq.push_back(RawTextUntil(end));
+    return g_->AddSequence(std::move(seq));
+  }
+  if (constrained) {
+    ExprId text = ConstrainedText(prop, path);
+    // As with enum strings, a newline may come on each side (Qwen's template writes them; the
+    // output parser strips one); DSML's string="true" values are the text between the tags.
+    const bool padded = style_ != XmlStyle::kDeepSeek && style_ != XmlStyle::kDeepSeekV41;
+    ExprId pad = padded ? g_->AddRepeat(g_->AddBytes("\n"), 0, 1) : g_->AddEmpty();
+    seq.push_back(text == kNoExpr ? RawTextUntil(end) : g_->AddSequence({pad, text, pad, g_->AddBytes(end)}));
     return g_->AddSequence(std::move(seq));
   }
   if (fixed) {

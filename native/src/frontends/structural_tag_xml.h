@@ -37,6 +37,8 @@ class XmlParameterLowering {
 
  private:
   ExprId Parameter(const std::string& name, const JsonValue& prop, const JsonValue& root);
+  ExprId RawTextUntil(const std::string& end);
+  ExprId ConstrainedText(const JsonValue& s, const std::string& path);
   ExprId JsonValueOf(const JsonValue& prop, const JsonValue& root, const std::string& path);
   ExprId Whitespace();
   bool Excluded(const std::string& text) const;
