@@ -31,6 +31,15 @@ import json
 from dataclasses import dataclass
 from typing import Any, ClassVar, Union
 
+from xg2_jax._src.structural_tag_checks import (
+    _check_bool,
+    _check_int,
+    _check_str,
+    _check_str_list,
+    _check_token_list,
+    _fail,
+)
+
 __all__ = [
     "AnyTextFormat",
     "AnyTokensFormat",
@@ -59,49 +68,6 @@ __all__ = [
 
 JSON_SCHEMA_STYLES = ("json", "gemma", "cohere_xml", "minimax_m3_xml", "qwen_xml", "minimax_xml",
                       "deepseek_xml", "deepseek_v4_1_xml", "glm_xml", "kimi_k3_xml")
-
-
-# --------------------------------------------------------------------------------------------
-# Small type checks (Python-side only; the native compiler checks the semantics)
-# --------------------------------------------------------------------------------------------
-def _fail(owner: str, name: str, expected: str, value: Any) -> None:
-    raise TypeError(f"{owner}.{name}: expected {expected}, "
-                    f"got {type(value).__name__} {value!r:.80}")
-
-
-def _check_str(owner: str, name: str, value: Any) -> None:
-    if not isinstance(value, str):
-        _fail(owner, name, "str", value)
-
-
-def _check_bool(owner: str, name: str, value: Any) -> None:
-    if not isinstance(value, bool):
-        _fail(owner, name, "bool", value)
-
-
-def _check_int(owner: str, name: str, value: Any, *, optional: bool = False) -> None:
-    if optional and value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int):
-        _fail(owner, name, "int" + (" or None" if optional else ""), value)
-
-
-def _check_str_list(owner: str, name: str, value: Any) -> tuple[str, ...]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
-        _fail(owner, name, "a list of str", value)
-    for item in value:
-        if not isinstance(item, str):
-            _fail(owner, f"{name}[]", "str", item)
-    return tuple(value)
-
-
-def _check_token_list(owner: str, name: str, value: Any) -> tuple[Union[int, str], ...]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
-        _fail(owner, name, "a list of token ids (int) or token strings (str)", value)
-    for item in value:
-        if isinstance(item, bool) or not isinstance(item, (int, str)):
-            _fail(owner, f"{name}[]", "int or str", item)
-    return tuple(value)
 
 
 def _check_format(owner: str, name: str, value: Any) -> None:
