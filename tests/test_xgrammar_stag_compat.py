@@ -165,3 +165,48 @@ def test_constrained_strings_refused_when_not_enforceable(prop, fields, where):
     fmt = JSONSchemaFormat(json_schema=schema, style="qwen_xml", **fields)
     with pytest.raises(StructuralTagError, match=where):
         Grammar.from_structural_tag(StructuralTag(format=fmt))
+
+
+EXTRA = {"type": "object", "properties": {"age": {"type": "integer"}, "a-b": {"type": "string"}},
+         "additionalProperties": {"type": "string"}}
+EXTRA_INSTANCES = [
+    ("<parameter=age>1</parameter><parameter=x>hi</parameter>", True, True),
+    ("<parameter=x>hi</parameter><parameter=y_2>z</parameter>", True, True),
+    ("<parameter=x>hi</parameter><parameter=age>1</parameter>", False, True),  # order
+    ("<parameter=age>1</parameter><parameter=age>hi</parameter>", False, False),  # declared
+    ("<parameter=ag>hi</parameter><parameter=agex>hi</parameter>", True, True),  # prefixes
+    ("<parameter=1a>hi</parameter>", False, False),                     # not an identifier
+    ("<parameter=x>1</parameter>", True, True),                         # a raw string
+]
+
+
+@pytest.mark.parametrize("text, in_order, any_order", EXTRA_INSTANCES)
+@pytest.mark.parametrize("ordered", [True, False])
+def test_xml_styles_take_additional_properties(ordered, text, in_order, any_order):
+    fmt = JSONSchemaFormat(json_schema=EXTRA, style="qwen_xml", any_order=not ordered)
+    assert _accepts(fmt, text) == (in_order if ordered else any_order)
+
+
+@pytest.mark.parametrize("extra, text, accepted", [
+    (False, "<parameter=x>1</parameter>", False),
+    (True, "<parameter=x>[1, 2]</parameter>", True),              # any JSON value
+    ({"type": "integer"}, "<parameter=x>1</parameter>", True),
+    ({"type": "integer"}, "<parameter=x>one</parameter>", False),
+])
+def test_xml_additional_properties_values(extra, text, accepted):
+    schema = {"type": "object", "additionalProperties": extra}
+    assert _accepts(JSONSchemaFormat(json_schema=schema, style="qwen_xml"), text) == accepted
+
+
+def test_xml_additional_properties_with_excludes_refused():
+    fmt = JSONSchemaFormat(json_schema=EXTRA, style="qwen_xml", excludes=["<"])
+    with pytest.raises(StructuralTagError, match="additionalProperties"):
+        Grammar.from_structural_tag(StructuralTag(format=fmt))
+
+
+def test_output_parser_reads_additional_properties_by_their_schema():
+    from xg2_jax._src.output_parser_xml import parse_xml_arguments
+
+    text = "<parameter=age>1</parameter><parameter=x>hi</parameter>"
+    ends = list(parse_xml_arguments(text, 0, "qwen_xml", EXTRA, ()))
+    assert ends[-1] == (len(text), {"age": 1, "x": "hi"})
