@@ -210,3 +210,19 @@ def test_output_parser_reads_additional_properties_by_their_schema():
     text = "<parameter=age>1</parameter><parameter=x>hi</parameter>"
     ends = list(parse_xml_arguments(text, 0, "qwen_xml", EXTRA, ()))
     assert ends[-1] == (len(text), {"age": 1, "x": "hi"})
+
+
+@pytest.mark.parametrize("tag, text, accepted", [
+    ({"format": {"type": "const_string", "value": "hi"}}, "hi", True),       # type left out
+    ({"format": {"type": "const_string", "value": "hi"}}, "ho", False),
+    ({"type": "structural_tag", "format": {"type": "const_string", "value": "hi"}}, "hi", True),
+    ({"type": "const_string", "value": "hi"}, "hi", True),                  # a bare format
+])
+def test_structural_tag_envelope_spellings(tag, text, accepted):
+    assert _is_grammar_accept_string(Grammar.from_structural_tag(tag), text) == accepted
+
+
+def test_structural_tag_envelope_without_type_checks_its_fields():
+    with pytest.raises(StructuralTagError, match=r"\(root\)\.extra"):
+        Grammar.from_structural_tag({"format": {"type": "const_string", "value": "hi"},
+                                     "extra": 1})

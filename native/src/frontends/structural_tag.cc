@@ -114,7 +114,9 @@ class Lowering {
     const JsonValue* type = tag.Find("type");
     const JsonValue* format = &tag;
     std::string path = "format";
-    if (type && type->is_string() && type->as_string() == "structural_tag") {
+    // The envelope; its "type" may be left out (xgrammar's default), and a format always has
+    // one, so {"format": ...} alone is an envelope too.
+    if ((type && type->is_string() && type->as_string() == "structural_tag") || (!type && tag.Find("format"))) {
       Fields f(tag, "(root)", {"format"});
       format = &f.Require("format");
     }
