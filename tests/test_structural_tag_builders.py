@@ -200,7 +200,7 @@ def test_reasoning_block():
     ({"tool_choice": "always"}, "always"),
     ({"tool_choice": {"type": "function"}}, "tool_choice"),
     ({"tools": [TOOLS[0], TOOLS[0]]}, "duplicate"),
-    ({"tools": [{"type": "code_interpreter"}]}, "name"),
+    ({"tools": [{"type": "code_interpreter"}]}, "unsupported tool type"),   # a builtin tool
     ({"tools": [{"type": "retrieval", "function": {"name": "x"}}]}, "retrieval"),
     ({"tools": [], "tool_choice": "required"}, "at least one tool"),
     ({"reasoning": "maybe"}, "maybe"),

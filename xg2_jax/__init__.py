@@ -72,7 +72,7 @@ from xg2_jax._src.errors import (
 )
 from xg2_jax._src.grammar import Grammar
 from xg2_jax._src.matcher import GrammarMatcher
-from xg2_jax._src.model_formats import get_model_structural_tag
+from xg2_jax._src.model_formats import get_model_structural_tag, register_model_structural_tag
 from xg2_jax._src.output_parser import OutputParseError, parse_structured_output
 from xg2_jax._src.structural_tag import (
     AnyTextFormat,
@@ -97,6 +97,7 @@ from xg2_jax._src.structural_tag import (
     TriggeredTagsFormat,
 )
 from xg2_jax._src.tokenizer import TokenizerInfo, VocabType, greedy_tokenize
+from xg2_jax._src.tool_params import normalize_tool_choice
 from xg2_jax.config import (
     get_max_recursion_depth,
     get_serialization_version,
@@ -256,6 +257,8 @@ __all__ = [
     "TriggeredTagsFormat",
     "builtin_structural_tag",
     "get_model_structural_tag",
+    "normalize_tool_choice",
+    "register_model_structural_tag",
     # prompts and parsed outputs of real models
     "ChatTemplate",
     "ChatTemplateError",

@@ -25,12 +25,13 @@ Example:
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any, Callable, Union
 
 from xg2_jax._src.structural_tag import StructuralTag
+from xg2_jax._src.tool_params import tool_to_dict
 
-__all__ = ["FunctionTool", "get_model_structural_tag", "normalize_tools", "resolve_tool_choice",
-           "supported_models"]
+__all__ = ["FunctionTool", "get_model_structural_tag", "normalize_tools",
+           "register_model_structural_tag", "resolve_tool_choice", "supported_models"]
 
 # True / "enabled" / "required", "auto" / "optional", False / "disabled" / "none"
 ReasoningMode = Union[bool, str]
@@ -54,8 +55,8 @@ def normalize_tools(tools: Any) -> list[FunctionTool]:
 
     Args:
         tools: ``None`` or a list of ``{"type": "function", "function": {"name": ...,
-            "description": ..., "parameters": {...}}}``; the bare inner ``{"name": ...,
-            "parameters": ...}`` form is accepted too. Missing ``parameters`` means no arguments.
+            "description": ..., "parameters": {...}}}`` (dicts or ``FunctionToolParam``
+            objects); the bare inner ``{"name": ..., "parameters": ...}`` form is accepted too. Missing ``parameters`` means no arguments.
 
     Returns:
         The tools, in order.
@@ -74,18 +75,20 @@ def normalize_tools(tools: Any) -> list[FunctionTool]:
     out: list[FunctionTool] = []
     seen: set[str] = set()
     for i, tool in enumerate(tools):
+        tool = tool_to_dict(tool)
         if not isinstance(tool, dict):
             raise ValueError(f"tools[{i}] must be a dict, got {type(tool).__name__}")
+        if tool.get("type", "function") != "function":     # a builtin (hosted) tool
+            raise ValueError(f"tools[{i}]: unsupported tool type {tool.get('type')!r} "
+                             "(only 'function' tools)")
         if "function" in tool:
-            if tool.get("type", "function") != "function":
-                raise ValueError(f"tools[{i}]: unsupported tool type {tool.get('type')!r} "
-                                 "(only 'function' tools)")
             function = tool["function"]
         else:
             function = tool
         if not isinstance(function, dict) or not isinstance(function.get("name"), str) \
                 or not function["name"]:
-            raise ValueError(f"tools[{i}]: a function tool needs a non-empty 'name'")
+            raise ValueError(f"tools[{i}].function.name: a function tool needs a non-empty "
+                             "name (str)")
         name = function["name"]
         if name in seen:
             raise ValueError(f"tools[{i}]: duplicate tool name {name!r}")
@@ -94,7 +97,8 @@ def normalize_tools(tools: Any) -> list[FunctionTool]:
         if parameters is None:
             parameters = dict(_EMPTY_PARAMETERS)
         if not isinstance(parameters, (dict, bool)):
-            raise ValueError(f"tools[{i}] ({name!r}): 'parameters' must be a JSON Schema object")
+            raise ValueError(f"tools[{i}].function.parameters ({name!r}): must be a JSON Schema "
+                             "object")
         out.append(FunctionTool(name, parameters))
     return out
 
@@ -220,7 +224,8 @@ def canonical_model_name(model: str) -> str:
     key = model.strip().lower().replace("-", "_").replace(".", "_")
     key = _ALIASES.get(key, key)
     if key not in supported_models():
-        raise ValueError(f"unknown model format {model!r}; known: {', '.join(supported_models())}")
+        raise ValueError(f"Unknown format type (model) {model!r}; known: "
+                         f"{', '.join(supported_models())}")
     return key
 
 
@@ -260,6 +265,68 @@ def _marker_tokens(key: str, token_markers: bool | None) -> tuple[str, ...]:
     return markers if token_markers else ()
 
 
+# Model formats added with register_model_structural_tag: name -> builder, and name -> the
+# marker strings token_markers=True binds as tokens (only names that declare them).
+_structural_tag_registry: dict[str, Callable[..., StructuralTag]] = {}
+_structural_tag_marker_tokens: dict[str, list[str]] = {}
+
+
+def register_model_structural_tag(name: str, *, marker_tokens: list[str] | None = None):
+    """A decorator that adds a model format under ``name`` to :func:`get_model_structural_tag`.
+
+    The builder is called as ``builder(tools, tool_choice, reasoning, any_order=...,
+    exclude_special_tokens=..., max_whitespace_cnt=..., parallel_tool_calls=...)`` with the
+    caller's arguments (the per-model ``get_*_structural_tag`` functions have this form) and
+    returns a :class:`StructuralTag`. Registering a name again replaces it.
+
+    Args:
+        name: the model name as passed to :func:`get_model_structural_tag` (exact).
+        marker_tokens: marker strings that are single tokens of the model's tokenizer; they
+            make ``token_markers=True`` available for the name (``None``: not available).
+
+    Returns:
+        The decorator; it returns the builder unchanged.
+
+    Example:
+        >>> from xg2_jax.builtin_structural_tag import get_qwen_3_structural_tag
+        >>> _ = register_model_structural_tag("my_qwen")(get_qwen_3_structural_tag)
+        >>> get_model_structural_tag("my_qwen", []).type
+        'structural_tag'
+        >>> del _structural_tag_registry["my_qwen"]
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"name must be a non-empty str, got {name!r}")
+
+    def register(builder: Callable[..., StructuralTag]) -> Callable[..., StructuralTag]:
+        _structural_tag_registry[name] = builder
+        if marker_tokens is None:
+            _structural_tag_marker_tokens.pop(name, None)
+        else:
+            _structural_tag_marker_tokens[name] = [str(m) for m in marker_tokens]
+        return builder
+
+    return register
+
+
+def _registered_structural_tag(model: str, tools, tool_choice, reasoning, token_markers,
+                               **options) -> StructuralTag:
+    from xg2_jax._src.model_formats_markers import bind_marker_tokens
+
+    if token_markers is not None and not isinstance(token_markers, bool):
+        raise ValueError(f"token_markers must be a bool or None, got {token_markers!r}")
+    markers = _structural_tag_marker_tokens.get(model)
+    if token_markers and markers is None:
+        raise ValueError(f"token_markers is not supported for model {model!r} (registered "
+                         "without marker_tokens)")
+    tag = _structural_tag_registry[model](tools, tool_choice, reasoning, **options)
+    if not isinstance(tag, StructuralTag):
+        raise ValueError(f"the builder registered for {model!r} returned "
+                         f"{type(tag).__name__}, not a StructuralTag")
+    if token_markers and markers:
+        tag = StructuralTag(format=bind_marker_tokens(tag.format, markers))
+    return tag
+
+
 def get_model_structural_tag(
     model: str,
     tools: list[dict] | None = None,
@@ -286,6 +353,7 @@ def get_model_structural_tag(
             ``harmony`` (``gpt-oss``), ``mistral``, ``kimi_k2`` (``kimi``), ``glm4``
             (``glm_4_7``; GLM-4.5/4.6/4.7), ``minimax`` (MiniMax-M2), ``minimax_m3``, ``gemma_4``, ``kimi_k3``,
             ``mimo`` (MiMo-V2.6), ``exaone`` (EXAONE 4.0), ``cohere`` (Command, cmd5). Case, ``-`` and ``.`` do not matter.
+            A name added with :func:`register_model_structural_tag` calls its builder.
         tools: OpenAI-style ``[{"type": "function", "function": {"name", "description",
             "parameters"}}]``.
         tool_choice: ``"auto"`` (text and any number of calls; ``None`` too), ``"required"``
@@ -328,6 +396,12 @@ def get_model_structural_tag(
     del force_reasoning
     from xg2_jax._src.model_formats_markers import bind_marker_tokens, with_json_options
 
+    if isinstance(model, str) and model in _structural_tag_registry:
+        return _registered_structural_tag(
+            model, tools, tool_choice, reasoning, token_markers, any_order=any_order,
+            exclude_special_tokens=exclude_special_tokens, max_whitespace_cnt=max_whitespace_cnt,
+            parallel_tool_calls=parallel_tool_calls,
+            **({} if reasoning_prefilled is None else {"reasoning_prefilled": reasoning_prefilled}))
     key = canonical_model_name(model)
     markers = _marker_tokens(key, token_markers)
     callable_tools, mode = resolve_tool_choice(normalize_tools(tools), tool_choice)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from xg2_jax._src.model_formats import get_model_structural_tag
+from xg2_jax._src.model_formats import get_model_structural_tag, normalize_tools
 
 # xgrammar's model key -> ours.
 XGRAMMAR_MODEL_KEYS = {
@@ -27,8 +27,22 @@ XGRAMMAR_MODEL_KEYS = {
 }
 
 
+def _forced_choice(tools) -> dict:
+    """xgrammar's prepared ``tool_choice="forced"``: a call to the one tool left."""
+    only = normalize_tools(tools)
+    if len(only) != 1:
+        raise ValueError(f"Forced tool choice must resolve to exactly one tool, got {len(only)}.")
+    return {"type": "function", "function": {"name": only[0].name}}
+
+
 def _builder(model: str, family: str) -> Callable:
-    def build(tools=None, tool_choice="auto", reasoning="enabled", **options):
+    def build(tools=None, tool_choice="auto", reasoning="enabled", *, builtin_tools=None,
+              **options):
+        if builtin_tools:
+            raise ValueError(f"builtin (hosted) tools are not supported for {family}; declare "
+                             "them as function tools")
+        if tool_choice == "forced":     # normalize_tool_choice's form of a named choice
+            tool_choice = _forced_choice(tools)
         return get_model_structural_tag(model, tools, tool_choice, reasoning, **options)
 
     build.__name__ = build.__qualname__ = f"get_{model}_structural_tag"
@@ -36,8 +50,10 @@ def _builder(model: str, family: str) -> Callable:
 
     Args:
         tools: OpenAI-style function tools.
-        tool_choice: ``"auto"``, ``"required"``, ``"none"`` or a named function.
+        tool_choice: ``"auto"``, ``"required"``, ``"none"``, a named function, or
+            ``"forced"`` (a call to the only tool, as :func:`normalize_tool_choice` returns).
         reasoning: ``"enabled"``, ``"disabled"`` or ``"auto"`` (or a bool).
+        builtin_tools: xgrammar's builtin (hosted) tools; only empty is supported.
         **options: the other keywords of :func:`xg2_jax.get_model_structural_tag`.
 
     Returns:

@@ -85,6 +85,9 @@ def parse_xml_arguments(text: str, pos: int, style: str, schema: Any, follow: tu
         raise OutputParseError(f"JSON argument style {style!r} cannot be parsed")
     begin_re, end = XML_STYLES[style]
     props = schema.get("properties", {}) if isinstance(schema, dict) else {}
+    # A parameter the schema does not name follows additionalProperties (its grammar does).
+    extra = schema.get("additionalProperties") if isinstance(schema, dict) else None
+    extra = extra if isinstance(extra, dict) else None
     args: dict = {}
     yield pos, dict(args)
     while True:
@@ -98,7 +101,7 @@ def parse_xml_arguments(text: str, pos: int, style: str, schema: Any, follow: tu
         if close < 0:
             return
         try:
-            args[m.group(1)] = _value(text[m.end():close], props.get(m.group(1)))
+            args[m.group(1)] = _value(text[m.end():close], props.get(m.group(1), extra))
         except json.JSONDecodeError:
             return
         pos = close + len(end)

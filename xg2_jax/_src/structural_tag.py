@@ -31,6 +31,15 @@ import json
 from dataclasses import dataclass
 from typing import Any, ClassVar, Union
 
+from xg2_jax._src.structural_tag_checks import (
+    _check_bool,
+    _check_int,
+    _check_str,
+    _check_str_list,
+    _check_token_list,
+    _fail,
+)
+
 __all__ = [
     "AnyTextFormat",
     "AnyTokensFormat",
@@ -43,6 +52,7 @@ __all__ = [
     "OptionalFormat",
     "OrFormat",
     "PlusFormat",
+    "QwenXMLParameterFormat",
     "RegexFormat",
     "RepeatFormat",
     "SequenceFormat",
@@ -58,49 +68,6 @@ __all__ = [
 
 JSON_SCHEMA_STYLES = ("json", "gemma", "cohere_xml", "minimax_m3_xml", "qwen_xml", "minimax_xml",
                       "deepseek_xml", "deepseek_v4_1_xml", "glm_xml", "kimi_k3_xml")
-
-
-# --------------------------------------------------------------------------------------------
-# Small type checks (Python-side only; the native compiler checks the semantics)
-# --------------------------------------------------------------------------------------------
-def _fail(owner: str, name: str, expected: str, value: Any) -> None:
-    raise TypeError(f"{owner}.{name}: expected {expected}, "
-                    f"got {type(value).__name__} {value!r:.80}")
-
-
-def _check_str(owner: str, name: str, value: Any) -> None:
-    if not isinstance(value, str):
-        _fail(owner, name, "str", value)
-
-
-def _check_bool(owner: str, name: str, value: Any) -> None:
-    if not isinstance(value, bool):
-        _fail(owner, name, "bool", value)
-
-
-def _check_int(owner: str, name: str, value: Any, *, optional: bool = False) -> None:
-    if optional and value is None:
-        return
-    if isinstance(value, bool) or not isinstance(value, int):
-        _fail(owner, name, "int" + (" or None" if optional else ""), value)
-
-
-def _check_str_list(owner: str, name: str, value: Any) -> tuple[str, ...]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
-        _fail(owner, name, "a list of str", value)
-    for item in value:
-        if not isinstance(item, str):
-            _fail(owner, f"{name}[]", "str", item)
-    return tuple(value)
-
-
-def _check_token_list(owner: str, name: str, value: Any) -> tuple[Union[int, str], ...]:
-    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
-        _fail(owner, name, "a list of token ids (int) or token strings (str)", value)
-    for item in value:
-        if isinstance(item, bool) or not isinstance(item, (int, str)):
-            _fail(owner, f"{name}[]", "int or str", item)
-    return tuple(value)
 
 
 def _check_format(owner: str, name: str, value: Any) -> None:
@@ -225,6 +192,26 @@ class JSONSchemaFormat(_FormatBase):
             if out[key] == default:
                 del out[key]                # left out: the default
         return out
+
+
+@dataclass(frozen=True, kw_only=True)
+class QwenXMLParameterFormat(_FormatBase):
+    """Deprecated (xgrammar's wire type ``qwen_xml_parameter``): Qwen's XML tool-call
+    parameters ``<parameter=k>v</parameter>`` for ``json_schema``; the same language as
+    ``JSONSchemaFormat(json_schema=..., style="qwen_xml")``, which new code should use. Kept so
+    serialized structural tags of this type still load.
+
+    Example:
+        >>> QwenXMLParameterFormat(json_schema={"type": "object"}).to_dict()["type"]
+        'qwen_xml_parameter'
+    """
+
+    type: ClassVar[str] = "qwen_xml_parameter"
+    json_schema: Union[dict, bool]
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.json_schema, (dict, bool)):
+            _fail("QwenXMLParameterFormat", "json_schema", "dict or bool", self.json_schema)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -609,8 +596,8 @@ class TokenTriggeredTagsFormat(_FormatBase):
 
 
 Format = Union[
-    ConstStringFormat, JSONSchemaFormat, GrammarFormat, RegexFormat, AnyTextFormat, TokenFormat,
-    ExcludeTokenFormat, AnyTokensFormat, SequenceFormat, OrFormat, OptionalFormat, StarFormat,
+    ConstStringFormat, JSONSchemaFormat, QwenXMLParameterFormat, GrammarFormat, RegexFormat,
+    AnyTextFormat, TokenFormat, ExcludeTokenFormat, AnyTokensFormat, SequenceFormat, OrFormat, OptionalFormat, StarFormat,
     PlusFormat, RepeatFormat, TagFormat, TriggeredTagsFormat, TagsWithSeparatorFormat,
     DispatchFormat, TokenTriggeredTagsFormat,
 ]

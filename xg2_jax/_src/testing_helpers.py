@@ -11,6 +11,7 @@ language, by rooting the grammar at it) are real.
 
 from __future__ import annotations
 
+import json
 from typing import Any, Optional, Union
 
 import numpy as np
@@ -19,7 +20,7 @@ from xg2_jax import _core
 from xg2_jax._src.bitmask import bitmask_dtype, host_bitmask
 from xg2_jax._src.compiler import GrammarCompiler
 from xg2_jax._src.errors import InvalidArgumentError
-from xg2_jax._src.grammar import Grammar
+from xg2_jax._src.grammar import Grammar, _schema_to_text
 from xg2_jax._src.matcher import GrammarMatcher
 from xg2_jax._src.tokenizer import TokenizerInfo
 
@@ -38,16 +39,44 @@ def _json_schema_to_ebnf(schema: Any, *, any_whitespace: bool = True,
                          json_format: str = "json", any_order: bool = False) -> str:
     """The EBNF text of a JSON Schema's grammar (xg2-jax's printing).
 
+    Args:
+        schema: JSON text, a dict, a bool or a pydantic model class.
+        any_whitespace, indent, separators, strict_mode: JSON layout options (``"json"``
+            only; the argument styles fix their own layout).
+        max_whitespace_cnt: longest whitespace run (None: unbounded).
+        json_format: ``"json"`` or one of the structural-tag argument styles (``"qwen_xml"``,
+            ``"gemma"``, ``"cohere_xml"``, ...): the grammar of a ``json_schema`` format
+            with that ``style``.
+        any_order: object properties in any order.
+
+    Returns:
+        The grammar's EBNF text (it parses back with ``Grammar.from_ebnf``).
+
     Raises:
-        InvalidArgumentError: a ``json_format`` other than ``"json"`` (the XML argument
-            styles exist only inside structural tags).
+        InvalidArgumentError: an argument style with a JSON layout option other than its
+            default (a structural tag's ``json_schema`` format has no such field).
+        StructuralTagError: a schema the style cannot express.
     """
-    if json_format != "json":
-        raise InvalidArgumentError(f"json_format {json_format!r}: only 'json' is available "
-                                   "here (XML styles are structural-tag formats)")
-    return str(Grammar.from_json_schema(
-        schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
-        max_whitespace_cnt=max_whitespace_cnt, strict_mode=strict_mode, any_order=any_order))
+    if json_format == "json":
+        return str(Grammar.from_json_schema(
+            schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
+            max_whitespace_cnt=max_whitespace_cnt, strict_mode=strict_mode,
+            any_order=any_order))
+    layout = {"any_whitespace": (any_whitespace, True), "indent": (indent, None),
+              "separators": (separators, None), "strict_mode": (strict_mode, True)}
+    changed = [name for name, (value, default) in layout.items() if value != default]
+    if changed:
+        raise InvalidArgumentError(
+            f"json_format {json_format!r}: {', '.join(changed)} cannot be set (the argument "
+            "style fixes its layout and writes only the fixed object property names of its schema)")
+    options = {"style": json_format, "any_order": any_order,
+               "max_whitespace_cnt": max_whitespace_cnt}
+    # The schema is embedded as JSON text, so a pydantic class or JSON string needs no
+    # second parse here.
+    fields = json.dumps(options)[1:-1]
+    envelope = ('{"type": "structural_tag", "format": {"type": "json_schema", '
+                f'{fields}, "json_schema": {_schema_to_text(schema)}}}}}')
+    return str(Grammar.from_structural_tag(envelope))
 
 
 def _regex_to_ebnf(regex: str, with_rule_name: bool = True) -> str:

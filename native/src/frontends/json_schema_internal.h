@@ -40,6 +40,9 @@ ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, Exp
 // Whether `format` asserts (the formats JSON Schema defines); any other value is an
 // annotation and constrains nothing.
 bool IsAssertedFormat(const std::string& format);
+// The decoded text of a string in the given asserted format (an expression over code points,
+// as a regex gives), or kNoExpr for one without an expression ("regex").
+ExprId FormatDecodedExpr(Grammar* g, const std::string& format);
 // Content (no quotes) of a string in the given asserted format, over JSON-encoded string
 // content; throws UnsupportedKeyword for one without an expression ("regex").
 ExprId FormatContentExpr(Grammar* g, const std::string& format);

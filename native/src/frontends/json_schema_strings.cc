@@ -522,6 +522,8 @@ ExprId UriCharsExpr(Grammar* g, bool iri, bool braces) {
   return Cls(g, r);
 }
 
+}  // namespace
+
 // The decoded text of a string in format f (a regex-like expression over code points), or
 // kNoExpr for a format that has no expression here.
 ExprId FormatDecodedExpr(Grammar* g, const std::string& f) {
@@ -600,8 +602,6 @@ ExprId FormatDecodedExpr(Grammar* g, const std::string& f) {
   }
   return kNoExpr;
 }
-
-}  // namespace
 
 bool IsAssertedFormat(const std::string& f) {
   static const std::set<std::string> kAsserted = {

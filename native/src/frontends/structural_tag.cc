@@ -114,7 +114,9 @@ class Lowering {
     const JsonValue* type = tag.Find("type");
     const JsonValue* format = &tag;
     std::string path = "format";
-    if (type && type->is_string() && type->as_string() == "structural_tag") {
+    // The envelope; its "type" may be left out (xgrammar's default), and a format always has
+    // one, so {"format": ...} alone is an envelope too.
+    if ((type && type->is_string() && type->as_string() == "structural_tag") || (!type && tag.Find("format"))) {
       Fields f(tag, "(root)", {"format"});
       format = &f.Require("format");
     }
@@ -142,6 +144,7 @@ class Lowering {
       return Literal(fs.String("value"));
     }
     if (t == "json_schema") return LowerJsonSchema(f, path);
+    if (t == "qwen_xml_parameter") return LowerQwenXmlParameter(f, path);
     if (t == "grammar") return LowerGrammar(f, path);
     if (t == "regex") {
       Fields fs(f, path, {"pattern"});
@@ -291,6 +294,19 @@ class Lowering {
                                "glm_xml, kimi_k3_xml)");
     }
     XmlParameterLowering lowering(&g_, xml, o, fs.At("json_schema"), &warnings_, std::move(excludes));
+    return lowering.Lower(schema);
+  }
+
+  // xgrammar's deprecated {"type": "qwen_xml_parameter", "json_schema": ...}: the same
+  // language as a json_schema format with style "qwen_xml" and default options, kept so
+  // serialized structural tags of that form still load.
+  ExprId LowerQwenXmlParameter(const JsonValue& f, const std::string& path) {
+    Fields fs(f, path, {"json_schema"});
+    const JsonValue& schema = fs.Require("json_schema");
+    if (!schema.is_object() && !schema.is_bool()) Fail(fs.At("json_schema"), "must be a JSON Schema object or boolean");
+    JsonSchemaOptions o;
+    o.on_unsupported_warn = options_.on_unsupported_warn;
+    XmlParameterLowering lowering(&g_, XmlStyle::kQwen, o, fs.At("json_schema"), &warnings_, {});
     return lowering.Lower(schema);
   }
 

@@ -1,8 +1,11 @@
 #include "frontends/structural_tag_xml.h"
 
 #include <cctype>
+#include <map>
 #include <set>
 
+#include "frontends/json_schema_internal.h"
+#include "frontends/regex.h"
 #include "xg2/errors.h"
 
 namespace xg2 {
@@ -22,6 +25,28 @@ bool IsPlainString(const JsonValue& s) {
     if (!kAnnotations.count(k)) return false;
   }
   return true;
+}
+
+// A string schema whose raw text a pattern, a format or length bounds constrain (besides
+// annotations, nothing else).
+bool IsConstrainedString(const JsonValue& s) {
+  static const std::set<std::string> kKeys = {"type",     "title",      "description", "default",   "examples",
+                                              "$comment", "deprecated", "readOnly",    "writeOnly", "pattern",
+                                              "format",   "minLength",  "maxLength"};
+  const JsonValue* type = s.Find("type");
+  if (!type || !type->is_string() || type->as_string() != "string") return false;
+  for (const auto& [k, v] : s.members()) {
+    if (!kKeys.count(k)) return false;
+  }
+  return s.Find("pattern") || s.Find("format") || s.Find("minLength") || s.Find("maxLength");
+}
+
+int64_t LengthBound(const JsonValue& s, const char* key, int64_t fallback, const std::string& path) {
+  const JsonValue* v = s.Find(key);
+  if (!v) return fallback;
+  if (!v->is_number() || !v->is_integer() || v->as_number() < 0)
+    Fail(path + "/" + key, "must be a non-negative integer");
+  return static_cast<int64_t>(v->as_number());
 }
 
 // A string schema whose values are a fixed list (enum / const of strings only).
@@ -146,7 +171,8 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
       params.emplace_back(Parameter(name, prop, schema), must.count(name) > 0);
     }
   }
-  if (options_.any_order && params.size() > 1) {
+  const ExprId extra = ExtraParameter(schema);
+  if (options_.any_order && (params.size() > 1 || (extra != kNoExpr && !params.empty()))) {
     AnyOrderSpec spec;
     std::vector<ExprId> children{Whitespace()};
     for (bool required : {true, false}) {
@@ -156,6 +182,10 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
         ++(required ? spec.num_required : spec.num_optional);
       }
     }
+    if (extra != kNoExpr) {
+      children.push_back(extra);
+      spec.num_repeated = 1;
+    }
     return g_->AddSequence({Whitespace(), g_->AddAnyOrder(spec, std::move(children)), Whitespace()});
   }
   std::vector<ExprId> parts{Whitespace()};
@@ -163,7 +193,131 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
     ExprId item = g_->AddSequence({p, Whitespace()});
     parts.push_back(required ? item : g_->AddRepeat(item, 0, 1));
   }
+  // Parameters the schema does not name come after the declared ones (as xgrammar orders
+  // them; any_order mixes them in).
+  if (extra != kNoExpr) parts.push_back(g_->AddRepeat(g_->AddSequence({extra, Whitespace()}), 0, kUnbounded));
   return g_->AddSequence(std::move(parts));
+}
+
+// A parameter the schema does not declare (additionalProperties true or a schema): an
+// identifier name other than the declared ones, and a value of that schema; kNoExpr when the
+// schema allows none (additionalProperties absent or false: the strict default).
+ExprId XmlParameterLowering::ExtraParameter(const JsonValue& schema) {
+  const JsonValue* extra = schema.Find("additionalProperties");
+  if (!extra || (extra->is_bool() && !extra->as_bool())) return kNoExpr;
+  const std::string path = path_ + "/additionalProperties";
+  if (!extra->is_bool() && !extra->is_object()) Fail(path, "must be a boolean or a schema");
+  if (!excludes_.empty()) Fail(path, "excluded substrings cannot be enforced on parameter names a schema does not fix");
+  std::set<std::string> taken;
+  if (const JsonValue* props = schema.Find("properties")) {
+    for (const auto& [name, prop] : props->members()) taken.insert(name);
+  }
+  const JsonValue value = extra->is_bool() ? JsonValue::Object({}) : *extra;
+  return NamedParameter(IdentifierExcept(taken), path, value, schema);
+}
+
+// [a-zA-Z_][a-zA-Z0-9_]* except the names in `taken`: a trie walk where each step either
+// leaves the taken names behind (any other character, then any tail) or follows one of them.
+ExprId XmlParameterLowering::IdentifierExcept(const std::set<std::string>& taken) {
+  std::vector<std::string> names;
+  for (const std::string& n : taken) {
+    bool ident = !n.empty() && !std::isdigit(static_cast<unsigned char>(n[0]));
+    for (char c : n) ident = ident && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+    if (ident) names.push_back(n);  // other names cannot be spelled as an identifier
+  }
+  return IdentifierFrom("", names);
+}
+
+ExprId XmlParameterLowering::IdentifierFrom(const std::string& prefix, const std::vector<std::string>& names) {
+  auto allowed = [&](unsigned char c) { return std::isalpha(c) || c == '_' || (!prefix.empty() && std::isdigit(c)); };
+  std::vector<CodepointRange> tail_ranges{{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
+  ExprId tail = g_->AddRepeat(g_->AddCharClass(tail_ranges, false), 0, kUnbounded);
+  if (names.empty())
+    return prefix.empty() ? g_->AddSequence({g_->AddCharClass({{'A', 'Z'}, {'_', '_'}, {'a', 'z'}}, false), tail})
+                          : tail;
+  std::vector<ExprId> alts;
+  bool prefix_taken = false;
+  std::map<char, std::vector<std::string>> by_next;
+  for (const std::string& n : names) {
+    if (n.size() == prefix.size())
+      prefix_taken = true;
+    else
+      by_next[n[prefix.size()]].push_back(n);
+  }
+  if (!prefix.empty() && !prefix_taken) alts.push_back(g_->AddEmpty());
+  std::vector<CodepointRange> others;  // allowed next characters no taken name continues with
+  for (int c = 0; c < 128; ++c) {
+    if (!allowed(static_cast<unsigned char>(c)) || by_next.count(static_cast<char>(c))) continue;
+    if (!others.empty() && others.back().hi + 1 == static_cast<uint32_t>(c))
+      others.back().hi = c;
+    else
+      others.push_back({static_cast<uint32_t>(c), static_cast<uint32_t>(c)});
+  }
+  if (!others.empty()) alts.push_back(g_->AddSequence({g_->AddCharClass(others, false), tail}));
+  for (const auto& [c, rest] : by_next) {
+    alts.push_back(g_->AddSequence({g_->AddBytes(std::string(1, c)), IdentifierFrom(prefix + c, rest)}));
+  }
+  return alts.size() == 1 ? alts[0] : g_->AddChoice(std::move(alts));
+}
+
+// Raw text up to (and with) the first `end` string.
+ExprId XmlParameterLowering::RawTextUntil(const std::string& end) {
+  TagDispatchSpec text;
+  text.ends = {end};
+  text.excludes = excludes_;
+  text.plain_end = false;
+  // A rule of its own: identical ones (every string parameter) merge into one, whose masks
+  // are then built once.
+  RuleId r = g_->DeclareRule("raw_text_value");
+  g_->SetRuleBody(r, g_->AddTagDispatch(std::move(text), {}));
+  return g_->AddRuleRef(r);
+}
+
+// The raw text of a string value that a pattern (JSON Schema search semantics), an asserted
+// format or minLength/maxLength constrain, as the chat templates write strings: unquoted and
+// unescaped. kNoExpr when nothing constrains it (a format that only annotates). The value then
+// ends at the first end string that follows a complete match, so a pattern may spell the end.
+ExprId XmlParameterLowering::ConstrainedText(const JsonValue& s, const std::string& path) {
+  const JsonValue* pattern = s.Find("pattern");
+  const JsonValue* format = s.Find("format");
+  const int64_t lo = LengthBound(s, "minLength", 0, path);
+  const int64_t hi = LengthBound(s, "maxLength", -1, path);
+  if (hi >= 0 && hi < lo) Fail(path, "maxLength is below minLength: no string is allowed");
+  ExprId text = kNoExpr;
+  if (format) {
+    if (!format->is_string()) Fail(path + "/format", "must be a string");
+    if (jsonschema::IsAssertedFormat(format->as_string())) {
+      text = jsonschema::FormatDecodedExpr(g_, format->as_string());
+      if (text == kNoExpr) Fail(path + "/format", "format '" + format->as_string() + "' is not enforced");
+    }
+  }
+  if (pattern) {
+    if (!pattern->is_string()) Fail(path + "/pattern", "must be a string");
+    if (text != kNoExpr) Fail(path, "'pattern' with an asserted 'format' is not supported for XML argument styles");
+    RegexOptions options;
+    options.search_semantics = true;
+    try {
+      text = RegexToExpr(g_, pattern->as_string(), options);
+    } catch (const Error& e) {
+      Fail(path + "/pattern", e.what());
+    }
+  }
+  const bool bounded = lo > 0 || hi >= 0;
+  if (text != kNoExpr || bounded) {
+    if (!excludes_.empty())
+      Fail(path, "excluded substrings cannot be enforced on a string with a pattern, format or length bound");
+  }
+  if (text == kNoExpr) {
+    if (!bounded) return kNoExpr;
+    return g_->AddRepeat(g_->AddCharClass({}, /*negated=*/true), lo, hi < 0 ? kUnbounded : hi);
+  }
+  if (bounded) {  // kept only where the pattern's or format's own lengths already satisfy them
+    int64_t min_len = 0, max_len = -1;
+    if (!jsonschema::CodepointLengthRange(*g_, text, &min_len, &max_len) || min_len < lo ||
+        (hi >= 0 && (max_len < 0 || max_len > hi)))
+      Fail(path, "minLength/maxLength together with a pattern or format cannot be enforced for XML argument styles");
+  }
+  return text;
 }
 
 ExprId XmlParameterLowering::JsonValueOf(const JsonValue& prop, const JsonValue& root, const std::string& path) {
@@ -190,68 +344,81 @@ ExprId XmlParameterLowering::JsonValueOf(const JsonValue& prop, const JsonValue&
 }
 
 ExprId XmlParameterLowering::Parameter(const std::string& name, const JsonValue& prop, const JsonValue& root) {
-  const std::string path = path_ + "/properties/" + JsonPointerEscape(name);
+  const std::string key = style_ == XmlStyle::kKimiK3 ? KimiK3Attribute(name) : name;
+  return NamedParameter(key.empty() ? g_->AddEmpty() : g_->AddBytes(key),
+                        path_ + "/properties/" + JsonPointerEscape(name), prop, root);
+}
+
+// One parameter: `name` (the name's expression as written) and its value, in the style's
+// wrapper.
+ExprId XmlParameterLowering::NamedParameter(ExprId name, const std::string& path, const JsonValue& prop,
+                                            const JsonValue& root) {
   std::vector<std::string> choices;
   const bool plain = prop.is_object() && IsPlainString(prop);
   const bool fixed = prop.is_object() && StringChoices(prop, &choices);
-  const bool is_string = plain || fixed;
-  std::string begin, end;
+  const bool constrained = prop.is_object() && !plain && IsConstrainedString(prop);
+  const bool is_string = plain || fixed || constrained;
+  std::string before, after, end;  // begin = before name after
   switch (style_) {
     case XmlStyle::kQwen:
-      begin = "<parameter=" + name + ">";
+      before = "<parameter=";
+      after = ">";
       end = "</parameter>";
       break;
     case XmlStyle::kMiniMax:
-      begin = "<parameter name=\"" + name + "\">";
+      before = "<parameter name=\"";
+      after = "\">";
       end = "</parameter>";
       break;
     case XmlStyle::kDeepSeek:
-      begin =
+      before =
           "<\xEF\xBD\x9C"
           "DSML\xEF\xBD\x9C"
-          "parameter name=\"" +
-          name + "\" string=\"" + (is_string ? "true" : "false") + "\">";
+          "parameter name=\"";
+      after = std::string("\" string=\"") + (is_string ? "true" : "false") + "\">";
       end =
           "</\xEF\xBD\x9C"
           "DSML\xEF\xBD\x9C"
           "parameter>";
       break;
     case XmlStyle::kDeepSeekV41:  // DeepSeek-V4.1: a space after the DSML marker
-      begin =
+      before =
           "<\xEF\xBD\x9C"
           "DSML\xEF\xBD\x9C"
-          " parameter name=\"" +
-          name + "\" string=\"" + (is_string ? "true" : "false") + "\">";
+          " parameter name=\"";
+      after = std::string("\" string=\"") + (is_string ? "true" : "false") + "\">";
       end =
           "</\xEF\xBD\x9C"
           "DSML\xEF\xBD\x9C"
           " parameter>";
       break;
     case XmlStyle::kGlm:
-      begin = "<arg_key>" + name + "</arg_key>";
+      before = "<arg_key>";
+      after = "</arg_key>";
       end = "</arg_value>";
       break;
     case XmlStyle::kKimiK3:
-      begin = "<|open|>argument key=\"" + KimiK3Attribute(name) + "\" type=\"" +
-              (is_string ? std::string("string") : KimiK3Type(prop, path)) + "\"<|sep|>";
+      before = "<|open|>argument key=\"";
+      after = "\" type=\"" + (is_string ? std::string("string") : KimiK3Type(prop, path)) + "\"<|sep|>";
       end = "<|close|>argument<|sep|>";
       break;
   }
-  std::vector<ExprId> seq{g_->AddBytes(begin)};
+  std::vector<ExprId> seq{g_->AddBytes(before), name, g_->AddBytes(after)};
   if (style_ == XmlStyle::kGlm) {
     seq.push_back(Whitespace());
     seq.push_back(g_->AddBytes("<arg_value>"));
   }
-  if (plain) {  // raw text up to the first end string
-    TagDispatchSpec text;
-    text.ends = {end};
-    text.excludes = excludes_;
-    text.plain_end = false;
-    // A rule of its own: identical ones (every string parameter) merge into one, whose masks
-    // are then built once.
-    RuleId r = g_->DeclareRule("raw_text_value");
-    g_->SetRuleBody(r, g_->AddTagDispatch(std::move(text), {}));
-    seq.push_back(g_->AddRuleRef(r));
+  if (plain) {
+    seq.push_back(RawTextUntil(end));
+    return g_->AddSequence(std::move(seq));
+  }
+  if (constrained) {
+    ExprId text = ConstrainedText(prop, path);
+    // As with enum strings, a newline may come on each side (Qwen's template writes them; the
+    // output parser strips one); DSML's string="true" values are the text between the tags.
+    const bool padded = style_ != XmlStyle::kDeepSeek && style_ != XmlStyle::kDeepSeekV41;
+    ExprId pad = padded ? g_->AddRepeat(g_->AddBytes("\n"), 0, 1) : g_->AddEmpty();
+    seq.push_back(text == kNoExpr ? RawTextUntil(end) : g_->AddSequence({pad, text, pad, g_->AddBytes(end)}));
     return g_->AddSequence(std::move(seq));
   }
   if (fixed) {

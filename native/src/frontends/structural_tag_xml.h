@@ -3,6 +3,7 @@
 // value raw text for string properties and JSON otherwise.
 #pragma once
 
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +38,12 @@ class XmlParameterLowering {
 
  private:
   ExprId Parameter(const std::string& name, const JsonValue& prop, const JsonValue& root);
+  ExprId NamedParameter(ExprId name, const std::string& path, const JsonValue& prop, const JsonValue& root);
+  ExprId ExtraParameter(const JsonValue& schema);
+  ExprId IdentifierExcept(const std::set<std::string>& taken);
+  ExprId IdentifierFrom(const std::string& prefix, const std::vector<std::string>& names);
+  ExprId RawTextUntil(const std::string& end);
+  ExprId ConstrainedText(const JsonValue& s, const std::string& path);
   ExprId JsonValueOf(const JsonValue& prop, const JsonValue& root, const std::string& path);
   ExprId Whitespace();
   bool Excluded(const std::string& text) const;
