@@ -37,11 +37,12 @@ inline std::string Show(const std::string& ptr) { return ptr.empty() ? "(root)" 
 // unsupported; JsonSchemaToGrammar converts again without that rewrite.
 struct NegationFailed {
   std::string one_of_at;
+  std::string reason;  // the unsupported part, as Unsupported would have reported it
 };
 
 class Converter {
  public:
-  Converter(const JsonValue& root, const JsonSchemaOptions& o, std::set<std::string> no_negation = {})
+  Converter(const JsonValue& root, const JsonSchemaOptions& o, std::map<std::string, std::string> no_negation = {})
       : root_(root), o_(o), no_negation_(std::move(no_negation)) {
     // Drafts 3 to 7: keywords beside "$ref" are ignored.
     if (const JsonValue* d = root.is_object() ? root.Find("$schema") : nullptr) {
@@ -155,6 +156,19 @@ class Converter {
   std::vector<Merged> NegatedOneOf(const Merged& base, const std::vector<Ref>& group, const std::vector<Merged>& alts,
                                    const MergeFn& merge, const std::string& at);
 
+  // `not s` for an object schema s with additionalProperties (which NegateSchema cannot
+  // negate: "some key outside s's properties" has no positive form), exact only among objects
+  // whose keys lie in `keys`: the extra keys are then those of `keys` s does not declare.
+  // nullopt for other shapes.
+  std::optional<JsonValue> NegateWithinKeys(const JsonValue& s, const std::string& ptr,
+                                            const std::vector<std::string>& keys, int guard);
+
+  // not group[j] merged into *c, the merged alternative i: the plain negation, else the one
+  // within c's closed set of keys (NegateWithinKeys). False when neither exists.
+  bool MergeExclusion(Merged* c, const Ref& other, const std::string& at);
+  // Whether MergeExclusion can exclude `other` from `within`.
+  bool Negatable(const Merged& within, const Ref& other);
+
   // oneOf whose alternatives only list required properties ("exactly one of these sets"):
   // alternative i holds when its names are present and, for every other alternative j, one of
   // j's names is absent, which is expressible when j has one name that i lacks (i is dropped
@@ -249,7 +263,7 @@ class Converter {
   // conversion found part of the rewrite unsupported). Inside a rewrite (negation_scope_ not
   // empty) Unsupported throws NegationFailed for the outermost one.
   std::set<std::string> negated_one_of_;
-  std::set<std::string> no_negation_;
+  std::map<std::string, std::string> no_negation_;  // oneOf pointer -> why its rewrite failed
   std::vector<std::string> negation_scope_;
   struct NegationScope {
     NegationScope(Converter* c, const std::string& at) : c_(c) { c_->negation_scope_.push_back(at); }
