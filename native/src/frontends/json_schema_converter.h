@@ -258,7 +258,7 @@ class Converter {
   RuleId string_rest_ = -1;
   ExprId ws_ = kNoExpr, item_sep_expr_ = kNoExpr, key_sep_expr_ = kNoExpr;  // memoised separators
   ExprId json_char_ = kNoExpr;
-  int64_t expansion_budget_ = 2000;  // inline lowerings of combinator alternatives
+  int64_t expansion_budget_ = 20000;  // inline lowerings of combinator alternatives
   // oneOf groups (by pointer) rewritten with negations, and those not to rewrite (a first
   // conversion found part of the rewrite unsupported). Inside a rewrite (negation_scope_ not
   // empty) Unsupported throws NegationFailed for the outermost one.
