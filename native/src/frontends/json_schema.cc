@@ -289,6 +289,10 @@ ExprId Converter::Lower(const Merged& m, int depth, int expansion) {
     return g_.AddChoice(alts);
   }
   uint8_t types = m.types;
+  if (m.has_enum && !m.not_multiple_of.empty()) {
+    // Enum values are written as they are: nothing here would exclude the multiples.
+    Unsupported("not", m.not_multiple_of[0].ptr, "excluding multiples from an enum");
+  }
   if (m.has_enum) return EnumExpr(m, depth);
   std::vector<ExprId> alts;
   if (types & kNull) alts.push_back(Lit(&g_, "null"));

@@ -178,6 +178,13 @@ class Converter {
 
   ExprId EnumExpr(const Merged& m, int depth);
 
+  // Arrays with `contains` (one, no prefixItems) and minItems/maxItems up to 64 positions;
+  // kNoExpr (after reporting) otherwise.
+  ExprId ContainsArrayExpr(const Merged& m, const std::vector<Ref>& items, ExprId item, int64_t prefix, int depth);
+
+  // Arrays of any length with two `contains` (see ContainsArrayExpr).
+  ExprId TwoContainsArrayExpr(const Merged& m, const std::vector<Ref>& items, ExprId item, int depth);
+
   // uniqueItems over items with finitely many values (an enum, booleans, null): each value at
   // most once in any order, counted by minItems/maxItems; an AnyOrder node. kNoExpr (after
   // reporting) for items with infinitely many values, or with prefixItems/contains.
