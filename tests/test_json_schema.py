@@ -484,9 +484,13 @@ def test_one_of_exclusive_is_exact(compiler, schema, valid, invalid):
 
 
 ONE_OF_OVERLAPPING = [
-    ({"oneOf": [{"type": "integer", "multipleOf": 2}, {"type": "integer", "multipleOf": 3}]}, "(root)", [2, 3, 6]),
-    ({"properties": {"v": {"oneOf": [{"multipleOf": 2}, {"type": "integer", "minimum": 0}]}}},
-     "/properties/v", [4, 3]),
+    # An open alternative overlapping a closed one: excluding the closed one needs "some key
+    # outside its properties", which has no positive form.
+    ({"oneOf": [{"properties": {"a": {"type": "string"}}}, {"properties": {"a": {}}, "additionalProperties": False}]},
+     "(root)", [{"a": "x"}, {"b": 1}]),
+    ({"properties": {"v": {"oneOf": [{"patternProperties": {"^x": {"type": "integer"}}},
+                                     {"type": "object", "minProperties": 1}]}}},
+     "/properties/v", [{"x": 1}, {}]),
 ]
 
 # Overlapping alternatives whose negations are exact: "A_i and not A_j" for the overlapping j.
@@ -499,6 +503,10 @@ ONE_OF_BY_NEGATION = [
     ({"oneOf": [{"type": "integer", "minimum": 5}, {"type": "integer", "maximum": 10}]}, [4, 11, -3], [5, 7, 10]),
     ({"type": "object", "oneOf": [{"required": ["a"]}, {"properties": {"a": {"type": "string"}}}]},
      [{"a": 1}, {}, {"b": 1}], [{"a": "x"}]),
+    # not multipleOf (the remainder automaton's complement among plain decimals)
+    ({"oneOf": [{"type": "integer", "multipleOf": 2}, {"type": "integer", "multipleOf": 3}]}, [2, 3, 4], [6, 0, 1]),
+    ({"properties": {"v": {"oneOf": [{"multipleOf": 2}, {"type": "integer", "minimum": 0}]}}},
+     [{"v": 3}, {"v": -4}, {"v": "s"}], [{"v": 4}, {"v": -3}]),
 ]
 
 

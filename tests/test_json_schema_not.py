@@ -20,6 +20,9 @@ SAMPLES = [None, True, False, 0, 1, 2, -3, 2.5, 7, 1.1, 3.0, "", "a", "ab", "abc
            {}, {"a": 1}, {"b": 1}, {"a": 1, "b": 2}, {"a": "s"}, {"c": None}, {"a": 1, "b": "x", "c": 3}, {"a": {"b": 1}}, {"a": {"b": {}}}, {"a": {"b": {"a": 1}}}]
 
 CASES = {
+    "anyOf_multipleOf": {"not": {"anyOf": [{"type": "string"}, {"multipleOf": 2}]}},
+    "multipleOf": {"not": {"multipleOf": 5}},
+    "multipleOf_decimal": {"not": {"multipleOf": 0.5}, "type": ["number", "string"]},
     "false": {"not": False},
     "not_not_type": {"not": {"not": {"type": "string"}}},
     "required_two": {"not": {"required": ["a", "b"]}},
@@ -86,11 +89,10 @@ EMPTY = {
 
 UNSUPPORTED = {
     "pattern_props": {"not": {"patternProperties": {"b": False}}},
-    "multipleOf": {"not": {"multipleOf": 5}},
     "pattern_bad_regex": {"not": {"pattern": "(?<=a)b"}},
     "additional": {"not": {"additionalProperties": False, "properties": {"a": {}}}},
     "enum_numbers": {"not": {"enum": [6, None]}},
-    "anyOf_multipleOf": {"not": {"anyOf": [{"type": "string"}, {"multipleOf": 2}]}},
+    "multipleOf_with_enum": {"enum": [2, 3], "not": {"multipleOf": 2}},
 }
 
 

@@ -44,8 +44,8 @@ void Converter::Invalid(const std::string& ptr, const std::string& msg) {
 }
 
 void Converter::Unsupported(const std::string& kw, const std::string& ptr, const std::string& detail) {
-  if (!negation_scope_.empty()) throw NegationFailed{negation_scope_.front()};
   std::string msg = "unsupported keyword '" + kw + "' at " + Show(ptr) + (detail.empty() ? "" : ": " + detail);
+  if (!negation_scope_.empty()) throw NegationFailed{negation_scope_.front(), msg};
   if (!o_.on_unsupported_warn) throw Error(ErrorKind::kUnsupported, msg);
   if (warned_.insert(msg).second) warnings_.push_back(msg);
 }
@@ -290,6 +290,10 @@ ExprId Converter::Lower(const Merged& m, int depth, int expansion) {
     return g_.AddChoice(alts);
   }
   uint8_t types = m.types;
+  if (m.has_enum && !m.not_multiple_of.empty()) {
+    // Enum values are written as they are: nothing here would exclude the multiples.
+    Unsupported("not", m.not_multiple_of[0].ptr, "excluding multiples from an enum");
+  }
   if (m.has_enum) return EnumExpr(m, depth);
   std::vector<ExprId> alts;
   if (types & kNull) alts.push_back(Lit(&g_, "null"));
@@ -325,13 +329,13 @@ JsonSchemaResult JsonSchemaToGrammar(const JsonValue& schema, const JsonSchemaOp
     throw Error(ErrorKind::kGrammarSemantic, "invalid schema at (root): a schema must be an object or a boolean");
   }
   if (options.indent < -1) throw Error(ErrorKind::kInvalidArgument, "indent must be >= 0 or -1 (none)");
-  std::set<std::string> no_negation;
+  std::map<std::string, std::string> no_negation;
   for (;;) {
     try {
       return Converter(schema, options, no_negation).Run();
     } catch (const NegationFailed& f) {
       // Bounded: every retry adds one of the schema's oneOf pointers.
-      no_negation.insert(f.one_of_at);
+      no_negation.emplace(f.one_of_at, f.reason);
     }
   }
 }

@@ -37,11 +37,12 @@ inline std::string Show(const std::string& ptr) { return ptr.empty() ? "(root)" 
 // unsupported; JsonSchemaToGrammar converts again without that rewrite.
 struct NegationFailed {
   std::string one_of_at;
+  std::string reason;  // the unsupported part, as Unsupported would have reported it
 };
 
 class Converter {
  public:
-  Converter(const JsonValue& root, const JsonSchemaOptions& o, std::set<std::string> no_negation = {})
+  Converter(const JsonValue& root, const JsonSchemaOptions& o, std::map<std::string, std::string> no_negation = {})
       : root_(root), o_(o), no_negation_(std::move(no_negation)) {
     // Drafts 3 to 7: keywords beside "$ref" are ignored.
     if (const JsonValue* d = root.is_object() ? root.Find("$schema") : nullptr) {
@@ -169,6 +170,19 @@ class Converter {
   std::vector<Merged> NegatedOneOf(const Merged& base, const std::vector<Ref>& group, const std::vector<Merged>& alts,
                                    const MergeFn& merge, const std::string& at);
 
+  // `not s` for an object schema s with additionalProperties (which NegateSchema cannot
+  // negate: "some key outside s's properties" has no positive form), exact only among objects
+  // whose keys lie in `keys`: the extra keys are then those of `keys` s does not declare.
+  // nullopt for other shapes.
+  std::optional<JsonValue> NegateWithinKeys(const JsonValue& s, const std::string& ptr,
+                                            const std::vector<std::string>& keys, int guard);
+
+  // not group[j] merged into *c, the merged alternative i: the plain negation, else the one
+  // within c's closed set of keys (NegateWithinKeys). False when neither exists.
+  bool MergeExclusion(Merged* c, const Ref& other, const std::string& at);
+  // Whether MergeExclusion can exclude `other` from `within`.
+  bool Negatable(const Merged& within, const Ref& other);
+
   // oneOf whose alternatives only list required properties ("exactly one of these sets"):
   // alternative i holds when its names are present and, for every other alternative j, one of
   // j's names is absent, which is expressible when j has one name that i lacks (i is dropped
@@ -177,6 +191,13 @@ class Converter {
   std::vector<Merged> RequiredOnlyOneOf(const Merged& base, const std::vector<Ref>& group);
 
   ExprId EnumExpr(const Merged& m, int depth);
+
+  // Arrays with `contains` (one, no prefixItems) and minItems/maxItems up to 64 positions;
+  // kNoExpr (after reporting) otherwise.
+  ExprId ContainsArrayExpr(const Merged& m, const std::vector<Ref>& items, ExprId item, int64_t prefix, int depth);
+
+  // Arrays of any length with two `contains` (see ContainsArrayExpr).
+  ExprId TwoContainsArrayExpr(const Merged& m, const std::vector<Ref>& items, ExprId item, int depth);
 
   // uniqueItems over items with finitely many values (an enum, booleans, null): each value at
   // most once in any order, counted by minItems/maxItems; an AnyOrder node. kNoExpr (after
@@ -260,12 +281,12 @@ class Converter {
   std::unique_ptr<ByteDfaSpec> excluded_text_;  // strings with an excluded substring, over bytes
   ExprId ws_ = kNoExpr, item_sep_expr_ = kNoExpr, key_sep_expr_ = kNoExpr;  // memoised separators
   ExprId json_char_ = kNoExpr;
-  int64_t expansion_budget_ = 2000;  // inline lowerings of combinator alternatives
+  int64_t expansion_budget_ = 20000;  // inline lowerings of combinator alternatives
   // oneOf groups (by pointer) rewritten with negations, and those not to rewrite (a first
   // conversion found part of the rewrite unsupported). Inside a rewrite (negation_scope_ not
   // empty) Unsupported throws NegationFailed for the outermost one.
   std::set<std::string> negated_one_of_;
-  std::set<std::string> no_negation_;
+  std::map<std::string, std::string> no_negation_;  // oneOf pointer -> why its rewrite failed
   std::vector<std::string> negation_scope_;
   struct NegationScope {
     NegationScope(Converter* c, const std::string& at) : c_(c) { c_->negation_scope_.push_back(at); }

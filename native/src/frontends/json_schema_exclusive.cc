@@ -6,7 +6,7 @@
 // or a property the other alternative forbids).
 #include <algorithm>
 
-#include "frontends/json_schema_internal.h"
+#include "frontends/json_schema_converter.h"  // NegationFailed
 
 namespace xg2::jsonschema {
 namespace {
@@ -107,6 +107,30 @@ bool DiscriminatedBy(const Merged& a, const Merged& b, const MergeFn& merge, int
   return false;
 }
 
+// The types a value of m can have, narrowed by its anyOf/oneOf groups: one of each group's
+// alternatives must hold, so the value's type is among their types (each alternative merged
+// alone, a superset of what it admits beside m). Followed `depth` groups deep; a group whose
+// alternative cannot be merged here narrows nothing.
+uint8_t TypesWithCombinators(const Merged& m, const MergeFn& merge, int depth) {
+  uint8_t t = EffectiveTypes(m);
+  if (depth <= 0) return t;
+  for (const auto& group : m.any_of) {
+    uint8_t any = 0;
+    for (const auto& alt : group) {
+      try {
+        any |= TypesWithCombinators(merge({alt}), merge, depth - 1);
+      } catch (const Error&) {
+        any = kAllTypes;  // unknown: the group stays unexplored (its lowering reports it)
+      } catch (const NegationFailed&) {
+        any = kAllTypes;
+      }
+      if (any == kAllTypes) break;
+    }
+    t &= any;
+  }
+  return t;
+}
+
 }  // namespace
 
 uint8_t EffectiveTypes(const Merged& m) {
@@ -123,7 +147,8 @@ uint8_t EffectiveTypes(const Merged& m) {
 }
 
 bool ProvablyDisjoint(const Merged& a, const Merged& b, const MergeFn& merge, int depth) {
-  uint8_t ta = EffectiveTypes(a), tb = EffectiveTypes(b);
+  constexpr int kCombinatorDepth = 3;  // anyOf/oneOf groups looked into for types
+  uint8_t ta = TypesWithCombinators(a, merge, kCombinatorDepth), tb = TypesWithCombinators(b, merge, kCombinatorDepth);
   // Integers are numbers: a kInt value of one side meets the kNum side.
   auto widen = [](uint8_t t) { return static_cast<uint8_t>(t & kNum ? t | kInt : t); };
   uint8_t common = widen(ta) & widen(tb);

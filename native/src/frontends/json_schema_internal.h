@@ -99,9 +99,9 @@ ExprId NumberExpr(Grammar* g, const NumBound& lo, const NumBound& hi);
 ExprId IntegerMultipleOfExpr(Grammar* g, int64_t k, const NumBound& lo, const NumBound& hi);
 // Decimal literals (no exponent) within the bounds that are multiples of every divisor (JSON
 // number literals, e.g. "0.01") and, with non_integer, have a nonzero fraction digit; throws
-// UnsupportedKeyword when the automaton is too large.
+// UnsupportedKeyword when the automaton is too large. not_divisors: multiples of none of them.
 ExprId MultipleOfExpr(Grammar* g, const std::vector<std::string>& divisors, bool non_integer, bool integer,
-                      const NumBound& lo, const NumBound& hi);
+                      const NumBound& lo, const NumBound& hi, const std::vector<std::string>& not_divisors = {});
 
 // --- constraint sets (json_schema.cc) ---
 struct Ref {
@@ -127,6 +127,7 @@ struct Merged {
   bool not_integer = false;  // from `not {type: integer}` on numbers: a nonzero fraction digit
   NumBound lo, hi;
   std::vector<Ref> multiple_of;
+  std::vector<Ref> not_multiple_of;  // from `not {multipleOf: d}`: numbers no such d divides
   // arrays
   bool has_prefix = false;
   std::vector<std::vector<Ref>> prefix;

@@ -251,7 +251,8 @@ std::optional<JsonValue> NegateSchema(const JsonValue& s, const std::string& ptr
     }
     return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(alts))}});
   }
-  if (k == "type" || k == "enum" || k == "const" || k == "pattern") return NotOf(JsonValue::Object({{k, v}}));
+  if (k == "type" || k == "enum" || k == "const" || k == "pattern" || k == "multipleOf")
+    return NotOf(JsonValue::Object({{k, v}}));
   if (k == "format") {
     if (members.size() != 1) return std::nullopt;
     // An unknown format asserts nothing: its negation is false.

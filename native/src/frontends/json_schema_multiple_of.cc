@@ -111,20 +111,41 @@ ByteDfaSpec NonIntegerDfa() {
   return d;
 }
 
+// Decimal literals without an exponent ("-"? int ("." digits)?): the spellings the remainder
+// automata judge, so a complement of one stays among them (1e2 is a multiple of 2).
+ByteDfaSpec PlainDecimalDfa() {
+  enum : int32_t { kStart, kMinus, kZero, kInt, kDot, kFrac, kStates };
+  ByteDfaSpec d;
+  d.is_final.assign(kStates, 0);
+  d.is_final[kZero] = d.is_final[kInt] = d.is_final[kFrac] = 1;
+  d.edges.assign(kStates, {});
+  d.edges[kStart] = {{'-', '-', kMinus}, {'0', '0', kZero}, {'1', '9', kInt}};
+  d.edges[kMinus] = {{'0', '0', kZero}, {'1', '9', kInt}};
+  d.edges[kZero] = {{'.', '.', kDot}};
+  d.edges[kInt] = {{'.', '.', kDot}, {'0', '9', kInt}};
+  d.edges[kDot] = {{'0', '9', kFrac}};
+  d.edges[kFrac] = {{'0', '9', kFrac}};
+  return d;
+}
+
 }  // namespace
 
 ExprId MultipleOfExpr(Grammar* g, const std::vector<std::string>& divisors, bool non_integer, bool integer,
-                      const NumBound& lo, const NumBound& hi) {
+                      const NumBound& lo, const NumBound& hi, const std::vector<std::string>& not_divisors) {
   constexpr int64_t kMaxProductStates = 20000;
   if (integer && non_integer) return g->AddChoice({});  // no value (an empty choice)
   std::vector<ByteDfaSpec> parts;
   for (const auto& d : divisors) parts.push_back(TrimAndMinimize(MultipleDfaBuilder(ParseDivisor(d)).Build()));
   if (non_integer) parts.push_back(NonIntegerDfa());
+  if (!not_divisors.empty()) parts.push_back(PlainDecimalDfa());
+  const uint64_t want = (uint64_t{1} << parts.size()) - 1;  // the parts to be in; then those not to be in
+  for (const auto& d : not_divisors) parts.push_back(TrimAndMinimize(MultipleDfaBuilder(ParseDivisor(d)).Build()));
+  if (parts.size() > 63) throw UnsupportedKeyword{"multipleOf", "more than 63 divisors"};
   ExprId range = integer ? IntegerExpr(g, lo, hi) : NumberExpr(g, lo, hi);
   try {
     ByteDfaSpec universe = ByteDfaOfExpr(*g, range, kMaxProductStates);
     const uint64_t all = (uint64_t{1} << parts.size()) - 1;
-    ByteDfaSpec dfa = TrimAndMinimize(SelectByParts(ProductWithParts(universe, parts, kMaxProductStates), all, all));
+    ByteDfaSpec dfa = TrimAndMinimize(SelectByParts(ProductWithParts(universe, parts, kMaxProductStates), all, want));
     return g->AddByteDfa(std::move(dfa));
   } catch (const Error& e) {
     throw UnsupportedKeyword{"multipleOf", std::string("with these bounds: ") + e.what()};

@@ -12,12 +12,14 @@ void Converter::MergeNot(Merged* m, const Ref& r, const std::string& at) {
     return;
   }
   if (!s.is_object()) Invalid(r.ptr, "a schema must be an object or a boolean");
-  bool only_type = true, only_enum = true, empty = true, only_required = true, only_pattern = true, only_format = true;
+  bool only_type = true, only_enum = true, empty = true, only_required = true, only_pattern = true, only_format = true,
+       only_multiple = true;
   for (const auto& kv : s.members()) {
     if (IsAnnotation(kv.first)) continue;
     empty = false;
     if (kv.first != "pattern") only_pattern = false;
     if (kv.first != "format") only_format = false;
+    if (kv.first != "multipleOf") only_multiple = false;
     if (kv.first != "required") only_required = false;
     if (kv.first != "type") only_type = false;
     if (kv.first != "enum" && kv.first != "const") only_enum = false;
@@ -33,6 +35,16 @@ void Converter::MergeNot(Merged* m, const Ref& r, const std::string& at) {
     m->constrained = true;
     m->types &= kStr;
     m->not_patterns.push_back(Ref{&pv, r.ptr});
+    return;
+  }
+  if (only_multiple && !(ref_overrides_siblings_ && s.Find("$ref"))) {
+    // A number no such divisor divides (non-numbers satisfy `multipleOf`).
+    const JsonValue& dv = *s.Find("multipleOf");
+    if (!dv.is_number() || dv.as_number() <= 0)
+      Invalid(r.ptr + "/multipleOf", "'multipleOf' must be a positive number");
+    m->constrained = true;
+    m->types &= kInt | kNum;
+    m->not_multiple_of.push_back(Ref{&dv, r.ptr + "/multipleOf"});
     return;
   }
   if (only_format) {

@@ -29,9 +29,19 @@ std::vector<Merged> Converter::CheckOneOf(const Merged& base, const std::vector<
           if (!rewritten.empty()) negated_one_of_.insert(at);
         }
         if (!rewritten.empty()) return rewritten;
+        // Why the exact rewrite did not apply, so the refusal names the part to support.
+        std::string because;
+        if (auto why = no_negation_.find(at); why != no_negation_.end()) {
+          because = "; excluding the others needs " + why->second;
+        } else {
+          for (size_t k : {i, j}) {
+            if (because.empty() && !Negatable(alts[i + j - k], group[k]))
+              because = "; alternative " + std::to_string(k) + " has no exact negation";
+          }
+        }
         Unsupported("oneOf", at,
                     "alternatives " + std::to_string(i) + " and " + std::to_string(j) +
-                        " are not provably exclusive (lowered as anyOf)");
+                        " are not provably exclusive (lowered as anyOf)" + because);
         return {};
       }
     }
@@ -50,7 +60,8 @@ std::vector<Merged> Converter::NegatedOneOf(const Merged& base, const std::vecto
   for (size_t i = 0; i < n; ++i) {
     for (size_t j = i + 1; j < n; ++j) {
       overlap[i][j] = overlap[j][i] = !ProvablyDisjoint(alts[i], alts[j], merge);
-      if (overlap[i][j] && (!Negate(*group[i].v, group[i].ptr, 0) || !Negate(*group[j].v, group[j].ptr, 0))) return {};
+      if (!overlap[i][j]) continue;
+      if (!Negatable(alts[i], group[j]) || !Negatable(alts[j], group[i])) return {};
     }
   }
   // Everything the rewrite merges and lowers runs in a negation scope: if some part of it
@@ -63,11 +74,101 @@ std::vector<Merged> Converter::NegatedOneOf(const Merged& base, const std::vecto
     Merged c = base;
     MergeInto(&c, group[i], 0);
     for (size_t j = 0; j < n; ++j) {
-      if (j != i && overlap[i][j] && !MergeNegation(&c, group[j], at)) Unsupported("not", group[j].ptr);
+      if (j != i && overlap[i][j] && !MergeExclusion(&c, group[j], at)) Unsupported("not", group[j].ptr);
     }
     out.push_back(std::move(c));
   }
   return out;
+}
+
+namespace {
+
+// The names an object matching m may have, when m closes its keys: a schema merged into m with
+// additionalProperties false (and no patternProperties) admits only the names it declares in
+// properties (additionalProperties applies to names declared elsewhere, see ObjectExpr).
+std::optional<std::vector<std::string>> ClosedKeys(const Merged& m) {
+  std::optional<std::vector<std::string>> keys;
+  for (size_t i = 0; i < m.additional.size(); ++i) {
+    const JsonValue& a = *m.additional[i].v;
+    if (!a.is_bool() || a.as_bool()) continue;
+    const JsonValue* parent = m.additional_parent[i];
+    if (parent->Find("patternProperties") != nullptr) continue;
+    std::vector<std::string> names;
+    const JsonValue* props = parent->Find("properties");
+    if (props && props->is_object()) {
+      for (const auto& pm : props->members()) {
+        if (!keys || std::find(keys->begin(), keys->end(), pm.first) != keys->end()) names.push_back(pm.first);
+      }
+    }
+    keys = std::move(names);
+  }
+  return keys;
+}
+
+JsonValue RequiredWith(const std::string& name, JsonValue value_schema) {
+  return JsonValue::Object({{"type", JsonValue::String("object")},
+                            {"required", JsonValue::Array({JsonValue::String(name)})},
+                            {"properties", JsonValue::Object({{name, std::move(value_schema)}})}});
+}
+
+}  // namespace
+
+// not s = (not of s's other keywords) or (a declared property with a value s's schema for it
+// rejects) or (a key of `keys` s does not declare, with a value additionalProperties rejects).
+std::optional<JsonValue> Converter::NegateWithinKeys(const JsonValue& s, const std::string& ptr,
+                                                     const std::vector<std::string>& keys, int guard) {
+  if (guard > 16 || !s.is_object()) return std::nullopt;
+  if (const JsonValue* ref = s.Find("$ref")) {
+    bool ref_only = ref_overrides_siblings_ || std::all_of(s.members().begin(), s.members().end(), [](const auto& kv) {
+                      return kv.first == "$ref" || IsAnnotation(kv.first);
+                    });
+    if (!ref_only || !ref->is_string()) return std::nullopt;
+    Ref t = Resolve(ref->as_string(), ptr);
+    return NegateWithinKeys(*t.v, t.ptr, keys, guard + 1);
+  }
+  const JsonValue* add = s.Find("additionalProperties");
+  const JsonValue* props = s.Find("properties");
+  if (add == nullptr || s.Find("patternProperties") != nullptr || (props && !props->is_object())) return std::nullopt;
+  std::vector<std::pair<std::string, JsonValue>> rest;
+  for (const auto& kv : s.members()) {
+    if (kv.first != "properties" && kv.first != "additionalProperties") rest.push_back(kv);
+  }
+  std::vector<JsonValue> alts;
+  if (!rest.empty()) {
+    std::optional<JsonValue> neg_rest = Negate(JsonValue::Object(rest), ptr, guard + 1);
+    if (!neg_rest) return std::nullopt;
+    alts.push_back(std::move(*neg_rest));
+  }
+  auto not_of = [](const JsonValue& v) { return JsonValue::Object({{"not", v}}); };
+  if (props) {
+    for (const auto& pm : props->members()) {
+      if (!(pm.second.is_bool() && pm.second.as_bool())) alts.push_back(RequiredWith(pm.first, not_of(pm.second)));
+    }
+  }
+  if (!(add->is_bool() && add->as_bool())) {
+    for (const auto& k : keys) {
+      if (!props || props->Find(k) == nullptr) alts.push_back(RequiredWith(k, not_of(*add)));
+    }
+  }
+  if (alts.empty()) return JsonValue::Bool(false);
+  return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(alts))}});
+}
+
+bool Converter::Negatable(const Merged& within, const Ref& other) {
+  if (Negate(*other.v, other.ptr, 0)) return true;
+  std::optional<std::vector<std::string>> keys = ClosedKeys(within);
+  return keys && NegateWithinKeys(*other.v, other.ptr, *keys, 0);
+}
+
+bool Converter::MergeExclusion(Merged* c, const Ref& other, const std::string& at) {
+  if (Negate(*other.v, other.ptr, 0)) return MergeNegation(c, other, at);
+  std::optional<std::vector<std::string>> keys = ClosedKeys(*c);
+  if (!keys) return false;
+  std::optional<JsonValue> pos = NegateWithinKeys(*other.v, other.ptr, *keys, 0);
+  if (!pos) return false;
+  synth_.push_back(std::make_unique<JsonValue>(std::move(*pos)));
+  MergeInto(c, Ref{synth_.back().get(), other.ptr}, 0);
+  return true;
 }
 
 // oneOf whose alternatives only list required properties ("exactly one of these sets"):

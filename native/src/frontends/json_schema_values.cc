@@ -66,10 +66,10 @@ ExprId Converter::QuotedLiteral(const std::string& s) {
 
 ExprId Converter::NumericExpr(const Merged& m, bool integer) {
   try {
-    if (!m.multiple_of.empty() || m.not_integer) {
+    if (!m.multiple_of.empty() || m.not_integer || !m.not_multiple_of.empty()) {
       const JsonValue* k = m.multiple_of.empty() ? nullptr : m.multiple_of.front().v;
       bool int_k = k && k->is_integer() && k->as_number() <= 1e15;
-      if (integer && m.multiple_of.size() == 1 && int_k && !m.not_integer) {
+      if (integer && m.multiple_of.size() == 1 && int_k && !m.not_integer && m.not_multiple_of.empty()) {
         try {
           return IntegerMultipleOfExpr(&g_, static_cast<int64_t>(k->as_number()), m.lo, m.hi);
         } catch (const UnsupportedKeyword&) {
@@ -79,7 +79,9 @@ ExprId Converter::NumericExpr(const Merged& m, bool integer) {
       std::vector<std::string> divisors;
       for (const auto& d : m.multiple_of) divisors.push_back(d.v->number_literal());
       if (divisors.size() > 64) throw UnsupportedKeyword{"multipleOf", "more than 64 divisors"};
-      return MultipleOfExpr(&g_, divisors, m.not_integer, integer, m.lo, m.hi);
+      std::vector<std::string> not_divisors;
+      for (const auto& d : m.not_multiple_of) not_divisors.push_back(d.v->number_literal());
+      return MultipleOfExpr(&g_, divisors, m.not_integer, integer, m.lo, m.hi, not_divisors);
     }
     return integer ? IntegerExpr(&g_, m.lo, m.hi) : NumberExpr(&g_, m.lo, m.hi);
   } catch (const UnsupportedKeyword& u) {
@@ -121,20 +123,8 @@ ExprId Converter::ArrayExpr(const Merged& m, int depth) {
   if (m.min_items > p && item == kNoExpr) return Never();
   if (max >= 0 && m.min_items > max) return Never();
   if (!m.contains.empty()) {
-    if (m.contains.size() > 1 || p > 0 || m.max_items >= 0 || m.min_items > 1) {
-      Unsupported("contains", m.contains[0].ptr, "together with prefixItems, maxItems or minItems > 1");
-    } else {
-      std::vector<Ref> c = items;
-      c.push_back(m.contains[0]);
-      ExprId ce = ValueRef(c, d1);
-      if (ce == kNoExpr) return Never();
-      std::vector<ExprId> parts{Open('[', depth)};
-      if (item != kNoExpr) parts.push_back(g_.AddRepeat(g_.AddSequence({item, ItemSep(depth)}), 0, kUnbounded));
-      parts.push_back(ce);
-      if (item != kNoExpr) parts.push_back(g_.AddRepeat(g_.AddSequence({ItemSep(depth), item}), 0, kUnbounded));
-      parts.push_back(Close(']', depth));
-      return g_.AddSequence(parts);
-    }
+    ExprId e = ContainsArrayExpr(m, items, item, p, depth);
+    if (e != kNoExpr) return e;  // else reported; on "warn" contains is not enforced
   }
   // Tail after the prefix: between lo and hi more items, each preceded by a separator.
   int64_t tail_lo = std::max<int64_t>(0, m.min_items - p);
@@ -156,6 +146,66 @@ ExprId Converter::ArrayExpr(const Merged& m, int depth) {
   }
   ExprId ne = g_.AddSequence({Open('[', depth), pre[0], content, Close(']', depth)});
   return m.min_items == 0 ? g_.AddChoice({Empty('[', ']'), ne}) : ne;
+}
+
+// Arrays with one `contains` and no prefix: some item k matches items and contains, the
+// others items, and the count lies in [minItems, maxItems]. One alternative per position k of
+// a matching item up to the last one the bounds pin down (k exactly, then at least k when
+// unbounded): arrays with several matches are in several alternatives, which a union allows.
+ExprId Converter::ContainsArrayExpr(const Merged& m, const std::vector<Ref>& items, ExprId item, int64_t prefix,
+                                    int depth) {
+  constexpr int64_t kMaxPositions = 64;  // alternatives one array expression may list
+  const int64_t lo = std::max<int64_t>(m.min_items, 1), hi = m.max_items;
+  const int64_t last = hi >= 0 ? hi - 1 : lo - 1;
+  if (m.contains.size() == 2 && prefix == 0 && hi < 0 && lo <= 1) return TwoContainsArrayExpr(m, items, item, depth);
+  if (m.contains.size() > 1 || prefix > 0 || last >= kMaxPositions) {
+    Unsupported(
+        "contains", m.contains[0].ptr,
+        "together with prefixItems, another contains, or minItems/maxItems above " + std::to_string(kMaxPositions));
+    return kNoExpr;
+  }
+  if (hi >= 0 && lo > hi) return Never();
+  std::vector<Ref> c = items;
+  c.push_back(m.contains[0]);
+  ExprId ce = ValueRef(c, depth + 1);
+  if (ce == kNoExpr) return Never();
+  if (item == kNoExpr) return lo <= 1 ? g_.AddSequence({Open('[', depth), ce, Close(']', depth)}) : Never();
+  std::vector<ExprId> alts;
+  for (int64_t k = 0; k <= last; ++k) {
+    bool open_before = hi < 0 && k == last;  // the last position of an unbounded array: k or more before
+    ExprId before = g_.AddRepeat(g_.AddSequence({item, ItemSep(depth)}), k, open_before ? kUnbounded : k);
+    int64_t after_lo = std::max<int64_t>(0, lo - 1 - k);
+    int64_t after_hi = hi >= 0 ? hi - 1 - k : kUnbounded;
+    ExprId after = g_.AddRepeat(g_.AddSequence({ItemSep(depth), item}), after_lo, after_hi);
+    alts.push_back(g_.AddSequence({before, ce, after}));
+  }
+  ExprId body = alts.size() == 1 ? alts[0] : g_.AddChoice(alts);
+  return g_.AddSequence({Open('[', depth), body, Close(']', depth)});
+}
+
+// Arrays of any length with two `contains` (A, B): one item matching both, or an item
+// matching A before one matching B, or B before A; the other items match items.
+ExprId Converter::TwoContainsArrayExpr(const Merged& m, const std::vector<Ref>& items, ExprId item, int depth) {
+  auto matching = [&](std::vector<Ref> extra) {
+    std::vector<Ref> c = items;
+    c.insert(c.end(), extra.begin(), extra.end());
+    return ValueRef(c, depth + 1);
+  };
+  ExprId a = matching({m.contains[0]}), b = matching({m.contains[1]}), both = matching(m.contains);
+  if (a == kNoExpr || b == kNoExpr) return Never();
+  std::vector<ExprId> alts;
+  if (item == kNoExpr) {
+    if (both != kNoExpr) alts.push_back(both);
+  } else {
+    ExprId before = g_.AddRepeat(g_.AddSequence({item, ItemSep(depth)}), 0, kUnbounded);
+    ExprId after = g_.AddRepeat(g_.AddSequence({ItemSep(depth), item}), 0, kUnbounded);
+    if (both != kNoExpr) alts.push_back(g_.AddSequence({before, both, after}));
+    alts.push_back(g_.AddSequence({before, a, ItemSep(depth), before, b, after}));
+    alts.push_back(g_.AddSequence({before, b, ItemSep(depth), before, a, after}));
+  }
+  if (alts.empty()) return Never();
+  ExprId body = alts.size() == 1 ? alts[0] : g_.AddChoice(alts);
+  return g_.AddSequence({Open('[', depth), body, Close(']', depth)});
 }
 
 // uniqueItems over items with finitely many values (an enum, booleans, null): each value at
