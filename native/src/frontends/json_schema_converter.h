@@ -191,6 +191,10 @@ class Converter {
   std::vector<Merged> RequiredOnlyOneOf(const Merged& base, const std::vector<Ref>& group);
 
   ExprId EnumExpr(const Merged& m, int depth);
+  // Whether an enum/const value satisfies the keywords beside it (json_schema_enum.cc);
+  // reports (refuses) keywords it cannot check a literal against.
+  bool EnumValueAllowed(const Merged& m, const JsonValue& v);
+  bool EnumStringAllowed(const Merged& m, const std::string& s);
 
   // Arrays with `contains` (one, no prefixItems) and minItems/maxItems up to 64 positions;
   // kNoExpr (after reporting) otherwise.

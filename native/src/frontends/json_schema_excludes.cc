@@ -67,8 +67,8 @@ ExprId Converter::WithoutExcluded(ExprId content) {
 
 bool Converter::LiteralExcluded(const std::string& text) {
   return Excluding() &&
-         ByteDfaEmpty(Filter(ByteDfaOfExpr(g_, JsonStringContentLiteral(&g_, text), kMaxExcludeDfaStates),
-                             ExcludedText(), {}));
+         ByteDfaEmpty(
+             Filter(ByteDfaOfExpr(g_, JsonStringContentLiteral(&g_, text), kMaxExcludeDfaStates), ExcludedText(), {}));
 }
 
 }  // namespace xg2::jsonschema

@@ -5,7 +5,8 @@ namespace xg2::jsonschema {
 
 ExprId Converter::EnumExpr(const Merged& m, int depth) {
   std::vector<ExprId> alts;
-  for (const JsonValue* v : EnumValues(m)) alts.push_back(LiteralExpr(*v, depth));
+  for (const JsonValue* v : EnumValues(m))
+    if (EnumValueAllowed(m, *v)) alts.push_back(LiteralExpr(*v, depth));
   return g_.AddChoice(alts);
 }
 

@@ -11,9 +11,9 @@
 #include <utility>
 #include <vector>
 
+#include "automata/substring_dfa.h"
 #include "frontends/json_schema.h"
 #include "frontends/lark_syntax.h"
-#include "automata/substring_dfa.h"
 #include "frontends/regex.h"
 #include "grammar/rule_attributes.h"
 #include "xg2/errors.h"
@@ -397,8 +397,8 @@ ExprId LarkConverter::CompileSubstrings(const Node& node, Scope scope) {
   const auto& [field, value] = spec.members()[0];
   std::vector<std::string> chunks;
   if (field == "substring_chunks") {
-    bool ok = value.is_array() && std::all_of(value.items().begin(), value.items().end(),
-                                              [](const JsonValue& c) { return c.is_string(); });
+    bool ok = value.is_array() &&
+              std::all_of(value.items().begin(), value.items().end(), [](const JsonValue& c) { return c.is_string(); });
     if (!ok) Fail(scope, node.offset, "substring_chunks must be an array of strings");
     for (const JsonValue& c : value.items()) chunks.push_back(c.as_string());
   } else if (field == "substring_chars") {

@@ -347,9 +347,8 @@ Node Parser::ParseExpansions() {
   size_t at = pos_;
   if (++depth_guard_ > MaxNestingDepth()) {
     std::pair<int, int> lc = LineColumn(text_, at);
-    throw Error(ErrorKind::kLimitExceeded,
-                LarkWhere(lc) + ": expressions nested deeper than " + std::to_string(MaxNestingDepth()) + " levels" +
-                    NestingLimitNote());
+    throw Error(ErrorKind::kLimitExceeded, LarkWhere(lc) + ": expressions nested deeper than " +
+                                               std::to_string(MaxNestingDepth()) + " levels" + NestingLimitNote());
   }
   Node choice;
   choice.kind = Node::Kind::kChoice;

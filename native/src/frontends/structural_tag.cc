@@ -248,9 +248,8 @@ class Lowering {
   static std::vector<std::string> SchemaExcludes(const Fields& fs) {
     const JsonValue* v = fs.Get("excludes");
     if (!v) return {};
-    bool ok = v->is_array() && std::all_of(v->items().begin(), v->items().end(), [](const JsonValue& s) {
-      return s.is_string() && !s.as_string().empty();
-    });
+    bool ok = v->is_array() && std::all_of(v->items().begin(), v->items().end(),
+                                           [](const JsonValue& s) { return s.is_string() && !s.as_string().empty(); });
     if (!ok) Fail(fs.At("excludes"), "excludes must be an array of non-empty strings");
     return fs.Strings("excludes");
   }
@@ -263,8 +262,8 @@ class Lowering {
     if (fs.Get("style")) style = fs.String("style");
     std::vector<std::string> excludes = SchemaExcludes(fs);
     if (!excludes.empty() && (style == "cohere_xml" || style == "minimax_m3_xml")) {
-      Fail(fs.At("excludes"), "excludes is not supported for " + style +
-                                  " (it is for json, gemma and the parameter XML styles)");
+      Fail(fs.At("excludes"),
+           "excludes is not supported for " + style + " (it is for json, gemma and the parameter XML styles)");
     }
     JsonSchemaOptions o;
     o.any_order = fs.Bool("any_order", false);

@@ -24,12 +24,11 @@ ExprId ExpandReferences(Grammar* g, ExprId id, const std::string& owner, std::ve
     auto it = done->find(e.rule);
     if (it != done->end()) return it->second;
     if ((*open)[e.rule]) {
-      throw Error(ErrorKind::kGrammarSemantic, "rule '" + owner +
-                                                   "': lazy and max_chars need a regular body, but rule '" +
-                                                   g->rule(e.rule).name +
-                                                   "' is recursive (the body is matched like a terminal, and a "
-                                                   "terminal cannot reference rule '" +
-                                                   g->rule(e.rule).name + "')");
+      throw Error(ErrorKind::kGrammarSemantic,
+                  "rule '" + owner + "': lazy and max_chars need a regular body, but rule '" + g->rule(e.rule).name +
+                      "' is recursive (the body is matched like a terminal, and a "
+                      "terminal cannot reference rule '" +
+                      g->rule(e.rule).name + "')");
     }
     (*open)[e.rule] = 1;
     ExprId body = ExpandReferences(g, g->rule(e.rule).body, owner, open, done);

@@ -1,0 +1,148 @@
+// enum/const beside other keywords: a value is written only when it satisfies them all (an
+// enum narrows the schema, it never widens it). Keywords a literal cannot be checked against
+// here are refused, not ignored.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "automata/byte_dfa_ops.h"
+#include "frontends/json_schema_converter.h"
+
+namespace xg2::jsonschema {
+namespace {
+
+int64_t CodepointCount(const std::string& s) {
+  int64_t n = 0;
+  for (unsigned char c : s) n += (c & 0xC0) != 0x80;
+  return n;
+}
+
+bool WithinBounds(double x, const NumBound& lo, const NumBound& hi) {
+  if (lo.present && (x < lo.value || (lo.exclusive && x == lo.value))) return false;
+  if (hi.present && (x > hi.value || (hi.exclusive && x == hi.value))) return false;
+  return true;
+}
+
+// Exact: both literals scaled to integers over their common fraction digits; nullopt when they
+// do not fit 64 bits.
+std::optional<bool> IsMultipleOf(const std::string& value, const std::string& divisor) {
+  Decimal v = ParseDecimal(value, "multipleOf"), d = ParseDecimal(divisor, "multipleOf");
+  size_t digits = std::max(v.frac.size(), d.frac.size());
+  auto scaled = [&](const Decimal& x) -> std::optional<int64_t> {
+    __int128 n = x.ip;
+    for (size_t i = 0; i < digits; ++i) {
+      n = n * 10 + (i < x.frac.size() ? x.frac[i] - '0' : 0);
+      if (n > INT64_MAX) return std::nullopt;
+    }
+    return static_cast<int64_t>(n);
+  };
+  std::optional<int64_t> sv = scaled(v), sd = scaled(d);
+  if (!sv || !sd || *sd == 0) return std::nullopt;
+  return *sv % *sd == 0;
+}
+
+// A subschema every value satisfies: true or {} (nothing to check a literal against).
+bool AllTrue(const std::vector<Ref>& refs) {
+  return std::all_of(refs.begin(), refs.end(), [](const Ref& r) {
+    return (r.v->is_bool() && r.v->as_bool()) || (r.v->is_object() && r.v->members().empty());
+  });
+}
+
+}  // namespace
+
+bool Converter::EnumValueAllowed(const Merged& m, const JsonValue& v) {
+  if (v.is_string()) return EnumStringAllowed(m, v.as_string());
+  if (v.is_number()) {
+    if (!WithinBounds(v.as_number(), m.lo, m.hi)) return false;
+    for (const Ref& d : m.multiple_of) {
+      std::optional<bool> yes = IsMultipleOf(v.number_literal(), d.v->number_literal());
+      if (!yes) {
+        Unsupported("multipleOf", d.ptr, "an enum value too large to check against it");
+        return true;
+      }
+      if (!*yes) return false;
+    }
+    return true;
+  }
+  if (v.is_array()) {
+    int64_t n = static_cast<int64_t>(v.items().size());
+    if (n < m.min_items || (m.max_items >= 0 && n > m.max_items)) return false;
+    bool prefix_true = std::all_of(m.prefix.begin(), m.prefix.end(), [](const auto& p) { return AllTrue(p); });
+    if (!prefix_true || !AllTrue(m.items) || !m.contains.empty() || m.unique_items) {
+      Unsupported("enum", m.unique_items ? m.unique_items_ptr : "",
+                  "array values beside items, prefixItems, contains or uniqueItems");
+    }
+    return true;
+  }
+  if (v.is_object()) {
+    int64_t n = static_cast<int64_t>(v.members().size());
+    if (n < m.min_props || (m.max_props >= 0 && n > m.max_props)) return false;
+    auto has = [&](const std::string& name) {
+      for (const auto& kv : v.members())
+        if (kv.first == name) return true;
+      return false;
+    };
+    for (const std::string& name : m.required)
+      if (!has(name)) return false;
+    for (const auto& kv : v.members())
+      if (m.Forbids(kv.first)) return false;
+    bool props_true = std::all_of(m.props.begin(), m.props.end(), [](const auto& p) { return AllTrue(p.second); });
+    bool patterns_true =
+        std::all_of(m.pattern_props.begin(), m.pattern_props.end(), [](const auto& p) { return AllTrue(p.second); });
+    if (!props_true || !AllTrue(m.additional) || !patterns_true || !AllTrue(m.property_names)) {
+      Unsupported("enum", "",
+                  "object values beside properties, additionalProperties, "
+                  "patternProperties or propertyNames");
+    }
+    return true;
+  }
+  return true;  // null, booleans: only the type applies, checked by EnumValues
+}
+
+bool Converter::EnumStringAllowed(const Merged& m, const std::string& s) {
+  int64_t n = CodepointCount(s);
+  if (n < m.min_len || (m.max_len >= 0 && n > m.max_len)) return false;
+  for (const std::string& excluded : m.not_strings)
+    if (excluded == s) return false;
+  std::vector<std::string> patterns;
+  for (const Ref& p : m.patterns) patterns.push_back(p.v->as_string());
+  size_t positive = patterns.size();
+  for (const Ref& p : m.not_patterns) patterns.push_back(p.v->as_string());
+  if (!patterns.empty()) {
+    std::vector<size_t> hits = PatternsMatchingNames(patterns, {s}, kMaxPatternDfaStates)[0];
+    size_t matched_positive = 0;
+    for (size_t i : hits) {
+      if (i >= positive) return false;  // a `not {pattern}` matches
+      ++matched_positive;
+    }
+    if (matched_positive < positive) return false;
+  }
+  auto in_format = [&](const Ref& f) -> std::optional<bool> {
+    Grammar g;
+    ExprId e = FormatDecodedExpr(&g, f.v->as_string());
+    if (e == kNoExpr) return std::nullopt;
+    return ByteDfaAccepts(ByteDfaOfExpr(g, e, kMaxPatternDfaStates), s);
+  };
+  for (const Ref& f : m.formats) {
+    std::optional<bool> yes = in_format(f);
+    if (!yes) {
+      Unsupported("format", f.ptr, "an enum value cannot be checked against this format");
+      continue;
+    }
+    if (!*yes) return false;
+  }
+  for (const Ref& f : m.not_formats) {
+    std::optional<bool> yes = in_format(f);
+    if (!yes) {
+      Unsupported("not", f.ptr, "an enum value cannot be checked against this format");
+      continue;
+    }
+    if (*yes) return false;
+  }
+  return true;
+}
+
+}  // namespace xg2::jsonschema

@@ -1,0 +1,61 @@
+"""enum/const beside other keywords: only the values that satisfy every keyword are written
+(an enum narrows a schema, never widens it); what no value satisfies is an empty language.
+
+`jsonschema` (formats asserted) is the oracle: each candidate is accepted exactly when it
+validates.
+"""
+
+import json
+
+import jsonschema
+import pytest
+
+import xg2_jax as xg
+from xg2_jax.testing import _is_grammar_accept_string
+
+CASES = [
+    ({"enum": [3, 4], "minimum": 4}, [3, 4]),
+    ({"enum": [3, 4], "exclusiveMaximum": 4}, [3, 4]),
+    ({"enum": [3, 4, 6], "multipleOf": 2}, [3, 4, 6]),
+    ({"enum": [0.5, 0.75, 0.3], "multipleOf": 0.25}, [0.5, 0.75, 0.3]),
+    ({"enum": [1.5, 0.25, 2], "multipleOf": 0.5}, [1.5, 0.25, 2]),
+    ({"enum": ["ab", "abc", ""], "maxLength": 2, "minLength": 1}, ["ab", "abc", ""]),
+    ({"enum": ["é", "éé"], "maxLength": 1}, ["é", "éé"]),  # code points, not bytes
+    ({"enum": ["ab", "x1", "zz"], "pattern": "^[a-z]+$"}, ["ab", "x1", "zz"]),
+    ({"enum": ["ab", "x1"], "pattern": "[0-9]"}, ["ab", "x1"]),  # search semantics
+    ({"enum": ["ab", "x1"], "not": {"pattern": "[0-9]"}}, ["ab", "x1"]),
+    ({"enum": ["a@b.com", "nope"], "format": "email"}, ["a@b.com", "nope"]),
+    ({"enum": ["2024-01-02", "yesterday"], "format": "date"}, ["2024-01-02", "yesterday"]),
+    ({"enum": [[1], [1, 2, 3]], "maxItems": 2}, [[1], [1, 2, 3]]),
+    ({"enum": [{"a": 1}, {"a": 1, "b": 2}], "required": ["b"]}, [{"a": 1}, {"a": 1, "b": 2}]),
+    ({"enum": [{"a": 1}, {"a": 1, "b": 2}], "maxProperties": 1}, [{"a": 1}, {"a": 1, "b": 2}]),
+    ({"const": "abc", "minLength": 2}, ["abc"]),
+    ({"type": "string", "enum": ["a", 1, "bb"], "maxLength": 1}, ["a", 1, "bb"]),
+]
+
+
+@pytest.mark.parametrize("schema, candidates", CASES, ids=lambda v: json.dumps(v)[:60])
+def test_enum_values_follow_the_keywords_beside_them(schema, candidates):
+    grammar = xg.Grammar.from_json_schema(schema, any_whitespace=False)
+    for value in candidates:
+        expected = jsonschema.Draft202012Validator(
+            schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER).is_valid(value)
+        text = json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+        assert _is_grammar_accept_string(grammar, text) == expected, (schema, value)
+
+
+@pytest.mark.parametrize("schema", [
+    {"enum": [3, 5], "minimum": 6},
+    {"const": "abc", "maxLength": 2},
+    {"const": {"a": 1}, "required": ["b"]},
+])
+def test_an_enum_no_value_satisfies_is_an_empty_language(schema):
+    grammar = xg.Grammar.from_json_schema(schema)
+    with pytest.raises(xg.GrammarError, match="accepts no finite string"):
+        xg.GrammarCompiler(xg.TokenizerInfo(["a"])).compile_grammar(grammar)
+
+
+def test_array_enum_beside_items_is_refused_not_widened():
+    schema = {"enum": [[1], ["x"]], "items": {"type": "integer"}}
+    with pytest.raises(xg.XG2Error, match="enum"):
+        xg.Grammar.from_json_schema(schema)
