@@ -30,6 +30,18 @@ CASES = [
     ({"enum": [{"a": 1}, {"a": 1, "b": 2}], "required": ["b"]}, [{"a": 1}, {"a": 1, "b": 2}]),
     ({"enum": [{"a": 1}, {"a": 1, "b": 2}], "maxProperties": 1}, [{"a": 1}, {"a": 1, "b": 2}]),
     ({"const": "abc", "minLength": 2}, ["abc"]),
+    # values inside object/array values, checked against the property and item schemas
+    ({"enum": [{"a": 1}, {"a": "x"}], "properties": {"a": {"type": "integer"}}},
+     [{"a": 1}, {"a": "x"}]),
+    ({"enum": [{"a": 5}, {"a": 1}], "properties": {"a": {"minimum": 2}}}, [{"a": 5}, {"a": 1}]),
+    ({"enum": [{"a": "b"}, {"a": "c"}], "properties": {"a": {"enum": ["b"]}}},
+     [{"a": "b"}, {"a": "c"}]),
+    ({"enum": [{"a": 1, "z": 2}, {"a": 1}], "properties": {"a": {}}, "additionalProperties": False},
+     [{"a": 1, "z": 2}, {"a": 1}]),
+    ({"enum": [[1, 2], [1, "x"]], "items": {"type": "integer"}}, [[1, 2], [1, "x"]]),
+    ({"enum": [["a", 1], ["a", "b"]], "prefixItems": [{"type": "string"}, {"type": "integer"}]},
+     [["a", 1], ["a", "b"]]),
+    ({"enum": [[[1]], [[1, 2]]], "items": {"items": {"maximum": 1}}}, [[[1]], [[1, 2]]]),
     ({"type": "string", "enum": ["a", 1, "bb"], "maxLength": 1}, ["a", 1, "bb"]),
 ]
 
@@ -55,7 +67,7 @@ def test_an_enum_no_value_satisfies_is_an_empty_language(schema):
         xg.GrammarCompiler(xg.TokenizerInfo(["a"])).compile_grammar(grammar)
 
 
-def test_array_enum_beside_items_is_refused_not_widened():
-    schema = {"enum": [[1], ["x"]], "items": {"type": "integer"}}
+def test_array_enum_beside_contains_is_refused_not_widened():
+    schema = {"enum": [[1], ["x"]], "contains": {"type": "integer"}}
     with pytest.raises(xg.XG2Error, match="enum"):
         xg.Grammar.from_json_schema(schema)

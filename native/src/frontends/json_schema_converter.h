@@ -195,6 +195,8 @@ class Converter {
   // reports (refuses) keywords it cannot check a literal against.
   bool EnumValueAllowed(const Merged& m, const JsonValue& v);
   bool EnumStringAllowed(const Merged& m, const std::string& s);
+  // Whether a value (inside an enum value) satisfies the conjunction of subschemas `refs`.
+  bool ValueSatisfies(const std::vector<Ref>& refs, const JsonValue& v);
 
   // Arrays with `contains` (one, no prefixItems) and minItems/maxItems up to 64 positions;
   // kNoExpr (after reporting) otherwise.

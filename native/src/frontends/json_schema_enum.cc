@@ -65,15 +65,34 @@ bool Converter::EnumValueAllowed(const Merged& m, const JsonValue& v) {
       }
       if (!*yes) return false;
     }
+    for (const Ref& d : m.not_multiple_of) {
+      std::optional<bool> yes = IsMultipleOf(v.number_literal(), d.v->number_literal());
+      if (!yes) {
+        Unsupported("not", d.ptr, "an enum value too large to check against multipleOf");
+        return true;
+      }
+      if (*yes) return false;
+    }
     return true;
   }
   if (v.is_array()) {
     int64_t n = static_cast<int64_t>(v.items().size());
     if (n < m.min_items || (m.max_items >= 0 && n > m.max_items)) return false;
-    bool prefix_true = std::all_of(m.prefix.begin(), m.prefix.end(), [](const auto& p) { return AllTrue(p); });
-    if (!prefix_true || !AllTrue(m.items) || !m.contains.empty() || m.unique_items) {
-      Unsupported("enum", m.unique_items ? m.unique_items_ptr : "",
-                  "array values beside items, prefixItems, contains or uniqueItems");
+    if (!m.contains.empty() || m.unique_items) {
+      Unsupported("enum", m.unique_items ? m.unique_items_ptr : m.contains[0].ptr,
+                  "array values beside contains or uniqueItems");
+      return true;
+    }
+    for (size_t i = 0; i < v.items().size(); ++i) {
+      // Position i takes its prefixItems schema, or items past the prefix; items_all (items
+      // without a sibling prefix) applies at every position.
+      std::vector<Ref> refs = m.items_all;
+      if (m.has_prefix && i < m.prefix.size()) {
+        refs.insert(refs.end(), m.prefix[i].begin(), m.prefix[i].end());
+      } else if (m.items_set) {
+        refs.insert(refs.end(), m.items.begin(), m.items.end());
+      }
+      if (!ValueSatisfies(refs, v.items()[i])) return false;
     }
     return true;
   }
@@ -89,17 +108,49 @@ bool Converter::EnumValueAllowed(const Merged& m, const JsonValue& v) {
       if (!has(name)) return false;
     for (const auto& kv : v.members())
       if (m.Forbids(kv.first)) return false;
-    bool props_true = std::all_of(m.props.begin(), m.props.end(), [](const auto& p) { return AllTrue(p.second); });
-    bool patterns_true =
-        std::all_of(m.pattern_props.begin(), m.pattern_props.end(), [](const auto& p) { return AllTrue(p.second); });
-    if (!props_true || !AllTrue(m.additional) || !patterns_true || !AllTrue(m.property_names)) {
-      Unsupported("enum", "",
-                  "object values beside properties, additionalProperties, "
-                  "patternProperties or propertyNames");
+    if (!m.pattern_props.empty() || !AllTrue(m.property_names)) {
+      Unsupported("enum", m.pattern_props.empty() ? m.property_names[0].ptr : m.pattern_props[0].first.ptr,
+                  "object values beside patternProperties or propertyNames");
+      return true;
+    }
+    for (const auto& kv : v.members()) {
+      std::vector<Ref> conj;
+      for (const auto& pr : m.props)
+        if (pr.first == kv.first) conj = pr.second;
+      // additionalProperties applies to every name its own schema object does not declare.
+      for (size_t j = 0; j < m.additional.size(); ++j) {
+        const JsonValue* parent = m.additional_parent[j];
+        const JsonValue* sib = parent->Find("properties");
+        if (parent->Find("patternProperties") != nullptr) {
+          Unsupported("enum", m.additional[j].ptr, "object values beside patternProperties");
+          return true;
+        }
+        if (sib && sib->is_object() && sib->Find(kv.first)) continue;
+        conj.push_back(m.additional[j]);
+      }
+      if (!ValueSatisfies(conj, kv.second)) return false;
     }
     return true;
   }
   return true;  // null, booleans: only the type applies, checked by EnumValues
+}
+
+bool Converter::ValueSatisfies(const std::vector<Ref>& refs, const JsonValue& v) {
+  if (AllTrue(refs)) return true;
+  Merged c;
+  for (const Ref& r : refs) MergeInto(&c, r, 0);
+  if (c.is_false) return false;
+  if (!c.any_of.empty()) {
+    Unsupported("enum", c.any_of_at[0], "a value inside an enum beside anyOf/oneOf");
+    return true;
+  }
+  Merged typed = c;
+  typed.enum_values = {v};
+  if (EnumValues(typed).empty()) return false;  // the type does not allow it
+  if (c.has_enum &&
+      std::none_of(c.enum_values.begin(), c.enum_values.end(), [&](const JsonValue& e) { return e == v; }))
+    return false;
+  return EnumValueAllowed(c, v);
 }
 
 bool Converter::EnumStringAllowed(const Merged& m, const std::string& s) {
