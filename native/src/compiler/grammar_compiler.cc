@@ -70,8 +70,8 @@ PrecomputeTask::PrecomputeTask(std::shared_ptr<CompiledGrammar> compiled, int nu
                                       std::chrono::microseconds(static_cast<int64_t>(budget_ms * 1000));
   bool posted = false;
   try {
-    posted =
-        ThreadPool::Default().Post([state = state_, num_threads, deadline]() { Run(*state, num_threads, deadline); });
+    posted = ThreadPool::Background().Post(
+        [state = state_, num_threads, deadline]() { Run(*state, num_threads, deadline); });
   } catch (const std::exception&) {
     // No pool (it could not be made): the masks stay lazy.
   }
