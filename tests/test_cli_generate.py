@@ -121,15 +121,21 @@ def test_generate_tools_needs_model_format(tmp_path, capsys):
     assert "--tools and --model-format go together" in capsys.readouterr().err
 
 
-@needs_structural_tags
-def test_generate_tool_call_in_model_format(tmp_path):
-    """qwen3's format with a required call and no reasoning block: every <tool_call> holds
-    JSON that names the tool, with arguments that follow its schema."""
+def _weather_tools_file(tmp_path):
+    """A tools file with one get_weather function (a bounded location string)."""
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
         "type": "object", "properties": {"location": {"type": "string", "maxLength": 20}},
         "required": ["location"], "additionalProperties": False}}}]
     path = tmp_path / "tools.json"
     path.write_text(json.dumps(tools))
+    return path
+
+
+@needs_structural_tags
+def test_generate_tool_call_in_model_format(tmp_path):
+    """qwen3's format with a required call and no reasoning block: every <tool_call> holds
+    JSON that names the tool, with arguments that follow its schema."""
+    path = _weather_tools_file(tmp_path)
     proc = run_cli("--tools", str(path), "--model-format", "qwen3", "--tool-choice", "required",
                    "--reasoning", "off", "--prompt", "What is the weather in Paris?")
     assert proc.returncode == 0, proc.stderr
@@ -143,11 +149,7 @@ def test_generate_tool_call_in_model_format(tmp_path):
 def test_generate_tools_default_reasoning_with_the_shipped_model(tmp_path):
     """Without --reasoning, the shipped model (not trained to reason) gets no think block and
     ends its call well within the budget."""
-    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
-        "type": "object", "properties": {"location": {"type": "string", "maxLength": 20}},
-        "required": ["location"], "additionalProperties": False}}}]
-    path = tmp_path / "tools.json"
-    path.write_text(json.dumps(tools))
+    path = _weather_tools_file(tmp_path)
     proc = run_cli("--tools", str(path), "--model-format", "qwen3", "--tool-choice", "required",
                    "--prompt", "What is the weather in Paris?", "--max-new-tokens", "96")
     assert proc.returncode == 0, proc.stderr
