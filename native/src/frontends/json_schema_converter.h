@@ -195,6 +195,9 @@ class Converter {
   // reports (refuses) keywords it cannot check a literal against.
   bool EnumValueAllowed(const Merged& m, const JsonValue& v);
   bool EnumStringAllowed(const Merged& m, const std::string& s);
+  // The text DFA of a pattern ('p') or asserted format ('f'); nullptr for a format without an
+  // expression ("regex").
+  const ByteDfaSpec* ValueDfa(char kind, const std::string& text);
   // Whether a value (inside an enum value) satisfies the conjunction of subschemas `refs`.
   bool ValueSatisfies(const std::vector<Ref>& refs, const JsonValue& v);
 
@@ -275,6 +278,9 @@ class Converter {
   std::vector<std::unique_ptr<JsonValue>> synth_;  // positive forms of `not`, dependencies, conditions
   std::map<std::pair<const void*, int>, const JsonValue*> synth_cache_;
   std::map<const JsonValue*, const JsonValue*> neg_cache_;
+  // Text DFAs of the patterns and formats enum values are checked against, built once per
+  // conversion (an enum of many strings beside one pattern); keyed by kind and text.
+  std::map<std::pair<char, std::string>, ByteDfaSpec> value_dfas_;
   int neg_depth_ = 0;
   std::string cur_ptr_;
   int rule_nesting_ = 0;  // ConjRule calls in progress

@@ -158,25 +158,17 @@ bool Converter::EnumStringAllowed(const Merged& m, const std::string& s) {
   if (n < m.min_len || (m.max_len >= 0 && n > m.max_len)) return false;
   for (const std::string& excluded : m.not_strings)
     if (excluded == s) return false;
-  std::vector<std::string> patterns;
-  for (const Ref& p : m.patterns) patterns.push_back(p.v->as_string());
-  size_t positive = patterns.size();
-  for (const Ref& p : m.not_patterns) patterns.push_back(p.v->as_string());
-  if (!patterns.empty()) {
-    std::vector<size_t> hits = PatternsMatchingNames(patterns, {s}, kMaxPatternDfaStates)[0];
-    size_t matched_positive = 0;
-    for (size_t i : hits) {
-      if (i >= positive) return false;  // a `not {pattern}` matches
-      ++matched_positive;
-    }
-    if (matched_positive < positive) return false;
-  }
-  auto in_format = [&](const Ref& f) -> std::optional<bool> {
-    Grammar g;
-    ExprId e = FormatDecodedExpr(&g, f.v->as_string());
-    if (e == kNoExpr) return std::nullopt;
-    return ByteDfaAccepts(ByteDfaOfExpr(g, e, kMaxPatternDfaStates), s);
+  // Patterns and formats match the decoded text; their DFAs are built once per conversion.
+  auto matches = [&](const Ref& r, char kind) -> std::optional<bool> {
+    const ByteDfaSpec* dfa = ValueDfa(kind, r.v->as_string());
+    if (dfa == nullptr) return std::nullopt;
+    return ByteDfaAccepts(*dfa, s);
   };
+  for (const Ref& p : m.patterns)
+    if (!*matches(p, 'p')) return false;
+  for (const Ref& p : m.not_patterns)
+    if (*matches(p, 'p')) return false;
+  auto in_format = [&](const Ref& f) { return matches(f, 'f'); };
   for (const Ref& f : m.formats) {
     std::optional<bool> yes = in_format(f);
     if (!yes) {
@@ -194,6 +186,24 @@ bool Converter::EnumStringAllowed(const Merged& m, const std::string& s) {
     if (*yes) return false;
   }
   return true;
+}
+
+const ByteDfaSpec* Converter::ValueDfa(char kind, const std::string& text) {
+  auto key = std::make_pair(kind, text);
+  auto it = value_dfas_.find(key);
+  if (it == value_dfas_.end()) {
+    ByteDfaSpec dfa;
+    if (kind == 'p') {
+      dfa = PatternTextDfa(text, kMaxPatternDfaStates);
+    } else {
+      Grammar g;
+      ExprId e = FormatDecodedExpr(&g, text);
+      if (e == kNoExpr) return nullptr;
+      dfa = ByteDfaOfExpr(g, e, kMaxPatternDfaStates);
+    }
+    it = value_dfas_.emplace(std::move(key), std::move(dfa)).first;
+  }
+  return &it->second;
 }
 
 }  // namespace xg2::jsonschema

@@ -69,6 +69,8 @@ struct KeyRegion {
 };
 std::vector<KeyRegion> PatternKeyRegions(const std::vector<std::string>& patterns,
                                          const std::vector<std::string>& declared, bool with_none, int64_t max_states);
+// The decoded texts a pattern matches (JSON Schema's search semantics), as a DFA.
+ByteDfaSpec PatternTextDfa(const std::string& pattern, int64_t max_states);
 // For each name (decoded text), the indices of the patterns that match it.
 std::vector<std::vector<size_t>> PatternsMatchingNames(const std::vector<std::string>& patterns,
                                                        const std::vector<std::string>& names, int64_t max_states);

@@ -55,14 +55,18 @@ std::vector<KeyRegion> PatternKeyRegions(const std::vector<std::string>& pattern
   return out;
 }
 
+ByteDfaSpec PatternTextDfa(const std::string& pattern, int64_t max_states) {
+  Grammar g;
+  return ByteDfaOfExpr(g, PatternExpr(&g, pattern), max_states);
+}
+
 std::vector<std::vector<size_t>> PatternsMatchingNames(const std::vector<std::string>& patterns,
                                                        const std::vector<std::string>& names, int64_t max_states) {
   std::vector<std::vector<size_t>> out(names.size());
   if (names.empty()) return out;
-  Grammar g;
   for (size_t i = 0; i < patterns.size(); ++i) {
     // Over decoded UTF-8 text: names are decoded text.
-    ByteDfaSpec dfa = ByteDfaOfExpr(g, PatternExpr(&g, patterns[i]), max_states);
+    ByteDfaSpec dfa = PatternTextDfa(patterns[i], max_states);
     for (size_t n = 0; n < names.size(); ++n)
       if (ByteDfaAccepts(dfa, names[n])) out[n].push_back(i);
   }
