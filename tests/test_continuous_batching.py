@@ -177,3 +177,39 @@ def test_new_rows_do_not_stall_running_rows(stack):
     finally:
         gen.close()
     assert order == ["fast", "slow"]
+
+
+@pytest.mark.parametrize("compile_ahead", [None, 0])
+def test_queued_requests_compile_before_admission(stack, compile_ahead):
+    """With compile-ahead (the default) a queued request's grammar compiles while the slot is
+    still busy; with ``compile_ahead=0`` only once it is admitted."""
+    import threading
+
+    lm, tok_info, _, _, compiler = stack
+    started = threading.Event()
+
+    def queued_grammar():
+        started.set()
+        return xg.Grammar.from_regex("[a-z]{2}")
+
+    gen = xg.BatchGenerator(lm, tok_info, num_slots=1, max_length=64, compiler=compiler,
+                            compile_ahead=compile_ahead)
+    gen.submit(xg.Request([50256], max_tokens=6, stop_token_ids=[], id="busy"))
+    gen.submit(xg.Request([50256], grammar=queued_grammar, max_tokens=4, id="queued"))
+    seen = {}
+    try:
+        for out in gen.run():
+            if out.id == "busy":
+                seen["compiled_while_queued"] = started.wait(timeout=10 if compile_ahead
+                                                             is None else 0.5)
+            seen[out.id] = out.finish_reason
+    finally:
+        gen.close()
+    assert seen == {"compiled_while_queued": compile_ahead is None, "busy": "length",
+                    "queued": "stop"}
+
+
+def test_compile_ahead_must_not_be_negative(stack):
+    lm, tok_info, _, _, compiler = stack
+    with pytest.raises(ValueError, match="compile_ahead"):
+        xg.BatchGenerator(lm, tok_info, num_slots=1, compiler=compiler, compile_ahead=-1)

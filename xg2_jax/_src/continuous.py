@@ -5,10 +5,11 @@ Each request brings its prompt tokens, its structure (a :class:`~xg2_jax.Grammar
 unconstrained request), its token budget, stop tokens and sampling settings. When a slot
 frees, the next request is admitted:
 
-1. its grammar is compiled on a worker thread (the process-wide cross-grammar cache is shared
-   by every request) while its prefill runs on the device: the prompt, right-padded to a
-   power-of-two bucket, fills a one-row cache that is written into the slot's row of the
-   batch cache in the same jitted call;
+1. its grammar compiles on a worker thread (the process-wide cross-grammar cache is shared
+   by every request), started while it waits among the first ``compile_ahead`` queued
+   requests or else at admission; its prefill runs on the device meanwhile: the prompt,
+   right-padded to a power-of-two bucket, fills a one-row cache that is written into the
+   slot's row of the batch cache in the same jitted call;
 2. the running rows do not wait for it: the slot joins the batch at the first step after its
    compile is done (its prefill logits give its first token);
 3. every step dispatches the batch's forward pass first and, while the device runs it,
@@ -259,7 +260,12 @@ class BatchGenerator:
         max_length: cache positions per slot (prompt plus generated tokens); a request's
             budget is cut to fit, a longer prompt fails alone.
         compiler: a :class:`~xg2_jax.GrammarCompiler` (default: one over ``tokenizer_info``).
-        compile_workers: threads compiling admitted requests' grammars.
+        compile_workers: threads compiling requests' grammars.
+        compile_ahead: how many queued requests (from the front of the queue) have their
+            grammar compiled before a slot frees for them (default: ``num_slots``), as vLLM
+            compiles a grammar when its request arrives: the compile then overlaps the
+            running rows' steps instead of delaying the new row's first token. 0 compiles
+            only at admission. At most this many queued compiles are held.
         engine: a :class:`MaskEngine` (default: xg2-jax over ``compiler``).
 
     Use :meth:`submit` then iterate :meth:`run` (outputs in completion order), or call
@@ -268,9 +274,12 @@ class BatchGenerator:
 
     def __init__(self, lm: Any, tokenizer_info: TokenizerInfo, *, num_slots: int = 16,
                  max_length: int = 1024, compiler: Optional[GrammarCompiler] = None,
-                 compile_workers: int = 2, engine: Optional[MaskEngine] = None):
+                 compile_workers: int = 2, compile_ahead: Optional[int] = None,
+                 engine: Optional[MaskEngine] = None):
         if num_slots < 1:
             raise ValueError("num_slots must be at least 1")
+        if compile_ahead is not None and compile_ahead < 0:
+            raise ValueError("compile_ahead must be >= 0")
         limit = lm.config.max_position_embeddings
         if max_length > limit:
             raise ValueError(f"max_length {max_length} exceeds the model's {limit} positions")
@@ -282,6 +291,8 @@ class BatchGenerator:
         self._executor = concurrent.futures.ThreadPoolExecutor(
             max_workers=compile_workers, thread_name_prefix="xg2-compile")
         self._queue: collections.deque = collections.deque()
+        self.compile_ahead = num_slots if compile_ahead is None else compile_ahead
+        self._compiling: dict[int, concurrent.futures.Future] = {}  # queued index -> compile
         self._submitted = 0
         self.stats = {"steps": 0, "host_s": 0.0, "tokens": 0}
 
@@ -313,6 +324,7 @@ class BatchGenerator:
 
     def close(self) -> None:
         """Stops the compile workers."""
+        self._compiling.clear()
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     # ----------------------------------------------------------------- admission
@@ -322,6 +334,18 @@ class BatchGenerator:
             grammar = grammar()
         matcher = self.engine.compile(grammar)
         return matcher, time.perf_counter() - t0
+
+    def _compile_queued(self) -> None:
+        """Starts the compiles of the first ``compile_ahead`` queued requests (valid ones with
+        a structure; the others are marked None, so each is looked at once)."""
+        for position, (index, request, _) in enumerate(self._queue):
+            if position >= self.compile_ahead:
+                break
+            if index in self._compiling:
+                continue
+            compiles = request.grammar is not None and self._check(request) is None
+            self._compiling[index] = (self._executor.submit(self._compile, request.grammar)
+                                      if compiles else None)
 
     def _check(self, request: Request) -> Optional[str]:
         ids = np.asarray(request.prompt_tokens, dtype=np.int64).reshape(-1)
@@ -345,14 +369,16 @@ class BatchGenerator:
         rejected = []
         while self._queue:
             index, request, submitted = self._queue.popleft()
+            queued_compile = self._compiling.pop(index, None)
             problem = self._check(request)
             if problem is not None:
                 rejected.append(RequestOutput(index, request.id, [], "error", problem,
                                               len(request.prompt_tokens)))
                 continue
             now = time.perf_counter()
-            future = None if request.grammar is None else \
-                self._executor.submit(self._compile, request.grammar)
+            future = queued_compile
+            if future is None and request.grammar is not None:
+                future = self._executor.submit(self._compile, request.grammar)
             prompt = np.asarray(request.prompt_tokens, dtype=np.int32).reshape(-1)
             width = _bucket(prompt.size, self.max_length)
             tokens = np.zeros((1, width), np.int32)
@@ -435,6 +461,7 @@ class BatchGenerator:
                     slot, cache, pending, rejected = self._admit(i, cache, pending)
                     yield from rejected
                     slots[i] = slot
+            self._compile_queued()  # the next requests compile while these rows step
             if not any(s is not None for s in slots):
                 return
             ready = [i for i, s in enumerate(slots) if s is not None and not running[i]
