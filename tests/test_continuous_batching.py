@@ -21,6 +21,7 @@ from json_schema_corpus_lib import JSB, jsb_categories, jsb_sample, large_bound 
 
 import xg2_jax as xg  # noqa: E402
 from xg2_jax import models  # noqa: E402
+from xg2_jax._src.continuous import loop_compiler  # noqa: E402
 
 REGEXES = [r"[A-Z]{3}-[0-9]{4}", r"(yes|no|maybe)", r"[a-z]{3,8}@example\.com",
            r"\d{4}-\d{2}-\d{2}", r"#[0-9a-f]{6}"]
@@ -213,3 +214,23 @@ def test_compile_ahead_must_not_be_negative(stack):
     lm, tok_info, _, _, compiler = stack
     with pytest.raises(ValueError, match="compile_ahead"):
         xg.BatchGenerator(lm, tok_info, num_slots=1, compiler=compiler, compile_ahead=-1)
+
+
+@pytest.mark.parametrize("platform, mode", [("cpu", True), ("gpu", None), ("tpu", None)])
+def test_loop_compiler_builds_nothing_ahead_on_the_host(stack, platform, mode):
+    # On the host CPU the forward pass needs the cores a background mask build would take.
+    _, tok_info, _, _, _ = stack
+    assert loop_compiler(tok_info, platform=platform).enable_dynamic_compilation is mode
+
+
+def test_loop_default_and_given_compilers(stack):
+    lm, tok_info, _, _, compiler = stack
+    default = xg.BatchGenerator(lm, tok_info, num_slots=1)
+    given = xg.BatchGenerator(lm, tok_info, num_slots=1, compiler=compiler)
+    try:
+        expected = loop_compiler(tok_info).enable_dynamic_compilation
+        assert default.engine.compiler.enable_dynamic_compilation is expected
+        assert given.engine.compiler is compiler  # a caller's compiler keeps its own mode
+    finally:
+        default.close()
+        given.close()

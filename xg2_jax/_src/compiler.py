@@ -310,6 +310,12 @@ class GrammarCompiler:
         return self._tokenizer_info
 
     @property
+    def enable_dynamic_compilation(self) -> Optional[bool]:
+        """The compile mode given at construction: None (default mode: lazy with a budgeted
+        background mask build), True (lazy) or False (eager)."""
+        return self._lazy
+
+    @property
     def cache_limit_bytes(self) -> int:
         """Byte limit of the compiled-grammar cache (-1: unbounded); settable."""
         return self._handle.cache_limit_bytes

@@ -7,7 +7,8 @@ frees, the next request is admitted:
 
 1. its grammar compiles on a worker thread (the process-wide cross-grammar cache is shared
    by every request), started while it waits among the first ``compile_ahead`` queued
-   requests or else at admission; its prefill runs on the device meanwhile: the prompt,
+   requests or else at admission (lazily, building nothing ahead, when the model runs on the
+   host CPU: see :func:`loop_compiler`); its prefill runs on the device meanwhile: the prompt,
    right-padded to a power-of-two bucket, fills a one-row cache that is written into the
    slot's row of the batch cache in the same jitted call;
 2. the running rows do not wait for it: the slot joins the batch at the first step after its
@@ -59,7 +60,7 @@ from xg2_jax._src.matcher import GrammarMatcher
 from xg2_jax._src.tokenizer import TokenizerInfo
 
 __all__ = ["BatchGenerator", "MaskEngine", "Request", "RequestOutput", "generate_requests",
-           "slot_sample"]
+           "loop_compiler", "slot_sample"]
 
 Structure = Union[None, Grammar, CompiledGrammar, Callable[[], Union[Grammar, CompiledGrammar]]]
 MIN_PREFILL_BUCKET = 16
@@ -168,6 +169,34 @@ class MaskEngine:
         self._batch.batch_fill_next_token_bitmask(matchers, buf, rows)
 
 
+def loop_compiler(tokenizer_info: TokenizerInfo, *,
+                  platform: Optional[str] = None) -> GrammarCompiler:
+    """The compiler :class:`BatchGenerator` makes when none is given.
+
+    On an accelerator the host cores idle while the device steps, so the default compile
+    mode's background mask build is free and shortens the mask tail. When the model runs on
+    the host CPU, the forward pass uses the cores that build would take: every background
+    millisecond comes out of the decode, so the loop compiles lazily (masks built on
+    demand, memoized in the adaptive cache) and builds nothing ahead.
+
+    Args:
+        tokenizer_info: the vocabulary.
+        platform: the JAX platform the model runs on (default: ``jax.default_backend()``).
+
+    Returns:
+        A :class:`~xg2_jax.GrammarCompiler` in the default mode, or lazy on ``"cpu"``.
+
+    Example:
+        >>> tok = TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2])
+        >>> loop_compiler(tok, platform="cpu").enable_dynamic_compilation
+        True
+        >>> print(loop_compiler(tok, platform="tpu").enable_dynamic_compilation)
+        None
+    """
+    on_host = (platform or jax.default_backend()) == "cpu"
+    return GrammarCompiler(tokenizer_info, enable_dynamic_compilation=True if on_host else None)
+
+
 def _bucket(n: int, limit: int) -> int:
     size = MIN_PREFILL_BUCKET
     while size < n:
@@ -259,7 +288,8 @@ class BatchGenerator:
         num_slots: rows decoded together.
         max_length: cache positions per slot (prompt plus generated tokens); a request's
             budget is cut to fit, a longer prompt fails alone.
-        compiler: a :class:`~xg2_jax.GrammarCompiler` (default: one over ``tokenizer_info``).
+        compiler: a :class:`~xg2_jax.GrammarCompiler` (default: :func:`loop_compiler` over
+            ``tokenizer_info``).
         compile_workers: threads compiling requests' grammars.
         compile_ahead: how many queued requests (from the front of the queue) have their
             grammar compiled before a slot frees for them (default: ``num_slots``), as vLLM
@@ -285,7 +315,7 @@ class BatchGenerator:
             raise ValueError(f"max_length {max_length} exceeds the model's {limit} positions")
         self.lm, self.tokenizer_info = lm, tokenizer_info
         self.num_slots, self.max_length = num_slots, max_length
-        self.engine = engine or MaskEngine(compiler or GrammarCompiler(tokenizer_info))
+        self.engine = engine or MaskEngine(compiler or loop_compiler(tokenizer_info))
         self.vocab_size = int(lm.config.vocab_size)
         self.words = get_bitmask_shape(1, max(self.vocab_size, tokenizer_info.vocab_size))[1]
         self._executor = concurrent.futures.ThreadPoolExecutor(
