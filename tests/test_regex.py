@@ -206,6 +206,74 @@ def test_search_semantics(compiler, pattern, py_pattern, strings):
             check_string(compiled, s, rx.search(s) is not None)
 
 
+# Anchors inside groups, before other terms and under quantifiers (JSON Schema patterns of the
+# corpus use them this way); checked against Python's re with ^ -> \A and $ -> \Z.
+INNER_ANCHOR_CASES = [
+    ("(^ab$)", ["ab", "xab", "abx", ""]),
+    ("(^a|^b)c", ["ac", "bc", "xac", "acx", "c"]),
+    ("^([^,]|$)", ["", "a", ",", "ab", ",a"]),
+    ("(^a|b)+", ["a", "ab", "bab", "xa", "aa", "x"]),
+    (r"^$|(^(?:\S+\s+){0,2}\S+$)", ["", "a", "a b", "a b c", "a b c d", " a", "a "]),
+    ("(^x$)*", ["", "x", "xx", "ax"]),
+    ("a^b", ["ab", "b", "a"]),
+    ("(a$)", ["a", "ba", "ab"]),
+    ("(^Hp_|^In_|_Ar_)", ["Hp_x", "xHp_", "x_Ar_y", "In_", "I"]),
+    ("^(/?([.]{2}|[a-z]*)($|/))*$", ["", "/", "ab/cd", "../x", "a//", "A"]),
+    ("/^[0-9]{2}$/", ["/12/", "12", "x/12/"]),
+    ("(a|^)b", ["b", "ab", "xb", "xab", "bx"]),
+    ("a($|b)c", ["a", "abc", "ac", "xabcx"]),
+    ("(^a)?b(c$)?", ["b", "ab", "bc", "abc", "xbcx", "xab"]),
+    ("(^a){2,3}", ["a", "aa", "xa", ""]),
+]
+
+
+def _python_anchors(pattern: str) -> "re.Pattern":
+    out, i = [], 0
+    while i < len(pattern):
+        c = pattern[i]
+        if c == "\\":
+            out.append(pattern[i:i + 2])
+            i += 2
+            continue
+        if c == "[":  # a class is copied whole (its ^ negates)
+            j = pattern.index("]", i + 2)
+            out.append(pattern[i:j + 1])
+            i = j + 1
+            continue
+        out.append({"^": r"\A", "$": r"\Z"}.get(c, c))
+        i += 1
+    return re.compile("".join(out))
+
+
+@pytest.mark.parametrize("search", [True, False], ids=["search", "fullmatch"])
+@pytest.mark.parametrize("pattern,strings", INNER_ANCHOR_CASES)
+def test_inner_anchors(compiler, pattern, strings, search):
+    rx = _python_anchors(pattern)
+    expected = (lambda s: rx.search(s) is not None) if search else (lambda s: rx.fullmatch(s) is not None)
+    try:
+        compiled = compiled_for(compiler, pattern, search=search)
+    except xg.GrammarError:  # a pattern that matches nothing ("a^b") does not compile
+        compiled = None
+
+    def check(s):
+        if compiled is None:
+            assert not expected(s), s
+        else:
+            check_string(compiled, s, expected(s))
+
+    for s0 in strings:
+        for s in mutations(s0) if s0 else [s0]:
+            check(s)
+    alphabet = sorted(set("".join(strings)) | {"a"})
+
+    @settings(**SETTINGS)
+    @given(st.text(alphabet=alphabet, max_size=6))
+    def run(s):
+        check(s)
+
+    run()
+
+
 @pytest.mark.parametrize("pattern,column,needle", [
     (r"(a)\1", 4, "backreference"),
     (r"(?<x>a)b\k<x>", 9, "backreference"),
@@ -215,8 +283,7 @@ def test_search_semantics(compiler, pattern, py_pattern, strings):
     ("\u00e9\u00e9(?<!c)a", 3, "lookbehind"),
     (r"a\bc", 2, r"\b"),
     (r"\p{L}", 1, "property"),
-    ("a^b", 2, "anchor"),
-    ("(a$)", 3, "anchor"),
+    ("(^a){17}", 1, "anchor under a repetition"),
     ("a**", 3, "nothing to repeat"),
     ("(ab", 1, "unterminated"),
     ("[z-a]", 2, "out of order"),

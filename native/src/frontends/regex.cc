@@ -13,8 +13,9 @@
 // points (as with the u flag): a \uD83D\uDE00 surrogate-pair escape is one code point.
 // Annex B leniencies kept: a '{' that does not start a valid quantifier and a lone ']' or '}'
 // are literals; in a class, a range with a class escape endpoint ([\d-z]) is a union.
-// Anchors: '^' only at the start and '$' only at the end of the pattern or of a top-level
-// alternative (where they are the only positions with a clear meaning for a grammar).
+// Anchors: '^' and '$' anywhere. At the start and the end of a top-level alternative they are
+// flags of that alternative; elsewhere ("(^a|b)", "^([^,]|$)", "(^x$)+") the anchored parse
+// (regex_anchors.h) composes each term's paths by what their anchors assert.
 // Rejected with SyntaxError (column = 1-based code point offset): backreferences, lookaround,
 // \b \B, Unicode property escapes, octal escapes, inline modifiers, unknown letter escapes.
 #include "frontends/regex.h"
@@ -25,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "frontends/regex_anchors.h"
 #include "support/utf8.h"
 #include "xg2/errors.h"
 #include "xg2/limits.h"
@@ -34,6 +36,7 @@ namespace xg2 {
 namespace {
 
 constexpr uint32_t kMaxCodepoint = 0x10FFFF;
+constexpr int kMaxAnchoredUnroll = 16;                 // copies of a repeated term that holds an anchor
 constexpr uint32_t kEnd = 0xFFFFFFFFu;                 // Peek() past the end of the pattern
 constexpr int64_t kSaturatedBound = int64_t{1} << 40;  // quantifier digits saturate here
 
@@ -113,9 +116,15 @@ class RegexParser {
       throw SyntaxError("invalid UTF-8 in regex pattern", 1, static_cast<int>(prefix.size()) + 1);
     }
     cps_ = DecodeUtf8(pattern);
+    inner_anchors_ = HasInnerAnchors(std::u32string(cps_.begin(), cps_.end()));
   }
 
   ExprId Parse() {
+    if (inner_anchors_) {
+      AnchoredLanguage paths = ParseAnchoredDisjunction();
+      if (!AtEnd()) Fail("unmatched ')'", pos_);
+      return paths.Finish(g_, options_.search_semantics, AnyString());
+    }
     std::vector<ExprId> alternatives;
     while (true) {
       bool anchored_start = false, anchored_end = false;
@@ -220,39 +229,12 @@ class RegexParser {
         *anchored_end = true;
         break;
       }
-      if (c == '*' || c == '+' || c == '?') Fail("nothing to repeat", at);
-      if (c == '{') {
-        int64_t lo, hi;
-        size_t end;
-        if (TryParseBraces(at, &lo, &hi, &end)) Fail("nothing to repeat", at);
-      }
+      CheckAtomStart(at);
 
       // An atom: either a literal code point (kept in `pending` when unquantified) or an expr.
       bool is_literal = false;
       uint32_t literal = 0;
-      ExprId atom = kNoExpr;
-      if (c == '(') {
-        atom = ParseGroup();
-      } else if (c == '[') {
-        atom = ParseClass();
-      } else if (c == '.') {
-        ++pos_;
-        atom = options_.dot_all                     ? g_->AddCharClass({}, true)
-               : options_.dot_excludes_newline_only ? g_->AddCharClass({{'\n', '\n'}}, true)
-                                                    : g_->AddCharClass(LineTerminatorRanges(), true);
-      } else if (c == '\\') {
-        CharOrSet e = ParseEscape(/*in_class=*/false);
-        if (e.is_set) {
-          atom = SetExpr(e);
-        } else {
-          is_literal = true;
-          literal = e.cp;
-        }
-      } else {
-        ++pos_;
-        is_literal = true;
-        literal = c;
-      }
+      ExprId atom = c == '(' ? ParseGroup().at(0, 0) : ParseAtom(&is_literal, &literal);
 
       int64_t min = 1, max = 1;
       if (ParseQuantifier(&min, &max)) {
@@ -271,6 +253,78 @@ class RegexParser {
     if (items.empty()) return g_->AddEmpty();
     if (items.size() == 1) return items[0];
     return g_->AddSequence(std::move(items));
+  }
+
+  // A quantifier cannot start a term.
+  void CheckAtomStart(size_t at) const {
+    uint32_t c = Peek();
+    if (c == '*' || c == '+' || c == '?') Fail("nothing to repeat", at);
+    int64_t lo, hi;
+    size_t end;
+    if (c == '{' && TryParseBraces(at, &lo, &hi, &end)) Fail("nothing to repeat", at);
+  }
+
+  // An atom other than a group: an expr, or a literal code point (*is_literal, *literal).
+  ExprId ParseAtom(bool* is_literal, uint32_t* literal) {
+    uint32_t c = Peek();
+    if (c == '[') return ParseClass();
+    if (c == '.') {
+      ++pos_;
+      return options_.dot_all                     ? g_->AddCharClass({}, true)
+             : options_.dot_excludes_newline_only ? g_->AddCharClass({{'\n', '\n'}}, true)
+                                                  : g_->AddCharClass(LineTerminatorRanges(), true);
+    }
+    if (c == '\\') {
+      CharOrSet e = ParseEscape(/*in_class=*/false);
+      if (e.is_set) return SetExpr(e);
+      *is_literal = true;
+      *literal = e.cp;
+      return kNoExpr;
+    }
+    ++pos_;
+    *is_literal = true;
+    *literal = c;
+    return kNoExpr;
+  }
+
+  // The anchored parse (HasInnerAnchors): terms compose by their anchors' assertions.
+  AnchoredLanguage ParseAnchoredDisjunction() {
+    AnchoredLanguage out = ParseAnchoredAlternative();
+    while (Peek() == '|') {
+      ++pos_;
+      out = AnchoredLanguage::Union(g_, out, ParseAnchoredAlternative());
+    }
+    return out;
+  }
+
+  AnchoredLanguage ParseAnchoredAlternative() {
+    AnchoredLanguage seq = AnchoredLanguage::Plain(g_->AddEmpty(), true);
+    while (!AtEnd() && Peek() != '|' && Peek() != ')') {
+      const size_t at = pos_;
+      uint32_t c = Peek();
+      AnchoredLanguage term;
+      if (c == '^' || c == '$') {
+        ++pos_;
+        if (AtQuantifier()) Fail("nothing to repeat", pos_);
+        term = c == '^' ? AnchoredLanguage::StartAnchor(g_) : AnchoredLanguage::EndAnchor(g_);
+      } else {
+        CheckAtomStart(at);
+        if (c == '(') {
+          term = ParseGroup();
+        } else {
+          bool is_literal = false;
+          uint32_t literal = 0;
+          ExprId atom = ParseAtom(&is_literal, &literal);
+          term = AnchoredLanguage::Plain(is_literal ? Literal(literal) : atom, false);
+        }
+        int64_t min = 1, max = 1;
+        if (ParseQuantifier(&min, &max)) {
+          term = AnchoredLanguage::Repeat(g_, term, min, max, kMaxAnchoredUnroll, static_cast<int>(at) + 1);
+        }
+      }
+      seq = AnchoredLanguage::Concat(g_, seq, term);
+    }
+    return seq;
   }
 
   // Parses `{n}`, `{n,}` or `{n,m}` starting at `at` (which holds '{'); digits saturate.
@@ -334,7 +388,8 @@ class RegexParser {
     return true;
   }
 
-  ExprId ParseGroup() {
+  // The group's paths (anchor-free unless the anchored parse is on).
+  AnchoredLanguage ParseGroup() {
     const size_t at = pos_;
     ++pos_;  // '('
     if (Peek() == '?') {
@@ -368,7 +423,8 @@ class RegexParser {
       throw Error(ErrorKind::kLimitExceeded, "regex groups nested deeper than " + std::to_string(MaxNestingDepth()) +
                                                  " levels" + NestingLimitNote());
     }
-    ExprId body = ParseDisjunction();
+    AnchoredLanguage body =
+        inner_anchors_ ? ParseAnchoredDisjunction() : AnchoredLanguage::Plain(ParseDisjunction(), false);
     --depth_;
     if (Peek() != ')') Fail("unterminated group", at);
     ++pos_;
@@ -549,6 +605,7 @@ class RegexParser {
   std::vector<uint32_t> cps_;
   size_t pos_ = 0;
   int depth_ = 0;
+  bool inner_anchors_ = false;  // the pattern has anchors the plain parse does not take
 };
 
 }  // namespace
