@@ -162,8 +162,7 @@ void BindBatch(nb::module_& m) {
                                  temperature_out);
       },
       nb::arg("matcher"), nb::arg("draft_tokens"), nb::arg("bitmask"), nb::arg("parents") = nb::none(),
-      nb::arg("first_child") = nb::none(), nb::arg("next_sibling") = nb::none(),
-      nb::arg("temperatures") = nb::none());
+      nb::arg("first_child") = nb::none(), nb::arg("next_sibling") = nb::none(), nb::arg("temperatures") = nb::none());
 
   m.def(
       "serialize_compiled_grammar",

@@ -37,8 +37,7 @@ void BindMatcher(nb::module_& m) {
              bool terminate_without_stop_token, std::optional<double> default_temperature) {
             std::optional<float> t;
             if (default_temperature) t = static_cast<float>(*default_temperature);
-            new (self)
-                GrammarMatcher(std::move(compiled), std::move(stop_token_ids), terminate_without_stop_token, t);
+            new (self) GrammarMatcher(std::move(compiled), std::move(stop_token_ids), terminate_without_stop_token, t);
           },
           nb::arg("compiled_grammar"), nb::arg("stop_token_ids") = std::vector<int32_t>(),
           nb::arg("terminate_without_stop_token") = false, nb::arg("default_temperature") = nb::none())

@@ -165,8 +165,8 @@ Grammar LarkConverter::Convert() {
     for (auto& kv : entries_) {
       Entry* e = &kv.second;
       if (e->rule < 0 || g_.rule(e->rule).body != kNoExpr) continue;
-      ExprId body = e->definition == nullptr ? g_.AddRuleRef(RuleOf(Lookup(kCommon, e->import_of, e->offset)))
-                                             : CompileBody(*e);
+      ExprId body =
+          e->definition == nullptr ? g_.AddRuleRef(RuleOf(Lookup(kCommon, e->import_of, e->offset))) : CompileBody(*e);
       g_.SetRuleBody(e->rule, body);
       if (e->definition != nullptr && e->definition->temperature >= 0.0f) {
         g_.SetRuleTemperature(e->rule, e->definition->temperature);
@@ -284,8 +284,8 @@ const Node* LarkConverter::TemperatureSubgrammar(const Definition& def) {
   while ((body->kind == Node::Kind::kSequence || body->kind == Node::Kind::kChoice) && body->children.size() == 1) {
     body = &body->children[0];
   }
-  const bool subgrammar = body->kind == Node::Kind::kJson || body->kind == Node::Kind::kNestedLark ||
-                          body->kind == Node::Kind::kGrammarRef;
+  const bool subgrammar =
+      body->kind == Node::Kind::kJson || body->kind == Node::Kind::kNestedLark || body->kind == Node::Kind::kGrammarRef;
   return subgrammar ? body : nullptr;
 }
 

@@ -264,7 +264,9 @@ void Parser::ParseAttributes(Definition* def) {
       pos_ = SkipInlineFrom(pos_ + 1);
       marker_ = ParseMarker(key);
     } else {
-      Fail("rule attribute '" + key + "' is not supported (supported: lazy, max_chars=N, stop=M, suffix=M, temperature=T)", at);
+      Fail("rule attribute '" + key +
+               "' is not supported (supported: lazy, max_chars=N, stop=M, suffix=M, temperature=T)",
+           at);
     }
     pos_ = SkipInlineFrom(pos_);
     if (Peek() == ']') break;

@@ -88,9 +88,8 @@ void DeduplicateRules(Grammar* grammar) {
     }
     for (RuleId r = 0; r < n; ++r) {
       const Rule& rule = source.rule(r);
-      next[r] = (rule.body == kNoExpr || rule.lookahead != kNoExpr || rule.has_temperature())
-                    ? r
-                    : first.at(hash[rule.body]);
+      next[r] =
+          (rule.body == kNoExpr || rule.lookahead != kNoExpr || rule.has_temperature()) ? r : first.at(hash[rule.body]);
     }
     if (next == rep) break;
     rep.swap(next);

@@ -13,7 +13,8 @@ std::vector<float> RuleTemperatures(const Grammar& grammar, const GrammarAutomat
   return out;
 }
 
-ActiveTemperature ActiveTemperatureFinder::Find(const EarleyParser& parser, const std::vector<float>& rule_temperature) {
+ActiveTemperature ActiveTemperatureFinder::Find(const EarleyParser& parser,
+                                                const std::vector<float>& rule_temperature) {
   ActiveTemperature result;
   if (rule_temperature.empty()) return result;
   const GrammarAutomaton& g = parser.automaton();

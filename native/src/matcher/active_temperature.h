@@ -23,9 +23,9 @@
 namespace xg2 {
 
 struct ActiveTemperature {
-  bool found = false;      // some path is inside a rule with a temperature
-  float value = 0.0f;      // the largest such temperature (when found)
-  bool conflict = false;   // paths inside temperature rules disagree
+  bool found = false;     // some path is inside a rule with a temperature
+  float value = 0.0f;     // the largest such temperature (when found)
+  bool conflict = false;  // paths inside temperature rules disagree
 };
 
 // Per rule of `automaton`: the temperature of the grammar's rule with that id, or
