@@ -1,7 +1,6 @@
 """Rule temperatures (xgrammar's `name[temperature=T]` rule attribute): parsing in EBNF and
 Lark, the matcher's active temperature, serialization, batch fill and draft trees."""
 
-import logging
 import math
 
 import numpy as np
@@ -166,26 +165,32 @@ def test_lark_start_rule_with_temperature_and_ignore(tok):
     assert m.accept_string("  ")  # the trailing %ignore, outside the rule
 
 
-def test_ambiguous_paths_take_the_maximum_and_warn_once(tok, caplog):
+@pytest.mark.parametrize("batch", [False, True])
+def test_ambiguous_paths_take_the_maximum_and_warn_once(tok, capfd, batch):
     text = 'start: left | right\nleft[temperature=0.2]: "a"+\nright[temperature=0.9]: "a" "b"'
     m = xg.GrammarMatcher(compile_text(tok, text, "lark"), default_temperature=0.1)
-    with caplog.at_level(logging.WARNING, logger="xg2_jax"):
-        assert m.temperature == pytest.approx(0.9)
-        assert m.accept_string("a")
-        assert m.temperature == pytest.approx(0.9)
-        assert m.accept_string("a")
-        assert m.temperature == pytest.approx(0.2)
-    warnings = [r for r in caplog.records if "different temperatures" in r.getMessage()]
-    assert len(warnings) == 1
+    out = np.zeros(1, dtype=np.float32)
+
+    def temperature():
+        if not batch:
+            return m.temperature
+        xg.BatchGrammarMatcher.batch_fill_temperature([m], out)
+        return float(out[0])
+
+    assert temperature() == pytest.approx(0.9)
+    assert m.accept_string("a")
+    assert temperature() == pytest.approx(0.9)
+    assert m.accept_string("a")
+    assert temperature() == pytest.approx(0.2)
+    assert capfd.readouterr().err.count("Multiple active grammar paths specify different temperatures") == 1
 
 
-def test_path_without_temperature_does_not_conflict(tok, caplog):
+def test_path_without_temperature_does_not_conflict(tok, capfd):
     # After "xx" one path continues the value rule (0.6), the other is back in root (none).
     m = xg.GrammarMatcher(compile_text(tok, ENTER_LEAVE["ebnf"], "ebnf"))
-    with caplog.at_level(logging.WARNING, logger="xg2_jax"):
-        assert m.accept_string("axx")
-        assert m.temperature == pytest.approx(0.6)
-    assert not caplog.records
+    assert m.accept_string("axx")
+    assert m.temperature == pytest.approx(0.6)
+    assert capfd.readouterr().err == ""
 
 
 def test_temperature_rule_is_kept_apart_from_equal_rules(tok):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import logging
+import sys
 import warnings
 from typing import Optional, Sequence, Union
 
@@ -15,14 +15,14 @@ from xg2_jax._src.draft_tree import walk_draft_tree
 from xg2_jax._src.errors import InvalidArgumentError, MatcherStateError
 
 _INT32_MAX = 2**31 - 1
-_logger = logging.getLogger("xg2_jax")
 
 
 def warn_temperature_conflict(value: Optional[float]) -> None:
-    """Logs xgrammar's warning (to stderr, as its logger does; not a Python warning, which
-    a filterwarnings=error test run would turn into a failure of the decoding step)."""
-    _logger.warning("Multiple active grammar paths specify different temperatures. Using the "
-                    "maximum temperature %s.", value)
+    """Writes xgrammar's warning line to stderr, as its native logger does (once per matcher).
+    Not a Python warning: under ``-W error`` that would abort the decoding step, and this is
+    a note on an ambiguous grammar, not an error."""
+    print(f"[xg2_jax] WARNING: Multiple active grammar paths specify different temperatures. "
+          f"Using the maximum temperature {value}.", file=sys.stderr)
 
 
 class GrammarMatcher:
