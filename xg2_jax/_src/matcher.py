@@ -92,9 +92,9 @@ class GrammarMatcher:
         Example:
             >>> from xg2_jax import TokenizerInfo, GrammarCompiler
             >>> tok = TokenizerInfo(["a", "x", "z"])
-            >>> g = 'root ::= "a" value "z"\nvalue[temperature=0.6] ::= "x"+'
+            >>> g = 'root ::= "a" value "z"   value[temperature=0.6] ::= "x"+'
             >>> m = GrammarMatcher(GrammarCompiler(tok).compile_grammar(g), default_temperature=0.1)
-            >>> m.temperature, m.accept_token(0), round(m.temperature, 3)
+            >>> round(m.temperature, 3), m.accept_token(0), round(m.temperature, 3)
             (0.1, True, 0.6)
         """
         value, conflict = self._handle.temperature()
