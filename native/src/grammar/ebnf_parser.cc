@@ -97,6 +97,7 @@ class EbnfParser {
   ExprId WithoutJsonSpecialCharacters(ExprId regex);
   size_t AttributesEnd(size_t offset) const;
   RuleAttributes ParseAttributes();
+  void SkipAttributeAssign(const std::string& key);
   int64_t ParseDfaNumber(int64_t max);
   std::string ParseStringBytes();
   bool ParseKeywordBool(const std::string& name = "");  // name: for the error
@@ -184,6 +185,14 @@ size_t EbnfParser::AttributesEnd(size_t offset) const {
   return text_.compare(after, 3, "::=") == 0 ? close + 1 : offset;
 }
 
+// The " = " between an attribute's key and its value.
+void EbnfParser::SkipAttributeAssign(const std::string& key) {
+  while (Peek() == ' ' || Peek() == '\t') ++pos_;
+  if (Peek() != '=') Fail("expected '=' after " + key, pos_);
+  ++pos_;
+  while (Peek() == ' ' || Peek() == '\t') ++pos_;
+}
+
 RuleAttributes EbnfParser::ParseAttributes() {
   RuleAttributes attrs;
   size_t end = AttributesEnd(pos_);
@@ -199,17 +208,11 @@ RuleAttributes EbnfParser::ParseAttributes() {
       seen_lazy = attrs.lazy = true;
     } else if (key == "max_chars" && !seen_max_chars) {
       seen_max_chars = true;
-      while (Peek() == ' ' || Peek() == '\t') ++pos_;
-      if (Peek() != '=') Fail("expected '=' after max_chars", pos_);
-      ++pos_;
-      while (Peek() == ' ' || Peek() == '\t') ++pos_;
+      SkipAttributeAssign(key);
       attrs.max_chars = ParseBound();
     } else if (key == "temperature" && !seen_temperature) {
       seen_temperature = true;
-      while (Peek() == ' ' || Peek() == '\t') ++pos_;
-      if (Peek() != '=') Fail("expected '=' after temperature", pos_);
-      ++pos_;
-      while (Peek() == ' ' || Peek() == '\t') ++pos_;
+      SkipAttributeAssign(key);
       size_t length = TemperatureLiteralLength(text_, pos_);
       if (length == 0) Fail("expected a number after temperature=, found " + DescribeCharAt(pos_), pos_);
       if (!ParseTemperatureLiteral(text_.substr(pos_, length), &attrs.temperature)) {
