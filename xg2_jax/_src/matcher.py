@@ -22,7 +22,7 @@ def warn_temperature_conflict(value: Optional[float]) -> None:
     Not a Python warning: under ``-W error`` that would abort the decoding step, and this is
     a note on an ambiguous grammar, not an error."""
     print(f"[xg2_jax] WARNING: Multiple active grammar paths specify different temperatures. "
-          f"Using the maximum temperature {value}.", file=sys.stderr)
+          f"Using the maximum temperature {value:.6g}.", file=sys.stderr)
 
 
 class GrammarMatcher:
