@@ -288,3 +288,38 @@ def test_fork_keeps_temperature_state(tok):
     assert f.temperature == pytest.approx(0.6)
     assert f.accept_string("xz")
     assert (f.temperature, m.temperature) == (pytest.approx(0.1), pytest.approx(0.6))
+
+
+# (grammar, [(text to accept, temperature after it)...]): shapes that the grammar passes
+# rewrite (counted loops, recursion, nullable rules), each checked step by step.
+SHAPES = {
+    "inside a counted loop": ('root ::= "a" v{0,500} "z"\nv[temperature=0.3] ::= "x"',
+                              [("a", 0.3), ("xxx", 0.3), ("z", None)]),
+    "around a counted loop": ('root ::= "a" v "z"\nv[temperature=0.3] ::= "x"{0,500}',
+                              [("a", 0.3), ("xx", 0.3), ("z", None)]),
+    "left recursion": ('root ::= "a" e "z"\ne[temperature=0.5] ::= e "b" "x" | "x"',
+                       [("", None), ("a", 0.5), ("xbx", 0.5), ("z", None)]),
+    "right recursion": ('root ::= "a" e\ne[temperature=0.5] ::= "x" e | "z"',
+                        [("a", 0.5), ("x" * 40, 0.5), ("z", None)]),
+    "nullable rule": ('root ::= "a" v "z"\nv[temperature=0.5] ::= "x"*', [("a", 0.5), ("z", None)]),
+    "root rule": ('root[temperature=0.4] ::= "a" inner\ninner[temperature=0.9] ::= "x"',
+                  [("", 0.4), ("a", 0.9), ("x", None)]),
+    "lazy body": ('root ::= "a" v\nv[lazy, temperature=0.5] ::= [a-z]+ "z"', [("a", 0.5), ("xz", None)]),
+}
+
+
+@pytest.mark.parametrize("name", sorted(SHAPES))
+@pytest.mark.parametrize("reload", [False, True])
+def test_grammar_shapes(tok, name, reload):
+    text, steps = SHAPES[name]
+    compiled = compile_text(tok, text, "ebnf")
+    if reload:  # the printed grammar (ByteDfa bodies, loops) parses back with its temperatures
+        compiled = xg.CompiledGrammar.deserialize(compiled.serialize(), tok)
+    m = xg.GrammarMatcher(compiled)
+    for s, expected in steps:
+        if s:
+            assert m.accept_string(s), s
+        if expected is None:
+            assert m.temperature is None
+        else:
+            assert m.temperature == pytest.approx(expected)
