@@ -96,9 +96,8 @@ class LarkConverter {
   void CheckTerminals();
   void ApplyAttributes();
   // A terminal, or a rule with attributes: matched whole, so %ignore items follow it, not
-  // its parts.
-  // A rule with a temperature is one too (as in xgrammar, where its body is a terminal or a
-  // subgrammar): the temperature then covers exactly the rule's own text.
+  // its parts. For a rule with a temperature (whose body is terminals or one subgrammar, as
+  // in xgrammar) this keeps the temperature to the rule's own text.
   static bool IsLexeme(const Entry& e) {
     return e.definition == nullptr || e.definition->is_terminal || e.definition->lazy || e.definition->max_chars >= 0 ||
            e.definition->temperature >= 0.0f;
