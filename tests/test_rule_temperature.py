@@ -323,3 +323,23 @@ def test_grammar_shapes(tok, name, reload):
             assert m.temperature is None
         else:
             assert m.temperature == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("undo", ["rollback", "reset", "fork"])
+def test_memo_follows_rollback(tok, undo):
+    # The same (rule, origin row) node, `inner` started at row 1, lies under `hot` on one path
+    # and under `cold` on the other: what is memoised for a row must go with the row.
+    text = ('root ::= "a" hot | "b" cold\nhot[temperature=0.9] ::= inner\ncold[temperature=0.1] ::= inner\n'
+            'inner ::= "x" inner | "z"')
+    m = xg.GrammarMatcher(compile_text(tok, text, "ebnf"))
+    base = m.fork() if undo == "fork" else m
+    assert base.accept_string("a") and base.accept_string("x")
+    assert base.temperature == pytest.approx(0.9)
+    if undo == "rollback":
+        m.rollback(2)
+    elif undo == "reset":
+        m.reset()
+    assert m.accept_string("b") and m.accept_string("x")
+    assert m.temperature == pytest.approx(0.1)
+    assert m.accept_string("xz")
+    assert m.temperature is None

@@ -107,6 +107,7 @@ bool GrammarMatcher::AcceptString(const std::string& bytes) {
 void GrammarMatcher::Reset() {
   UseGuard guard(in_use_, "reset");
   parser_.TruncateRows(1);
+  temperature_finder_.ForgetRowsFrom(parser_.num_rows());
   history_.clear();
   terminated_ = false;
 }
@@ -121,6 +122,7 @@ void GrammarMatcher::Rollback(int32_t n) {
   if (n == 0) return;
   const Step& step = history_[history_.size() - n];
   parser_.TruncateRows(step.rows_before);
+  temperature_finder_.ForgetRowsFrom(parser_.num_rows());  // rows made again may differ
   terminated_ = step.terminated_before;
   history_.resize(history_.size() - n);
 }
