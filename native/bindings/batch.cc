@@ -46,6 +46,17 @@ void BindBatch(nb::module_& m) {
           },
           nb::arg("matchers"), nb::arg("bitmask"), nb::arg("indices") = std::vector<int32_t>())
       .def(
+          "fill_temperatures",
+          [](const BatchGrammarMatcher& self, const std::vector<GrammarMatcher*>& matchers, nb::ndarray<> temperatures,
+             const std::vector<int32_t>& indices) {
+            BatchGrammarMatcher::CheckDistinct(matchers);
+            int64_t size = 0;
+            float* out = CheckTemperatures(temperatures, &size);
+            nb::gil_scoped_release release;
+            return self.FillTemperatures(matchers, out, size, indices);
+          },
+          nb::arg("matchers"), nb::arg("temperatures"), nb::arg("indices") = std::vector<int32_t>())
+      .def(
           "accept_token",
           [](const BatchGrammarMatcher& self, const std::vector<GrammarMatcher*>& matchers,
              const std::vector<int32_t>& tokens) {
@@ -123,9 +134,18 @@ void BindBatch(nb::module_& m) {
       "traverse_draft_tree",
       [](const GrammarMatcher& matcher, IndexArray draft_tokens, nb::ndarray<> bitmask,
          std::optional<IndexArray> parents, std::optional<IndexArray> first_child,
-         std::optional<IndexArray> next_sibling) {
+         std::optional<IndexArray> next_sibling, std::optional<nb::ndarray<>> temperatures) {
         BitmaskView v = CheckBitmask(bitmask, /*require_2d=*/true);
         const size_t n = draft_tokens.shape(0);
+        float* temperature_out = nullptr;
+        if (temperatures) {
+          int64_t size = 0;
+          temperature_out = CheckTemperatures(*temperatures, &size);
+          if (size != static_cast<int64_t>(n)) {
+            throw Error(ErrorKind::kInvalidArgument, "the temperatures tensor has " + std::to_string(size) +
+                                                         " entries; draft_tokens has " + std::to_string(n));
+          }
+        }
         const bool links = first_child.has_value() || next_sibling.has_value();
         if (parents.has_value() == links || (links && !(first_child && next_sibling))) {
           throw Error(ErrorKind::kInvalidArgument,
@@ -138,10 +158,11 @@ void BindBatch(nb::module_& m) {
         DraftTree tree = parents
                              ? DraftTree::FromParents(parents->data(), static_cast<int64_t>(n))
                              : DraftTree::FromLinks(first_child->data(), next_sibling->data(), static_cast<int64_t>(n));
-        return TraverseDraftTree(matcher, tree, draft_tokens.data(), v.data, v.rows, v.words, v.row_stride);
+        return TraverseDraftTree(matcher, tree, draft_tokens.data(), v.data, v.rows, v.words, v.row_stride,
+                                 temperature_out);
       },
       nb::arg("matcher"), nb::arg("draft_tokens"), nb::arg("bitmask"), nb::arg("parents") = nb::none(),
-      nb::arg("first_child") = nb::none(), nb::arg("next_sibling") = nb::none());
+      nb::arg("first_child") = nb::none(), nb::arg("next_sibling") = nb::none(), nb::arg("temperatures") = nb::none());
 
   m.def(
       "serialize_compiled_grammar",

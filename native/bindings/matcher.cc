@@ -1,6 +1,8 @@
 // Bindings of GrammarMatcher. Bitmask buffers cross as ndarrays with dtype, shape and device
 // checked here; heavy calls release the GIL.
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/unique_ptr.h>
@@ -32,11 +34,21 @@ void BindMatcher(nb::module_& m) {
       .def(
           "__init__",
           [](GrammarMatcher* self, std::shared_ptr<CompiledGrammar> compiled, std::vector<int32_t> stop_token_ids,
-             bool terminate_without_stop_token) {
-            new (self) GrammarMatcher(std::move(compiled), std::move(stop_token_ids), terminate_without_stop_token);
+             bool terminate_without_stop_token, std::optional<double> default_temperature) {
+            std::optional<float> t;
+            if (default_temperature) t = static_cast<float>(*default_temperature);
+            new (self) GrammarMatcher(std::move(compiled), std::move(stop_token_ids), terminate_without_stop_token, t);
           },
           nb::arg("compiled_grammar"), nb::arg("stop_token_ids") = std::vector<int32_t>(),
-          nb::arg("terminate_without_stop_token") = false)
+          nb::arg("terminate_without_stop_token") = false, nb::arg("default_temperature") = nb::none())
+      .def(
+          "temperature",
+          [](GrammarMatcher& self) {
+            std::optional<float> t = self.Temperature();
+            bool conflict = self.TakeTemperatureConflict();
+            return std::make_pair(t, conflict);
+          },
+          "(temperature or None, whether disagreeing paths were met for the first time)")
       .def(
           "accept_token",
           [](GrammarMatcher& self, int32_t token_id) {

@@ -52,4 +52,17 @@ inline BitmaskView CheckBitmask(nb::ndarray<>& a, bool require_2d) {
   return v;
 }
 
+// A temperatures buffer (xgrammar's batch_fill_temperature / traverse_draft_tree): a
+// contiguous 1-D float32 CPU array. Returns its data and sets *size.
+inline float* CheckTemperatures(nb::ndarray<>& a, int64_t* size) {
+  if (a.device_type() != nb::device::cpu::value || a.dtype() != nb::dtype<float>() || a.ndim() != 1 ||
+      (a.shape(0) > 1 && a.stride(0) != 1)) {
+    throw Error(ErrorKind::kInvalidArgument,
+                "the temperatures tensor must be a contiguous 1D float32 CPU array (got ndim " +
+                    std::to_string(a.ndim()) + (a.dtype() == nb::dtype<float>() ? "" : ", not float32") + ")");
+  }
+  *size = static_cast<int64_t>(a.shape(0));
+  return static_cast<float*>(a.data());
+}
+
 }  // namespace xg2::bindings

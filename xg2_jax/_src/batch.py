@@ -14,10 +14,10 @@ from typing import Optional, Sequence, Union
 import numpy as np
 
 from xg2_jax import _core
-from xg2_jax._src.bitmask import host_bitmask, index_array
+from xg2_jax._src.bitmask import host_bitmask, host_buffer, index_array
 from xg2_jax._src.draft_tree import walk_draft_tree
 from xg2_jax._src.errors import InvalidArgumentError
-from xg2_jax._src.matcher import GrammarMatcher
+from xg2_jax._src.matcher import GrammarMatcher, warn_temperature_conflict
 
 __all__ = ["BatchGrammarMatcher", "traverse_draft_tree"]
 
@@ -134,6 +134,35 @@ class BatchGrammarMatcher:
                 f"got {len(handles)} matchers but {len(idx)} indices")
         bitmask = host_bitmask(bitmask)
         return self._handle.fill_next_token_bitmask(handles, bitmask, idx)
+
+    @_OnInstanceOrClass
+    def batch_fill_temperature(self, matchers: Sequence[GrammarMatcher], temperatures,
+                               indices: Optional[Sequence[int]] = None) -> None:
+        """Writes every matcher's :attr:`GrammarMatcher.temperature` into a buffer, in place
+        (xgrammar's ``batch_fill_temperature``; callable on the class, as there).
+
+        Args:
+            matchers: distinct matchers.
+            temperatures: float32 host buffer ``(size,)`` (numpy, or DLPack / buffer protocol:
+                a torch CPU tensor); -1 is written for a matcher with no temperature.
+            indices: the entry of each matcher (default: matcher ``i`` writes entry ``i``);
+                distinct, in range. Other entries are left alone.
+
+        Raises:
+            InvalidArgumentError: a matcher repeats, the indices size differs from the number
+                of matchers, an index is out of bounds or repeats, or the buffer is not a
+                contiguous 1-D float32 host array. Nothing is written then.
+        """
+        handles = _handles(matchers)
+        idx = [] if indices is None else _int32_list(indices, "indices")
+        if indices is not None and len(idx) != len(handles):
+            raise InvalidArgumentError(f"indices size ({len(idx)}) differs from the number of "
+                                       f"matchers ({len(handles)})")
+        buffer = host_buffer(temperatures, "temperatures", "float32")
+        conflicts = self._handle.fill_temperatures(handles, buffer, idx)
+        for matcher, conflict in zip(matchers, conflicts):
+            if conflict:
+                warn_temperature_conflict(matcher.temperature)
 
     @_OnInstanceOrClass
     def batch_accept_token(self, matchers: Sequence[GrammarMatcher], tokens: Sequence[int],

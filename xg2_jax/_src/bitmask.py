@@ -11,7 +11,7 @@ from xg2_jax._src.errors import InvalidArgumentError
 
 __all__ = ["allocate_token_bitmask", "apply_token_bitmask_inplace", "bitmask_dtype", "bitmask_to_bool",
            "get_bitmask_shape",
-           "host_bitmask", "index_array", "reset_token_bitmask"]
+           "host_bitmask", "host_buffer", "index_array", "reset_token_bitmask"]
 
 bitmask_dtype = np.dtype(np.int32)
 """The dtype of packed token bitmasks (xgrammar's ``bitmask_dtype`` is ``torch.int32``)."""
@@ -27,34 +27,40 @@ def host_bitmask(bitmask) -> np.ndarray:
     buffer is used. A jax.Array is refused: it is immutable (writing through DLPack would
     change every array sharing its buffer), so fill a host buffer and ``device_put`` it.
     """
-    if isinstance(bitmask, np.ndarray):
-        if not bitmask.flags.writeable:
-            raise InvalidArgumentError("bitmask is read-only; pass a writable int32 array")
-        return bitmask
-    kind = f"{type(bitmask).__module__}.{type(bitmask).__name__}"
+    return host_buffer(bitmask, "bitmask", "int32")
+
+
+def host_buffer(buffer, what: str, dtype_name: str) -> np.ndarray:
+    """:func:`host_bitmask` for any output buffer: ``what`` names it and ``dtype_name`` its
+    dtype in messages (``temperatures``, ``float32`` for the temperature outputs)."""
+    if isinstance(buffer, np.ndarray):
+        if not buffer.flags.writeable:
+            raise InvalidArgumentError(f"{what} is read-only; pass a writable {dtype_name} array")
+        return buffer
+    kind = f"{type(buffer).__module__}.{type(buffer).__name__}"
     if kind.startswith(("jax", "jaxlib")):
         raise InvalidArgumentError(
-            f"bitmask must be a writable int32 host buffer, not an immutable {kind}; fill a "
-            "numpy buffer (allocate_token_bitmask) and device_put it")
-    if hasattr(bitmask, "__dlpack__"):
-        device = bitmask.__dlpack_device__() if hasattr(bitmask, "__dlpack_device__") else None
+            f"{what} must be a writable {dtype_name} host buffer, not an immutable {kind}; fill a "
+            "numpy buffer (allocate_token_bitmask for a bitmask) and device_put it")
+    if hasattr(buffer, "__dlpack__"):
+        device = buffer.__dlpack_device__() if hasattr(buffer, "__dlpack_device__") else None
         if device is not None and int(device[0]) != _DLPACK_CPU:
             raise InvalidArgumentError(
-                f"bitmask must be in CPU memory; got a {kind} on DLPack device {tuple(device)}")
+                f"{what} must be in CPU memory; got a {kind} on DLPack device {tuple(device)}")
         try:
-            view = np.from_dlpack(bitmask)
+            view = np.from_dlpack(buffer)
         except (TypeError, ValueError, RuntimeError, BufferError) as exc:
-            raise InvalidArgumentError(f"cannot read the {kind} bitmask through DLPack: "
+            raise InvalidArgumentError(f"cannot read the {kind} {what} through DLPack: "
                                        f"{exc}") from exc
     else:
         try:
-            view = np.asarray(memoryview(bitmask))
+            view = np.asarray(memoryview(buffer))
         except TypeError:
             raise InvalidArgumentError(
-                f"bitmask must be an int32 host array (numpy, DLPack or buffer protocol), not "
-                f"{kind}") from None
+                f"{what} must be a host array of {dtype_name} (numpy, DLPack or buffer protocol), "
+                f"not {kind}") from None
     if not view.flags.writeable:
-        raise InvalidArgumentError(f"the {kind} bitmask is read-only")
+        raise InvalidArgumentError(f"the {kind} {what} is read-only")
     return view
 
 

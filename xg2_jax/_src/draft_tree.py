@@ -6,16 +6,18 @@ from __future__ import annotations
 import numpy as np
 
 from xg2_jax import _core
-from xg2_jax._src.bitmask import host_bitmask, index_array
+from xg2_jax._src.bitmask import host_bitmask, host_buffer, index_array
 from xg2_jax._src.errors import InvalidArgumentError
 
 __all__ = ["walk_draft_tree"]
 
 
 def walk_draft_tree(handle, draft_tokens, bitmask: np.ndarray, *, parents=None, first_child=None,
-                    next_sibling=None) -> np.ndarray:
+                    next_sibling=None, temperatures=None) -> np.ndarray:
     """Fills one mask row per draft-tree node from the native matcher ``handle`` (see
     :func:`xg2_jax.traverse_draft_tree` for the layout) and returns each node's validity.
+    ``temperatures`` (a float32 host buffer of N entries, or None) gets each node's
+    temperature (-1: none, or a zero row).
 
     Raises:
         InvalidArgumentError: malformed tree arrays, both or neither tree forms, or a bitmask
@@ -27,11 +29,14 @@ def walk_draft_tree(handle, draft_tokens, bitmask: np.ndarray, *, parents=None, 
     if given not in ([True, False, False], [False, True, True]):
         raise InvalidArgumentError(
             "give the draft tree either as parents=... or as first_child=... and next_sibling=...")
+    if temperatures is not None:
+        temperatures = host_buffer(temperatures, "temperatures", "float32")
     if parents is not None:
         valid = _core.traverse_draft_tree(handle, tokens, bitmask,
-                                          parents=index_array(parents, "parents"))
+                                          parents=index_array(parents, "parents"),
+                                          temperatures=temperatures)
     else:
         valid = _core.traverse_draft_tree(
             handle, tokens, bitmask, first_child=index_array(first_child, "first_child"),
-            next_sibling=index_array(next_sibling, "next_sibling"))
+            next_sibling=index_array(next_sibling, "next_sibling"), temperatures=temperatures)
     return np.asarray(valid, dtype=bool)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import sys
 import warnings
 from typing import Optional, Sequence, Union
+
+import numpy as np
 
 from xg2_jax import _core
 from xg2_jax._src.bitmask import host_bitmask
@@ -12,6 +15,14 @@ from xg2_jax._src.draft_tree import walk_draft_tree
 from xg2_jax._src.errors import InvalidArgumentError, MatcherStateError
 
 _INT32_MAX = 2**31 - 1
+
+
+def warn_temperature_conflict(value: Optional[float]) -> None:
+    """Writes xgrammar's warning line to stderr, as its native logger does (once per matcher).
+    Not a Python warning: under ``-W error`` that would abort the decoding step, and this is
+    a note on an ambiguous grammar, not an error."""
+    print(f"[xg2_jax] WARNING: Multiple active grammar paths specify different temperatures. "
+          f"Using the maximum temperature {value:.6g}.", file=sys.stderr)
 
 
 class GrammarMatcher:
@@ -24,8 +35,9 @@ class GrammarMatcher:
             nothing more can follow, without waiting for a stop token.
         max_rollback_tokens: accepted for xgrammar compatibility and deprecated, as there:
             rollback is always unlimited (-1); another value warns.
-        default_temperature: xgrammar's per-rule temperatures are not supported; only None
-            is accepted.
+        default_temperature: the sampling temperature :attr:`temperature` reports where the
+            parse is inside no rule with a ``temperature=`` attribute (None: none there).
+            Must be finite and >= 0.
 
     Example:
         >>> from xg2_jax import TokenizerInfo, GrammarCompiler, allocate_token_bitmask, bitmask_to_bool
@@ -52,8 +64,11 @@ class GrammarMatcher:
             warnings.warn("max_rollback_tokens is deprecated: rollback is always unlimited",
                           DeprecationWarning, stacklevel=2)
         if default_temperature is not None:
-            raise InvalidArgumentError("default_temperature is not supported (xg2-jax has no "
-                                       "per-rule temperatures)")
+            if isinstance(default_temperature, bool) or not isinstance(
+                    default_temperature, (int, float, np.integer, np.floating)):
+                raise InvalidArgumentError(f"default_temperature must be a number, not "
+                                           f"{type(default_temperature).__name__}")
+            default_temperature = float(default_temperature)
         self._compiled = compiled_grammar
         if _handle is not None:
             self._handle = _handle
@@ -65,7 +80,27 @@ class GrammarMatcher:
         else:
             stops = list(override_stop_tokens)
         self._handle = _core.GrammarMatcher(compiled_grammar._handle, stops,
-                                            terminate_without_stop_token)
+                                            terminate_without_stop_token, default_temperature)
+
+    @property
+    def temperature(self) -> Optional[float]:
+        """The sampling temperature the grammar asks for at this point (xgrammar's rule
+        attribute ``temperature=``): that of the innermost rule with one on the current parse;
+        where paths of an ambiguous parse disagree, the largest (warned once per matcher);
+        else ``default_temperature`` (None if not given).
+
+        Example:
+            >>> from xg2_jax import TokenizerInfo, GrammarCompiler
+            >>> tok = TokenizerInfo(["a", "x", "z"])
+            >>> g = 'root ::= "a" value "z"   value[temperature=0.6] ::= "x"+'
+            >>> m = GrammarMatcher(GrammarCompiler(tok).compile_grammar(g), default_temperature=0.1)
+            >>> round(m.temperature, 3), m.accept_token(0), round(m.temperature, 3)
+            (0.1, True, 0.6)
+        """
+        value, conflict = self._handle.temperature()
+        if conflict:
+            warn_temperature_conflict(value)
+        return value
 
     @property
     def compiled_grammar(self) -> CompiledGrammar:
@@ -263,16 +298,16 @@ class GrammarMatcher:
             token_bitmask: int32 host buffer ``(rows >= N, ceil(vocab_size / 32))``.
             time_threshold: xgrammar's traversal time limit; the native walk has none and
                 always completes.
-            temperatures: not supported (no per-rule temperatures); must be None.
+            temperatures: optional float32 host buffer ``(N,)``: filled with each node's
+                :attr:`temperature` after its token, -1 where there is none and for nodes
+                whose row is zero.
 
         Returns:
             True (the traversal completed), as xgrammar.
         """
-        if temperatures is not None:
-            raise InvalidArgumentError("temperatures is not supported (no per-rule "
-                                       "temperatures)")
         walk_draft_tree(self._handle, draft_tokens, token_bitmask,
-                        first_child=retrieve_next_token, next_sibling=retrieve_next_sibling)
+                        first_child=retrieve_next_token, next_sibling=retrieve_next_sibling,
+                        temperatures=temperatures)
         return True
 
     def _debug_print_internal_state(self) -> str:

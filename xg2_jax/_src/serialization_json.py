@@ -133,7 +133,8 @@ def tokenizer_from_json(text: Any, TokenizerInfo, VocabType):  # noqa: N803 - th
 
 def _grammar_fields(grammar) -> dict:
     ebnf = grammar.to_ebnf()
-    return {"root_rule_name": ebnf.split("::=", 1)[0].strip(), "ebnf": ebnf}
+    # The root rule prints first, as `name ::=` or `name[attributes] ::=`.
+    return {"root_rule_name": ebnf.split("::=", 1)[0].split("[", 1)[0].strip(), "ebnf": ebnf}
 
 
 def _grammar_from_fields(doc: dict, where: str, from_ebnf):

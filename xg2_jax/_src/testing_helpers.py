@@ -154,7 +154,9 @@ def _is_rule_fsm_accept_string(grammar: Grammar, rule_id: int, input_str: str) -
         InvalidArgumentError: ``rule_id`` is not a rule of ``grammar``.
     """
     text = str(grammar)
-    names = [line.split("::=", 1)[0].strip() for line in text.splitlines() if "::=" in line]
+    # `name ::=` or `name[attributes] ::=`
+    names = [line.split("::=", 1)[0].split("[", 1)[0].strip() for line in text.splitlines()
+             if "::=" in line]
     if not 0 <= rule_id < len(names):
         raise InvalidArgumentError(f"rule id {rule_id} is out of range: the grammar has "
                                    f"{len(names)} rules")

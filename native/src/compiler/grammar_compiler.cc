@@ -1,9 +1,11 @@
 #include "compiler/grammar_compiler.h"
 
 #include <cstdio>
+#include <cstring>
 #include <thread>
 
 #include "grammar/expr_hash.h"
+#include "matcher/active_temperature.h"
 #include "support/thread_pool.h"
 #include "xg2/errors.h"
 
@@ -29,6 +31,11 @@ Hash128 GrammarFingerprint(const Grammar& g) {
     HashBytes(rule.name, &h);
     h.Add(static_cast<uint64_t>(rule.body));
     h.Add(static_cast<uint64_t>(rule.lookahead));
+    // The matcher reads temperatures from the compiled grammar's rules, so they are part of
+    // the key (the bits of the float; kNoTemperature when none).
+    uint32_t temperature_bits;
+    std::memcpy(&temperature_bits, &rule.temperature, sizeof(temperature_bits));
+    h.Add(static_cast<uint64_t>(temperature_bits));
   }
   h.Add(static_cast<uint64_t>(g.root()));
   return h.Finish();
@@ -55,7 +62,8 @@ CompiledGrammar::CompiledGrammar(Grammar grammar, std::shared_ptr<const GrammarA
     : grammar_(std::move(grammar)),
       automaton_(std::move(automaton)),
       tokenizer_(std::move(tokenizer)),
-      cache_(new TokenMaskCache(automaton_, tokenizer_)) {}
+      cache_(new TokenMaskCache(automaton_, tokenizer_)),
+      rule_temperatures_(RuleTemperatures(grammar_, *automaton_)) {}
 
 size_t CompiledGrammar::MemoryBytes() const {
   return sizeof(*this) + GrammarBytes(grammar_) + automaton_->MemoryBytes() +

@@ -11,6 +11,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "automata/grammar_automaton.h"
 #include "compiler/cache_registry.h"
@@ -39,6 +40,9 @@ class CompiledGrammar {
   const std::shared_ptr<const GrammarAutomaton>& automaton() const { return automaton_; }
   const std::shared_ptr<const TokenizerInfo>& tokenizer() const { return tokenizer_; }
   TokenMaskCache& mask_cache() const { return *cache_; }
+  // Per automaton rule, its temperature or Rule::kNoTemperature; empty when the grammar sets
+  // none (see matcher/active_temperature.h).
+  const std::vector<float>& rule_temperatures() const { return rule_temperatures_; }
   // Approximate heap size: the grammar, the automaton, the built mask entries (their pooled
   // cores included) and the mask cache's own tables.
   size_t MemoryBytes() const;
@@ -48,6 +52,7 @@ class CompiledGrammar {
   std::shared_ptr<const GrammarAutomaton> automaton_;
   std::shared_ptr<const TokenizerInfo> tokenizer_;
   std::unique_ptr<TokenMaskCache> cache_;
+  std::vector<float> rule_temperatures_;
 };
 
 // A background build of a lazily compiled grammar's mask entries (started while the device

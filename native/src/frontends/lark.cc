@@ -96,10 +96,17 @@ class LarkConverter {
   void CheckTerminals();
   void ApplyAttributes();
   // A terminal, or a rule with attributes: matched whole, so %ignore items follow it, not
-  // its parts.
+  // its parts. For a rule with a temperature (whose body is terminals or one subgrammar, as
+  // in xgrammar) this keeps the temperature to the rule's own text.
   static bool IsLexeme(const Entry& e) {
-    return e.definition == nullptr || e.definition->is_terminal || e.definition->lazy || e.definition->max_chars >= 0;
+    return e.definition == nullptr || e.definition->is_terminal || e.definition->lazy || e.definition->max_chars >= 0 ||
+           e.definition->temperature >= 0.0f;
   }
+  // The body of a temperature rule when it is one subgrammar (@name, %json, %lark), else null.
+  static const Node* TemperatureSubgrammar(const Definition& def);
+  // Checks that a temperature rule's body is made of terminals, or is one subgrammar.
+  void CheckTemperatureRule(const Entry& entry);
+  ExprId CompileBody(const Entry& entry);
   void CheckTerminal(Entry* entry, std::map<Entry*, int>* state);
 
   ExprId Compile(const Node& node, Scope scope, bool in_terminal);
@@ -157,17 +164,26 @@ Grammar LarkConverter::Convert() {
     for (auto& kv : entries_) {
       Entry* e = &kv.second;
       if (e->rule < 0 || g_.rule(e->rule).body != kNoExpr) continue;
-      ExprId body = e->definition == nullptr ? g_.AddRuleRef(RuleOf(Lookup(kCommon, e->import_of, e->offset)))
-                                             : Compile(e->definition->body, e->scope, IsLexeme(*e));
+      ExprId body =
+          e->definition == nullptr ? g_.AddRuleRef(RuleOf(Lookup(kCommon, e->import_of, e->offset))) : CompileBody(*e);
       g_.SetRuleBody(e->rule, body);
+      if (e->definition != nullptr && e->definition->temperature >= 0.0f) {
+        g_.SetRuleTemperature(e->rule, e->definition->temperature);
+      }
       more = true;
     }
   }
   ApplyAttributes();
   RuleId root = RuleOf(&start->second);
-  if (user_.allow_initial_skip && skip_rule_ >= 0) {
+  // A start rule with a temperature is a lexeme, which %ignore items follow: here, at the end.
+  const bool start_is_lexeme = start->second.definition->temperature >= 0.0f && skip_rule_ >= 0;
+  if ((user_.allow_initial_skip && skip_rule_ >= 0) || start_is_lexeme) {
     RuleId wrapped = g_.DeclareRule("start_with_skip");
-    g_.SetRuleBody(wrapped, g_.AddSequence({g_.AddRuleRef(skip_rule_), g_.AddRuleRef(root)}));
+    std::vector<ExprId> parts;
+    if (user_.allow_initial_skip) parts.push_back(g_.AddRuleRef(skip_rule_));
+    parts.push_back(g_.AddRuleRef(root));
+    if (start_is_lexeme) parts.push_back(g_.AddRuleRef(skip_rule_));
+    g_.SetRuleBody(wrapped, g_.AddSequence(std::move(parts)));
     root = wrapped;
   }
   g_.set_root(root);
@@ -260,6 +276,54 @@ void LarkConverter::CheckTerminal(Entry* entry, std::map<Entry*, int>* state) {
     if (t == 0) CheckTerminal(target, state);
   }
   (*state)[entry] = 2;
+}
+
+const Node* LarkConverter::TemperatureSubgrammar(const Definition& def) {
+  const Node* body = &def.body;
+  while ((body->kind == Node::Kind::kSequence || body->kind == Node::Kind::kChoice) && body->children.size() == 1) {
+    body = &body->children[0];
+  }
+  const bool subgrammar =
+      body->kind == Node::Kind::kJson || body->kind == Node::Kind::kNestedLark || body->kind == Node::Kind::kGrammarRef;
+  return subgrammar ? body : nullptr;
+}
+
+void LarkConverter::CheckTemperatureRule(const Entry& entry) {
+  const Definition& def = *entry.definition;
+  if (TemperatureSubgrammar(def) != nullptr) return;
+  std::vector<const Node*> stack{&def.body};
+  while (!stack.empty()) {
+    const Node* n = stack.back();
+    stack.pop_back();
+    for (const Node& c : n->children) stack.push_back(&c);
+    if (n->kind == Node::Kind::kName && !IsTerminalEntry(n->text)) {
+      Fail(entry.scope, n->offset,
+           "rule '" + def.name + "' cannot refer to rule '" + n->text +
+               "': temperature is only supported on terminals and subgrammars (a body of terminals, strings and "
+               "regexes, or one @grammar, %json or %lark)");
+    }
+    if (n->kind == Node::Kind::kJson || n->kind == Node::Kind::kNestedLark || n->kind == Node::Kind::kGrammarRef ||
+        n->kind == Node::Kind::kSpecialToken) {
+      Fail(entry.scope, n->offset,
+           "in rule '" + def.name +
+               "': temperature is only supported on terminals and subgrammars (a subgrammar must be the "
+               "whole body)");
+    }
+  }
+}
+
+ExprId LarkConverter::CompileBody(const Entry& entry) {
+  const Definition& def = *entry.definition;
+  if (def.temperature >= 0.0f) {
+    CheckTemperatureRule(entry);
+    // The subgrammar alone: the %ignore items after it belong to the callers (a lexeme).
+    if (const Node* sub = TemperatureSubgrammar(def)) {
+      if (sub->kind == Node::Kind::kJson) return CompileJson(*sub, entry.scope);
+      if (sub->kind == Node::Kind::kNestedLark) return CompileNestedLark(*sub, entry.scope);
+      return CompileGrammarRef(*sub, entry.scope);
+    }
+  }
+  return Compile(def.body, entry.scope, IsLexeme(entry));
 }
 
 void LarkConverter::ApplyAttributes() {

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "grammar/rule_attributes.h"
 #include "support/json.h"
 #include "support/utf8.h"
 #include "xg2/errors.h"
@@ -231,7 +232,8 @@ void Parser::ParseDefinition(Document* doc) {
   doc->definitions.push_back(std::move(def));
 }
 
-// [lazy], [max_chars=N] or both, comma-separated (xgrammar's rule attributes).
+// [lazy], [max_chars=N], [stop=M], [suffix=M], [temperature=T], comma-separated (xgrammar's
+// rule attributes).
 void Parser::ParseAttributes(Definition* def) {
   ++pos_;
   for (;;) {
@@ -244,6 +246,17 @@ void Parser::ParseAttributes(Definition* def) {
     } else if (key == "max_chars" && Peek() == '=') {
       pos_ = SkipInlineFrom(pos_ + 1);
       def->max_chars = ParseInt();
+    } else if (key == "temperature") {
+      if (def->temperature >= 0.0f) Fail("temperature attribute is specified more than once", at);
+      if (Peek() != '=') Fail("expected '=' after temperature attribute", pos_);
+      pos_ = SkipInlineFrom(pos_ + 1);
+      size_t length = TemperatureLiteralLength(text_, pos_);
+      if (length == 0) Fail("expected number after temperature=, found " + Describe(pos_), pos_);
+      if (!ParseTemperatureLiteral(text_.substr(pos_, length), &def->temperature)) {
+        Fail("temperature must be a finite non-negative number, found " + text_.substr(pos_, length), pos_);
+      }
+      def->temperature_offset = at;
+      pos_ += length;
     } else if ((key == "stop" || key == "suffix") && Peek() == '=') {
       if (def->marker_attribute == key) Fail(key + " attribute is specified more than once", at);
       if (!def->marker_attribute.empty()) Fail(key + " cannot be combined with " + def->marker_attribute, at);
@@ -251,7 +264,9 @@ void Parser::ParseAttributes(Definition* def) {
       pos_ = SkipInlineFrom(pos_ + 1);
       marker_ = ParseMarker(key);
     } else {
-      Fail("rule attribute '" + key + "' is not supported (supported: lazy, max_chars=N, stop=M, suffix=M)", at);
+      Fail("rule attribute '" + key +
+               "' is not supported (supported: lazy, max_chars=N, stop=M, suffix=M, temperature=T)",
+           at);
     }
     pos_ = SkipInlineFrom(pos_);
     if (Peek() == ']') break;

@@ -6,7 +6,7 @@
 // {n} {n,m} {n,} {,m}, strings with the i flag, "a".."z" ranges, /regex/flags, %ignore,
 // %import common..., %json {...}, %regex {substring_chunks / substring_chars},
 // %grammar_options, <special tokens>, @named grammars and the rule attributes
-// [lazy], [max_chars=N], [stop=M] and [suffix=M]. Everything else (templates, %declare,
+// [lazy], [max_chars=N], [stop=M], [suffix=M] and [temperature=T]. Everything else (templates, %declare,
 // %override, %extend, other attributes) is a SyntaxError at its line:col.
 #pragma once
 
@@ -47,6 +47,9 @@ struct Definition {
   bool is_terminal = false;
   bool lazy = false;       // name[lazy]: (see grammar/rule_attributes.h)
   int64_t max_chars = -1;  // name[max_chars=N]:
+  // name[temperature=T]: (xgrammar's) the sampling temperature inside the rule; -1: none.
+  float temperature = -1.0f;
+  size_t temperature_offset = 0;
   // name[stop=M] / name[suffix=M] (llguidance's and xgrammar's): the body up to the first
   // place a marker M ends, the marker included. The parser folds it into the body as
   // `body M` with lazy set (the shortest match commits); "stop" or "suffix", else empty. The

@@ -97,6 +97,7 @@ class EbnfParser {
   ExprId WithoutJsonSpecialCharacters(ExprId regex);
   size_t AttributesEnd(size_t offset) const;
   RuleAttributes ParseAttributes();
+  void SkipAttributeAssign(const std::string& key);
   int64_t ParseDfaNumber(int64_t max);
   std::string ParseStringBytes();
   bool ParseKeywordBool(const std::string& name = "");  // name: for the error
@@ -184,12 +185,20 @@ size_t EbnfParser::AttributesEnd(size_t offset) const {
   return text_.compare(after, 3, "::=") == 0 ? close + 1 : offset;
 }
 
+// The " = " between an attribute's key and its value.
+void EbnfParser::SkipAttributeAssign(const std::string& key) {
+  while (Peek() == ' ' || Peek() == '\t') ++pos_;
+  if (Peek() != '=') Fail("expected '=' after " + key, pos_);
+  ++pos_;
+  while (Peek() == ' ' || Peek() == '\t') ++pos_;
+}
+
 RuleAttributes EbnfParser::ParseAttributes() {
   RuleAttributes attrs;
   size_t end = AttributesEnd(pos_);
   if (end == pos_) return attrs;
   ++pos_;
-  bool seen_lazy = false, seen_max_chars = false;
+  bool seen_lazy = false, seen_max_chars = false, seen_temperature = false;
   for (;;) {
     while (Peek() == ' ' || Peek() == '\t') ++pos_;
     size_t at = pos_;
@@ -199,19 +208,25 @@ RuleAttributes EbnfParser::ParseAttributes() {
       seen_lazy = attrs.lazy = true;
     } else if (key == "max_chars" && !seen_max_chars) {
       seen_max_chars = true;
-      while (Peek() == ' ' || Peek() == '\t') ++pos_;
-      if (Peek() != '=') Fail("expected '=' after max_chars", pos_);
-      ++pos_;
-      while (Peek() == ' ' || Peek() == '\t') ++pos_;
+      SkipAttributeAssign(key);
       attrs.max_chars = ParseBound();
-    } else if (key == "lazy" || key == "max_chars") {
+    } else if (key == "temperature" && !seen_temperature) {
+      seen_temperature = true;
+      SkipAttributeAssign(key);
+      size_t length = TemperatureLiteralLength(text_, pos_);
+      if (length == 0) Fail("expected a number after temperature=, found " + DescribeCharAt(pos_), pos_);
+      if (!ParseTemperatureLiteral(text_.substr(pos_, length), &attrs.temperature)) {
+        Fail("temperature must be a finite non-negative number, found " + text_.substr(pos_, length), pos_);
+      }
+      pos_ += length;
+    } else if (key == "lazy" || key == "max_chars" || key == "temperature") {
       Fail("rule attribute '" + key + "' is given twice", at);
     } else if (key.empty()) {
       Fail("expected a rule attribute, found " + DescribeCharAt(at), at);
     } else {
-      // max_tokens, capture, temperature, ...: token budgets and decoding hooks of xgrammar's
-      // matcher that this engine does not have.
-      Fail("rule attribute '" + key + "' is not supported (supported: lazy, max_chars)", at);
+      // max_tokens, capture, ...: token budgets and decoding hooks of xgrammar's matcher that
+      // this engine does not have.
+      Fail("rule attribute '" + key + "' is not supported (supported: lazy, max_chars, temperature)", at);
     }
     while (Peek() == ' ' || Peek() == '\t') ++pos_;
     if (Peek() == ',') {
@@ -279,6 +294,7 @@ void EbnfParser::ParseRule() {
   definition_[rule] = name_start;
   definition_order_.push_back(rule);
   if (attrs.any()) attributes_.push_back({rule, attrs});
+  scratch_.SetRuleTemperature(rule, attrs.temperature);
 
   scratch_.SetRuleBody(rule, ParseChoice());
   SkipSpace();
@@ -1002,6 +1018,7 @@ Grammar EbnfParser::BuildResult(const std::string& root_rule_name) const {
     if (scratch_.rule(r).lookahead != kNoExpr) {
       result.SetRuleLookahead(renumbered[r], map[scratch_.rule(r).lookahead]);
     }
+    result.SetRuleTemperature(renumbered[r], scratch_.rule(r).temperature);
   }
   for (const auto& [rule, attrs] : attributes_) {
     try {

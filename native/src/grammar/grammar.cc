@@ -4,6 +4,7 @@
 #include "xg2/grammar.h"
 
 #include <algorithm>
+#include <cmath>
 #include <string>
 #include <utility>
 #include <vector>
@@ -282,6 +283,16 @@ void Grammar::SetRuleLookahead(RuleId rule, ExprId lookahead) {
   rules_[rule].lookahead = lookahead;
 }
 
+void Grammar::SetRuleTemperature(RuleId rule, float temperature) {
+  if (rule < 0 || rule >= num_rules()) {
+    throw Error(ErrorKind::kInvalidArgument, "rule id out of range");
+  }
+  if (temperature != Rule::kNoTemperature && !(std::isfinite(temperature) && temperature >= 0.0f)) {
+    throw Error(ErrorKind::kInvalidArgument, "temperature must be a finite non-negative number");
+  }
+  rules_[rule].temperature = temperature;
+}
+
 RuleId Grammar::FindRule(const std::string& name) const {
   auto it = rule_index_.find(name);
   return it == rule_index_.end() ? -1 : it->second;
@@ -318,6 +329,7 @@ RuleId ImportGrammar(Grammar* dst, const Grammar& src, const std::string& prefix
   for (RuleId r = 0; r < src.num_rules(); ++r) {
     if (src.rule(r).body != kNoExpr) dst->SetRuleBody(rules[r], map[src.rule(r).body]);
     if (src.rule(r).lookahead != kNoExpr) dst->SetRuleLookahead(rules[r], map[src.rule(r).lookahead]);
+    dst->SetRuleTemperature(rules[r], src.rule(r).temperature);
   }
   return rules[src.root()];
 }

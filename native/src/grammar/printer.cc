@@ -1,6 +1,7 @@
 // Grammar::ToEbnf: prints the IR in the dialect ParseEbnf reads, such that printing the
 // re-parsed grammar gives the same text. Parentheses appear exactly where the tree shape
 // needs them, so parsing rebuilds the same nesting of sequences, choices and repeats.
+#include <charconv>
 #include <cstdint>
 #include <string>
 
@@ -163,6 +164,14 @@ class EbnfPrinter {
   void AppendRule(RuleId id, std::string* out) const {
     const Rule& rule = g_.rule(id);
     *out += rule.name;
+    if (rule.has_temperature()) {
+      // The shortest text that reads back as the same float, so printing round-trips.
+      char buf[32];
+      auto res = std::to_chars(buf, buf + sizeof(buf), rule.temperature);
+      *out += "[temperature=";
+      out->append(buf, res.ptr);
+      out->push_back(']');
+    }
     *out += " ::= ";
     if (rule.body == kNoExpr) {
       *out += kNothing;

@@ -2,7 +2,9 @@
 #include "grammar/rule_attributes.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <utility>
@@ -96,6 +98,39 @@ ByteDfaSpec LimitChars(const ByteDfaSpec& dfa, int64_t max_chars, int64_t max_st
 }
 
 }  // namespace
+
+size_t TemperatureLiteralLength(const std::string& text, size_t at) {
+  auto digit = [&](size_t i) { return i < text.size() && text[i] >= '0' && text[i] <= '9'; };
+  size_t i = at;
+  if (i < text.size() && (text[i] == '-' || text[i] == '+')) ++i;
+  size_t digits = 0;
+  while (digit(i)) ++i, ++digits;
+  if (i < text.size() && text[i] == '.') {
+    ++i;
+    while (digit(i)) ++i, ++digits;
+  }
+  if (digits == 0) return 0;
+  if (i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    size_t j = i + 1;
+    if (j < text.size() && (text[j] == '-' || text[j] == '+')) ++j;
+    if (digit(j)) {
+      while (digit(j)) ++j;
+      i = j;
+    }
+  }
+  return i - at;
+}
+
+bool ParseTemperatureLiteral(const std::string& literal, float* value) {
+  // strtod then a float cast: an overflow to inf (1e999, or 1e39 as a float) is rejected.
+  char* end = nullptr;
+  double parsed = std::strtod(literal.c_str(), &end);
+  if (end != literal.c_str() + literal.size()) return false;
+  float as_float = static_cast<float>(parsed);
+  if (!std::isfinite(parsed) || !std::isfinite(as_float) || as_float < 0.0f) return false;
+  *value = as_float == 0.0f ? 0.0f : as_float;  // -0 reads as 0
+  return true;
+}
 
 void ApplyRuleAttributes(Grammar* g, RuleId rule, const RuleAttributes& attrs, int64_t max_states) {
   if (!attrs.any()) return;

@@ -15,6 +15,9 @@ namespace xg2 {
 struct RuleAttributes {
   bool lazy = false;       // the shortest match commits: strings of the body with no proper prefix in it
   int64_t max_chars = -1;  // at most this many code points (-1: no bound)
+  // Not a transform (the language is unchanged): stored on the rule (Rule::temperature).
+  float temperature = Rule::kNoTemperature;
+  // Whether the body is transformed.
   bool any() const { return lazy || max_chars >= 0; }
 };
 
@@ -22,5 +25,11 @@ struct RuleAttributes {
 // naming the rule when the body is not regular, and Error(kLimitExceeded) when the automaton
 // has more than max_states states.
 void ApplyRuleAttributes(Grammar* g, RuleId rule, const RuleAttributes& attrs, int64_t max_states = 200000);
+
+// `temperature=T` (EBNF and Lark): the length of the number literal at text[at..]
+// (digits, an optional fraction and exponent, an optional leading sign; 0 if there is none),
+// and its value, which must be finite and >= 0 as a float: false otherwise (1e999, -0.1).
+size_t TemperatureLiteralLength(const std::string& text, size_t at);
+bool ParseTemperatureLiteral(const std::string& literal, float* value);
 
 }  // namespace xg2

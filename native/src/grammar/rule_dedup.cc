@@ -80,14 +80,16 @@ void DeduplicateRules(Grammar* grammar) {
     first.clear();
     for (RuleId r = 0; r < n; ++r) {
       const Rule& rule = source.rule(r);
-      if (rule.body == kNoExpr || rule.lookahead != kNoExpr) continue;
+      // A rule with a lookahead or a temperature is more than its language: kept apart.
+      if (rule.body == kNoExpr || rule.lookahead != kNoExpr || rule.has_temperature()) continue;
       auto [it, inserted] = first.emplace(hash[rule.body], r);
       // The root represents its class, so the grammar's start is unchanged.
       if (!inserted && r == source.root()) it->second = r;
     }
     for (RuleId r = 0; r < n; ++r) {
       const Rule& rule = source.rule(r);
-      next[r] = (rule.body == kNoExpr || rule.lookahead != kNoExpr) ? r : first.at(hash[rule.body]);
+      next[r] =
+          (rule.body == kNoExpr || rule.lookahead != kNoExpr || rule.has_temperature()) ? r : first.at(hash[rule.body]);
     }
     if (next == rep) break;
     rep.swap(next);

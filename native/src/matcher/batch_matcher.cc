@@ -1,5 +1,6 @@
 #include "matcher/batch_matcher.h"
 
+#include <optional>
 #include <string>
 #include <unordered_map>
 
@@ -73,6 +74,45 @@ std::vector<bool> BatchGrammarMatcher::FillNextTokenBitmask(const std::vector<Gr
       },
       max_threads_);
   return std::vector<bool>(result.begin(), result.end());
+}
+
+std::vector<bool> BatchGrammarMatcher::FillTemperatures(const std::vector<GrammarMatcher*>& matchers, float* out,
+                                                        int64_t size, const std::vector<int32_t>& indices) const {
+  CheckDistinct(matchers);
+  const int64_t n = static_cast<int64_t>(matchers.size());
+  if (!indices.empty() && indices.size() != matchers.size()) {
+    throw Error(ErrorKind::kInvalidArgument, "indices size (" + std::to_string(indices.size()) +
+                                                 ") differs from the number of matchers (" + std::to_string(n) + ")");
+  }
+  if (indices.empty() && n > size) {
+    throw Error(ErrorKind::kInvalidArgument, "the temperatures buffer has " + std::to_string(size) +
+                                                 " entries, fewer than the " + std::to_string(n) + " matchers");
+  }
+  std::vector<uint8_t> used(static_cast<size_t>(size > 0 ? size : 0), 0);
+  for (int64_t i = 0; i < n && !indices.empty(); ++i) {
+    const int64_t at = indices[i];
+    if (at < 0 || at >= size) {
+      throw Error(ErrorKind::kInvalidArgument, "temperature index " + std::to_string(at) + " (for matcher " +
+                                                   std::to_string(i) + ") is out of bounds for a buffer of " +
+                                                   std::to_string(size) + " entries");
+    }
+    if (used[at]) {
+      throw Error(ErrorKind::kInvalidArgument,
+                  "temperature index " + std::to_string(at) + " is assigned to more than one matcher");
+    }
+    used[at] = 1;
+  }
+  std::vector<uint8_t> conflict(static_cast<size_t>(n), 0);
+  ThreadPool::Default().ParallelFor(
+      n,
+      [&](int64_t i) {
+        const int64_t at = indices.empty() ? i : indices[i];
+        std::optional<float> t = matchers[i]->Temperature();
+        out[at] = t ? *t : -1.0f;
+        conflict[i] = matchers[i]->TakeTemperatureConflict() ? 1 : 0;
+      },
+      max_threads_);
+  return std::vector<bool>(conflict.begin(), conflict.end());
 }
 
 std::vector<bool> BatchGrammarMatcher::AcceptToken(const std::vector<GrammarMatcher*>& matchers,

@@ -29,6 +29,12 @@ class BatchGrammarMatcher {
   // GrammarMatcher::FillNextTokenBitmask).
   std::vector<bool> FillNextTokenBitmask(const std::vector<GrammarMatcher*>& matchers, int32_t* bitmask, int64_t rows,
                                          int64_t words, int64_t row_stride, const std::vector<int32_t>& indices) const;
+  // Writes matcher i's Temperature() into out[indices[i]] (out[i] when indices is empty),
+  // -1 where it has none (xgrammar's batch_fill_temperature). Indices must be distinct and
+  // in [0, size). Returns, per matcher, whether it met disagreeing paths for the first time
+  // (the caller warns, once per matcher).
+  std::vector<bool> FillTemperatures(const std::vector<GrammarMatcher*>& matchers, float* out, int64_t size,
+                                     const std::vector<int32_t>& indices) const;
   // Accepts tokens[i] into matcher i; returns whether each was accepted. Throws (changing
   // nothing) if a token id is outside the vocabulary or a matcher has terminated.
   std::vector<bool> AcceptToken(const std::vector<GrammarMatcher*>& matchers, const std::vector<int32_t>& tokens) const;

@@ -1,7 +1,9 @@
 #include "matcher/draft_tree.h"
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "xg2/errors.h"
@@ -89,7 +91,8 @@ DraftTree DraftTree::FromLinks(const int64_t* first_child, const int64_t* next_s
 }
 
 std::vector<bool> TraverseDraftTree(const GrammarMatcher& matcher, const DraftTree& tree, const int64_t* draft_tokens,
-                                    int32_t* bitmask, int64_t rows, int64_t words, int64_t row_stride) {
+                                    int32_t* bitmask, int64_t rows, int64_t words, int64_t row_stride,
+                                    float* temperatures) {
   const int32_t n = tree.num_nodes();
   CheckNodeCount(n);
   if (rows < n) {
@@ -110,9 +113,17 @@ std::vector<bool> TraverseDraftTree(const GrammarMatcher& matcher, const DraftTr
   std::vector<uint8_t> valid(static_cast<size_t>(n), 0);
   valid[0] = 1;
 
+  if (temperatures != nullptr) std::fill(temperatures, temperatures + n, -1.0f);
+  auto record_temperature = [&](GrammarMatcher* fork, int32_t node) {
+    if (temperatures == nullptr) return;
+    std::optional<float> t = fork->Temperature();
+    temperatures[node] = t ? *t : -1.0f;
+  };
+
   std::unique_ptr<GrammarMatcher> m = matcher.Fork();
   if (m->HasEnded()) return std::vector<bool>(valid.begin(), valid.end());
   m->FillNextTokenBitmask(bitmask, words);
+  record_temperature(m.get(), 0);
 
   // Depth-first walk. Each frame is a node whose token the fork has accepted (the root's
   // frame accepted nothing); next_child is the next child to try.
@@ -140,6 +151,7 @@ std::vector<bool> TraverseDraftTree(const GrammarMatcher& matcher, const DraftTr
       continue;
     }
     m->FillNextTokenBitmask(bitmask + static_cast<int64_t>(c) * row_stride, words);
+    record_temperature(m.get(), c);
     stack.push_back({c, tree.first_child[c]});
   }
   return std::vector<bool>(valid.begin(), valid.end());

@@ -44,7 +44,11 @@ struct DraftTree {
 // Writes one mask row per node into the (rows, words) int32 array at `bitmask`, row r at
 // bitmask + r * row_stride (rows >= N; rows past N are left alone). draft_tokens has N entries. Returns, per node,
 // whether its path is valid (every token on it accepted; the root is always valid).
+// With `temperatures` (N floats), also writes each node's temperature after its token (the
+// matcher's Temperature() there, as xgrammar's traverse_draft_tree), -1 where it has none and
+// for the nodes whose row is zero (invalid paths, a node that terminates).
 std::vector<bool> TraverseDraftTree(const GrammarMatcher& matcher, const DraftTree& tree, const int64_t* draft_tokens,
-                                    int32_t* bitmask, int64_t rows, int64_t words, int64_t row_stride);
+                                    int32_t* bitmask, int64_t rows, int64_t words, int64_t row_stride,
+                                    float* temperatures = nullptr);
 
 }  // namespace xg2

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <cmath>
 #include <cstring>
 
 #include "support/token_bits.h"
@@ -10,11 +11,16 @@
 namespace xg2 {
 
 GrammarMatcher::GrammarMatcher(std::shared_ptr<CompiledGrammar> compiled, std::vector<int32_t> stop_token_ids,
-                               bool terminate_without_stop_token)
+                               bool terminate_without_stop_token, std::optional<float> default_temperature)
     : compiled_(std::move(compiled)),
+      default_temperature_(default_temperature),
       stop_token_ids_(std::move(stop_token_ids)),
       terminate_without_stop_token_(terminate_without_stop_token),
       parser_(compiled_->automaton(), compiled_->automaton()->root_start()) {
+  if (default_temperature_ && !(std::isfinite(*default_temperature_) && *default_temperature_ >= 0.0f)) {
+    throw Error(ErrorKind::kInvalidArgument, "default_temperature must be a finite non-negative number, not " +
+                                                 std::to_string(*default_temperature_));
+  }
   const TokenizerInfo& tok = *compiled_->tokenizer();
   if (stop_token_ids_.empty()) stop_token_ids_ = tok.stop_token_ids();
   for (int32_t id : stop_token_ids_) {
@@ -101,6 +107,7 @@ bool GrammarMatcher::AcceptString(const std::string& bytes) {
 void GrammarMatcher::Reset() {
   UseGuard guard(in_use_, "reset");
   parser_.TruncateRows(1);
+  temperature_finder_.ForgetRowsFrom(parser_.num_rows());
   history_.clear();
   terminated_ = false;
 }
@@ -115,6 +122,7 @@ void GrammarMatcher::Rollback(int32_t n) {
   if (n == 0) return;
   const Step& step = history_[history_.size() - n];
   parser_.TruncateRows(step.rows_before);
+  temperature_finder_.ForgetRowsFrom(parser_.num_rows());  // rows made again may differ
   terminated_ = step.terminated_before;
   history_.resize(history_.size() - n);
 }
@@ -487,6 +495,17 @@ std::vector<int32_t> GrammarMatcher::FindJumpForwardTokens() {
     tokens.pop_back();
   }
   return tokens;
+}
+
+std::optional<float> GrammarMatcher::Temperature() {
+  UseGuard guard(in_use_, "temperature");
+  ActiveTemperature active = temperature_finder_.Find(parser_, compiled_->rule_temperatures());
+  if (active.conflict && !temperature_conflict_seen_) {
+    temperature_conflict_seen_ = true;
+    temperature_conflict_pending_ = true;
+  }
+  if (active.found) return active.value;
+  return default_temperature_;
 }
 
 }  // namespace xg2

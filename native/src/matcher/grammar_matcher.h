@@ -5,10 +5,12 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "compiler/grammar_compiler.h"
+#include "matcher/active_temperature.h"
 #include "parser/earley_parser.h"
 
 namespace xg2 {
@@ -16,8 +18,11 @@ namespace xg2 {
 class GrammarMatcher {
  public:
   // stop_token_ids empty: the tokenizer's stop tokens.
+  // default_temperature: the temperature when the parse is inside no rule with one (none:
+  // Temperature() is then empty there). Throws Error(kInvalidArgument) unless it is finite
+  // and >= 0.
   GrammarMatcher(std::shared_ptr<CompiledGrammar> compiled, std::vector<int32_t> stop_token_ids,
-                 bool terminate_without_stop_token);
+                 bool terminate_without_stop_token, std::optional<float> default_temperature = std::nullopt);
 
   // Returns false (state unchanged) if the token would break the structure. Throws
   // Error(kMatcherState) after termination and Error(kInvalidArgument) for ids outside the
@@ -44,6 +49,17 @@ class GrammarMatcher {
   // The input so far is a complete sentence (a stop token would be accepted).
   bool IsCompleted() const { return parser_.CanEnd(); }
   void Reset();
+  // The sampling temperature the parse asks for now (see matcher/active_temperature.h): the
+  // innermost rule temperature on the current parse, the largest when paths disagree, else
+  // the default. Empty when neither applies.
+  std::optional<float> Temperature();
+  // True once, the first time Temperature() met paths that disagree (the caller warns).
+  bool TakeTemperatureConflict() {
+    bool pending = temperature_conflict_pending_;
+    temperature_conflict_pending_ = false;
+    return pending;
+  }
+  const std::optional<float>& default_temperature() const { return default_temperature_; }
   // Undoes the last n accepted steps (tokens or strings). Throws if n exceeds the history.
   void Rollback(int32_t n);
   std::unique_ptr<GrammarMatcher> Fork() const;
@@ -128,6 +144,10 @@ class GrammarMatcher {
   std::vector<std::pair<const TokenMaskEntry*, int32_t>> recheck_entries_;  // (entry, recheck_len)
 
   std::shared_ptr<CompiledGrammar> compiled_;
+  std::optional<float> default_temperature_;
+  ActiveTemperatureFinder temperature_finder_;
+  bool temperature_conflict_seen_ = false;     // warned once per matcher, as xgrammar
+  bool temperature_conflict_pending_ = false;  // seen, not yet taken by the caller
   std::vector<int32_t> stop_token_ids_;
   bool terminate_without_stop_token_;
   EarleyParser parser_;

@@ -118,6 +118,12 @@ struct Rule {
   // Optional lookahead assertion `(= ...)`: a hint that whatever follows this rule in any
   // context starts with a string of this expression. It never changes the language.
   ExprId lookahead = kNoExpr;
+  // Sampling temperature while the parse is inside this rule (xgrammar's `[temperature=T]`):
+  // the matcher reports the temperature of the innermost such rule on the current parse.
+  // kNoTemperature when the rule sets none; otherwise finite and >= 0.
+  float temperature = kNoTemperature;
+  static constexpr float kNoTemperature = -1.0f;
+  bool has_temperature() const { return temperature >= 0.0f; }
 };
 
 class Grammar {
@@ -153,6 +159,8 @@ class Grammar {
   RuleId DeclareRule(const std::string& name);
   void SetRuleBody(RuleId rule, ExprId body);
   void SetRuleLookahead(RuleId rule, ExprId lookahead);
+  // Throws Error(kInvalidArgument) unless temperature is finite and >= 0 (or kNoTemperature).
+  void SetRuleTemperature(RuleId rule, float temperature);
   // Returns the id of the rule with this name, or -1.
   RuleId FindRule(const std::string& name) const;
 
