@@ -665,13 +665,75 @@ bool IsAssertedFormat(const std::string& f) {
   return kAsserted.count(f) > 0;
 }
 
-ExprId FormatContentExpr(Grammar* g, const std::string& f) {
-  ExprId decoded = FormatDecodedExpr(g, f);
-  if (decoded == kNoExpr) throw UnsupportedKeyword{"format", "format '" + f + "' is not enforced"};
-  // The format constrains the decoded string: every JSON spelling of it matches ("/\"" is
-  // the pointer /" and "\/" a "/").
-  return RegexToJsonContentAllSpellings(g, decoded);
-}
+namespace {
+
+// The minimal DFAs of the formats' JSON-string content, process-wide. A format's automaton
+// depends on the format alone (not on the schema, the options or a tokenizer), and building
+// one was most of a compile that uses it: the e-mail format's, with an IPv6 literal and every
+// escape spelling of each character, is about 2,000 states before minimisation and was built
+// again in every compile (the rule DFA cache is emptied with the cross-grammar cache). Only
+// asserted formats with an expression are stored, so the cache is bounded by that list.
+class FormatDfaCache {
+ public:
+  static FormatDfaCache& Global() {
+    static FormatDfaCache* cache = new FormatDfaCache();  // never destroyed: safe at exit
+    return *cache;
+  }
+
+  std::shared_ptr<const ByteDfaSpec> Get(const std::string& f) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = dfas_.find(f);
+      if (it != dfas_.end()) {
+        ++stats_.hits;
+        return it->second;
+      }
+    }
+    Grammar scratch;
+    ExprId decoded = FormatDecodedExpr(&scratch, f);
+    if (decoded == kNoExpr) throw UnsupportedKeyword{"format", "format '" + f + "' is not enforced"};
+    // The format constrains the decoded string: every JSON spelling of it matches ("/\"" is
+    // the pointer /" and "\/" a "/").
+    ExprId content = RegexToJsonContentAllSpellings(&scratch, decoded);
+    auto dfa = std::make_shared<const ByteDfaSpec>(TrimAndMinimize(ByteDfaOfExpr(scratch, content, kMaxFormatDfaStates)));
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.misses;
+    auto [it, added] = dfas_.emplace(f, dfa);  // a thread that built it meanwhile wins
+    if (added) stats_.bytes += SpecBytes(*dfa);
+    return it->second;
+  }
+
+  CacheStats Stats() {
+    std::lock_guard<std::mutex> lock(mu_);
+    CacheStats s = stats_;
+    s.entries = static_cast<int64_t>(dfas_.size());
+    return s;
+  }
+
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    dfas_.clear();
+    stats_ = CacheStats();
+  }
+
+ private:
+  // Far above any format's automaton (the largest, e-mail, is a few hundred states minimal).
+  static constexpr int64_t kMaxFormatDfaStates = 100000;
+
+  static int64_t SpecBytes(const ByteDfaSpec& d) {
+    int64_t n = static_cast<int64_t>(sizeof(ByteDfaSpec) + d.is_final.size());
+    for (const auto& e : d.edges) n += static_cast<int64_t>(sizeof(e) + e.size() * sizeof(ByteDfaEdge));
+    return n;
+  }
+
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const ByteDfaSpec>> dfas_;
+  CacheStats stats_;
+};
+
+}  // namespace
+
+ExprId FormatContentExpr(Grammar* g, const std::string& f) { return g->AddByteDfa(FormatDfaCache::Global().Get(f)); }
 
 // ---------------------------------------------------------------------------- regex mapping
 
@@ -818,6 +880,8 @@ bool CodepointLengthRange(const Grammar& g, ExprId e, int64_t* lo, int64_t* hi) 
 
 namespace xg2 {
 void ClearKeyExclusionCache() { jsonschema::KeyExclusionCache::Global().Clear(); }
+void ClearFormatDfaCache() { jsonschema::FormatDfaCache::Global().Clear(); }
+CacheStats FormatDfaCacheStats() { return jsonschema::FormatDfaCache::Global().Stats(); }
 CacheStats KeyExclusionCacheStats() { return jsonschema::KeyExclusionCache::Global().Stats(); }
 void SetKeyExclusionCacheLimit(int64_t bytes) { jsonschema::KeyExclusionCache::Global().SetLimit(bytes); }
 }  // namespace xg2
