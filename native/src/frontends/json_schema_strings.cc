@@ -117,10 +117,9 @@ ExprId HexValueTree(Grammar* g, const std::vector<CodepointRange>& values, int w
     }
     if (rest.empty()) continue;
     auto same = std::find_if(groups.begin(), groups.end(), [&](const auto& gr) {
-      return gr.first.size() == rest.size() && std::equal(rest.begin(), rest.end(), gr.first.begin(),
-                                                          [](const CodepointRange& x, const CodepointRange& y) {
-                                                            return x.lo == y.lo && x.hi == y.hi;
-                                                          });
+      return gr.first.size() == rest.size() &&
+             std::equal(rest.begin(), rest.end(), gr.first.begin(),
+                        [](const CodepointRange& x, const CodepointRange& y) { return x.lo == y.lo && x.hi == y.hi; });
     });
     if (same != groups.end()) {
       same->second |= 1u << d;
@@ -695,7 +694,8 @@ class FormatDfaCache {
     // The format constrains the decoded string: every JSON spelling of it matches ("/\"" is
     // the pointer /" and "\/" a "/").
     ExprId content = RegexToJsonContentAllSpellings(&scratch, decoded);
-    auto dfa = std::make_shared<const ByteDfaSpec>(TrimAndMinimize(ByteDfaOfExpr(scratch, content, kMaxFormatDfaStates)));
+    auto dfa =
+        std::make_shared<const ByteDfaSpec>(TrimAndMinimize(ByteDfaOfExpr(scratch, content, kMaxFormatDfaStates)));
     std::lock_guard<std::mutex> lock(mu_);
     ++stats_.misses;
     auto [it, added] = dfas_.emplace(f, dfa);  // a thread that built it meanwhile wins
