@@ -23,7 +23,7 @@ continues with the next schema.
 
     PYTHONPATH=. /work/venv-jsb-peers/bin/python benchmarks/maskbench.py --sample 20
     ... --limit 500 --engines xg2,xg2-eager,llguidance --json out.json
-    ... --tools50       # also the 50-tool structural tag of ../shared/bench (compile times)
+    ... --tools50       # also the 50-tool structural tag of ../shared/bench (time to first mask)
 """
 
 from __future__ import annotations
