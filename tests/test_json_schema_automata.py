@@ -103,6 +103,17 @@ def ecma(pattern: str) -> re.Pattern:
 
 @pytest.mark.parametrize("pattern,min_len,max_len", CASES + MULTI_CASES)
 def test_pattern_with_length_bounds_is_exact(compiler, pattern, min_len, max_len):
+    check_pattern_language(compiler, pattern, min_len, max_len)
+
+
+# Without bounds a pattern is mapped onto JSON string content node by node (no ByteDfa):
+# its character classes' \u escapes are one hex-digit tree per class, checked here.
+@pytest.mark.parametrize("pattern", list(dict.fromkeys(p for p, _, _ in CASES)))
+def test_pattern_without_bounds_is_exact(compiler, pattern):
+    check_pattern_language(compiler, pattern, 0, -1)
+
+
+def check_pattern_language(compiler, pattern, min_len, max_len):
     patterns = pattern if isinstance(pattern, tuple) else (pattern,)
     schema = {"type": "string", "allOf": [{"pattern": p} for p in patterns]}
     if min_len:

@@ -86,6 +86,7 @@ void BindGrammar(nb::module_& m) {
     PutCacheStats(d, "automaton_", s.automata);
     PutCacheStats(d, "suffix_", s.suffixes);
     PutCacheStats(d, "key_exclusion_", s.key_exclusion);
+    PutCacheStats(d, "format_dfa_", s.format_dfa);
     d["total_bytes"] = s.total_bytes();
     d["total_limit_bytes"] = s.total_limit_bytes();
     d["budget_bytes"] = s.budget_bytes;

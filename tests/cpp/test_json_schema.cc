@@ -253,12 +253,40 @@ void TestSchemaConversions() {
   }
 }
 
+// Formats lower to one process-wide minimal DFA each: a second conversion using the same
+// format is a cache hit and accepts the same texts, escape spellings included ("\u0040" is the
+// "@" of an address, "\u00E9" any letter case of the hex digits).
+void TestFormatDfaCache() {
+  Checker checker;
+  JsonSchemaOptions compact;
+  compact.any_whitespace = false;
+  ClearFormatDfaCache();
+  const std::string email = "{\"type\": \"string\", \"format\": \"email\"}";
+  const Texts ok{"\"a@b.c\"", "\"a\\u0040b.c\"", "\"x.y@[1.2.3.4]\"", "\"q@[IPv6:::1]\""};
+  const Texts bad{"\"a@\"", "\"@b\"", "\"a@b@c\"", "\"a\\u0020@b\""};
+  EXPECT_SCHEMA(email, ok, bad, compact);
+  CacheStats first = FormatDfaCacheStats();
+  CHECK_EQ(first.misses, 1);
+  CHECK_EQ(first.entries, 1);
+  EXPECT_SCHEMA(email, ok, bad, compact);
+  CacheStats second = FormatDfaCacheStats();
+  CHECK_EQ(second.misses, 1);
+  CHECK(second.hits >= first.hits + 1);
+  // A pattern class's \u escapes: one digit tree over every range of the class.
+  EXPECT_SCHEMA("{\"type\": \"string\", \"pattern\": \"^[a-cX\\u00e9\\u4e00-\\u4e0f]+$\"}",
+                (Texts{"\"abX\"", "\"\\u0061\\u00E9\\u00e9\"", "\"\\u4E0F\\u4e00\"", "\"\u00e9\""}),
+                (Texts{"\"d\"", "\"\\u0064\"", "\"\\u4e10\"", "\"\\u00ea\""}), compact);
+  EXPECT_SCHEMA_ERROR("{\"type\": \"string\", \"format\": \"regex\"}", "unsupported keyword 'format'");
+  CHECK_EQ(FormatDfaCacheStats().entries, 1);  // an unsupported format is not stored
+}
+
 }  // namespace
 
 int main() {
   TestJsonParserErrors();
   TestJsonParserValues();
   TestSchemaConversions();
+  TestFormatDfaCache();
   if (g_failures) {
     std::printf("%d check(s) failed\n", g_failures);
     return 1;

@@ -234,10 +234,60 @@ void CheckConstruction(std::mt19937& rng) {
   }
 }
 
+// Bodies "prefix, ByteDfa, suffix" (a string in a JSON Schema format; built by splicing the
+// automaton between the byte chains unless a final state has an edge on the suffix's first
+// byte) accept exactly prefix + a string of the automaton + suffix, minimised or not.
+void CheckSplicedByteDfa(std::mt19937& rng) {
+  ByteDfaSpec spec;
+  const int32_t n = 1 + static_cast<int32_t>(rng() % 4);
+  spec.is_final.resize(n);
+  spec.edges.resize(n);
+  for (int32_t s = 0; s < n; ++s) {
+    spec.is_final[s] = rng() % 2;
+    for (char c : {'a', 'b', 'c'})
+      if (rng() % 3) spec.edges[s].push_back({uint8_t(c), uint8_t(c), static_cast<int32_t>(rng() % n)});
+  }
+  const char* affixes[] = {"a", "c", "ab", "\"", "ca"};
+  const std::string pre = affixes[rng() % 5], post = affixes[rng() % 5];
+  Grammar g;
+  const ExprId body = g.AddSequence({g.AddBytes(pre), g.AddByteDfa(spec), g.AddBytes(post)});
+  std::vector<std::string> texts = {""};
+  for (size_t i = 0; i < texts.size() && texts[i].size() < 7; ++i)
+    for (char c : {'a', 'b', 'c', '"'}) texts.push_back(texts[i] + c);
+  auto in_spec = [&](const std::string& t) {
+    int32_t s = 0;
+    for (unsigned char c : t) {
+      int32_t next = -1;
+      for (const auto& x : spec.edges[s])
+        if (x.lo <= c && c <= x.hi) next = x.target;
+      if (next < 0) return false;
+      s = next;
+    }
+    return spec.is_final[s] != 0;
+  };
+  for (bool minimize : {false, true}) {
+    AutomatonLimits limits;
+    limits.minimize = minimize;
+    const RuleDfa d = BuildRuleDfa(g, body, limits);
+    for (const auto& t : texts) {
+      const bool want = t.size() >= pre.size() + post.size() && t.compare(0, pre.size(), pre) == 0 &&
+                        t.compare(t.size() - post.size(), post.size(), post) == 0 &&
+                        in_spec(t.substr(pre.size(), t.size() - pre.size() - post.size()));
+      if (DfaAccepts(d, t) != want) {
+        std::printf("spliced: \"%s\" accepted=%d expected=%d (pre \"%s\" post \"%s\")\n", t.c_str(), !want, want,
+                    pre.c_str(), post.c_str());
+        CHECK(false);
+        return;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
   std::mt19937 rng(12345);
+  for (int iter = 0; iter < 300 && !g_failures; ++iter) CheckSplicedByteDfa(rng);
   for (int iter = 0; iter < 600; ++iter) {
     const int shape = iter % 2;
     RuleDfa d = RandomDfa(rng, shape);

@@ -153,12 +153,15 @@ def cross_grammar_cache_stats() -> dict:
     cores, rule automata (the ``automaton_*`` keys; rules of the same shape are built once),
     pruned suffixes (the ``suffix_*`` keys; a core's uncertain token suffixes pruned by what
     may follow its rule, reused where another grammar has the same core and follow language)
-    and the JSON Schema front end's key-exclusion automata (``key_exclusion_*``).
+    and the JSON Schema front end's key-exclusion automata (``key_exclusion_*``), plus the
+    minimal automata of the JSON Schema formats (``format_dfa_*``: one per format at most,
+    built on first use, not counted in the totals and not emptied by
+    :func:`clear_cross_grammar_cache`, as they depend on the format alone).
 
     Returns:
         A dict with ``hits``, ``misses``, ``entries``, ``bytes``, ``limit_bytes`` and
         ``evictions`` of the mask pool, the same six keys prefixed ``automaton_``,
-        ``suffix_`` and ``key_exclusion_`` for the other caches, and ``total_bytes``,
+        ``suffix_``, ``key_exclusion_`` and ``format_dfa_`` for the other caches, and ``total_bytes``,
         ``total_limit_bytes`` and ``budget_bytes`` (the limit they were split from, see
         :func:`set_cross_grammar_cache_limit`). ``bytes`` count the entries and each
         cache's own tables. A :class:`GrammarCompiler`'s compiled grammars are counted by

@@ -940,6 +940,12 @@ RuleDfa MinimizeRuleDfa(const RuleDfa& dfa) {
 
 RuleDfa BuildRuleDfa(const Grammar& g, ExprId body, const AutomatonLimits& limits) {
   ScratchLease scratch;
+  constexpr int32_t kMaxStatesToMinimize = 1024;
+  RuleDfa spliced;
+  if (SplicedByteDfa(g, body, &spliced)) {
+    if (!limits.minimize || spliced.num_states() > kMaxStatesToMinimize) return spliced;
+    return Minimize(spliced, &scratch->minimize);
+  }
   NfaBuilder builder(g, limits, &scratch->lists);
   int32_t start = builder.NewState();
   int32_t final = builder.NewState();
@@ -950,7 +956,6 @@ RuleDfa BuildRuleDfa(const Grammar& g, ExprId body, const AutomatonLimits& limit
   RuleDfa dfa = subsets.Run(start);
   // Large DFAs (long unrolled repetitions) are kept as built, which is correct, only not
   // minimal; the cap bounds the minimisation's share of a compile.
-  constexpr int32_t kMaxStatesToMinimize = 1024;
   if (!limits.minimize || dfa.num_states() > kMaxStatesToMinimize) return dfa;
   return Minimize(dfa, &scratch->minimize);
 }

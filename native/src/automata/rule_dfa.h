@@ -108,6 +108,16 @@ inline RuleDfa DeadRuleDfa() {
 // are expanded.
 RuleDfa BuildRuleDfa(const Grammar& g, ExprId body, const AutomatonLimits& limits);
 
+// The DFA of a body "prefix bytes, a ByteDfa, suffix bytes" (a string in a JSON Schema
+// format: the quotes around the format's automaton) built by splicing, when no final state
+// of the automaton has an edge on the suffix's first byte (else false: the general path).
+// The automaton is already deterministic and minimal, so the Thompson NFA and subset
+// construction only rebuilt it (the e-mail format's ~2,000 states: most of a compile's rule
+// automaton time). States are numbered breadth first from the start, as the subset
+// construction numbers them.
+// BuildRuleDfa takes this path first.
+bool SplicedByteDfa(const Grammar& g, ExprId body, RuleDfa* out);
+
 // The minimal DFA of `dfa` (partition refinement with a worklist), states renumbered in BFS
 // order; unreachable states dropped.
 RuleDfa MinimizeRuleDfa(const RuleDfa& dfa);

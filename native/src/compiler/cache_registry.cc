@@ -42,6 +42,7 @@ CacheRegistryStats Stats() {
   s.automata = GetRuleDfaCacheStats();
   s.suffixes = FollowSuffixCache::Global().Stats();
   s.key_exclusion = KeyExclusionCacheStats();
+  s.format_dfa = FormatDfaCacheStats();
   s.budget_bytes = g_budget.load();
   return s;
 }

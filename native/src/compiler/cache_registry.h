@@ -21,6 +21,9 @@ struct CacheRegistryStats {
   CacheStats automata;       // rule DFAs (CachedRuleDfa)
   CacheStats suffixes;       // FollowSuffixCache
   CacheStats key_exclusion;  // JSON Schema key-exclusion automata
+  // The JSON Schema formats' automata: one per format at most, no byte budget and not
+  // emptied by Clear() (they depend on the format alone), so outside the totals below.
+  CacheStats format_dfa;
   int64_t budget_bytes = 0;  // the budget the limits were split from
   int64_t total_bytes() const { return masks.bytes + automata.bytes + suffixes.bytes + key_exclusion.bytes; }
   int64_t total_limit_bytes() const {

@@ -56,4 +56,10 @@ void ClearKeyExclusionCache();
 CacheStats KeyExclusionCacheStats();
 void SetKeyExclusionCacheLimit(int64_t bytes);  // 0 disables the cache
 
+// The minimal JSON-string-content DFAs of the asserted formats, built once per process (they
+// depend on the format alone; at most one per format, so not emptied with the cross-grammar
+// cache). Clearing is for tests and measurements of the first build.
+void ClearFormatDfaCache();
+CacheStats FormatDfaCacheStats();
+
 }  // namespace xg2

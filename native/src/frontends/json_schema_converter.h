@@ -220,6 +220,8 @@ class Converter {
   ExprId NumericExpr(const Merged& m, bool integer);
 
   ExprId PatternContent(const Ref& pat);
+  // FormatContentExpr(&g_, f) once per format and conversion (throws UnsupportedKeyword alike).
+  ExprId FormatContent(const std::string& f);
 
   // pattern + minLength/maxLength where the pattern is one character class repeated (e.g.
   // "^[a-z0-9_-]+$"): the bounds are intersected. kNoExpr when the pattern has another shape.
@@ -281,6 +283,11 @@ class Converter {
   // Text DFAs of the patterns and formats enum values are checked against, built once per
   // conversion (an enum of many strings beside one pattern); keyed by kind and text.
   std::map<std::pair<char, std::string>, ByteDfaSpec> value_dfas_;
+  // JSON-string content of each pattern and format lowered so far: a schema uses the same
+  // one at many nodes (an email per property and array item), and lowering a format (every
+  // escape spelling of its characters) cost more than the rest of the conversion. The grammar
+  // interns nodes, so a hit is the node a second lowering would return.
+  std::unordered_map<std::string, ExprId> pattern_contents_, format_contents_;
   int neg_depth_ = 0;
   std::string cur_ptr_;
   int rule_nesting_ = 0;  // ConjRule calls in progress

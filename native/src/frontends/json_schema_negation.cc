@@ -186,8 +186,7 @@ ExprId Converter::NegatedPatternString(const Merged& m) {
     }
     for (const auto& f : m.formats) {
       try {
-        parts.push_back(
-            TrimAndMinimize(ByteDfaOfExpr(g_, FormatContentExpr(&g_, f.v->as_string()), kMaxPatternDfaStates)));
+        parts.push_back(TrimAndMinimize(ByteDfaOfExpr(g_, FormatContent(f.v->as_string()), kMaxPatternDfaStates)));
       } catch (const UnsupportedKeyword& u) {
         Unsupported(u.keyword, f.ptr, u.detail);
         return kNoExpr;

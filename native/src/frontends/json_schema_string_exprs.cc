@@ -4,15 +4,27 @@
 namespace xg2::jsonschema {
 
 ExprId Converter::PatternContent(const Ref& pat) {
+  const std::string& text = pat.v->as_string();
+  auto hit = pattern_contents_.find(text);
+  if (hit != pattern_contents_.end()) return hit->second;
   try {
     RegexOptions ro;
     ro.search_semantics = true;
-    ExprId e = RegexToExpr(&g_, pat.v->as_string(), ro);
-    return RegexToJsonContent(&g_, e);
+    ExprId e = RegexToJsonContent(&g_, RegexToExpr(&g_, text, ro));
+    pattern_contents_.emplace(text, e);  // failures are not kept: each site reports its own
+    return e;
   } catch (const Error& e) {
     Unsupported("pattern", pat.ptr, e.what());
     return kNoExpr;
   }
+}
+
+ExprId Converter::FormatContent(const std::string& f) {
+  auto hit = format_contents_.find(f);
+  if (hit != format_contents_.end()) return hit->second;
+  ExprId e = FormatContentExpr(&g_, f);
+  format_contents_.emplace(f, e);
+  return e;
 }
 
 // pattern + minLength/maxLength where the pattern is one character class repeated (e.g.
@@ -58,7 +70,7 @@ ExprId Converter::LengthBoundedPattern(const std::vector<Ref>& pats, const std::
   }
   for (const auto& f : formats) {
     try {
-      contents.push_back(FormatContentExpr(&g_, f.v->as_string()));
+      contents.push_back(FormatContent(f.v->as_string()));
     } catch (const UnsupportedKeyword& u) {
       Unsupported(u.keyword, f.ptr, u.detail);
       return kNoExpr;
@@ -159,7 +171,7 @@ ExprId Converter::StringExpr(const Merged& m) {
   }
   for (const auto& f : m.formats) {
     try {
-      contents.push_back(FormatContentExpr(&g_, f.v->as_string()));
+      contents.push_back(FormatContent(f.v->as_string()));
     } catch (const UnsupportedKeyword& u) {
       Unsupported(u.keyword, f.ptr, u.detail);
     }

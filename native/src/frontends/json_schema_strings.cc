@@ -84,17 +84,68 @@ const char* ShortEscape(uint32_t cp) {
   return nullptr;
 }
 
-// "\u" escapes (surrogate pairs above U+FFFF) of the code points in [lo, hi].
-void AddUnicodeEscapes(Grammar* g, uint32_t lo, uint32_t hi, std::vector<ExprId>* alts) {
-  auto bmp = [&](uint32_t a, uint32_t b) {
-    if (a > b) return;
-    alts->push_back(g->AddSequence({Lit(g, "\\u"), HexFixedRange(g, a, b, 4)}));
-  };
-  if (lo <= 0xFFFF) {
-    uint32_t b = std::min<uint32_t>(hi, 0xFFFF);
-    if (lo < 0xD800) bmp(lo, std::min<uint32_t>(b, 0xD7FF));
-    if (b > 0xDFFF) bmp(std::max<uint32_t>(lo, 0xE000), b);
+// One hex digit, either letter case, of the digit values set in `digits` (bit v: value v).
+ExprId HexDigitSet(Grammar* g, uint32_t digits) {
+  static const char* kLower = "0123456789abcdef";
+  static const char* kUpper = "0123456789ABCDEF";
+  std::vector<CodepointRange> r;
+  for (int v = 0; v < 16; ++v) {
+    if (!(digits >> v & 1)) continue;
+    r.push_back({uint32_t(kLower[v]), uint32_t(kLower[v])});
+    if (v >= 10) r.push_back({uint32_t(kUpper[v]), uint32_t(kUpper[v])});
   }
+  if (r.size() == 1) return Lit(g, std::string(1, char(r[0].lo)));
+  return Cls(g, std::move(r));
+}
+
+// Exactly `width` hex digits whose value is in one of `values` (sorted, disjoint, each
+// below 16^width), as one digit tree: the first digits whose remaining values are alike
+// share a branch. One tree for a whole character class: an alternative per range (the
+// nine of an e-mail atext class) repeated "\u" and the digit prefixes common to them.
+ExprId HexValueTree(Grammar* g, const std::vector<CodepointRange>& values, int width) {
+  if (width == 0) return g->AddEmpty();
+  const uint32_t p = 1u << (4 * (width - 1));
+  if (values.size() == 1 && values[0].lo == 0 && values[0].hi == 16 * p - 1) return HexN(g, width);
+  // Values under each first digit, shifted below p; digits with equal remainders grouped.
+  std::vector<std::pair<std::vector<CodepointRange>, uint32_t>> groups;  // remainder, digit set
+  for (uint32_t d = 0; d < 16; ++d) {
+    std::vector<CodepointRange> rest;
+    const uint32_t base = d * p;
+    for (const auto& r : values) {
+      const uint32_t lo = std::max(r.lo, base), hi = std::min(r.hi, base + p - 1);
+      if (lo <= hi) rest.push_back({lo - base, hi - base});
+    }
+    if (rest.empty()) continue;
+    auto same = std::find_if(groups.begin(), groups.end(), [&](const auto& gr) {
+      return gr.first.size() == rest.size() &&
+             std::equal(rest.begin(), rest.end(), gr.first.begin(),
+                        [](const CodepointRange& x, const CodepointRange& y) { return x.lo == y.lo && x.hi == y.hi; });
+    });
+    if (same != groups.end()) {
+      same->second |= 1u << d;
+    } else {
+      groups.emplace_back(std::move(rest), 1u << d);
+    }
+  }
+  std::vector<ExprId> alts;
+  for (const auto& [rest, digits] : groups)
+    alts.push_back(g->AddSequence({HexDigitSet(g, digits), HexValueTree(g, rest, width - 1)}));
+  return alts.size() == 1 ? alts[0] : g->AddChoice(alts);
+}
+
+// "\u" escapes of the BMP code points of `ranges` (sorted, merged, no surrogates): one
+// "\u" and one digit tree for the whole class.
+void AddBmpEscapes(Grammar* g, const std::vector<CodepointRange>& ranges, std::vector<ExprId>* alts) {
+  std::vector<CodepointRange> bmp;
+  for (const auto& r : ranges) {
+    if (r.lo > 0xFFFF) break;
+    bmp.push_back({r.lo, std::min<uint32_t>(r.hi, 0xFFFF)});
+  }
+  if (!bmp.empty()) alts->push_back(g->AddSequence({Lit(g, "\\u"), HexValueTree(g, bmp, 4)}));
+}
+
+// "\u" surrogate-pair escapes of the code points above U+FFFF in [lo, hi].
+void AddSurrogatePairEscapes(Grammar* g, uint32_t lo, uint32_t hi, std::vector<ExprId>* alts) {
   if (hi >= 0x10000) {
     uint32_t a = std::max<uint32_t>(lo, 0x10000);
     uint32_t ha = 0xD800 + ((a - 0x10000) >> 10), hb = 0xD800 + ((hi - 0x10000) >> 10);
@@ -126,8 +177,9 @@ ExprId EncodedClass(Grammar* g, const std::vector<CodepointRange>& ranges) {
                        uint32_t('\r'), uint32_t('\t')}) {
       if (c >= r.lo && c <= r.hi) alts.push_back(Lit(g, ShortEscape(c)));
     }
-    AddUnicodeEscapes(g, r.lo, r.hi, &alts);
+    AddSurrogatePairEscapes(g, r.lo, r.hi, &alts);
   }
+  AddBmpEscapes(g, ranges, &alts);
   if (!raw.empty()) alts.insert(alts.begin(), Cls(g, raw));
   if (alts.empty()) return g->AddChoice({});
   return alts.size() == 1 ? alts[0] : g->AddChoice(alts);
@@ -239,7 +291,7 @@ ExprId KeyCharSpellings(Grammar* g, uint32_t cp) {
     alts.push_back(Lit(g, enc));
   }
   if (const char* e = ShortEscape(cp)) alts.push_back(Lit(g, e));
-  if (cp < 0x20 && !ShortEscape(cp)) AddUnicodeEscapes(g, cp, cp, &alts);
+  if (cp < 0x20 && !ShortEscape(cp)) AddBmpEscapes(g, {{cp, cp}}, &alts);
   return alts.size() == 1 ? alts[0] : g->AddChoice(alts);
 }
 
@@ -612,13 +664,76 @@ bool IsAssertedFormat(const std::string& f) {
   return kAsserted.count(f) > 0;
 }
 
-ExprId FormatContentExpr(Grammar* g, const std::string& f) {
-  ExprId decoded = FormatDecodedExpr(g, f);
-  if (decoded == kNoExpr) throw UnsupportedKeyword{"format", "format '" + f + "' is not enforced"};
-  // The format constrains the decoded string: every JSON spelling of it matches ("/\"" is
-  // the pointer /" and "\/" a "/").
-  return RegexToJsonContentAllSpellings(g, decoded);
-}
+namespace {
+
+// The minimal DFAs of the formats' JSON-string content, process-wide. A format's automaton
+// depends on the format alone (not on the schema, the options or a tokenizer), and building
+// one was most of a compile that uses it: the e-mail format's, with an IPv6 literal and every
+// escape spelling of each character, is about 2,000 states before minimisation and was built
+// again in every compile (the rule DFA cache is emptied with the cross-grammar cache). Only
+// asserted formats with an expression are stored, so the cache is bounded by that list.
+class FormatDfaCache {
+ public:
+  static FormatDfaCache& Global() {
+    static FormatDfaCache* cache = new FormatDfaCache();  // never destroyed: safe at exit
+    return *cache;
+  }
+
+  std::shared_ptr<const ByteDfaSpec> Get(const std::string& f) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto it = dfas_.find(f);
+      if (it != dfas_.end()) {
+        ++stats_.hits;
+        return it->second;
+      }
+    }
+    Grammar scratch;
+    ExprId decoded = FormatDecodedExpr(&scratch, f);
+    if (decoded == kNoExpr) throw UnsupportedKeyword{"format", "format '" + f + "' is not enforced"};
+    // The format constrains the decoded string: every JSON spelling of it matches ("/\"" is
+    // the pointer /" and "\/" a "/").
+    ExprId content = RegexToJsonContentAllSpellings(&scratch, decoded);
+    auto dfa =
+        std::make_shared<const ByteDfaSpec>(TrimAndMinimize(ByteDfaOfExpr(scratch, content, kMaxFormatDfaStates)));
+    std::lock_guard<std::mutex> lock(mu_);
+    ++stats_.misses;
+    auto [it, added] = dfas_.emplace(f, dfa);  // a thread that built it meanwhile wins
+    if (added) stats_.bytes += SpecBytes(*dfa);
+    return it->second;
+  }
+
+  CacheStats Stats() {
+    std::lock_guard<std::mutex> lock(mu_);
+    CacheStats s = stats_;
+    s.entries = static_cast<int64_t>(dfas_.size());
+    return s;
+  }
+
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    dfas_.clear();
+    stats_ = CacheStats();
+  }
+
+ private:
+  // Far above any format's automaton (the largest, e-mail, is a few hundred states minimal).
+  static constexpr int64_t kMaxFormatDfaStates = 100000;
+
+  static int64_t SpecBytes(const ByteDfaSpec& d) {
+    int64_t n = static_cast<int64_t>(sizeof(ByteDfaSpec) + d.is_final.size());
+    for (const auto& e : d.edges) n += static_cast<int64_t>(sizeof(e) + e.size() * sizeof(ByteDfaEdge));
+    return n;
+  }
+
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<const ByteDfaSpec>> dfas_;
+  CacheStats stats_;
+};
+
+}  // namespace
+
+ExprId FormatContentExpr(Grammar* g, const std::string& f) { return g->AddByteDfa(FormatDfaCache::Global().Get(f)); }
 
 // ---------------------------------------------------------------------------- regex mapping
 
@@ -628,8 +743,32 @@ struct RegexMapper {
   Grammar* g;
   std::unordered_map<RuleId, RuleId> rules;
   bool all_spellings = false;
+  // Mapped node of each regex node already mapped: the regex is a DAG (the grammar interns
+  // equal nodes, so e.g. the nine ls32 of an ipv6 share one IPv4 node), and a tree walk
+  // mapped each shared node once per path (the email format's IPv6 literal many times over).
+  // Nodes are interned, so the memo returns the node the walk would build again; subtrees
+  // with a rule reference are not memoised (each reference site stays its own node).
+  std::unordered_map<ExprId, ExprId> mapped;
 
   ExprId Map(ExprId id) {
+    bool has_ref = false;
+    return Map(id, &has_ref);
+  }
+
+  ExprId Map(ExprId id, bool* has_ref) {
+    auto hit = mapped.find(id);
+    if (hit != mapped.end()) return hit->second;
+    bool ref_below = false;
+    ExprId out = MapNode(id, &ref_below);
+    if (ref_below) {
+      *has_ref = true;
+    } else {
+      mapped.emplace(id, out);
+    }
+    return out;
+  }
+
+  ExprId MapNode(ExprId id, bool* has_ref) {
     Expr e = g->expr(id);  // copy: the arena grows below
     switch (e.kind) {
       case ExprKind::kEmpty: return g->AddEmpty();
@@ -642,16 +781,17 @@ struct RegexMapper {
       case ExprKind::kSequence:
       case ExprKind::kChoice: {
         std::vector<ExprId> kids;
-        for (ExprId c : e.children) kids.push_back(Map(c));
+        for (ExprId c : e.children) kids.push_back(Map(c, has_ref));
         return e.kind == ExprKind::kSequence ? g->AddSequence(kids) : g->AddChoice(kids);
       }
-      case ExprKind::kRepeat: return g->AddRepeat(Map(e.children[0]), e.min, e.max);
+      case ExprKind::kRepeat: return g->AddRepeat(Map(e.children[0], has_ref), e.min, e.max);
       case ExprKind::kTagDispatch:  // regexes never produce one
       case ExprKind::kByteDfa:
       case ExprKind::kAnyOrder:
         throw Error(ErrorKind::kGrammarSemantic,
                     "a TagDispatch, ByteDfa or AnyOrder cannot be mapped into a JSON string");
       case ExprKind::kRuleRef: {
+        *has_ref = true;
         auto it = rules.find(e.rule);
         if (it != rules.end()) return g->AddRuleRef(it->second);
         RuleId r = g->DeclareRule(g->rule(e.rule).name + "_json");
@@ -668,12 +808,12 @@ struct RegexMapper {
 }  // namespace
 
 ExprId RegexToJsonContent(Grammar* g, ExprId regex_expr) {
-  RegexMapper m{g, {}};
+  RegexMapper m{g, {}, false, {}};
   return m.Map(regex_expr);
 }
 
 ExprId RegexToJsonContentAllSpellings(Grammar* g, ExprId regex_expr) {
-  RegexMapper m{g, {}, true};
+  RegexMapper m{g, {}, true, {}};
   return m.Map(regex_expr);
 }
 
@@ -740,6 +880,8 @@ bool CodepointLengthRange(const Grammar& g, ExprId e, int64_t* lo, int64_t* hi) 
 
 namespace xg2 {
 void ClearKeyExclusionCache() { jsonschema::KeyExclusionCache::Global().Clear(); }
+void ClearFormatDfaCache() { jsonschema::FormatDfaCache::Global().Clear(); }
+CacheStats FormatDfaCacheStats() { return jsonschema::FormatDfaCache::Global().Stats(); }
 CacheStats KeyExclusionCacheStats() { return jsonschema::KeyExclusionCache::Global().Stats(); }
 void SetKeyExclusionCacheLimit(int64_t bytes) { jsonschema::KeyExclusionCache::Global().SetLimit(bytes); }
 }  // namespace xg2
