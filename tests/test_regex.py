@@ -297,6 +297,15 @@ def test_syntax_errors(pattern, column, needle):
     assert needle in str(info.value)
 
 
+def test_anchored_patterns_stay_bounded():
+    # Composition around anchors nests expressions: past a budget it is a typed limit, never a
+    # deep recursion later; anchor-free runs and alternatives stay flat.
+    with pytest.raises(xg.LimitExceededError, match="anchors"):
+        xg.Grammar.from_regex("(a|^)" * 50000)
+    xg.Grammar.from_regex("(^|" + "a|" * 50000 + "b)")
+    xg.Grammar.from_regex("^" + "a" * 100000 + "(a|$)")
+
+
 def test_limits():
     with pytest.raises(xg.LimitExceededError):
         xg.Grammar.from_regex("a{100001}")

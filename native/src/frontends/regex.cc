@@ -289,16 +289,28 @@ class RegexParser {
 
   // The anchored parse (HasInnerAnchors): terms compose by their anchors' assertions.
   AnchoredLanguage ParseAnchoredDisjunction() {
-    AnchoredLanguage out = ParseAnchoredAlternative();
+    std::vector<AnchoredLanguage> alternatives{ParseAnchoredAlternative()};
     while (Peek() == '|') {
       ++pos_;
-      out = AnchoredLanguage::Union(g_, out, ParseAnchoredAlternative());
+      alternatives.push_back(ParseAnchoredAlternative());
     }
-    return out;
+    return alternatives.size() == 1 ? alternatives[0] : AnchoredLanguage::Union(g_, alternatives);
   }
 
   AnchoredLanguage ParseAnchoredAlternative() {
     AnchoredLanguage seq = AnchoredLanguage::Plain(g_->AddEmpty(), true);
+    std::vector<ExprId> run;  // anchor-free terms since the last anchored one: one flat sequence
+    bool run_nullable = true;
+    bool seq_empty = true;  // nothing composed yet: the first run is the sequence itself
+    auto flush = [&]() {
+      if (run.empty()) return;
+      ExprId flat = run.size() == 1 ? run[0] : g_->AddSequence(std::move(run));
+      AnchoredLanguage plain = AnchoredLanguage::Plain(flat, run_nullable);
+      seq = seq_empty ? plain : AnchoredLanguage::Concat(g_, seq, plain, &budget_);
+      seq_empty = false;
+      run.clear();
+      run_nullable = true;
+    };
     while (!AtEnd() && Peek() != '|' && Peek() != ')') {
       const size_t at = pos_;
       uint32_t c = Peek();
@@ -319,11 +331,19 @@ class RegexParser {
         }
         int64_t min = 1, max = 1;
         if (ParseQuantifier(&min, &max)) {
-          term = AnchoredLanguage::Repeat(g_, term, min, max, kMaxAnchoredUnroll, static_cast<int>(at) + 1);
+          term = AnchoredLanguage::Repeat(g_, term, min, max, kMaxAnchoredUnroll, static_cast<int>(at) + 1, &budget_);
         }
       }
-      seq = AnchoredLanguage::Concat(g_, seq, term);
+      if (!term.HasAnchors() && term.at(0, 0) != kNoExpr) {
+        run.push_back(term.at(0, 0));
+        run_nullable = run_nullable && term.nullable(0, 0);
+        continue;
+      }
+      flush();
+      seq = seq_empty ? term : AnchoredLanguage::Concat(g_, seq, term, &budget_);
+      seq_empty = false;
     }
+    flush();
     return seq;
   }
 
@@ -606,6 +626,7 @@ class RegexParser {
   size_t pos_ = 0;
   int depth_ = 0;
   bool inner_anchors_ = false;  // the pattern has anchors the plain parse does not take
+  AnchoredLanguage::Budget budget_;
 };
 
 }  // namespace

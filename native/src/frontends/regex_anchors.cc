@@ -50,7 +50,15 @@ void AnchoredLanguage::Add(Grammar* g, int s, int e, ExprId expr, bool nullable)
   nullable_[s][e] = nullable_[s][e] || nullable;
 }
 
-AnchoredLanguage AnchoredLanguage::Concat(Grammar* g, const AnchoredLanguage& first, const AnchoredLanguage& second) {
+void AnchoredLanguage::Spend(Budget* budget) {
+  if (--budget->compositions_left < 0) {
+    throw Error(ErrorKind::kLimitExceeded, "regex: too many terms composed around anchors (over 1024)");
+  }
+}
+
+AnchoredLanguage AnchoredLanguage::Concat(Grammar* g, const AnchoredLanguage& first, const AnchoredLanguage& second,
+                                          Budget* budget) {
+  Spend(budget);
   AnchoredLanguage out;
   for (int a = 0; a < 2; ++a) {
     for (int b = 0; b < 2; ++b) {
@@ -75,18 +83,24 @@ AnchoredLanguage AnchoredLanguage::Concat(Grammar* g, const AnchoredLanguage& fi
   return out;
 }
 
-AnchoredLanguage AnchoredLanguage::Union(Grammar* g, const AnchoredLanguage& a, const AnchoredLanguage& b) {
-  AnchoredLanguage out = a;
+AnchoredLanguage AnchoredLanguage::Union(Grammar* g, const std::vector<AnchoredLanguage>& alternatives) {
+  AnchoredLanguage out;
   for (int s = 0; s < 2; ++s) {
     for (int e = 0; e < 2; ++e) {
-      if (b.lang_[s][e] != kNoExpr) out.Add(g, s, e, b.lang_[s][e], b.nullable_[s][e]);
+      std::vector<ExprId> parts;
+      for (const AnchoredLanguage& a : alternatives) {
+        if (a.lang_[s][e] == kNoExpr) continue;
+        parts.push_back(a.lang_[s][e]);
+        out.nullable_[s][e] = out.nullable_[s][e] || a.nullable_[s][e];
+      }
+      if (!parts.empty()) out.lang_[s][e] = parts.size() == 1 ? parts[0] : g->AddChoice(std::move(parts));
     }
   }
   return out;
 }
 
 AnchoredLanguage AnchoredLanguage::Repeat(Grammar* g, const AnchoredLanguage& body, int64_t min, int64_t max,
-                                          int max_unrolled, int column) {
+                                          int max_unrolled, int column, Budget* budget) {
   if (!body.HasAnchors()) {
     ExprId plain = body.lang_[0][0];
     if (plain == kNoExpr) return min == 0 ? Plain(g->AddEmpty(), true) : AnchoredLanguage();
@@ -96,7 +110,7 @@ AnchoredLanguage AnchoredLanguage::Repeat(Grammar* g, const AnchoredLanguage& bo
   if (copies > max_unrolled)
     throw SyntaxError("anchor under a repetition bound over " + std::to_string(max_unrolled), 1, column);
   AnchoredLanguage out = Plain(g->AddEmpty(), true);
-  for (int64_t i = 0; i < min; ++i) out = Concat(g, out, body);
+  for (int64_t i = 0; i < min; ++i) out = Concat(g, out, body, budget);
   if (max == kUnbounded) {
     // body*: the anchor-free iterations repeat freely; a '^' iteration comes first among the
     // consuming ones and a '$' iteration last.
@@ -108,14 +122,12 @@ AnchoredLanguage AnchoredLanguage::Repeat(Grammar* g, const AnchoredLanguage& bo
     start.lang_[1][0] = body.lang_[1][0], start.nullable_[1][0] = body.nullable_[1][0];
     end.lang_[0][1] = body.lang_[0][1], end.nullable_[0][1] = body.nullable_[0][1];
     both.lang_[1][1] = body.lang_[1][1], both.nullable_[1][1] = body.nullable_[1][1];
-    star = Union(g, star, Concat(g, start, tail));
-    star = Union(g, star, Concat(g, tail, end));
-    star = Union(g, star, both);
-    star = Union(g, star, Concat(g, Concat(g, start, tail), end));
-    return Concat(g, out, star);
+    AnchoredLanguage start_tail = Concat(g, start, tail, budget);
+    star = Union(g, {star, start_tail, Concat(g, tail, end, budget), both, Concat(g, start_tail, end, budget)});
+    return Concat(g, out, star, budget);
   }
-  AnchoredLanguage optional = Union(g, body, Plain(g->AddEmpty(), true));
-  for (int64_t i = min; i < max; ++i) out = Concat(g, out, optional);
+  AnchoredLanguage optional = Union(g, {body, Plain(g->AddEmpty(), true)});
+  for (int64_t i = min; i < max; ++i) out = Concat(g, out, optional, budget);
   return out;
 }
 

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "xg2/grammar.h"
 
@@ -26,15 +27,22 @@ class AnchoredLanguage {
   ExprId at(int s, int e) const { return lang_[s][e]; }
   bool nullable(int s, int e) const { return nullable_[s][e]; }
 
+  // Bounds the compositions of one pattern, so that the expressions they nest stay shallow
+  // (each composition nests one level); past it Error(kLimitExceeded).
+  struct Budget {
+    int compositions_left = 1024;
+  };
+
   // Paths of `first` then `second`.
-  static AnchoredLanguage Concat(Grammar* g, const AnchoredLanguage& first, const AnchoredLanguage& second);
-  // Paths of either.
-  static AnchoredLanguage Union(Grammar* g, const AnchoredLanguage& a, const AnchoredLanguage& b);
+  static AnchoredLanguage Concat(Grammar* g, const AnchoredLanguage& first, const AnchoredLanguage& second,
+                                 Budget* budget);
+  // Paths of any of them (one flat choice per anchor combination).
+  static AnchoredLanguage Union(Grammar* g, const std::vector<AnchoredLanguage>& alternatives);
   // `body` repeated min..max times (max == kUnbounded: no bound); a body with anchors unrolls
   // min copies (and max - min optional ones), so a bound over `max_unrolled` throws
   // SyntaxError at column `column`.
   static AnchoredLanguage Repeat(Grammar* g, const AnchoredLanguage& body, int64_t min, int64_t max, int max_unrolled,
-                                 int column);
+                                 int column, Budget* budget);
 
   // The strings the whole pattern matches: with search semantics, unanchored sides may be
   // surrounded by any text (`any` matches any string).
@@ -42,6 +50,7 @@ class AnchoredLanguage {
 
  private:
   void Add(Grammar* g, int s, int e, ExprId expr, bool nullable);
+  static void Spend(Budget* budget);
 
   ExprId lang_[2][2] = {{kNoExpr, kNoExpr}, {kNoExpr, kNoExpr}};
   bool nullable_[2][2] = {{false, false}, {false, false}};
