@@ -2,6 +2,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <thread>
 
 #include "grammar/expr_hash.h"
@@ -157,6 +158,10 @@ GrammarCompiler::GrammarCompiler(std::shared_ptr<const TokenizerInfo> tokenizer,
   // may run out of memory (a thread then fails to start, and the pool has fewer workers).
   ThreadPool::Default();
   ThreadPool::Background();
+  // The same for the calling thread, which compiles and fills masks: glibc allocates the C++
+  // runtime's thread-local exception state on first use and aborts if it cannot, which would
+  // be this thread's first exception (std::bad_alloc under a memory limit, say).
+  (void)std::uncaught_exceptions();
 }
 
 std::shared_ptr<CompiledGrammar> GrammarCompiler::Compile(const Grammar& grammar, const CompileOptions& options) {
