@@ -298,7 +298,7 @@ class RegexParser {
   }
 
   AnchoredLanguage ParseAnchoredAlternative() {
-    AnchoredLanguage seq = AnchoredLanguage::Plain(g_->AddEmpty(), true);
+    AnchoredLanguage seq;
     std::vector<ExprId> run;  // anchor-free terms since the last anchored one: one flat sequence
     bool run_nullable = true;
     bool seq_empty = true;  // nothing composed yet: the first run is the sequence itself
@@ -344,7 +344,7 @@ class RegexParser {
       seq_empty = false;
     }
     flush();
-    return seq;
+    return seq_empty ? AnchoredLanguage::Plain(g_->AddEmpty(), true) : seq;  // no terms: the empty string
   }
 
   // Parses `{n}`, `{n,}` or `{n,m}` starting at `at` (which holds '{'); digits saturate.
