@@ -8,6 +8,7 @@
 #include "grammar/expr_hash.h"
 #include "matcher/active_temperature.h"
 #include "support/thread_pool.h"
+#include "support/thread_state.h"
 #include "xg2/errors.h"
 
 namespace xg2 {
@@ -158,10 +159,8 @@ GrammarCompiler::GrammarCompiler(std::shared_ptr<const TokenizerInfo> tokenizer,
   // may run out of memory (a thread then fails to start, and the pool has fewer workers).
   ThreadPool::Default();
   ThreadPool::Background();
-  // The same for the calling thread, which compiles and fills masks: glibc allocates the C++
-  // runtime's thread-local exception state on first use and aborts if it cannot, which would
-  // be this thread's first exception (std::bad_alloc under a memory limit, say).
-  (void)std::uncaught_exceptions();
+  // The same for the calling thread, which compiles and fills masks.
+  PrepareThreadForExceptions();
 }
 
 std::shared_ptr<CompiledGrammar> GrammarCompiler::Compile(const Grammar& grammar, const CompileOptions& options) {

@@ -302,7 +302,13 @@ TokenMaskEntry TokenMaskCache::FinishFromCore(std::shared_ptr<const MaskCore> co
   if (core->dead_nodes.empty() || !pooled_suffixes) return FinishEntry(std::move(core), automaton_, *tokenizer_, rule);
   // The pruned suffixes from the pool when another grammar had this core under the same
   // follow language.
-  std::call_once(follow_once_, [this] { follow_fingerprints_ = ComputeFollowFingerprints(*automaton_, rule_hashes_); });
+  if (!follow_ready_.load(std::memory_order_acquire)) {
+    std::lock_guard<std::mutex> lock(follow_mu_);
+    if (!follow_ready_.load(std::memory_order_relaxed)) {
+      follow_fingerprints_ = ComputeFollowFingerprints(*automaton_, rule_hashes_);  // may throw: retried next time
+      follow_ready_.store(true, std::memory_order_release);
+    }
+  }
   const Hash128 follow = follow_fingerprints_.empty() ? Hash128{} : follow_fingerprints_[rule];
   if (follow == Hash128{}) return FinishEntry(std::move(core), automaton_, *tokenizer_, rule);
   Hasher h;

@@ -141,7 +141,12 @@ class TokenMaskCache {
   RuleHashes rule_hashes_;
   // Follow fingerprints per rule (ComputeFollowFingerprints), made on the first entry that
   // has uncertain suffixes; empty or zero where none.
-  std::once_flag follow_once_;
+  // A mutex and a flag, not std::call_once: libstdc++'s call_once keeps its callable in
+  // dynamically allocated thread-local storage and lets exceptions unwind through glibc's
+  // pthread_once; under a memory limit either one aborts the process (glibc cannot allocate
+  // the thread-local block, or cannot load the unwinder for pthread_once's frame).
+  std::mutex follow_mu_;
+  std::atomic<bool> follow_ready_{false};
   std::vector<Hash128> follow_fingerprints_;
   std::unique_ptr<SubtreeMemo> memo_;
   // Entries of states inside counted loops, keyed by (state, loop context).

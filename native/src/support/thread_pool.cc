@@ -8,6 +8,8 @@
 #include <exception>
 #include <new>
 
+#include "support/thread_state.h"
+
 namespace xg2 {
 
 // One ParallelFor call. Shared by the caller and the tickets in the queue, so a worker that
@@ -56,6 +58,10 @@ ThreadPool::ThreadPool(int num_threads, bool batch) : batch_(batch) {
     // std::system_error (no thread could start) or std::bad_alloc: keep the workers that
     // started; unwinding would destroy joinable threads, which ends the process.
   }
+  // Each worker's thread-local setup happens now, while memory is plentiful, not on its first
+  // job (see WorkerLoop): a caller may lower the memory limit right after this returns.
+  std::unique_lock<std::mutex> lock(mu_);
+  started_cv_.wait(lock, [this] { return started_ == workers_.size(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -68,10 +74,12 @@ ThreadPool::~ThreadPool() {
 }
 
 void ThreadPool::WorkerLoop() {
-  // Touch the C++ runtime's thread-local exception state now, while memory is plentiful:
-  // glibc allocates it on first use and aborts the process if it cannot, which would be the
-  // first exception thrown on this thread (std::bad_alloc, say).
-  (void)std::uncaught_exceptions();
+  PrepareThreadForExceptions();
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++started_;
+  }
+  started_cv_.notify_all();
 #ifdef __linux__
   if (batch_) {
     // Best effort. Not a lower nice value: a background build takes the shared caches'

@@ -66,6 +66,9 @@ class ThreadPool {
   std::deque<std::shared_ptr<Job>> tickets_;
   bool stop_ = false;
   bool batch_ = false;
+  // Workers that have set up their thread-local state; the constructor waits for all of them.
+  size_t started_ = 0;
+  std::condition_variable started_cv_;
   std::vector<std::thread> workers_;
 };
 
