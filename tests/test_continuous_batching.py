@@ -234,3 +234,26 @@ def test_loop_default_and_given_compilers(stack):
     finally:
         default.close()
         given.close()
+
+
+def test_rule_temperatures_replace_the_request_temperature(stack):
+    """A rule's ``[temperature=0]`` makes its span greedy in a hot request (temperature 5,
+    any seed), and the request's own temperature applies outside it."""
+    lm, tok_info, _, _, compiler = stack
+    body = '[a-z]{1,6} " " [a-z]{1,6} "."'
+    greedy_rule = xg.Grammar.from_ebnf(f"root ::= word\nword[temperature=0] ::= {body}")
+    plain = xg.Grammar.from_ebnf(f"root ::= {body}")
+    assert compiler.compile_grammar(greedy_rule).has_rule_temperatures
+    assert not compiler.compile_grammar(plain).has_rule_temperatures
+    prompt = [50256, 1212, 318]
+    hot = [xg.Request(prompt, grammar=greedy_rule, max_tokens=24, temperature=5.0, seed=s)
+           for s in range(4)]
+    greedy = xg.Request(prompt, grammar=plain, max_tokens=24, temperature=0.0)
+    outs = xg.generate_requests(lm, tok_info, hot + [greedy], num_slots=5, max_length=128,
+                                compiler=compiler)
+    assert all(o.finish_reason == "stop" for o in outs), [o.error for o in outs]
+    assert all(o.tokens == outs[-1].tokens for o in outs[:-1])
+    # The same hot requests without the rule's temperature are sampled hot.
+    free = [xg.Request(prompt, grammar=plain, max_tokens=24, temperature=5.0, seed=s) for s in range(4)]
+    sampled = xg.generate_requests(lm, tok_info, free, num_slots=4, max_length=128, compiler=compiler)
+    assert len({tuple(o.tokens) for o in sampled}) > 1

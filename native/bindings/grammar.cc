@@ -48,6 +48,7 @@ void BindGrammar(nb::module_& m) {
       .def_prop_ro("grammar", [](const CompiledGrammar& c) { return c.grammar(); })
       .def_prop_ro("memory_size_bytes", &CompiledGrammar::MemoryBytes)
       .def_prop_ro("num_states", [](const CompiledGrammar& c) { return c.automaton()->num_states(); })
+      .def_prop_ro("has_rule_temperatures", [](const CompiledGrammar& c) { return !c.rule_temperatures().empty(); })
       .def_prop_ro("num_scannable_states",
                    [](const CompiledGrammar& c) {
                      const auto& a = *c.automaton();

@@ -45,6 +45,21 @@ class CompiledGrammar:
         return self._handle.num_states
 
     @property
+    def has_rule_temperatures(self) -> bool:
+        """Whether a rule of the grammar carries a sampling temperature (``[temperature=T]``),
+        so that :attr:`GrammarMatcher.temperature` can differ from its default.
+
+        Example:
+            >>> from xg2_jax import TokenizerInfo, GrammarCompiler
+            >>> compiler = GrammarCompiler(TokenizerInfo(["a", "b"]))
+            >>> compiler.compile_grammar('root ::= "a" b   b[temperature=0.3] ::= "b"').has_rule_temperatures
+            True
+            >>> compiler.compile_grammar('root ::= "a" "b"').has_rule_temperatures
+            False
+        """
+        return self._handle.has_rule_temperatures
+
+    @property
     def num_scannable_states(self) -> int:
         """Number of states that consume bytes (one mask-cache entry each)."""
         return self._handle.num_scannable_states

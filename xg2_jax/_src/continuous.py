@@ -16,7 +16,8 @@ frees, the next request is admitted:
 3. every step dispatches the batch's forward pass first and, while the device runs it,
    accepts the sampled tokens into the matchers, retires finished rows, admits new requests
    and fills the next masks (native batch calls, GIL released); then one jitted call masks
-   and samples every row with its own temperature, top-p and seed.
+   and samples every row with its own temperature (the grammar's rule temperature where it
+   has one), top-p and seed.
 
 A row's tokens depend only on its own prompt, grammar and seed: the forward pass of a row
 reads only its own cache row, the prefill is always one row, and each row draws from
@@ -78,7 +79,10 @@ class Request:
         max_tokens: token budget (the stop token included).
         stop_token_ids: end an unconstrained request (default: the tokenizer's); a
             constrained one ends when its matcher terminates.
-        temperature: 0 takes the argmax (greedy); otherwise the softmax temperature.
+        temperature: 0 takes the argmax (greedy); otherwise the softmax temperature. Where
+            the grammar's rules carry temperatures (``[temperature=T]``), the one the
+            matcher reports at each step (:attr:`GrammarMatcher.temperature`) takes its
+            place; this one is the default outside those rules.
         top_p: nucleus mass (1: all tokens).
         seed: the request's sampling seed.
         id: returned in the output.
@@ -140,6 +144,7 @@ class _Slot:
     tokens: list = dataclasses.field(default_factory=list)
     stops: frozenset = frozenset()
     budget: int = 0
+    rule_temperatures: bool = False  # the grammar sets temperatures: read them every step
 
 
 class MaskEngine:
@@ -433,6 +438,8 @@ class BatchGenerator:
             slot.matcher, slot.compile_s = slot.future.result()
         except Exception as e:  # noqa: BLE001 - one bad request fails alone
             return f"{type(e).__name__}: {e}"
+        slot.rule_temperatures = (isinstance(slot.matcher, GrammarMatcher)
+                                  and slot.matcher.compiled_grammar.has_rule_temperatures)
         return None
 
     # ----------------------------------------------------------------- the loop
@@ -517,6 +524,7 @@ class BatchGenerator:
             k, buf = buffers.acquire()  # 5. masks of the running and starting rows
             host_t0 += time.perf_counter() - t_wait  # a device wait, not host work
             self._fill(slots, live, buf)
+            self._rule_temperatures(slots, live, temps)
             if starting:
                 start_mask = np.zeros(b, bool)
                 start_mask[starting] = True
@@ -528,6 +536,16 @@ class BatchGenerator:
             running = live
             self.stats["steps"] += 1
             self.stats["tokens"] += int(live.sum())
+
+    @staticmethod
+    def _rule_temperatures(slots: list, live: np.ndarray, temps: np.ndarray) -> None:
+        """The temperature of each live row whose grammar sets them: the matcher's at this
+        point, else the request's."""
+        for i in np.flatnonzero(live).tolist():
+            s = slots[i]
+            if s.rule_temperatures:
+                t = s.matcher.temperature
+                temps[i] = s.request.temperature if t is None else t
 
     def _fill(self, slots: list, live: np.ndarray, buf: np.ndarray) -> None:
         """Next-token masks: constrained live rows from their matchers, the rest all-allowed."""
