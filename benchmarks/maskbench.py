@@ -21,7 +21,7 @@ Each worker process runs a stream of schemas; one that exceeds --timeout (any en
 killed, the engine that hung is charged a compile error ("timeout") and a fresh worker
 continues with the next schema.
 
-    PYTHONPATH=. /work/venv-jsb-peers/bin/python benchmarks/maskbench.py --sample 20
+    /work/venv-jsb-peers/bin/python benchmarks/maskbench.py --sample 20
     ... --limit 500 --engines xg2,xg2-eager,llguidance --json out.json
     ... --tools50       # also the 50-tool structural tag of ../shared/bench (time to first mask)
 """
@@ -191,7 +191,9 @@ def worker(engine_names: list[str], prefill_ms: float) -> None:
 
 def run_all(entries: list[dict], engine_names: list[str], timeout: float, prefill_ms: float) -> tuple[dict, dict]:
     cmd = [sys.executable, str(HERE), "--worker", "--engines", ",".join(engine_names), "--prefill-ms", str(prefill_ms)]
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    # The worker finds xg2_jax as this process does: the repository root on its path would
+    # shadow an installed (non-editable) package with the source folder, which has no build.
+    env = dict(os.environ)
     results: dict[str, dict] = {}
     versions: dict[str, str] = {}
     proc = None

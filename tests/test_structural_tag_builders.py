@@ -214,5 +214,35 @@ def test_value_errors(kwargs, match):
 
 def test_tools_without_parameters_and_flat_form():
     tag = xg.get_model_structural_tag("llama3", [{"name": "ping"}]).to_dict()
-    assert tag["format"]["tags"][0]["content"]["json_schema"] == {"type": "object",
-                                                                  "properties": {}}
+    # No parameters (or strict=False): unconstrained arguments, the True schema, as xgrammar.
+    assert tag["format"]["tags"][0]["content"]["json_schema"] is True
+    loose = xg.get_model_structural_tag("llama3", [{"name": "ping", "strict": False, "parameters": {
+        "type": "object", "properties": {"a": {"type": "integer"}}}}]).to_dict()
+    assert loose["format"]["tags"][0]["content"]["json_schema"] is True
+
+
+@pytest.mark.parametrize("type_attr, value, ok", [
+    ("string", "text", True), ("number", "42", True), ("integer", "42", True), ("boolean", "true", True),
+    ("object", '{"a":1}', True), ("array", "[1]", True), ("null", "null", True), ("bogus", "x", False),
+    ("boolean", "42", False)])
+def test_kimi_k3_unconstrained_arguments_take_every_type_attribute(type_attr, value, ok):
+    from xg2_jax.testing import _is_grammar_accept_string
+    tag = xg.get_model_structural_tag("kimi_k3", [{"name": "anything", "parameters": None}], reasoning=False)
+    text = ("<|close|>response<|sep|><|open|>tools<|sep|>"
+            '<|open|>call tool="anything" index="1"<|sep|>'
+            f'<|open|>argument key="k" type="{type_attr}"<|sep|>{value}<|close|>argument<|sep|>'
+            "<|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>")
+    assert _is_grammar_accept_string(xg.Grammar.from_structural_tag(tag), text) is ok
+
+
+@pytest.mark.parametrize("body, ok", [
+    ('<cofl:value name="text" type="raw">hello</cofl:value>', True),
+    ('<cofl:value name="c" type="dict"><cofl:value name="m" type="raw">x</cofl:value>'
+     '<cofl:value name="l" type="list"><cofl:value type="json">1</cofl:value></cofl:value></cofl:value>', True),
+    ('<cofl:value name="t" type="json">"quoted"</cofl:value>', False),
+    ('<cofl:value name="l" type="list"><cofl:value name="0" type="raw">x</cofl:value></cofl:value>', False)])
+def test_cohere_unconstrained_arguments_are_recursive_values(body, ok):
+    from xg2_jax.testing import _is_grammar_accept_string
+    tag = xg.get_model_structural_tag("cohere", [{"name": "anything"}], tool_choice="required", reasoning=False)
+    text = f'<cofl:tool_calls><cofl:tool_call id="0" name="anything">{body}</cofl:tool_call></cofl:tool_calls>'
+    assert _is_grammar_accept_string(xg.Grammar.from_structural_tag(tag), text) is ok

@@ -36,7 +36,6 @@ __all__ = ["FunctionTool", "get_model_structural_tag", "normalize_tools",
 # True / "enabled" / "required", "auto" / "optional", False / "disabled" / "none"
 ReasoningMode = Union[bool, str]
 
-_EMPTY_PARAMETERS = {"type": "object", "properties": {}}
 
 
 # --------------------------------------------------------------------------------------------
@@ -56,7 +55,7 @@ def normalize_tools(tools: Any) -> list[FunctionTool]:
     Args:
         tools: ``None`` or a list of ``{"type": "function", "function": {"name": ...,
             "description": ..., "parameters": {...}}}`` (dicts or ``FunctionToolParam``
-            objects); the bare inner ``{"name": ..., "parameters": ...}`` form is accepted too. Missing ``parameters`` means no arguments.
+            objects); the bare inner ``{"name": ..., "parameters": ...}`` form is accepted too. Missing or None ``parameters``, or ``"strict": False``, leave the arguments unconstrained (the ``True`` schema, as in xgrammar).
 
     Returns:
         The tools, in order.
@@ -94,8 +93,10 @@ def normalize_tools(tools: Any) -> list[FunctionTool]:
             raise ValueError(f"tools[{i}]: duplicate tool name {name!r}")
         seen.add(name)
         parameters = function.get("parameters")
-        if parameters is None:
-            parameters = dict(_EMPTY_PARAMETERS)
+        # Unconstrained arguments (the True schema), as xgrammar: no parameters, or a
+        # function marked strict=False.
+        if parameters is None or function.get("strict") is False:
+            parameters = True
         if not isinstance(parameters, (dict, bool)):
             raise ValueError(f"tools[{i}].function.parameters ({name!r}): must be a JSON Schema "
                              "object")

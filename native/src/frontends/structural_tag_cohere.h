@@ -34,6 +34,8 @@ class CohereArgumentLowering : public StyledArgumentLowering {
  private:
   ExprId Open(const std::string* name, const char* type);
   ExprId Close();
+
+  RuleId any_named_value_ = -1;  // ExtraMember's rule, made on first use (-1: not yet)
 };
 
 }  // namespace xg2

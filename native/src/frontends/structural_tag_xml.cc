@@ -82,6 +82,37 @@ std::string KimiK3Attribute(const std::string& value) {
   return out;
 }
 
+// The type attributes a Kimi-K3 value without one pinned type may carry, each with the schema
+// of its value: every JSON type (and "integer") for an untyped value, the listed ones for a
+// list of types. False when the property pins one type or constrains its value otherwise.
+bool KimiK3TypeChoices(const JsonValue& prop, std::vector<std::pair<std::string, JsonValue>>* out) {
+  static const std::set<std::string> kAnnotations = {"type", "title", "description", "default", "examples", "$comment"};
+  static const std::vector<std::string> kAll = {"string", "integer", "number", "boolean", "null", "object", "array"};
+  std::vector<std::string> types;
+  if (prop.is_bool()) {
+    if (!prop.as_bool()) return false;
+    types = kAll;
+  } else {
+    for (const auto& [k, v] : prop.members()) {
+      if (!kAnnotations.count(k)) return false;
+    }
+    const JsonValue* type = prop.Find("type");
+    if (!type) {
+      types = kAll;
+    } else if (type->is_array()) {
+      for (const auto& t : type->items()) {
+        if (t.is_string() && std::find(kAll.begin(), kAll.end(), t.as_string()) != kAll.end())
+          types.push_back(t.as_string());
+      }
+      if (types.size() != type->items().size()) return false;
+    } else {
+      return false;
+    }
+  }
+  for (const std::string& t : types) out->emplace_back(t, JsonValue::Object({{"type", JsonValue::String(t)}}));
+  return !out->empty();
+}
+
 // Kimi-K3's type attribute of a non-string value: its renderer names the JSON type of the
 // value, every number "number". The property must pin one type.
 std::string KimiK3Type(const JsonValue& prop, const std::string& path) {
@@ -129,7 +160,9 @@ bool XmlParameterLowering::Excluded(const std::string& text) const {
 ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
   if (schema.is_bool()) {
     if (!schema.as_bool()) Fail(path_, "the schema 'false' accepts no arguments");
-    return g_->AddEmpty();
+    // Unconstrained arguments (xgrammar's tools without parameters): any parameters.
+    return Lower(
+        JsonValue::Object({{"type", JsonValue::String("object")}, {"additionalProperties", JsonValue::Bool(true)}}));
   }
   const JsonValue* type = schema.Find("type");
   const JsonValue* props = schema.Find("properties");
@@ -352,7 +385,14 @@ ExprId XmlParameterLowering::Parameter(const std::string& name, const JsonValue&
 // One parameter: `name` (the name's expression as written) and its value, in the style's
 // wrapper.
 ExprId XmlParameterLowering::NamedParameter(ExprId name, const std::string& path, const JsonValue& prop,
-                                            const JsonValue& root) {
+                                            const JsonValue& root, const std::string& kimi_type) {
+  std::vector<std::pair<std::string, JsonValue>> typed;
+  if (style_ == XmlStyle::kKimiK3 && kimi_type.empty() && KimiK3TypeChoices(prop, &typed)) {
+    // One alternative per type attribute, the value of that type.
+    std::vector<ExprId> alts;
+    for (const auto& [attr, schema] : typed) alts.push_back(NamedParameter(name, path, schema, root, attr));
+    return alts.size() == 1 ? alts[0] : g_->AddChoice(std::move(alts));
+  }
   std::vector<std::string> choices;
   const bool plain = prop.is_object() && IsPlainString(prop);
   const bool fixed = prop.is_object() && StringChoices(prop, &choices);
@@ -399,7 +439,11 @@ ExprId XmlParameterLowering::NamedParameter(ExprId name, const std::string& path
       break;
     case XmlStyle::kKimiK3:
       before = "<|open|>argument key=\"";
-      after = "\" type=\"" + (is_string ? std::string("string") : KimiK3Type(prop, path)) + "\"<|sep|>";
+      after = "\" type=\"" +
+              (!kimi_type.empty() ? kimi_type
+               : is_string        ? std::string("string")
+                                  : KimiK3Type(prop, path)) +
+              "\"<|sep|>";
       end = "<|close|>argument<|sep|>";
       break;
   }

@@ -38,7 +38,9 @@ class XmlParameterLowering {
 
  private:
   ExprId Parameter(const std::string& name, const JsonValue& prop, const JsonValue& root);
-  ExprId NamedParameter(ExprId name, const std::string& path, const JsonValue& prop, const JsonValue& root);
+  // kimi_type: the Kimi-K3 type attribute to write (empty: the one the value's schema names).
+  ExprId NamedParameter(ExprId name, const std::string& path, const JsonValue& prop, const JsonValue& root,
+                        const std::string& kimi_type = "");
   ExprId ExtraParameter(const JsonValue& schema);
   ExprId IdentifierExcept(const std::set<std::string>& taken);
   ExprId IdentifierFrom(const std::string& prefix, const std::vector<std::string>& names);
