@@ -290,14 +290,15 @@ ExprId Converter::Lower(const Merged& m, int depth, int expansion) {
     return g_.AddChoice(alts);
   }
   uint8_t types = m.types;
-  if (m.has_enum && !m.not_multiple_of.empty()) {
-    // Enum values are written as they are: nothing here would exclude the multiples.
-    Unsupported("not", m.not_multiple_of[0].ptr, "excluding multiples from an enum");
-  }
-  if (m.has_enum) return EnumExpr(m, depth);
+  if (m.has_enum) return EnumExpr(m, depth);  // each value checked (EnumValueAllowed)
   std::vector<ExprId> alts;
   if (types & kNull) alts.push_back(Lit(&g_, "null"));
-  if (types & kBool) alts.push_back(g_.AddChoice({Lit(&g_, "true"), Lit(&g_, "false")}));
+  if (types & kBool) {
+    std::vector<ExprId> bools;
+    for (bool b : {true, false})
+      if (!m.Excludes(JsonValue::Bool(b))) bools.push_back(Lit(&g_, b ? "true" : "false"));
+    alts.push_back(g_.AddChoice(bools));
+  }
   if (types & (kInt | kNum)) alts.push_back(NumericExpr(m, (types & kNum) == 0));
   if (types & kStr) alts.push_back(StringExpr(m));
   if (types & kArr) alts.push_back(ArrayExpr(m, depth));
