@@ -29,7 +29,13 @@ bool WithinBounds(double x, const NumBound& lo, const NumBound& hi) {
 // Exact: both literals scaled to integers over their common fraction digits; nullopt when they
 // do not fit 64 bits.
 std::optional<bool> IsMultipleOf(const std::string& value, const std::string& divisor) {
-  Decimal v = ParseDecimal(value, "multipleOf"), d = ParseDecimal(divisor, "multipleOf");
+  Decimal v, d;
+  try {
+    v = ParseDecimal(value, "multipleOf");
+    d = ParseDecimal(divisor, "multipleOf");
+  } catch (const UnsupportedKeyword&) {
+    return std::nullopt;  // an integer part beyond 18 digits
+  }
   size_t digits = std::max(v.frac.size(), d.frac.size());
   auto scaled = [&](const Decimal& x) -> std::optional<int64_t> {
     __int128 n = x.ip;
