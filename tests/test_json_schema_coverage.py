@@ -75,9 +75,33 @@ CASES = {
                            ["1.5", "3", "0.5", "0.3", "4.5", "10.5", "\"x\""]),
     "multipleOf_bounded_range": ({"type": "number", "multipleOf": 0.25, "exclusiveMinimum": -1, "maximum": 1},
                                  ["-0.75", "-1", "1", "1.25", "0.125", "0.5"]),
+    # `not {enum/const}` on numbers and one boolean: every plain spelling of the value is
+    # excluded (1 also as 1.0); exponent spellings are not generated beside it.
+    "not_const_integer": ({"type": "integer", "not": {"const": 169}, "minimum": 100},
+                          ["169", "168", "170", "1690", "16", "-169", "100"]),
+    "not_enum_numbers": ({"type": "number", "not": {"enum": [1.5, 3, -0.25]}},
+                         ["1.5", "1.50", "3", "3.0", "3.00", "-0.25", "0.25", "1.25", "4", "-3", '"x"']),
+    "not_enum_numbers_untyped": ({"not": {"enum": [0, "a", None]}},
+                                 ["0", "-0", "0.0", "1", '"a"', '"b"', "null", "true", "[]", "{}"]),
+    "not_const_true": ({"not": {"const": True}}, ["true", "false", "null", "1", '"true"', "{}"]),
+    "not_const_false_typed": ({"type": ["boolean", "integer"], "not": {"enum": [False, 2]}},
+                              ["true", "false", "2", "3", "null"]),
+    "not_const_number_then_enum": ({"allOf": [{"not": {"const": 2}}, {"enum": [1, 2.0, 3, True]}]},
+                                   ["1", "2", "2.0", "3", "true"]),
+    "enum_not_multipleOf": ({"enum": [1, 2, 3, 4, 4.5, "a"], "not": {"multipleOf": 2}},
+                            ["1", "2", "3", "4", "4.5", '"a"']),
+    # The same property schema reached through two allOf branches is one conjunct: its ten
+    # dependencies expand once (2^10 combinations), not once per copy (2^20, over the budget).
+    "dependencies_through_two_refs": (
+        {"$defs": {"o": {"type": "object", "dependentRequired": {f"k{i}": [f"v{i}"] for i in range(10)}},
+                   "w": {"properties": {"a": {"$ref": "#/$defs/o"}}}},
+         "allOf": [{"$ref": "#/$defs/w"}, {"$ref": "#/$defs/w"}]},
+        ['{"a": {}}', '{"a": {"k1": 1}}', '{"a": {"k1": 1, "v1": 2}}', '{"a": {"v3": 1, "k3": 0, "k9": 1}}',
+         '{"a": 1}']),
 }
 
 UNSUPPORTED = {
+    "not_const_object": ({"not": {"const": {"a": 1}}}, "not"),
     "format_regex": ({"type": "string", "format": "regex"}, "format"),
     "multipleOf_too_precise": ({"type": "number", "multipleOf": 0.0000000000001}, "multipleOf"),
 }

@@ -43,6 +43,20 @@ CASES = [
      [["a", 1], ["a", "b"]]),
     ({"enum": [[[1]], [[1, 2]]], "items": {"items": {"maximum": 1}}}, [[[1]], [[1, 2]]]),
     ({"type": "string", "enum": ["a", 1, "bb"], "maxLength": 1}, ["a", 1, "bb"]),
+    # names matched by patternProperties (search) and propertyNames; additionalProperties
+    # applies to names its own schema's patterns do not match
+    ({"enum": [{"ab": 1}, {"ab": "s"}, {"b": 1}, {"b": "t"}, {"xa": "t", "c": 2}],
+      "patternProperties": {"a": {"type": "string"}}, "additionalProperties": {"type": "integer"}},
+     [{"ab": 1}, {"ab": "s"}, {"b": 1}, {"b": "t"}, {"xa": "t", "c": 2}]),
+    ({"enum": [{"ab": 1}, {"abc": 1}, {}], "propertyNames": {"maxLength": 2}}, [{"ab": 1}, {"abc": 1}, {}]),
+    ({"allOf": [{"patternProperties": {"^x": {}}, "additionalProperties": False}], "enum": [{"xa": 1}, {"ya": 1}]},
+     [{"xa": 1}, {"ya": 1}]),
+    # contains (each its own item) and uniqueItems (JSON equality: 1 == 1.0)
+    ({"enum": [[1, 1, 2], [1, 2], [3, 1.0, 1], [3]], "uniqueItems": True, "contains": {"const": 1}},
+     [[1, 1, 2], [1, 2], [3, 1.0, 1], [3]]),
+    ({"enum": [[1], ["x"]], "contains": {"type": "integer"}}, [[1], ["x"]]),
+    ({"enum": [[1, "a"], [1, 2], ["a"]], "allOf": [{"contains": {"type": "string"}}, {"contains": {"type": "integer"}}]},
+     [[1, "a"], [1, 2], ["a"]]),
 ]
 
 
@@ -67,7 +81,7 @@ def test_an_enum_no_value_satisfies_is_an_empty_language(schema):
         xg.GrammarCompiler(xg.TokenizerInfo(["a"])).compile_grammar(grammar)
 
 
-def test_array_enum_beside_contains_is_refused_not_widened():
-    schema = {"enum": [[1], ["x"]], "contains": {"type": "integer"}}
+def test_enum_value_beside_nested_anyof_is_refused_not_widened():
+    schema = {"enum": [{"a": 1}], "properties": {"a": {"anyOf": [{"type": "integer"}, {"type": "string"}]}}}
     with pytest.raises(xg.XG2Error, match="enum"):
         xg.Grammar.from_json_schema(schema)

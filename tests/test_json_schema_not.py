@@ -73,6 +73,9 @@ CASES = {
                              "$ref": "#/$defs/t"},
     "items_integer": {"not": {"items": {"type": "integer"}}},
     "int_from_number": {"type": "number", "not": {"type": "integer"}},
+    "enum_numbers": {"not": {"enum": [6, None]}},
+    "const_bool": {"not": {"const": False}},
+    "multipleOf_with_enum": {"enum": [2, 3, 2.5, "x"], "not": {"multipleOf": 2}},
     "nested_in_property": {"type": "object", "properties": {"a": {"not": {"anyOf": [{"type": "string"}, {"minimum": 3}]}}}},
 }
 
@@ -91,8 +94,7 @@ UNSUPPORTED = {
     "pattern_props": {"not": {"patternProperties": {"b": False}}},
     "pattern_bad_regex": {"not": {"pattern": "(?<=a)b"}},
     "additional": {"not": {"additionalProperties": False, "properties": {"a": {}}}},
-    "enum_numbers": {"not": {"enum": [6, None]}},
-    "multipleOf_with_enum": {"enum": [2, 3], "not": {"multipleOf": 2}},
+    "enum_arrays": {"not": {"enum": [[1], None]}},
 }
 
 

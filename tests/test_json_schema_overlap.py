@@ -97,8 +97,6 @@ UNSUPPORTED = {
                                       r"'oneOf' at \(root\): .*no exact negation"),
     "contains_more_positions_than_listed": ({"type": "array", "contains": {"type": "string"}, "maxItems": 100},
                                             r"'contains' at /contains: .*maxItems above 64"),
-    "not_multiple_of_with_enum": ({"enum": [2, 3, 4], "not": {"multipleOf": 2}},
-                                  r"'not' at /not/multipleOf: excluding multiples from an enum"),
 }
 
 

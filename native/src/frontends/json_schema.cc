@@ -254,6 +254,21 @@ ExprId Converter::Lower(const Merged& m, int depth, int expansion) {
       return Never();
     }
     Merged base = m;
+    // A group merged twice (its schema reached along two paths) constrains once.
+    auto same_group = [](const std::vector<Ref>& a, const std::vector<Ref>& b) {
+      return a.size() == b.size() &&
+             std::equal(a.begin(), a.end(), b.begin(), [](const Ref& x, const Ref& y) { return x.v == y.v; });
+    };
+    for (size_t i = base.any_of.size(); i-- > 1;) {
+      for (size_t j = 0; j < i; ++j) {
+        if (same_group(base.any_of[i], base.any_of[j]) && base.any_of_exclusive[i] == base.any_of_exclusive[j]) {
+          base.any_of.erase(base.any_of.begin() + static_cast<std::ptrdiff_t>(i));
+          base.any_of_at.erase(base.any_of_at.begin() + static_cast<std::ptrdiff_t>(i));
+          base.any_of_exclusive.erase(base.any_of_exclusive.begin() + static_cast<std::ptrdiff_t>(i));
+          break;
+        }
+      }
+    }
     std::vector<Ref> group = base.any_of.front();
     bool exclusive = base.any_of_exclusive.front();
     std::string at = base.any_of_at.front();
@@ -290,14 +305,15 @@ ExprId Converter::Lower(const Merged& m, int depth, int expansion) {
     return g_.AddChoice(alts);
   }
   uint8_t types = m.types;
-  if (m.has_enum && !m.not_multiple_of.empty()) {
-    // Enum values are written as they are: nothing here would exclude the multiples.
-    Unsupported("not", m.not_multiple_of[0].ptr, "excluding multiples from an enum");
-  }
-  if (m.has_enum) return EnumExpr(m, depth);
+  if (m.has_enum) return EnumExpr(m, depth);  // each value checked (EnumValueAllowed)
   std::vector<ExprId> alts;
   if (types & kNull) alts.push_back(Lit(&g_, "null"));
-  if (types & kBool) alts.push_back(g_.AddChoice({Lit(&g_, "true"), Lit(&g_, "false")}));
+  if (types & kBool) {
+    std::vector<ExprId> bools;
+    for (bool b : {true, false})
+      if (!m.Excludes(JsonValue::Bool(b))) bools.push_back(Lit(&g_, b ? "true" : "false"));
+    alts.push_back(g_.AddChoice(bools));
+  }
   if (types & (kInt | kNum)) alts.push_back(NumericExpr(m, (types & kNum) == 0));
   if (types & kStr) alts.push_back(StringExpr(m));
   if (types & kArr) alts.push_back(ArrayExpr(m, depth));
@@ -308,13 +324,14 @@ ExprId Converter::Lower(const Merged& m, int depth, int expansion) {
 
 // A value of the conjunction (false: kNoExpr).
 ExprId Converter::ValueRef(const std::vector<Ref>& parts, int depth) {
-  if (parts.size() == 1 && parts[0].v->is_bool()) {
-    if (!parts[0].v->as_bool()) return kNoExpr;
-  }
+  // A schema met twice (the same property through two allOf branches or $refs) is one
+  // conjunct: merging it again would repeat its combinators, which multiply when expanded.
+  std::vector<Ref> distinct;
   for (const auto& p : parts) {
     if (p.v->is_bool() && !p.v->as_bool()) return kNoExpr;
+    if (std::none_of(distinct.begin(), distinct.end(), [&](const Ref& d) { return d.v == p.v; })) distinct.push_back(p);
   }
-  return g_.AddRuleRef(ConjRule(parts, depth));
+  return g_.AddRuleRef(ConjRule(distinct, depth));
 }
 
 }  // namespace xg2::jsonschema

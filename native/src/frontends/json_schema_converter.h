@@ -218,6 +218,10 @@ class Converter {
   ExprId QuotedLiteral(const std::string& s);
 
   ExprId NumericExpr(const Merged& m, bool integer);
+  // The numbers of `e` (a number language without rule references) other than the excluded
+  // values m.not_values, in every plain spelling; exponent spellings are dropped (they are
+  // not compared with the values). Throws UnsupportedKeyword when the automaton is too large.
+  ExprId WithoutNumbers(const Merged& m, ExprId e);
 
   ExprId PatternContent(const Ref& pat);
   // FormatContentExpr(&g_, f) once per format and conversion (throws UnsupportedKeyword alike).
@@ -276,7 +280,6 @@ class Converter {
   std::unordered_map<std::string, RuleId> rules_;
   std::vector<const JsonValue*> merging_;
   std::vector<std::unique_ptr<JsonValue>> pattern_keys_;
-  std::vector<JsonValue> not_values_;
   std::vector<std::unique_ptr<JsonValue>> synth_;  // positive forms of `not`, dependencies, conditions
   std::map<std::pair<const void*, int>, const JsonValue*> synth_cache_;
   std::map<const JsonValue*, const JsonValue*> neg_cache_;

@@ -29,7 +29,13 @@ bool WithinBounds(double x, const NumBound& lo, const NumBound& hi) {
 // Exact: both literals scaled to integers over their common fraction digits; nullopt when they
 // do not fit 64 bits.
 std::optional<bool> IsMultipleOf(const std::string& value, const std::string& divisor) {
-  Decimal v = ParseDecimal(value, "multipleOf"), d = ParseDecimal(divisor, "multipleOf");
+  Decimal v, d;
+  try {
+    v = ParseDecimal(value, "multipleOf");
+    d = ParseDecimal(divisor, "multipleOf");
+  } catch (const UnsupportedKeyword&) {
+    return std::nullopt;  // an integer part beyond 18 digits
+  }
   size_t digits = std::max(v.frac.size(), d.frac.size());
   auto scaled = [&](const Decimal& x) -> std::optional<int64_t> {
     __int128 n = x.ip;
@@ -78,10 +84,16 @@ bool Converter::EnumValueAllowed(const Merged& m, const JsonValue& v) {
   if (v.is_array()) {
     int64_t n = static_cast<int64_t>(v.items().size());
     if (n < m.min_items || (m.max_items >= 0 && n > m.max_items)) return false;
-    if (!m.contains.empty() || m.unique_items) {
-      Unsupported("enum", m.unique_items ? m.unique_items_ptr : m.contains[0].ptr,
-                  "array values beside contains or uniqueItems");
-      return true;
+    if (m.unique_items) {
+      // JSON equality (numbers by value, members in any order).
+      for (size_t i = 0; i < v.items().size(); ++i)
+        for (size_t j = i + 1; j < v.items().size(); ++j)
+          if (v.items()[i] == v.items()[j]) return false;
+    }
+    for (const Ref& c : m.contains) {
+      // Each contains (several come from allOf) needs an item of its own kind, not a common one.
+      if (std::none_of(v.items().begin(), v.items().end(), [&](const JsonValue& x) { return ValueSatisfies({c}, x); }))
+        return false;
     }
     for (size_t i = 0; i < v.items().size(); ++i) {
       // Position i takes its prefixItems schema, or items past the prefix; items_all (items
@@ -108,24 +120,37 @@ bool Converter::EnumValueAllowed(const Merged& m, const JsonValue& v) {
       if (!has(name)) return false;
     for (const auto& kv : v.members())
       if (m.Forbids(kv.first)) return false;
-    if (!m.pattern_props.empty() || !AllTrue(m.property_names)) {
-      Unsupported("enum", m.pattern_props.empty() ? m.property_names[0].ptr : m.pattern_props[0].first.ptr,
-                  "object values beside patternProperties or propertyNames");
-      return true;
+    if (!AllTrue(m.property_names)) {
+      for (const auto& kv : v.members())
+        if (!ValueSatisfies(m.property_names, JsonValue::String(kv.first))) return false;
     }
+    // Patterns match names by search, over the decoded text (as the names are here).
+    auto name_matches = [&](const std::string& pattern, const std::string& name) {
+      try {
+        return ByteDfaAccepts(*ValueDfa('p', pattern), name);
+      } catch (const Error& e) {
+        Unsupported("patternProperties", cur_ptr_, std::string("matching an enum value's names: ") + e.what());
+        return false;
+      }
+    };
     for (const auto& kv : v.members()) {
       std::vector<Ref> conj;
       for (const auto& pr : m.props)
         if (pr.first == kv.first) conj = pr.second;
-      // additionalProperties applies to every name its own schema object does not declare.
+      for (const auto& pp : m.pattern_props)
+        if (name_matches(pp.first.v->as_string(), kv.first))
+          conj.insert(conj.end(), pp.second.begin(), pp.second.end());
+      // additionalProperties applies to every name its own schema object neither declares nor
+      // matches with one of its patternProperties.
       for (size_t j = 0; j < m.additional.size(); ++j) {
         const JsonValue* parent = m.additional_parent[j];
         const JsonValue* sib = parent->Find("properties");
-        if (parent->Find("patternProperties") != nullptr) {
-          Unsupported("enum", m.additional[j].ptr, "object values beside patternProperties");
-          return true;
-        }
         if (sib && sib->is_object() && sib->Find(kv.first)) continue;
+        const JsonValue* sib_patterns = parent->Find("patternProperties");
+        if (sib_patterns && sib_patterns->is_object() &&
+            std::any_of(sib_patterns->members().begin(), sib_patterns->members().end(),
+                        [&](const auto& pm) { return name_matches(pm.first, kv.first); }))
+          continue;
         conj.push_back(m.additional[j]);
       }
       if (!ValueSatisfies(conj, kv.second)) return false;

@@ -125,6 +125,10 @@ struct Merged {
   std::vector<Ref> not_patterns;         // from `not {pattern: P}`: strings no such pattern matches
   std::vector<Ref> not_formats;          // from `not {format: F}` (F asserted): strings not in F
   std::vector<std::string> not_strings;  // from `not {enum/const}`: string values excluded
+  std::vector<JsonValue> not_values;     // from `not {enum/const}`: numbers and booleans excluded
+  bool Excludes(const JsonValue& v) const {
+    return std::find(not_values.begin(), not_values.end(), v) != not_values.end();
+  }
   // numbers
   bool not_integer = false;  // from `not {type: integer}` on numbers: a nonzero fraction digit
   NumBound lo, hi;

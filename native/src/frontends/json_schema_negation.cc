@@ -93,7 +93,6 @@ void Converter::MergeNot(Merged* m, const Ref& r, const std::string& at) {
   if (only_enum) {
     Merged sub;
     MergeInto(&sub, r, 0);
-    not_values_.insert(not_values_.end(), sub.enum_values.begin(), sub.enum_values.end());
     if (m->has_enum) {
       std::vector<JsonValue> keep;
       for (const auto& a : m->enum_values) {
@@ -102,24 +101,27 @@ void Converter::MergeNot(Merged* m, const Ref& r, const std::string& at) {
       m->enum_values = keep;
       return;
     }
-    // Excluding scalar values is expressible only for booleans and null.
+    // Scalars are excluded from their type's language: null and both booleans as types,
+    // strings from the string language (StringExpr), numbers from the number language
+    // (NumericExpr) and one boolean from the literals written; an enum merged later drops
+    // them too. Arrays and objects have no such complement here.
     uint8_t remove = 0;
     bool t = false, f = false;
     for (const auto& x : sub.enum_values) {
       if (x.is_null()) remove |= kNull;
       if (x.is_bool()) (x.as_bool() ? t : f) = true;
     }
-    bool other = std::any_of(sub.enum_values.begin(), sub.enum_values.end(),
-                             [](const JsonValue& x) { return !x.is_null() && !x.is_bool() && !x.is_string(); });
-    if (t && f) remove |= kBool;
-    if (other || (t != f)) {
-      Unsupported("not", at, "excluding specific values");
+    if (std::any_of(sub.enum_values.begin(), sub.enum_values.end(),
+                    [](const JsonValue& x) { return x.is_array() || x.is_object(); })) {
+      Unsupported("not", at, "excluding specific array or object values");
       return;
     }
-    // Strings: excluded from the string language (StringExpr), values kept only by enum.
+    if (t && f) remove |= kBool;
     for (const auto& x : sub.enum_values) {
       if (x.is_string()) m->not_strings.push_back(x.as_string());
+      if (x.is_number() || (x.is_bool() && t != f)) m->not_values.push_back(x);
     }
+    m->constrained = true;
     m->types &= static_cast<uint8_t>(~remove);
     return;
   }

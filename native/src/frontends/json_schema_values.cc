@@ -66,6 +66,16 @@ ExprId Converter::QuotedLiteral(const std::string& s) {
 }
 
 ExprId Converter::NumericExpr(const Merged& m, bool integer) {
+  if (std::any_of(m.not_values.begin(), m.not_values.end(), [](const JsonValue& v) { return v.is_number(); })) {
+    Merged rest = m;
+    rest.not_values.clear();
+    try {
+      return WithoutNumbers(m, NumericExpr(rest, integer));
+    } catch (const UnsupportedKeyword& u) {
+      Unsupported(u.keyword, cur_ptr_, u.detail);
+      return NumericExpr(rest, integer);
+    }
+  }
   try {
     if (!m.multiple_of.empty() || m.not_integer || !m.not_multiple_of.empty()) {
       const JsonValue* k = m.multiple_of.empty() ? nullptr : m.multiple_of.front().v;
@@ -88,6 +98,25 @@ ExprId Converter::NumericExpr(const Merged& m, bool integer) {
   } catch (const UnsupportedKeyword& u) {
     Unsupported(u.keyword, cur_ptr_, u.detail);
     return integer ? IntegerExpr(&g_, NumBound(), NumBound()) : NumberExpr(&g_, NumBound(), NumBound());
+  }
+}
+
+ExprId Converter::WithoutNumbers(const Merged& m, ExprId e) {
+  try {
+    Grammar scratch;
+    std::vector<ExprId> excluded;
+    for (const auto& v : m.not_values)
+      if (v.is_number()) excluded.push_back(NumberEqualExpr(&scratch, v.number_literal()));
+    ExprId any = scratch.AddRepeat(scratch.AddCharClass({{0, 0x7F}}, false), 0, kUnbounded);
+    ExprId exponent = scratch.AddSequence({any, scratch.AddCharClass({{'E', 'E'}, {'e', 'e'}}, false), any});
+    std::vector<ByteDfaSpec> parts{
+        TrimAndMinimize(ByteDfaOfExpr(scratch, scratch.AddChoice(excluded), kMaxPatternDfaStates)),
+        TrimAndMinimize(ByteDfaOfExpr(scratch, exponent, kMaxPatternDfaStates))};
+    ByteDfaSpec numbers = TrimAndMinimize(ByteDfaOfExpr(g_, e, kMaxPatternDfaStates));
+    ByteDfaSpec dfa = TrimAndMinimize(SelectByParts(ProductWithParts(numbers, parts, kMaxPatternDfaStates), 3, 0));
+    return ByteDfaEmpty(dfa) ? Never() : g_.AddByteDfa(std::move(dfa));
+  } catch (const Error& err) {
+    throw UnsupportedKeyword{"not", std::string("excluding numbers: ") + err.what()};
   }
 }
 
