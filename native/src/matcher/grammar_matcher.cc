@@ -98,6 +98,9 @@ bool GrammarMatcher::AcceptString(const std::string& bytes) {
     throw Error(ErrorKind::kMatcherState,
                 "accept_string after the matcher terminated; call reset() or rollback() first");
   }
+  // A string has no token boundaries, so it never matches a token read by id: its virtual
+  // string's lead byte 0xFF is not text (as xgrammar, whose strings never match token edges).
+  if (bytes.find(static_cast<char>(kVirtualTokenLead)) != std::string::npos) return false;
   int32_t rows = parser_.num_rows();
   if (!parser_.AdvanceBytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())) {
     return false;
