@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "grammar/expr_hash.h"
+#include "grammar/token_set.h"
 #include "matcher/active_temperature.h"
 #include "support/thread_pool.h"
 #include "support/thread_state.h"
@@ -170,6 +171,12 @@ std::shared_ptr<CompiledGrammar> GrammarCompiler::Compile(const Grammar& grammar
     limits.time_limit_s = options.time_limit_s;
     limits.deadline =
         std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<int64_t>(options.time_limit_s * 1e6));
+  }
+  const int64_t max_token_id = MaxNamedTokenId(grammar);
+  if (max_token_id >= tokenizer_->vocab_size()) {
+    throw Error(ErrorKind::kGrammarSemantic, "the grammar names token id " + std::to_string(max_token_id) +
+                                                 ", which is out of the vocabulary range [0, " +
+                                                 std::to_string(tokenizer_->vocab_size()) + ")");
   }
   std::string key;
   if (cache_enabled_) {

@@ -13,6 +13,8 @@
 // The text is parsed into a scratch grammar whose rules are numbered by first mention, then
 // copied into the result with rules renumbered by definition order. That keeps rule ids
 // independent of forward references, so printing and re-parsing gives the same rule order.
+#include <algorithm>
+#include <climits>
 #include <cstdint>
 #include <string>
 #include <utility>
@@ -22,6 +24,7 @@
 #include "automata/substring_dfa.h"
 #include "frontends/regex.h"
 #include "grammar/rule_attributes.h"
+#include "grammar/token_set.h"
 #include "support/utf8.h"
 #include "xg2/errors.h"
 #include "xg2/grammar.h"
@@ -89,6 +92,10 @@ class EbnfParser {
   ExprId ParseLookahead();
   ExprId ParseRuleRef();
   ExprId ParseTagDispatch();
+  ExprId ParseTokenSet(bool excluded);
+  ExprId ParseTokenTagDispatch();
+  int32_t ParseTokenId(const std::string& macro);
+  std::vector<int32_t> ParseTokenIds(const std::string& macro);
   ExprId ParseByteDfa();
   ExprId ParseAnyOrder();
   ExprId ParseRegexMacro();
@@ -425,15 +432,11 @@ ExprId EbnfParser::ParseAtom() {
     if (text_.compare(pos_, kRegex.size(), kRegex) == 0) return ParseRegexMacro();
     static const std::string kSubstring = "Substring(";
     if (text_.compare(pos_, kSubstring.size(), kSubstring) == 0) return ParseSubstringMacro();
-    for (const char* token_macro : {"Token(", "ExcludeToken(", "TokenTagDispatch("}) {
-      if (text_.compare(pos_, std::string(token_macro).size(), token_macro) == 0) {
-        // Token ids are resolved against a tokenizer; EBNF text has none here.
-        Fail(std::string(token_macro) +
-                 "...) is not supported in EBNF: match special tokens with \"\\<id>\" "
-                 "strings or the structural tags' token formats",
-             pos_);
-      }
-    }
+    static const std::string kToken = "Token(", kExcludeToken = "ExcludeToken(";
+    if (text_.compare(pos_, kToken.size(), kToken) == 0) return ParseTokenSet(false);
+    if (text_.compare(pos_, kExcludeToken.size(), kExcludeToken) == 0) return ParseTokenSet(true);
+    static const std::string kTokenDispatch = "TokenTagDispatch(";
+    if (text_.compare(pos_, kTokenDispatch.size(), kTokenDispatch) == 0) return ParseTokenTagDispatch();
     return ParseRuleRef();
   }
   Fail("unexpected " + DescribeCharAt(pos_), pos_);
@@ -658,6 +661,125 @@ ExprId EbnfParser::ParseTagDispatch() {
   ++pos_;
   --depth_;
   return scratch_.AddTagDispatch(std::move(spec), std::move(children));
+}
+
+// Token(id, ...) / ExcludeToken(id, ...): one token by id (see grammar/token_set.h).
+ExprId EbnfParser::ParseTokenSet(bool excluded) {
+  const size_t open = pos_;
+  const std::string macro = excluded ? "ExcludeToken" : "Token";
+  pos_ += macro.size() + 1;
+  std::vector<int32_t> ids = ParseTokenIds(macro);
+  if (ids.empty()) Fail(macro + "(...) needs at least one token id", open);
+  return scratch_.AddByteDfa(TokenSetDfa(std::move(ids), excluded));
+}
+
+// A token id: a decimal integer in [0, INT32_MAX] (checked against the vocabulary when compiled).
+int32_t EbnfParser::ParseTokenId(const std::string& macro) {
+  const size_t at = pos_;
+  if (!IsDigit(Peek())) {
+    Fail(macro + " takes token ids (non-negative integers), found " + DescribeCharAt(pos_), pos_);
+  }
+  int64_t id = 0;
+  while (IsDigit(Peek())) {
+    id = id * 10 + (Peek() - '0');
+    if (id > INT32_MAX) Fail("token id exceeds " + std::to_string(INT32_MAX), at);
+    ++pos_;
+  }
+  return static_cast<int32_t>(id);
+}
+
+// Token ids separated by commas (a trailing one allowed), through the closing ')'.
+std::vector<int32_t> EbnfParser::ParseTokenIds(const std::string& macro) {
+  std::vector<int32_t> ids;
+  for (;;) {
+    SkipSpace();
+    if (Peek() == ')') break;
+    ids.push_back(ParseTokenId(macro));
+    SkipSpace();
+    if (Peek() == ',') {
+      ++pos_;
+    } else if (Peek() != ')') {
+      Fail("expected ',' or ')' in " + macro + ", found " + DescribeCharAt(pos_), pos_);
+    }
+  }
+  ++pos_;
+  return ids;
+}
+
+// TokenTagDispatch((id, rule), ..., loop_after_dispatch=true, excludes=(id, ...)): free tokens
+// (any but the triggers and the excluded), where a trigger token is followed by its rule; after
+// it, free tokens again (loop) or the end. Lowered to token sets: (free | trigger rule)* with
+// the loop, free* (trigger rule)? without.
+ExprId EbnfParser::ParseTokenTagDispatch() {
+  const size_t open = pos_;
+  pos_ += std::string("TokenTagDispatch(").size();
+  EnterNesting(open);
+  std::vector<std::pair<int32_t, ExprId>> dispatches;
+  std::vector<int32_t> excludes;
+  bool loop = true;
+  for (;;) {
+    SkipSpace();
+    if (Peek() == ')') break;
+    if (Peek() == '(') {
+      ++pos_;
+      SkipSpace();
+      const int32_t trigger = ParseTokenId("a TokenTagDispatch trigger");
+      SkipSpace();
+      if (Peek() != ',') Fail("expected ',' after the trigger token id", pos_);
+      ++pos_;
+      SkipSpace();
+      if (!IsNameStart(Peek())) Fail("expected the name of the rule to dispatch to", pos_);
+      ExprId rule = ParseRuleRef();
+      SkipSpace();
+      if (Peek() != ')') Fail("expected ')' closing the (token id, rule) pair", pos_);
+      ++pos_;
+      dispatches.emplace_back(trigger, rule);
+    } else if (IsNameStart(Peek())) {
+      const size_t at = pos_;
+      pos_ = NameEnd(pos_);
+      const std::string key = text_.substr(at, pos_ - at);
+      SkipSpace();
+      if (Peek() != '=') Fail("expected '=' after '" + key + "'", pos_);
+      ++pos_;
+      SkipSpace();
+      if (key == "loop_after_dispatch") {
+        loop = ParseKeywordBool(key);
+      } else if (key == "excludes") {
+        if (Peek() != '(') Fail("expected '(' starting the excluded token ids", pos_);
+        ++pos_;
+        excludes = ParseTokenIds("excludes");
+      } else {
+        Fail("unknown TokenTagDispatch argument '" + key + "'", at);
+      }
+    } else {
+      Fail("expected a (token id, rule) pair or a keyword argument, found " + DescribeCharAt(pos_), pos_);
+    }
+    SkipSpace();
+    if (Peek() == ',') {
+      ++pos_;
+    } else if (Peek() != ')') {
+      Fail("expected ',' or ')' in TokenTagDispatch, found " + DescribeCharAt(pos_), pos_);
+    }
+  }
+  ++pos_;
+  --depth_;
+  std::vector<int32_t> not_free = excludes;
+  std::vector<ExprId> dispatched;
+  for (const auto& [trigger, rule] : dispatches) {
+    if (std::find(excludes.begin(), excludes.end(), trigger) != excludes.end()) {
+      Fail("TokenTagDispatch trigger token " + std::to_string(trigger) + " is also excluded", open);
+    }
+    not_free.push_back(trigger);
+    dispatched.push_back(scratch_.AddSequence({scratch_.AddByteDfa(TokenSetDfa({trigger}, false)), rule}));
+  }
+  const ExprId free = scratch_.AddByteDfa(TokenSetDfa(std::move(not_free), true));
+  if (dispatched.empty()) return scratch_.AddRepeat(free, 0, kUnbounded);
+  if (loop) {
+    dispatched.push_back(free);
+    return scratch_.AddRepeat(scratch_.AddChoice(std::move(dispatched)), 0, kUnbounded);
+  }
+  dispatched.push_back(scratch_.AddEmpty());
+  return scratch_.AddSequence({scratch_.AddRepeat(free, 0, kUnbounded), scratch_.AddChoice(std::move(dispatched))});
 }
 
 // AnyOrder(separator, required=(a, ...), optional=(...), repeated=(...), min=0, max=-1); the

@@ -267,6 +267,15 @@ class EbnfPrinter {
       out->push_back(kHex[b >> 4]);
       out->push_back(kHex[b & 15]);
     };
+    if (d.is_token_set) {  // Token(ids...) / ExcludeToken(ids...): the edges follow from the ids
+      *out += d.tokens_excluded ? "ExcludeToken(" : "Token(";
+      for (size_t i = 0; i < d.token_ids.size(); ++i) {
+        if (i > 0) *out += ", ";
+        *out += std::to_string(d.token_ids[i]);
+      }
+      *out += ")";
+      return;
+    }
     *out += "ByteDfa(states=" + std::to_string(d.num_states()) + ", final=(";
     bool first = true;
     for (int32_t s = 0; s < d.num_states(); ++s) {

@@ -55,14 +55,17 @@ bool GrammarMatcher::AcceptToken(int32_t token_id) {
     return true;
   }
   if (token_id >= tok.num_tokens()) return false;
-  // A special token is its virtual string, which only token-level grammar nodes read.
-  const bool special = tok.is_special(token_id);
-  if (special ? !compiled_->automaton()->scans_virtual_tokens : !tok.is_text_token(token_id)) return false;
-  const std::string virtual_bytes = special ? VirtualTokenBytes(token_id) : std::string();
-  const std::string& bytes = special ? virtual_bytes : tok.token_bytes(token_id);
+  // A token is read as its text, or else by id as its virtual string (see VirtualTokenBytes),
+  // which only token-level grammar nodes read (Token(...), ExcludeToken(...), special tokens).
+  // Where both readings fit, the text one is taken.
   int32_t rows = parser_.num_rows();
-  if (!parser_.AdvanceBytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())) {
-    return false;
+  const std::string& text = tok.token_bytes(token_id);
+  const bool by_text =
+      tok.is_text_token(token_id) && parser_.AdvanceBytes(reinterpret_cast<const uint8_t*>(text.data()), text.size());
+  if (!by_text) {
+    if (!compiled_->automaton()->scans_virtual_tokens) return false;
+    const std::string by_id = VirtualTokenBytes(token_id);
+    if (!parser_.AdvanceBytes(reinterpret_cast<const uint8_t*>(by_id.data()), by_id.size())) return false;
   }
   history_.push_back({rows, false});
   if (terminate_without_stop_token_ && parser_.CanEnd() && !parser_.CanContinue()) terminated_ = true;
@@ -95,6 +98,9 @@ bool GrammarMatcher::AcceptString(const std::string& bytes) {
     throw Error(ErrorKind::kMatcherState,
                 "accept_string after the matcher terminated; call reset() or rollback() first");
   }
+  // A string has no token boundaries, so it never matches a token read by id: its virtual
+  // string's lead byte 0xFF is not text (as xgrammar, whose strings never match token edges).
+  if (bytes.find(static_cast<char>(kVirtualTokenLead)) != std::string::npos) return false;
   int32_t rows = parser_.num_rows();
   if (!parser_.AdvanceBytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())) {
     return false;
@@ -182,7 +188,7 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
     std::sort(scratch_long_.begin(), scratch_long_.end());
     WalkTokens(scratch_long_, words);
   }
-  AddSpecialTokens(words);
+  AddTokensById(words);
   ApplyStopTokens(words);
   return RowNeedsMasking(words);
 }
@@ -394,21 +400,39 @@ void GrammarMatcher::WalkTokens(const std::vector<int32_t>& sorted_indices, uint
   parser_.TruncateRows(rows0);
 }
 
-void GrammarMatcher::AddSpecialTokens(uint32_t* words) {
+// Tokens read by id: the virtual strings the parser can take now. They are walked as a trie of
+// their id bytes, advancing the parser over the first two and reading the last from the
+// parser's next-byte set (a byte there always advances), so a mask costs at most
+// 1 + 256 * (num_tokens >> 16) + ... advances however many ids ExcludeToken allows.
+void GrammarMatcher::AddTokensById(uint32_t* words) {
   if (!compiled_->automaton()->scans_virtual_tokens) return;  // text grammars: nothing to do
   uint64_t next[kByteSetWords];
   parser_.NextBytes(next);
   if (!ByteSetHas(next, kVirtualTokenLead)) return;
-  const TokenizerInfo& tok = *compiled_->tokenizer();
+  const int32_t num_tokens = compiled_->tokenizer()->num_tokens();
+  if (num_tokens == 0) return;
   const int32_t rows = parser_.num_rows();
-  for (int32_t id : tok.special_token_ids()) {
-    if (IsStopToken(id)) continue;
-    const std::string v = VirtualTokenBytes(id);
-    if (parser_.AdvanceBytes(reinterpret_cast<const uint8_t*>(v.data()), v.size())) {
-      SetTokenBit(words, id);
+  parser_.Advance(kVirtualTokenLead);
+  uint64_t high[kByteSetWords], middle[kByteSetWords], low[kByteSetWords];
+  parser_.NextBytes(high);
+  for (int32_t h = 0; h <= ((num_tokens - 1) >> 16); ++h) {
+    if (!ByteSetHas(high, h)) continue;
+    parser_.Advance(static_cast<uint8_t>(h));
+    parser_.NextBytes(middle);
+    for (int32_t m = 0; m < 256 && ((h << 16) | (m << 8)) < num_tokens; ++m) {
+      if (!ByteSetHas(middle, m)) continue;
+      parser_.Advance(static_cast<uint8_t>(m));
+      parser_.NextBytes(low);
+      for (int32_t l = 0; l < 256; ++l) {
+        const int32_t id = (h << 16) | (m << 8) | l;
+        if (id >= num_tokens) break;
+        if (ByteSetHas(low, l) && !IsStopToken(id)) SetTokenBit(words, id);
+      }
+      parser_.TruncateRows(rows + 2);
     }
-    parser_.TruncateRows(rows);
+    parser_.TruncateRows(rows + 1);
   }
+  parser_.TruncateRows(rows);
 }
 
 std::string GrammarMatcher::FindJumpForwardString() {

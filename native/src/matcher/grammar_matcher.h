@@ -122,8 +122,9 @@ class GrammarMatcher {
   bool RowNeedsMasking(const uint32_t* words) const;
   void ApplyEntry(const TokenMaskEntry& e, uint32_t* words);
   void WalkTokens(const std::vector<int32_t>& sorted_indices, uint32_t* words);
-  // Sets the bits of the special tokens a token-level grammar node accepts now.
-  void AddSpecialTokens(uint32_t* words);
+  // Sets the bits of the tokens a token-level grammar node (Token, ExcludeToken, a special
+  // token) accepts by id now.
+  void AddTokensById(uint32_t* words);
   // Stop tokens are decided by the stop rule alone (allowed iff the input can end), whatever
   // the mask cache decided for their text (an override may make a text token a stop token).
   void ApplyStopTokens(uint32_t* words) const;

@@ -28,7 +28,7 @@ enum class ExprKind : uint8_t {
   kRuleRef,      // a reference to another rule
   kRepeat,       // child repeated min..max times (max == kUnbounded: no upper bound)
   kTagDispatch,  // free text watched by an Aho-Corasick automaton; see TagDispatchSpec
-  kByteDfa,      // a deterministic automaton over bytes; see ByteDfaSpec
+  kByteDfa,      // a deterministic automaton over bytes; see ByteDfaSpec (token-level elements too)
   kAnyOrder,     // members in any order, each at most once or repeatable; see AnyOrderSpec
 };
 
@@ -44,8 +44,17 @@ struct ByteDfaEdge {
 struct ByteDfaSpec {
   std::vector<uint8_t> is_final;                // one per state
   std::vector<std::vector<ByteDfaEdge>> edges;  // per state: sorted by lo, disjoint
+  // Set on the automaton of a token-level element (grammar/token_set.h): one token whose id is
+  // in token_ids (or, if tokens_excluded, not in it); sorted, deduplicated. The edges follow
+  // from it; it is what the printer shows.
+  bool is_token_set = false;
+  bool tokens_excluded = false;
+  std::vector<int32_t> token_ids;
   int32_t num_states() const { return static_cast<int32_t>(is_final.size()); }
-  bool operator==(const ByteDfaSpec& o) const { return is_final == o.is_final && edges == o.edges; }
+  bool operator==(const ByteDfaSpec& o) const {
+    return is_final == o.is_final && edges == o.edges && is_token_set == o.is_token_set &&
+           tokens_excluded == o.tokens_excluded && token_ids == o.token_ids;
+  }
 };
 
 // The fixed part of a TagDispatch node (its children are the per-trigger continuations).

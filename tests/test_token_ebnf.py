@@ -1,0 +1,175 @@
+"""Token-level EBNF (xgrammar 0.2.9): ``Token(ids...)``, ``ExcludeToken(ids...)`` and
+``TokenTagDispatch(...)`` match tokens by id, on real vocabularies (GPT-2, Llama-3)."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import xg2_jax as xg
+from xg2_jax.testing import _get_masked_tokens_from_bitmask
+
+VOCABS = ["gpt2_tokenizer", "llama3_tokenizer"]
+
+
+@pytest.fixture(params=VOCABS)
+def tokenizer(request):
+    return request.getfixturevalue(request.param)
+
+
+def allowed_ids(matcher, tokenizer) -> set[int]:
+    bitmask = xg.allocate_token_bitmask(1, tokenizer.vocab_size)
+    matcher.fill_next_token_bitmask(bitmask)
+    return set(range(tokenizer.vocab_size)) - set(_get_masked_tokens_from_bitmask(bitmask, tokenizer.vocab_size))
+
+
+def check_mask_agrees(matcher, tokenizer, extra_forbidden=(), sample=300, seed=0) -> set[int]:
+    """Every allowed id is accepted (then rolled back); a sample of forbidden ones is refused."""
+    allowed = allowed_ids(matcher, tokenizer)
+    for token in sorted(allowed):
+        assert matcher.accept_token(token), token
+        matcher.rollback(1)
+    forbidden = sorted(set(range(tokenizer.num_tokens)) - allowed)
+    probe = random.Random(seed).sample(forbidden, min(sample, len(forbidden))) + list(extra_forbidden)
+    for token in probe:
+        assert token not in allowed
+        assert not matcher.accept_token(token), token
+    return allowed
+
+
+def ids_of(tokenizer, *texts: str) -> list[int]:
+    vocab = tokenizer.decoded_vocab
+    index = {bytes(t): i for i, t in enumerate(vocab)}
+    return [index[t.encode()] for t in texts]
+
+
+def test_token_set_mask_is_exactly_the_ids(tokenizer):
+    a, b = ids_of(tokenizer, "hello", "world")
+    specials = [t for t in tokenizer.special_token_ids if t not in tokenizer.stop_token_ids][-1:]
+    ids = ", ".join(str(t) for t in [a, b, *specials])
+    compiled = xg.GrammarCompiler(tokenizer).compile_grammar(f'root ::= Token({ids}) "!"')
+    matcher = xg.GrammarMatcher(compiled)
+    assert check_mask_agrees(matcher, tokenizer) == {a, b, *specials}
+    # Another token with the same text would not do: the element reads ids.
+    assert matcher.accept_token(b)
+    assert allowed_ids(matcher, tokenizer) == set(ids_of(tokenizer, "!")) | {
+        t for t in range(tokenizer.num_tokens) if bytes(tokenizer.decoded_vocab[t]).startswith(b"!")
+    } & allowed_ids(matcher, tokenizer)
+    assert matcher.accept_string("!")
+    assert matcher.is_completed()
+
+
+def test_exclude_token_allows_every_other_id(tokenizer):
+    excluded = ids_of(tokenizer, "hello", "world")
+    compiled = xg.GrammarCompiler(tokenizer).compile_grammar(f'root ::= "<" ExcludeToken({excluded[0]}, {excluded[1]}) ">"')
+    matcher = xg.GrammarMatcher(compiled)
+    assert matcher.accept_string("<")
+    allowed = check_mask_agrees(matcher, tokenizer, extra_forbidden=excluded)
+    stops = set(tokenizer.stop_token_ids)
+    assert allowed == set(range(tokenizer.num_tokens)) - set(excluded) - stops
+
+
+def test_token_tag_dispatch_triggers_and_excludes(tokenizer):
+    trigger, body, excluded = ids_of(tokenizer, "call", "x", "stop")
+    grammar = f"""root ::= TokenTagDispatch(({trigger}, args), excludes=({excluded},))
+args ::= Token({body}) "("
+"""
+    matcher = xg.GrammarMatcher(xg.GrammarCompiler(tokenizer).compile_grammar(grammar))
+    free = check_mask_agrees(matcher, tokenizer, extra_forbidden=[excluded])
+    assert trigger in free and excluded not in free
+    assert matcher.accept_token(trigger)
+    assert check_mask_agrees(matcher, tokenizer) == {body}
+    assert matcher.accept_token(body)
+    assert matcher.accept_string("(")
+    assert allowed_ids(matcher, tokenizer) == free  # the loop: free tokens again
+
+
+def test_rollback_restores_masks(tokenizer):
+    a, b = ids_of(tokenizer, "hello", "world")
+    grammar = f'root ::= (Token({a}) | ExcludeToken({a}, {b}) "!")+'
+    matcher = xg.GrammarMatcher(xg.GrammarCompiler(tokenizer).compile_grammar(grammar))
+    masks = [allowed_ids(matcher, tokenizer)]
+    for token in [a, ids_of(tokenizer, "cat")[0], ids_of(tokenizer, "!")[0], a]:
+        assert matcher.accept_token(token), token
+        masks.append(allowed_ids(matcher, tokenizer))
+    for expected in reversed(masks[:-1]):
+        matcher.rollback(1)
+        assert allowed_ids(matcher, tokenizer) == expected
+
+
+def test_strings_never_match_token_elements(tokenizer):
+    (a,) = ids_of(tokenizer, "hello")
+    matcher = xg.GrammarMatcher(xg.GrammarCompiler(tokenizer).compile_grammar(f"root ::= Token({a})"))
+    assert not matcher.accept_string("hello")
+    assert not matcher.accept_string(b"\xff\x00\x00" + bytes([a & 0xFF]))
+    assert matcher.accept_token(a)
+
+
+GRAMMARS = [
+    'root ::= Token(3, 1, 2, 1, 3) "a"',
+    'root ::= "<" ExcludeToken(9, 4) ">"',
+    "b ::= Token(4)\nroot ::= TokenTagDispatch((3, b), (5, b), loop_after_dispatch=false, excludes=(7,))",
+]
+
+
+@pytest.mark.parametrize("ebnf", GRAMMARS)
+def test_printing_and_serialization_keep_token_elements(ebnf, gpt2_tokenizer):
+    grammar = xg.Grammar.from_ebnf(ebnf)
+    printed = str(grammar)
+    assert "Token(" in printed
+    assert str(xg.Grammar.from_ebnf(printed)) == printed
+    assert str(xg.Grammar.deserialize_json(grammar.serialize_json())) == printed
+    compiled = xg.GrammarCompiler(gpt2_tokenizer).compile_grammar(grammar)
+    for restored in (
+        xg.CompiledGrammar.deserialize_json(compiled.serialize_json(), gpt2_tokenizer),
+        xg.CompiledGrammar.deserialize(compiled.serialize(), gpt2_tokenizer),
+    ):
+        assert str(restored.grammar) == printed
+        assert allowed_ids(xg.GrammarMatcher(restored), gpt2_tokenizer) == allowed_ids(
+            xg.GrammarMatcher(compiled), gpt2_tokenizer
+        )
+
+
+def test_printed_form_and_dedup():
+    assert str(xg.Grammar.from_ebnf("root ::= Token(3, 1, 2, 1, 3)")).strip() == "root ::= Token(1, 2, 3)"
+    assert str(xg.Grammar.from_ebnf("root ::= ExcludeToken(3, 1,)")).strip() == "root ::= ExcludeToken(1, 3)"
+
+
+def test_cache_key_tells_token_sets_apart(gpt2_tokenizer):
+    compiler = xg.GrammarCompiler(gpt2_tokenizer, cache_enabled=True)
+    first = compiler.compile_grammar("root ::= Token(4)")
+    second = compiler.compile_grammar("root ::= Token(5)")
+    excluded = compiler.compile_grammar("root ::= ExcludeToken(4)")
+    assert allowed_ids(xg.GrammarMatcher(first), gpt2_tokenizer) == {4}
+    assert allowed_ids(xg.GrammarMatcher(second), gpt2_tokenizer) == {5}
+    assert 4 not in allowed_ids(xg.GrammarMatcher(excluded), gpt2_tokenizer)
+
+
+@pytest.mark.parametrize(
+    "ebnf, line, column, words",
+    [
+        ("root ::= Token()", 1, 10, "needs at least one token id"),
+        ('root ::= Token("<|tool_call|>")', 1, 16, "takes token ids"),
+        ("root ::= Token(1 2)", 1, 18, "expected ',' or ')'"),
+        ("root ::= Token(1,\n  -2)", 2, 3, "takes token ids"),
+        ("root ::= ExcludeToken(99999999999)", 1, 23, "token id exceeds"),
+        ("root ::= TokenTagDispatch((x, r))\nr ::= \"a\"", 1, 28, "takes token ids"),
+        ("root ::= TokenTagDispatch((1, r), excludes=(1,))\nr ::= \"a\"", 1, 10, "also excluded"),
+        ("root ::= TokenTagDispatch((1, nope))", 1, 31, "nope"),
+        ("root ::= TokenTagDispatch(loop=true)", 1, 27, "unknown TokenTagDispatch argument"),
+    ],
+)
+def test_bad_token_syntax_is_located(ebnf, line, column, words):
+    with pytest.raises(xg.GrammarSyntaxError) as info:
+        xg.Grammar.from_ebnf(ebnf)
+    assert (info.value.line, info.value.column) == (line, column), str(info.value)
+    assert words in str(info.value)
+
+
+@pytest.mark.parametrize("vocab", VOCABS)
+def test_id_outside_the_vocabulary_is_refused_at_compile(vocab, request):
+    tokenizer = request.getfixturevalue(vocab)
+    grammar = xg.Grammar.from_ebnf(f'root ::= Token(1, {tokenizer.vocab_size}) "a"')
+    with pytest.raises(xg.GrammarError, match="out of the vocabulary range"):
+        xg.GrammarCompiler(tokenizer).compile_grammar(grammar)
