@@ -65,7 +65,7 @@ def normalize_tools(tools: Any) -> list[FunctionTool]:
 
     Example:
         >>> normalize_tools([{"type": "function", "function": {"name": "f"}}])
-        [FunctionTool(name='f', parameters={'type': 'object', 'properties': {}})]
+        [FunctionTool(name='f', parameters=True)]
     """
     if tools is None:
         return []
