@@ -146,27 +146,6 @@ def test_cache_key_tells_token_sets_apart(gpt2_tokenizer):
     assert 4 not in allowed_ids(xg.GrammarMatcher(excluded), gpt2_tokenizer)
 
 
-@pytest.mark.parametrize(
-    "ebnf, line, column, words",
-    [
-        ("root ::= Token()", 1, 10, "needs at least one token id"),
-        ('root ::= Token("<|tool_call|>")', 1, 16, "takes token ids"),
-        ("root ::= Token(1 2)", 1, 18, "expected ',' or ')'"),
-        ("root ::= Token(1,\n  -2)", 2, 3, "takes token ids"),
-        ("root ::= ExcludeToken(99999999999)", 1, 23, "token id exceeds"),
-        ("root ::= TokenTagDispatch((x, r))\nr ::= \"a\"", 1, 28, "takes token ids"),
-        ("root ::= TokenTagDispatch((1, r), excludes=(1,))\nr ::= \"a\"", 1, 10, "also excluded"),
-        ("root ::= TokenTagDispatch((1, nope))", 1, 31, "nope"),
-        ("root ::= TokenTagDispatch(loop=true)", 1, 27, "unknown TokenTagDispatch argument"),
-    ],
-)
-def test_bad_token_syntax_is_located(ebnf, line, column, words):
-    with pytest.raises(xg.GrammarSyntaxError) as info:
-        xg.Grammar.from_ebnf(ebnf)
-    assert (info.value.line, info.value.column) == (line, column), str(info.value)
-    assert words in str(info.value)
-
-
 @pytest.mark.parametrize("vocab", VOCABS)
 def test_id_outside_the_vocabulary_is_refused_at_compile(vocab, request):
     tokenizer = request.getfixturevalue(vocab)
