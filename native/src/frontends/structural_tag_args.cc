@@ -315,17 +315,26 @@ ExprId StyledArgumentLowering::AnyValue(const std::string* name) {
   if (auto it = any_values_.find(key); it != any_values_.end()) return g_->AddRuleRef(it->second);
   RuleId rule = g_->DeclareRule(style_ + "_any_value");
   any_values_[key] = rule;
+  g_->SetRuleBody(rule, g_->AddChoice({String(name), Scalar(AnyScalar(), name), Array(AnyListItems(), name),
+                                       Object({}, ExtraMember(nullptr, path_), name)}));
+  return g_->AddRuleRef(rule);
+}
+
+// A number, boolean or null as JSON text (the scalars of an untyped value).
+ExprId StyledArgumentLowering::AnyScalar() {
   const JsonValue scalars = JsonValue::Object(
       {{"type",
         JsonValue::Array({JsonValue::String("number"), JsonValue::String("boolean"), JsonValue::String("null")})}});
+  return JsonScalar(scalars, path_);
+}
+
+// The inside of a list of any values: none, or items joined by ItemSeparator.
+ExprId StyledArgumentLowering::AnyListItems() {
   ExprId item = AnyValue(ItemName());
   ExprId sep = ItemSeparator();
-  ExprId items = g_->AddRepeat(
+  return g_->AddRepeat(
       g_->AddSequence({item, g_->AddRepeat(sep == kNoExpr ? item : g_->AddSequence({sep, item}), 0, kUnbounded)}), 0,
       1);
-  g_->SetRuleBody(rule, g_->AddChoice({String(name), Scalar(JsonScalar(scalars, path_), name), Array(items, name),
-                                       Object({}, ExtraMember(nullptr, path_), name)}));
-  return g_->AddRuleRef(rule);
 }
 
 // Text up to and including `end` (a rule of its own per end string, shared by every value).

@@ -61,6 +61,8 @@ class StyledArgumentLowering {
   ExprId AnyOrderMembers(const std::vector<Member>& members, ExprId extra, ExprId separator);
   ExprId JsonScalar(const JsonValue& s, const std::string& path);
   ExprId AnyValue(const std::string* name);
+  ExprId AnyScalar();     // the JSON text of an untyped scalar (number, boolean, null)
+  ExprId AnyListItems();  // the inside of a list of untyped values
   ExprId RawTextUntil(const std::string& end);
   [[noreturn]] void Fail(const std::string& path, const std::string& reason) const;
   bool Excluded(const std::string& text) const;  // contains an excluded substring

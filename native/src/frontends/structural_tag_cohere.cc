@@ -70,7 +70,7 @@ ExprId CohereArgumentLowering::WriteMember(const std::string& key, const JsonVal
 // A member the schema does not name (additionalProperties true, or the schema true): a value
 // node with any name, of any value. Refused (kNoExpr) when the extra members have a schema of
 // their own or names could spell an excluded substring.
-ExprId CohereArgumentLowering::ExtraMember(const JsonValue* s, const std::string& path) {
+ExprId CohereArgumentLowering::ExtraMember(const JsonValue* s, const std::string&) {
   if (s || !excludes_.empty()) return kNoExpr;
   if (any_named_value_ >= 0) return g_->AddRuleRef(any_named_value_);
   any_named_value_ = g_->DeclareRule("cohere_xml_any_named_value");
@@ -83,18 +83,13 @@ ExprId CohereArgumentLowering::ExtraMember(const JsonValue* s, const std::string
     return g_->AddSequence(
         {g_->AddBytes("<cofl:value name=\""), name, g_->AddBytes(std::string("\" type=\"") + type + "\">")});
   };
-  const JsonValue scalars = JsonValue::Object(
-      {{"type",
-        JsonValue::Array({JsonValue::String("number"), JsonValue::String("boolean"), JsonValue::String("null")})}});
-  ExprId item = AnyValue(nullptr);  // list items are unnamed
-  ExprId sep = ItemSeparator();
-  ExprId items =
-      g_->AddRepeat(g_->AddSequence({item, g_->AddRepeat(g_->AddSequence({sep, item}), 0, kUnbounded)}), 0, 1);
   ExprId members = Arguments({}, g_->AddRuleRef(any_named_value_));
-  g_->SetRuleBody(any_named_value_, g_->AddChoice({g_->AddSequence({open("raw"), RawTextUntil(kValueEnd)}),
-                                                   g_->AddSequence({open("json"), JsonScalar(scalars, path), Close()}),
-                                                   g_->AddSequence({open("list"), sep, items, sep, Close()}),
-                                                   g_->AddSequence({open("dict"), members, Close()})}));
+  g_->SetRuleBody(
+      any_named_value_,
+      g_->AddChoice({g_->AddSequence({open("raw"), RawTextUntil(kValueEnd)}),
+                     g_->AddSequence({open("json"), AnyScalar(), Close()}),
+                     g_->AddSequence({open("list"), ItemSeparator(), AnyListItems(), ItemSeparator(), Close()}),
+                     g_->AddSequence({open("dict"), members, Close()})}));
   return g_->AddRuleRef(any_named_value_);
 }
 

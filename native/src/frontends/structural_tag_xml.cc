@@ -15,16 +15,24 @@ namespace {
   throw Error(ErrorKind::kStructuralTag, path + ": " + reason);
 }
 
-// Keywords that only annotate a string schema (they do not constrain the value).
-bool IsPlainString(const JsonValue& s) {
-  static const std::set<std::string> kAnnotations = {"type",     "title",      "description", "default",  "examples",
-                                                     "$comment", "deprecated", "readOnly",    "writeOnly"};
-  const JsonValue* type = s.Find("type");
-  if (!type || !type->is_string() || type->as_string() != "string") return false;
+// "type" and the keywords that only annotate a value's schema (they do not constrain it).
+const std::set<std::string>& TypeAndAnnotations() {
+  static const std::set<std::string> k = {"type",     "title",      "description", "default",  "examples",
+                                          "$comment", "deprecated", "readOnly",    "writeOnly"};
+  return k;
+}
+
+bool OnlyTypeAndAnnotations(const JsonValue& s) {
   for (const auto& [k, v] : s.members()) {
-    if (!kAnnotations.count(k)) return false;
+    if (!TypeAndAnnotations().count(k)) return false;
   }
   return true;
+}
+
+// A string schema that nothing but annotations accompanies.
+bool IsPlainString(const JsonValue& s) {
+  const JsonValue* type = s.Find("type");
+  return type && type->is_string() && type->as_string() == "string" && OnlyTypeAndAnnotations(s);
 }
 
 // A string schema whose raw text a pattern, a format or length bounds constrain (besides
@@ -86,16 +94,13 @@ std::string KimiK3Attribute(const std::string& value) {
 // of its value: every JSON type (and "integer") for an untyped value, the listed ones for a
 // list of types. False when the property pins one type or constrains its value otherwise.
 bool KimiK3TypeChoices(const JsonValue& prop, std::vector<std::pair<std::string, JsonValue>>* out) {
-  static const std::set<std::string> kAnnotations = {"type", "title", "description", "default", "examples", "$comment"};
   static const std::vector<std::string> kAll = {"string", "integer", "number", "boolean", "null", "object", "array"};
   std::vector<std::string> types;
   if (prop.is_bool()) {
     if (!prop.as_bool()) return false;
     types = kAll;
   } else {
-    for (const auto& [k, v] : prop.members()) {
-      if (!kAnnotations.count(k)) return false;
-    }
+    if (!OnlyTypeAndAnnotations(prop)) return false;
     const JsonValue* type = prop.Find("type");
     if (!type) {
       types = kAll;
