@@ -181,8 +181,7 @@ bool Converter::ValueSatisfies(const std::vector<Ref>& refs, const JsonValue& v)
 bool Converter::EnumStringAllowed(const Merged& m, const std::string& s) {
   int64_t n = CodepointCount(s);
   if (n < m.min_len || (m.max_len >= 0 && n > m.max_len)) return false;
-  for (const std::string& excluded : m.not_strings)
-    if (excluded == s) return false;
+  if (m.Excludes(JsonValue::String(s))) return false;
   // Patterns and formats match the decoded text; their DFAs are built once per conversion.
   auto matches = [&](const Ref& r, char kind) -> std::optional<bool> {
     const ByteDfaSpec* dfa = ValueDfa(kind, r.v->as_string());

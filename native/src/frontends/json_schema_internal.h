@@ -122,12 +122,14 @@ struct Merged {
   int64_t min_len = 0, max_len = -1;
   std::vector<Ref> patterns;  // v: the pattern string value
   std::vector<Ref> formats;
-  std::vector<Ref> not_patterns;         // from `not {pattern: P}`: strings no such pattern matches
-  std::vector<Ref> not_formats;          // from `not {format: F}` (F asserted): strings not in F
-  std::vector<std::string> not_strings;  // from `not {enum/const}`: string values excluded
-  std::vector<JsonValue> not_values;     // from `not {enum/const}`: numbers and booleans excluded
+  std::vector<Ref> not_patterns;      // from `not {pattern: P}`: strings no such pattern matches
+  std::vector<Ref> not_formats;       // from `not {format: F}` (F asserted): strings not in F
+  std::vector<JsonValue> not_values;  // from `not {enum/const}`: strings, numbers and one boolean excluded
   bool Excludes(const JsonValue& v) const {
     return std::find(not_values.begin(), not_values.end(), v) != not_values.end();
+  }
+  bool ExcludesStrings() const {
+    return std::any_of(not_values.begin(), not_values.end(), [](const JsonValue& v) { return v.is_string(); });
   }
   // numbers
   bool not_integer = false;  // from `not {type: integer}` on numbers: a nonzero fraction digit

@@ -101,12 +101,9 @@ void Converter::MergeInto(Merged* m, const Ref& r, int guard) {
         }
         m->enum_values = keep;
       }
-      if (!m->not_strings.empty() || !m->not_values.empty()) {
+      if (!m->not_values.empty()) {
         std::vector<JsonValue> keep;
         for (const auto& a : m->enum_values) {
-          if (a.is_string() &&
-              std::find(m->not_strings.begin(), m->not_strings.end(), a.as_string()) != m->not_strings.end())
-            continue;
           if (!m->Excludes(a)) keep.push_back(a);
         }
         m->enum_values = keep;

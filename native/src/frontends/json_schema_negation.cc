@@ -118,8 +118,7 @@ void Converter::MergeNot(Merged* m, const Ref& r, const std::string& at) {
     }
     if (t && f) remove |= kBool;
     for (const auto& x : sub.enum_values) {
-      if (x.is_string()) m->not_strings.push_back(x.as_string());
-      if (x.is_number() || (x.is_bool() && t != f)) m->not_values.push_back(x);
+      if (x.is_string() || x.is_number() || (x.is_bool() && t != f)) m->not_values.push_back(x);
     }
     m->constrained = true;
     m->types &= static_cast<uint8_t>(~remove);
@@ -195,9 +194,10 @@ ExprId Converter::NegatedPatternString(const Merged& m) {
       }
     }
     const uint64_t want = (uint64_t{1} << parts.size()) - 1;
-    if (!m.not_strings.empty()) {
+    if (m.ExcludesStrings()) {
       std::vector<ExprId> names;
-      for (const auto& x : m.not_strings) names.push_back(JsonStringContentAllSpellings(&scratch, x));
+      for (const auto& x : m.not_values)
+        if (x.is_string()) names.push_back(JsonStringContentAllSpellings(&scratch, x.as_string()));
       parts.push_back(TrimAndMinimize(ByteDfaOfExpr(scratch, scratch.AddChoice(names), kMaxPatternDfaStates)));
     }
     for (const auto& p : m.not_patterns) {

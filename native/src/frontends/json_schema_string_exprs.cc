@@ -136,7 +136,7 @@ int Converter::PatternWithinLength(const Ref& pat, int64_t min_len, int64_t max_
 }
 
 ExprId Converter::StringExpr(const Merged& m) {
-  if (!m.not_patterns.empty() || !m.not_formats.empty() || !m.not_strings.empty()) {
+  if (!m.not_patterns.empty() || !m.not_formats.empty() || m.ExcludesStrings()) {
     ExprId e = NegatedPatternString(m);
     if (e != kNoExpr) return e;
     return AnyString(m.min_len, m.max_len);  // reported (warn mode widens)
