@@ -235,6 +235,57 @@ def test_kimi_k3_unconstrained_arguments_take_every_type_attribute(type_attr, va
     assert _is_grammar_accept_string(xg.Grammar.from_structural_tag(tag), text) is ok
 
 
+def _k3_single_argument(type_attr, value, key="q"):
+    return ("<|close|>response<|sep|><|open|>tools<|sep|>"
+            '<|open|>call tool="get_weather" index="1"<|sep|>'
+            f'<|open|>argument key="{key}" type="{type_attr}"<|sep|>{value}<|close|>argument<|sep|>'
+            "<|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>")
+
+
+@pytest.mark.parametrize("string_schema, value, excluded_ok, kept_ok", [
+    ({"type": "string"}, "a <|close] b", True, True),
+    ({"type": "string"}, "a<|sep|>b", False, True),           # the markers, <|sep|> included
+    ({"type": "string"}, "x<|open|>", False, True),
+    ({"type": "string", "minLength": 2, "maxLength": 12}, "ab<|sep|>", False, True),  # bounded: product
+    ({"type": "string", "minLength": 2, "maxLength": 12}, "abc", True, True),
+    ({"type": "string", "minLength": 2, "maxLength": 12}, "a", False, False),
+    ({"type": "string", "pattern": "^[a-z<|>]+$"}, "a<|sep|>b", True, True),   # a pattern keeps its language
+    ({"type": "string", "pattern": "^[a-z<|>]+$"}, "a b", False, False),
+])
+def test_kimi_k3_argument_values_exclude_the_markers(string_schema, value, excluded_ok, kept_ok):
+    from xg2_jax.testing import _is_grammar_accept_string
+    tools = [{"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"q": string_schema}, "required": ["q"]}}]
+    for exclude, ok in ((True, excluded_ok), (False, kept_ok)):
+        tag = xg.get_model_structural_tag("kimi_k3", tools, reasoning=False, exclude_special_tokens=exclude)
+        nodes = [t["content"]["elements"][2] for t in tag.to_dict()["format"]["elements"][1]["content"]["content"]["tags"]]
+        assert nodes[0].get("excludes", []) == (["<|open|>", "<|close|>", "<|sep|>"] if exclude else [])
+        grammar = xg.Grammar.from_structural_tag(tag)
+        assert _is_grammar_accept_string(grammar, _k3_single_argument("string", value)) is ok
+
+
+def test_kimi_k3_unconstrained_names_with_excludes():
+    from xg2_jax.testing import _is_grammar_accept_string
+    # A free parameter name is an identifier, which no marker (with '<' and '|') can occur in.
+    tag = xg.get_model_structural_tag("kimi_k3", [{"name": "get_weather"}], reasoning=False)
+    grammar = xg.Grammar.from_structural_tag(tag)
+    assert _is_grammar_accept_string(grammar, _k3_single_argument("string", "v", key="any_name"))
+    assert not _is_grammar_accept_string(grammar, _k3_single_argument("string", "v<|sep|>", key="k"))
+    # An excluded string of identifier characters could occur in a name: refused, located.
+    raw = {"type": "structural_tag", "format": {"type": "json_schema", "style": "kimi_k3_xml", "excludes": ["ab"],
+                                                "json_schema": {"type": "object", "additionalProperties": True}}}
+    with pytest.raises(xg.StructuralTagError, match="additionalProperties.*'ab'"):
+        xg.Grammar.from_structural_tag(raw)
+
+
+def test_format_list_fields_equal_lists():
+    fmt = xg.AnyTextFormat(excludes=["<a>", "<b>"])
+    assert fmt.excludes == ["<a>", "<b>"] and fmt.excludes == ("<a>", "<b>") and fmt.excludes != ["<a>"]
+    assert hash(fmt) == hash(xg.AnyTextFormat(excludes=("<a>", "<b>")))
+    seq = xg.SequenceFormat(elements=[fmt])
+    assert seq.elements == [fmt] and xg.AnyTextFormat().excludes == [] and [] == xg.AnyTextFormat().excludes
+
+
 @pytest.mark.parametrize("body, ok", [
     ('<cofl:value name="text" type="raw">hello</cofl:value>', True),
     ('<cofl:value name="c" type="dict"><cofl:value name="m" type="raw">x</cofl:value>'

@@ -158,13 +158,27 @@ def test_constrained_string_padding_follows_the_style(style, padded):
     ({"type": "string", "format": "regex"}, {}, "format 'regex'"),
     ({"type": "string", "maxLength": -1}, {}, "maxLength"),
     ({"type": "string", "minLength": 3, "maxLength": 2}, {}, "below minLength"),
-    ({"type": "string", "format": "email"}, {"excludes": ["x"]}, "excluded substrings"),
+    ({"type": "string", "maxLength": 5000}, {"excludes": ["xy"]}, "excluded substrings cannot be enforced"),
 ])
 def test_constrained_strings_refused_when_not_enforceable(prop, fields, where):
     schema = {"type": "object", "properties": {"v": prop}}
     fmt = JSONSchemaFormat(json_schema=schema, style="qwen_xml", **fields)
     with pytest.raises(StructuralTagError, match=where):
         Grammar.from_structural_tag(StructuralTag(format=fmt))
+
+
+@pytest.mark.parametrize("prop, value, accepted", [
+    ({"type": "string"}, "axyb", False),
+    ({"type": "string", "maxLength": 6}, "axyb", False),      # bounded: the product automaton
+    ({"type": "string", "maxLength": 6}, "ab", True),
+    ({"type": "string", "maxLength": 6}, "abcdefg", False),
+    ({"type": "string", "format": "email"}, "xy@example.com", True),  # a format keeps its language
+    ({"type": "string", "pattern": "^[a-z]+$"}, "axyb", True),
+])
+def test_xml_excludes_filter_free_strings(prop, value, accepted):
+    schema = {"type": "object", "properties": {"v": prop}, "required": ["v"]}
+    fmt = JSONSchemaFormat(json_schema=schema, style="qwen_xml", excludes=["xy"])
+    assert _accepts(fmt, _param("qwen_xml", value)) == accepted
 
 
 EXTRA = {"type": "object", "properties": {"age": {"type": "integer"}, "a-b": {"type": "string"}},
@@ -198,8 +212,13 @@ def test_xml_additional_properties_values(extra, text, accepted):
     assert _accepts(JSONSchemaFormat(json_schema=schema, style="qwen_xml"), text) == accepted
 
 
-def test_xml_additional_properties_with_excludes_refused():
+def test_xml_additional_properties_with_excludes():
+    # Free names are identifiers: "<" cannot occur in one, so only the values are filtered.
     fmt = JSONSchemaFormat(json_schema=EXTRA, style="qwen_xml", excludes=["<"])
+    assert _accepts(fmt, "<parameter=x>hi</parameter>")
+    assert not _accepts(fmt, "<parameter=x>h<i</parameter>")
+    # An excluded string of identifier characters could occur in a free name: refused.
+    fmt = JSONSchemaFormat(json_schema=EXTRA, style="qwen_xml", excludes=["ab"])
     with pytest.raises(StructuralTagError, match="additionalProperties"):
         Grammar.from_structural_tag(StructuralTag(format=fmt))
 

@@ -177,12 +177,12 @@ def _k3_attribute(value: str) -> str:
     return value.replace("&", "&amp;").replace('"', "&quot;")
 
 
-def _k3_call(tool) -> TagFormat:
+def _k3_call(tool, excludes: list[str]) -> TagFormat:
     return TagFormat(
         begin=f'{K3_OPEN}call tool="{_k3_attribute(tool.name)}" index="',
         content=SequenceFormat(elements=[
             RegexFormat(pattern=r"[0-9]+"), ConstStringFormat(value=f'"{K3_SEP}'),
-            JSONSchemaFormat(json_schema=tool.parameters, style="kimi_k3_xml")]),
+            JSONSchemaFormat(json_schema=tool.parameters, style="kimi_k3_xml", excludes=excludes)]),
         end=f"{K3_CLOSE}call{K3_SEP}")
 
 
@@ -199,12 +199,14 @@ def kimi_k3_format(tools: list, mode: str, reasoning: str, parallel_tool_calls: 
             (a think block may come first) or ``"none"`` (it starts inside the response block).
         parallel_tool_calls: ``False``: at most one call.
         exclude_special_tokens: keep ``<|open|>``/``<|close|>`` out of the think and response
-            text.
+            text, and the three markers (``<|sep|>`` too) out of the argument values' strings.
 
     Returns:
         The format object.
     """
     excludes = [K3_OPEN, K3_CLOSE] if exclude_special_tokens else []
+    # An argument value ends at <|close|>argument<|sep|>: none of the markers may start inside it.
+    value_excludes = [K3_OPEN, K3_CLOSE, K3_SEP] if exclude_special_tokens else []
     think_begin, think_end = _k3_block("think")
     response_begin, response_end = _k3_block("response")
     elements = []
@@ -217,7 +219,7 @@ def kimi_k3_format(tools: list, mode: str, reasoning: str, parallel_tool_calls: 
     if mode != "none" and tools:
         tools_begin, tools_end = _k3_block("tools")
         section = TagFormat(begin=tools_begin, content=TagsWithSeparatorFormat(
-            tags=[_k3_call(t) for t in tools], separator="", at_least_one=True,
+            tags=[_k3_call(t, value_excludes) for t in tools], separator="", at_least_one=True,
             stop_after_first=not parallel_tool_calls), end=tools_end)
         elements.append(section if mode == "required" else OptionalFormat(content=section))
     elements.append(ConstStringFormat(value=f"{K3_CLOSE}message{K3_SEP}"))

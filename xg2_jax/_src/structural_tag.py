@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Union
 
 from xg2_jax._src.structural_tag_checks import (
+    FieldList,
     _check_bool,
     _check_int,
     _check_str,
@@ -80,7 +81,7 @@ def _check_format_list(owner: str, name: str, value: Any) -> tuple[Any, ...]:
         _fail(owner, name, "a list of formats", value)
     for item in value:
         _check_format(owner, f"{name}[]", item)
-    return tuple(value)
+    return FieldList(value)
 
 
 def _to_plain(value: Any) -> Any:
@@ -469,7 +470,7 @@ def _check_tags(owner: str, value: Any) -> tuple[Any, ...]:
     for item in value:
         if not isinstance(item, (TagFormat, dict)):
             _fail(owner, "tags[]", "TagFormat or dict", item)
-    return tuple(value)
+    return FieldList(value)
 
 
 @dataclass(frozen=True, kw_only=True)

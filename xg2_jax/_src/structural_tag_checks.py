@@ -6,6 +6,28 @@ from __future__ import annotations
 from typing import Any, Union
 
 
+class FieldList(tuple):
+    """An immutable list field of a format: a tuple (the formats are frozen and hashable) that
+    also equals a list of the same items, as xgrammar's list fields do.
+
+    Example:
+        >>> FieldList(["<a>", "<b>"]) == ["<a>", "<b>"], FieldList(["<a>"]) == ("<a>",)
+        (True, True)
+    """
+
+    __slots__ = ()
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, list):
+            return list(self) == other
+        return tuple.__eq__(self, other)
+
+    def __ne__(self, other: object) -> bool:
+        return not self == other
+
+    __hash__ = tuple.__hash__
+
+
 def _fail(owner: str, name: str, expected: str, value: Any) -> None:
     raise TypeError(f"{owner}.{name}: expected {expected}, "
                     f"got {type(value).__name__} {value!r:.80}")
@@ -34,7 +56,7 @@ def _check_str_list(owner: str, name: str, value: Any) -> tuple[str, ...]:
     for item in value:
         if not isinstance(item, str):
             _fail(owner, f"{name}[]", "str", item)
-    return tuple(value)
+    return FieldList(value)
 
 
 def _check_token_list(owner: str, name: str, value: Any) -> tuple[Union[int, str], ...]:
@@ -43,4 +65,4 @@ def _check_token_list(owner: str, name: str, value: Any) -> tuple[Union[int, str
     for item in value:
         if isinstance(item, bool) or not isinstance(item, (int, str)):
             _fail(owner, f"{name}[]", "int or str", item)
-    return tuple(value)
+    return FieldList(value)

@@ -38,6 +38,11 @@ ByteDfaSpec Filter(const ByteDfaSpec& universe, const ByteDfaSpec& excluded, con
 
 }  // namespace
 
+ExprId WithoutSubstrings(Grammar* g, ExprId content, const std::vector<std::string>& excludes) {
+  ByteDfaSpec dfa = Filter(ByteDfaOfExpr(*g, content, kMaxExcludeDfaStates), ExcludedTextDfa(excludes), {});
+  return ByteDfaEmpty(dfa) ? g->AddChoice({}) : g->AddByteDfa(std::move(dfa));
+}
+
 const ByteDfaSpec& Converter::ExcludedText() {
   if (!excluded_text_) excluded_text_ = std::make_unique<ByteDfaSpec>(ExcludedTextDfa(o_.excludes));
   return *excluded_text_;

@@ -43,6 +43,9 @@ bool IsAssertedFormat(const std::string& format);
 // The decoded text of a string in the given asserted format (an expression over code points,
 // as a regex gives), or kNoExpr for one without an expression ("regex").
 ExprId FormatDecodedExpr(Grammar* g, const std::string& format);
+// `content` (decoded text) without the strings that hold one of `excludes` (a byte automaton:
+// exact); the empty choice when nothing is left. Raises kLimitExceeded past the state limit.
+ExprId WithoutSubstrings(Grammar* g, ExprId content, const std::vector<std::string>& excludes);
 // Content (no quotes) of a string in the given asserted format, over JSON-encoded string
 // content; throws UnsupportedKeyword for one without an expression ("regex").
 ExprId FormatContentExpr(Grammar* g, const std::string& format);

@@ -245,7 +245,12 @@ ExprId XmlParameterLowering::ExtraParameter(const JsonValue& schema) {
   if (!extra || (extra->is_bool() && !extra->as_bool())) return kNoExpr;
   const std::string path = path_ + "/additionalProperties";
   if (!extra->is_bool() && !extra->is_object()) Fail(path, "must be a boolean or a schema");
-  if (!excludes_.empty()) Fail(path, "excluded substrings cannot be enforced on parameter names a schema does not fix");
+  // A name is an identifier: only an excluded string of identifier characters can occur in one.
+  for (const std::string& e : excludes_) {
+    bool ident = true;
+    for (char c : e) ident = ident && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+    if (ident) Fail(path, "excluded substring '" + e + "' cannot be enforced on parameter names a schema does not fix");
+  }
   std::set<std::string> taken;
   if (const JsonValue* props = schema.Find("properties")) {
     for (const auto& [name, prop] : props->members()) taken.insert(name);
@@ -341,13 +346,9 @@ ExprId XmlParameterLowering::ConstrainedText(const JsonValue& s, const std::stri
     }
   }
   const bool bounded = lo > 0 || hi >= 0;
-  if (text != kNoExpr || bounded) {
-    if (!excludes_.empty())
-      Fail(path, "excluded substrings cannot be enforced on a string with a pattern, format or length bound");
-  }
   if (text == kNoExpr) {
     if (!bounded) return kNoExpr;
-    return g_->AddRepeat(g_->AddCharClass({}, /*negated=*/true), lo, hi < 0 ? kUnbounded : hi);
+    return WithoutExcludes(g_->AddRepeat(g_->AddCharClass({}, /*negated=*/true), lo, hi < 0 ? kUnbounded : hi), path);
   }
   if (bounded) {  // kept only where the pattern's or format's own lengths already satisfy them
     int64_t min_len = 0, max_len = -1;
@@ -355,7 +356,17 @@ ExprId XmlParameterLowering::ConstrainedText(const JsonValue& s, const std::stri
         (hi >= 0 && (max_len < 0 || max_len > hi)))
       Fail(path, "minLength/maxLength together with a pattern or format cannot be enforced for XML argument styles");
   }
-  return text;
+  return text;  // a pattern or format keeps its own language (excludes filter free strings, as in JSON)
+}
+
+// A length-bounded raw text without the excluded substrings: the product automaton (exact).
+ExprId XmlParameterLowering::WithoutExcludes(ExprId text, const std::string& path) {
+  if (excludes_.empty()) return text;
+  try {
+    return jsonschema::WithoutSubstrings(g_, text, excludes_);
+  } catch (const Error& e) {
+    Fail(path, std::string("excluded substrings cannot be enforced on this string: ") + e.what());
+  }
 }
 
 ExprId XmlParameterLowering::JsonValueOf(const JsonValue& prop, const JsonValue& root, const std::string& path) {
