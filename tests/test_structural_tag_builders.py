@@ -297,3 +297,17 @@ def test_cohere_unconstrained_arguments_are_recursive_values(body, ok):
     tag = xg.get_model_structural_tag("cohere", [{"name": "anything"}], tool_choice="required", reasoning=False)
     text = f'<cofl:tool_calls><cofl:tool_call id="0" name="anything">{body}</cofl:tool_call></cofl:tool_calls>'
     assert _is_grammar_accept_string(xg.Grammar.from_structural_tag(tag), text) is ok
+
+
+@pytest.mark.parametrize("model", ["deepseek_r1", "deepseek_v3_1", "deepseek_v4_1", "exaone", "minimax_m3"])
+def test_reasoning_auto_opens_its_own_block_where_thinking_is_prefilled(model):
+    from xg2_jax.testing import _is_grammar_accept_string
+    think, end = ("<mm:think>", "</mm:think>") if model == "minimax_m3" else ("<think>", "</think>")
+    auto = xg.Grammar.from_structural_tag(xg.get_model_structural_tag(model, [], reasoning="auto"))
+    assert _is_grammar_accept_string(auto, "answer")
+    assert _is_grammar_accept_string(auto, f"{think}plan{end}answer")
+    assert not _is_grammar_accept_string(auto, f"plan{end}answer")
+    # Thinking on: the template ends the prompt with the open tag, the output starts inside.
+    on = xg.Grammar.from_structural_tag(xg.get_model_structural_tag(model, [], reasoning=True))
+    assert _is_grammar_accept_string(on, f"plan{end}answer")
+    assert not _is_grammar_accept_string(on, f"{think}plan{end}answer")

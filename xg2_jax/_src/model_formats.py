@@ -379,7 +379,8 @@ def get_model_structural_tag(
             for the others. Supported for qwen3, qwen3_coder, glm4 and gemma_4.
         reasoning_prefilled: the prompt already ends with the opening think tag, so the
             output starts inside the reasoning; ``None`` uses the model's chat-template default
-            (True for deepseek_r1/v3.1/v3.2/v4/v4.1, minimax_m3 and exaone, False otherwise).
+            (True for deepseek_r1/v3.1/v3.2/v4/v4.1, minimax_m3 and exaone with reasoning on;
+            False otherwise: with ``reasoning="auto"`` the model opens the block itself).
 
     Returns:
         The :class:`StructuralTag`, ready for ``GrammarCompiler.compile_structural_tag``

@@ -348,7 +348,10 @@ def text_syntax_format(syntax: ToolCallSyntax, tools: list, mode: str, reasoning
         body = _calls_body(syntax, tools, mode, parallel_tool_calls, text_excludes)
     block = None
     if syntax.reasoning:
-        prefilled = syntax.reasoning_prefilled if reasoning_prefilled is None else reasoning_prefilled
+        # A template prefills the think tag only when thinking is on; where the model may
+        # skip thinking ("optional"), it opens the block itself.
+        prefilled = (syntax.reasoning_prefilled and reasoning == "required") if reasoning_prefilled is None \
+            else reasoning_prefilled
         excludes = [*syntax.think, *syntax.reasoning_excludes] if exclude_special_tokens else []
         block = reasoning_block(reasoning, prefilled=prefilled, excludes=excludes,
                                 think=syntax.think)
