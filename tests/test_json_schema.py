@@ -454,6 +454,10 @@ def test_uri_template_braces_balance(compiler):
     schema = {"type": "string", "format": "uri-template"}
     check(compiler, schema, ["http://example.com/{id}", "http://x/{+path,q*}{?a:3}", "plain"],
           ["http://example.com/resource/{", "http://x/}", "{}"])
+    # RFC 6570 section 2: literals exclude ' % < > \\ ^ ` | (but pct-encoded octets), a varname
+    # joins varchars with single dots, a prefix is 1-9999.
+    check(compiler, schema, ["%Ff", "{%Ff}", "{i.j.k}", "{a_b_c:1234}", "/caf\u00e9/{x}"],
+          ["'", "%", "%1", "%Gg", "a b", "{n.}", "{n..m}", "{m:100001}", "{a:0}", "x^y", "`"])
 
 
 # oneOf is exact when its alternatives are provably exclusive: (schema, valid, invalid).

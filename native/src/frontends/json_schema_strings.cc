@@ -578,6 +578,44 @@ ExprId UriCharsExpr(Grammar* g, bool iri, bool braces) {
 
 // The decoded text of a string in format f (a regex-like expression over code points), or
 // kNoExpr for a format that has no expression here.
+namespace {
+
+// RFC 6570 (section 2): literals (any character but controls, space and "'%<>\\^`{|}, or a
+// pct-encoded octet) and expressions "{" [operator] varspec *("," varspec) "}", where a
+// varname is varchars (ALPHA / DIGIT / "_" / pct-encoded) joined by single dots and a prefix
+// is 1-9999.
+ExprId UriTemplateExpr(Grammar* g) {
+  const std::vector<CodepointRange> hex{{'0', '9'}, {'A', 'F'}, {'a', 'f'}};
+  ExprId pct = g->AddSequence({Lit(g, "%"), Cls(g, hex), Cls(g, hex)});
+  std::vector<CodepointRange> literal{{0x21, 0x21},   {0x23, 0x24},     {0x26, 0x26},    {0x28, 0x3B}, {0x3D, 0x3D},
+                                      {0x3F, 0x5B},   {0x5D, 0x5D},     {0x5F, 0x5F},    {0x61, 0x7A}, {0x7E, 0x7E},
+                                      {0xA0, 0xD7FF}, {0xE000, 0xFDCF}, {0xFDF0, 0xFFEF}};
+  // ucschar and iprivate above the BMP: every plane but its last two code points.
+  for (uint32_t plane = 1; plane <= 16; ++plane) literal.push_back({plane << 16, (plane << 16) + 0xFFFD});
+  ExprId varchar = g->AddChoice({Cls(g, {{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}}), pct});
+  ExprId varname =
+      g->AddSequence({varchar, g->AddRepeat(g->AddSequence({Opt(g, Lit(g, ".")), varchar}), 0, kUnbounded)});
+  ExprId prefix = g->AddSequence({Lit(g, ":"), Cls(g, {{'1', '9'}}), g->AddRepeat(Cls(g, {{'0', '9'}}), 0, 3)});
+  ExprId varspec = g->AddSequence({varname, Opt(g, g->AddChoice({prefix, Lit(g, "*")}))});
+  ExprId op = Opt(g, Cls(g, {{'+', '+'},
+                             {'#', '#'},
+                             {'.', '.'},
+                             {'/', '/'},
+                             {';', ';'},
+                             {'?', '?'},
+                             {'&', '&'},
+                             {'=', '='},
+                             {',', ','},
+                             {'!', '!'},
+                             {'@', '@'},
+                             {'|', '|'}}));
+  ExprId expr = g->AddSequence(
+      {Lit(g, "{"), op, varspec, g->AddRepeat(g->AddSequence({Lit(g, ","), varspec}), 0, kUnbounded), Lit(g, "}")});
+  return g->AddRepeat(g->AddChoice({Cls(g, literal), pct, expr}), 0, kUnbounded);
+}
+
+}  // namespace
+
 ExprId FormatDecodedExpr(Grammar* g, const std::string& f) {
   if (f == "date") return DateExpr(g);
   if (f == "time") return TimeExpr(g);
@@ -621,27 +659,7 @@ ExprId FormatDecodedExpr(Grammar* g, const std::string& f) {
                                       Opt(g, g->AddSequence({Cls(g, {{'#', '#'}, {'/', '/'}, {'?', '?'}}), rest}))});
     return g->AddChoice({absolute, relative});
   }
-  if (f == "uri-template") {
-    // RFC 6570: literals and balanced expressions "{" [operator] varspec *("," varspec) "}".
-    ExprId varspec = g->AddSequence(
-        {g->AddRepeat(Cls(g, {{'%', '%'}, {'.', '.'}, {'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}}), 1, kUnbounded),
-         Opt(g, g->AddChoice({g->AddSequence({Lit(g, ":"), g->AddRepeat(Cls(g, {{'0', '9'}}), 1, 4)}), Lit(g, "*")}))});
-    ExprId op = Opt(g, Cls(g, {{'+', '+'},
-                               {'#', '#'},
-                               {'.', '.'},
-                               {'/', '/'},
-                               {';', ';'},
-                               {'?', '?'},
-                               {'&', '&'},
-                               {'=', '='},
-                               {',', ','},
-                               {'!', '!'},
-                               {'@', '@'},
-                               {'|', '|'}}));
-    ExprId expr = g->AddSequence(
-        {Lit(g, "{"), op, varspec, g->AddRepeat(g->AddSequence({Lit(g, ","), varspec}), 0, kUnbounded), Lit(g, "}")});
-    return g->AddRepeat(g->AddChoice({UriCharsExpr(g, true, false), expr}), 0, kUnbounded);
-  }
+  if (f == "uri-template") return UriTemplateExpr(g);
   if (f == "json-pointer" || f == "relative-json-pointer") {
     // RFC 6901 over the decoded string: "/" and "~" only as separators and ~0 / ~1.
     ExprId ch =
