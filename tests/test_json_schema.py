@@ -425,7 +425,7 @@ def test_draft7_ref_overrides_siblings(compiler):
 def test_pattern_of_one_class_with_length_bounds(compiler):
     schema = {"type": "string", "pattern": "^[a-z0-9_-]+$", "minLength": 2, "maxLength": 4}
     check(compiler, schema, ["ab", "a_-9"], ["a", "abcde", "AB", ""])
-    with pytest.raises(xg.GrammarError, match="no finite string"):  # empty intersection
+    with pytest.raises(xg.GrammarError, match="no finite string|no JSON value"):  # empty intersection
         compiler.compile_grammar(Grammar.from_json_schema({"type": "string", "pattern": "^[a-z]{5,9}$", "maxLength": 3}))
     # Any other pattern: its automaton times a character counter (tests/test_json_schema_automata.py).
     check(compiler, {"type": "string", "pattern": "^a+b$", "maxLength": 3}, ["ab", "aab"], ["aaab", "b"])
@@ -648,3 +648,25 @@ def test_property_names_with_pattern_properties_is_reported():
               "additionalProperties": False}
     with pytest.raises(UnsupportedSchemaError, match="'propertyNames' at /propertyNames: together with patternProperties"):
         Grammar.from_json_schema(schema, strict_mode=False)
+
+
+@pytest.mark.parametrize("schema", [
+    {"type": "number", "minimum": 10, "maximum": 5},
+    {"type": "integer", "exclusiveMinimum": 5, "exclusiveMaximum": 6},
+    {"type": "number", "minimum": 5, "exclusiveMaximum": 5},
+    {"type": "object", "properties": {"a": {"type": "integer", "minimum": 3, "maximum": 1}}, "required": ["a"]},
+    False,
+])
+def test_schema_no_value_satisfies_is_refused_at_conversion(schema):
+    with pytest.raises(xg.GrammarError, match="no JSON value satisfies"):
+        Grammar.from_json_schema(schema)
+
+
+def test_unsatisfiable_parts_stay_where_they_can_be_left_out():
+    # An optional property whose schema no value satisfies is left out, not an error.
+    Grammar.from_json_schema({"type": "object", "properties": {"a": {"type": "integer", "minimum": 3, "maximum": 1}}})
+    # Inside a structural tag, an alternative may still match.
+    tag = {"type": "structural_tag", "format": {"type": "or", "elements": [
+        {"type": "json_schema", "json_schema": {"type": "integer", "minimum": 3, "maximum": 1}},
+        {"type": "const_string", "value": "x"}]}}
+    Grammar.from_structural_tag(tag)

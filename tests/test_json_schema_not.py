@@ -13,7 +13,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 import json_schema_corpus_lib as lib  # noqa: E402
 
-from xg2_jax._src.errors import UnsupportedSchemaError  # noqa: E402
+from xg2_jax._src.errors import GrammarError, UnsupportedSchemaError  # noqa: E402
 from xg2_jax._src.grammar import Grammar  # noqa: E402
 
 SAMPLES = [None, True, False, 0, 1, 2, -3, 2.5, 7, 1.1, 3.0, "", "a", "ab", "abc", "x", "ba", "cab", "a\\b", "\u00e9a", "xc", [], [1], [1, "a"], [True, 2, 3],
@@ -126,7 +126,8 @@ def test_not_empty_language(runner, name):
     schema = EMPTY[name]
     validator = jsonschema.Draft202012Validator(schema)
     assert not any(validator.is_valid(x) for x in SAMPLES)
-    Grammar.from_json_schema(schema)
+    with pytest.raises(GrammarError, match="no JSON value satisfies"):
+        Grammar.from_json_schema(schema)
     status, _ = runner.compile(schema)
     assert status.startswith("error:"), status
 

@@ -3,6 +3,7 @@
 #include "frontends/json_schema.h"
 
 #include "frontends/json_schema_converter.h"
+#include "grammar/productivity.h"
 
 namespace xg2::jsonschema {
 
@@ -11,6 +12,10 @@ JsonSchemaResult Converter::Run() {
   g_.set_root(root);
   ExprId body = g_.AddRuleRef(ConjRule({Ref{&root_, ""}}, 0));
   g_.SetRuleBody(root, body);
+  // A schema no JSON value satisfies (minimum above maximum, a false root) is refused here,
+  // where the schema is named, rather than by the compile.
+  if (o_.refuse_empty_language && !Productivity(g_).Rule(root))
+    throw Error(ErrorKind::kGrammarSemantic, "invalid schema at (root): no JSON value satisfies the schema");
   JsonSchemaResult r;
   r.grammar = std::move(g_);
   r.warnings = warnings_;

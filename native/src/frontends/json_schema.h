@@ -38,6 +38,10 @@ struct JsonSchemaOptions {
   // written: "\\u0061b" does not contain "ab"). Strings under a pattern or a known format keep
   // their own language (xgrammar's JSONSchemaFormat.excludes).
   std::vector<std::string> excludes;
+  // A schema no JSON value satisfies raises (GrammarSemantic). Front ends that embed the schema
+  // as one part of a larger grammar (structural tags, Lark %json) turn this off: another
+  // alternative may still match.
+  bool refuse_empty_language = true;
 };
 
 struct JsonSchemaResult {

@@ -437,7 +437,9 @@ ExprId LarkConverter::CompileJson(const Node& node, Scope scope) {
   std::pair<int, int> lc = lark::LineColumn(SourceOf(scope), node.offset);
   std::string where = lark::LarkWhere(lc);
   try {
-    JsonSchemaResult r = JsonSchemaToGrammar(node.text);
+    JsonSchemaOptions part;
+    part.refuse_empty_language = false;  // one part of the grammar: another alternative may match
+    JsonSchemaResult r = JsonSchemaToGrammar(node.text, part);
     return g_.AddRuleRef(ImportGrammar(&g_, r.grammar, "json" + std::to_string(++imports_) + "_"));
   } catch (const SyntaxError& e) {
     Fail(scope, node.offset, std::string("in %json schema: ") + e.what());

@@ -321,8 +321,10 @@ class Lowering {
 
   ExprId ImportSchema(const JsonValue& schema, const JsonSchemaOptions& o, const std::string& path) {
     JsonSchemaResult r;
+    JsonSchemaOptions part = o;
+    part.refuse_empty_language = false;  // one part of the tag: another alternative may match
     try {
-      r = JsonSchemaToGrammar(schema, o);
+      r = JsonSchemaToGrammar(schema, part);
     } catch (const Error& e) {
       Fail(path, e.what());
     }

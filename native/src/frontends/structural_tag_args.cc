@@ -284,8 +284,10 @@ ExprId StyledArgumentLowering::JsonScalar(const JsonValue& s, const std::string&
   }
   members.emplace_back("type", JsonValue::Array(std::move(types)));
   JsonSchemaResult r;
+  JsonSchemaOptions part = options_;
+  part.refuse_empty_language = false;  // one argument value: an optional one may be left out
   try {
-    r = JsonSchemaToGrammar(JsonValue::Object(std::move(members)), options_);
+    r = JsonSchemaToGrammar(JsonValue::Object(std::move(members)), part);
   } catch (const Error& e) {
     Fail(path, e.what());
   }

@@ -383,7 +383,9 @@ ExprId XmlParameterLowering::JsonValueOf(const JsonValue& prop, const JsonValue&
   JsonSchemaResult r;
   try {
     JsonSchemaOptions o = options_;
-    o.excludes = excludes_;  // every string and key of the JSON value (exact, see json_schema_excludes.cc)
+    o.excludes = excludes_;
+    o.refuse_empty_language = false;  // one argument value: an optional one may be left out  // every string and key of
+                                      // the JSON value (exact, see json_schema_excludes.cc)
     r = JsonSchemaToGrammar(JsonValue::Object(std::move(members)), o);
   } catch (const Error& e) {
     Fail(path, e.what());
