@@ -4,39 +4,18 @@
 // groups) count as productive, so "not productive" is always true emptiness.
 #pragma once
 
-#include <cstdint>
-#include <unordered_map>
 #include <vector>
 
-#include "xg2/grammar.h"
+#include "grammar/rule_fixpoint.h"
 
 namespace xg2 {
 
-class Productivity {
+class Productivity : public RuleFixpoint<Productivity> {
  public:
-  explicit Productivity(const Grammar& g) : g_(g), rule_(g.num_rules(), 0) {
-    bool changed = true;
-    while (changed) {
-      changed = false;
-      memo_.clear();
-      for (RuleId r = 0; r < g.num_rules(); ++r) {
-        if (!rule_[r] && g.rule(r).body != kNoExpr && Expr(g.rule(r).body)) {
-          rule_[r] = 1;
-          changed = true;
-        }
-      }
-    }
-    memo_.clear();
-  }
+  explicit Productivity(const Grammar& g) : RuleFixpoint(g) { Solve(); }
 
-  // Whether rule r matches some finite string.
-  bool Rule(RuleId r) const { return rule_[r] != 0; }
-
- private:
-  bool Expr(ExprId id) {
-    auto it = memo_.find(id);
-    if (it != memo_.end()) return it->second;
-    const xg2::Expr& e = g_.expr(id);
+  // Whether the expression matches some finite string (children and rules as solved so far).
+  bool Eval(const xg2::Expr& e) {
     bool p = true;
     switch (e.kind) {
       case ExprKind::kCharClass: p = e.negated ? !CoversEveryCodepoint(e.ranges) : !e.ranges.empty(); break;
@@ -47,21 +26,17 @@ class Productivity {
         p = false;
         for (ExprId c : e.children) p = p || Expr(c);
         break;
-      case ExprKind::kRuleRef: p = rule_[e.rule] != 0; break;
+      case ExprKind::kRuleRef: p = Rule(e.rule); break;
       case ExprKind::kRepeat: p = e.min == 0 || Expr(e.children[0]); break;
       default: break;  // empty, bytes, and the automaton-only elements
     }
-    memo_[id] = p;
     return p;
   }
 
+ private:
   static bool CoversEveryCodepoint(const std::vector<CodepointRange>& ranges) {  // sorted and merged
     return ranges.size() == 1 && ranges[0].lo == 0 && ranges[0].hi >= 0x10FFFF;
   }
-
-  const Grammar& g_;
-  std::vector<uint8_t> rule_;
-  std::unordered_map<ExprId, bool> memo_;
 };
 
 }  // namespace xg2
