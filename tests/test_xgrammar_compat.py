@@ -171,6 +171,9 @@ def _corrupt(document, path, value):
     ("compiled", ["vocabulary_digest"], "0" * 64, xg.DeserializeFormatError),
     ("compiled", ["grammar", "ebnf"], "nope", xg.DeserializeFormatError),
     ("compiled", ["vocab_size"], True, xg.DeserializeFormatError),
+    ("tokenizer", ["trie_subtree_nodes_range"], [], xg.DeserializeFormatError),  # unknown fields
+    ("grammar", ["root_rule_id"], 0, xg.DeserializeFormatError),
+    ("compiled", ["grammar", "rules"], [], xg.DeserializeFormatError),
 ])
 def test_json_corruption_raises_typed_errors(kind, path, value, error):
     tok, compiled = _objects()

@@ -72,7 +72,23 @@ def _read(text: Any, kind: str) -> dict:
                                       f"reads {SERIALIZATION_VERSION!r}")
     if doc.get("type") != kind:
         raise DeserializeFormatError(f"JSON holds a {doc.get('type')!r}, not a {kind!r}")
+    _only_known_fields(doc, _FIELDS[kind], kind)
     return doc
+
+
+_FIELDS = {
+    "TokenizerInfo": {"vocab_type", "vocab_size", "decoded_vocab", "special_token_ids", "stop_token_ids",
+                      "add_prefix_space"},
+    "Grammar": {"root_rule_name", "ebnf"},
+    "CompiledGrammar": {"grammar", "vocabulary_digest", "vocab_size"},
+}
+
+
+def _only_known_fields(doc: dict, known: set, where: str) -> None:
+    """A field the writer never writes is a corrupted (or foreign) document."""
+    unknown = sorted(set(doc) - known - {"__VERSION__", "type"})
+    if unknown:
+        raise DeserializeFormatError(f"{where} has unknown field(s) {', '.join(map(repr, unknown))}")
 
 
 def _field(doc: dict, name: str, kind: type, where: str) -> Any:
@@ -138,6 +154,7 @@ def _grammar_fields(grammar) -> dict:
 
 
 def _grammar_from_fields(doc: dict, where: str, from_ebnf):
+    _only_known_fields(doc, _FIELDS["Grammar"], where)
     ebnf = _field(doc, "ebnf", str, where)
     root = _field(doc, "root_rule_name", str, where)
     try:
