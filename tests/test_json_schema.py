@@ -670,3 +670,19 @@ def test_unsatisfiable_parts_stay_where_they_can_be_left_out():
         {"type": "json_schema", "json_schema": {"type": "integer", "minimum": 3, "maximum": 1}},
         {"type": "const_string", "value": "x"}]}}
     Grammar.from_structural_tag(tag)
+
+
+@pytest.mark.parametrize("fmt, valid, invalid", [
+    # RFC 3986: the authority holds one userinfo '@', a host and a numeric port; '[' ']' only
+    # around an IP literal (IPvFuture's "v" in either case, as ABNF strings).
+    ("uri", ["http://example.com/a?b=c#d", "http://[::1]:80/x", "http://[V1.fe]", "urn:isbn:1", "a:",
+             "http://user:pw@host:8080/p", "file:///etc/x"],
+     ["aaa:?[#]", "abc://@@", "abc://::", "abc:/[]", "http://a b", "//a", "http://x/%zz", "http://\u00e9"]),
+    ("uri-reference", ["../x", "#frag", "", "a:b:c", "//host/p"], ["?[#]", "//@@", "//::", "/[]", "1a:b"]),
+    ("iri", ["http://\u00e9.com/\u00fc"], ["http://a b"]),
+    # RFC 5321: a dot-string or a quoted string local part.
+    ("email", ["a@b.c", '" "@example.org', '"john..doe"@example.org', '"a\\"b"@x.org'],
+     ["john..doe@x.org", 'a"b@x.org', '"a"b"@x.org', "@x.org"]),
+])
+def test_uri_and_email_formats_follow_their_rfcs(compiler, fmt, valid, invalid):
+    check(compiler, {"type": "string", "format": fmt}, valid, invalid)

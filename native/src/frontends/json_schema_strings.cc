@@ -560,24 +560,64 @@ ExprId Ipv6Expr(Grammar* g) {
   return g->AddChoice(alts);
 }
 
-ExprId UriCharsExpr(Grammar* g, bool iri, bool braces) {
-  std::vector<CodepointRange> r{{'!', '!'}, {'#', ';'}, {'=', '='}, {'?', '['},
-                                {']', ']'}, {'_', '_'}, {'a', 'z'}, {'~', '~'}};
-  if (braces) {
-    r.push_back({'{', '{'});
-    r.push_back({'}', '}'});
-  }
+// RFC 3986 URI / URI-reference, or with iri RFC 3987 IRI / IRI-reference (ucschar in the
+// unreserved characters, iprivate in the query), over the decoded text.
+ExprId UriExpr(Grammar* g, bool iri, bool reference) {
+  const std::vector<CodepointRange> hex{{'0', '9'}, {'A', 'F'}, {'a', 'f'}};
+  std::vector<CodepointRange> unreserved{{'-', '.'}, {'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}, {'~', '~'}};
   if (iri) {
-    r.push_back({0xA0, 0xD7FF});
-    r.push_back({0xE000, 0x10FFFF});
+    for (CodepointRange r : {CodepointRange{0xA0, 0xD7FF}, {0xF900, 0xFDCF}, {0xFDF0, 0xFFEF}, {0xE1000, 0xEFFFD}})
+      unreserved.push_back(r);
+    for (uint32_t plane = 1; plane <= 13; ++plane) unreserved.push_back({plane << 16, (plane << 16) + 0xFFFD});
   }
-  return Cls(g, r);
+  const std::vector<CodepointRange> sub_delims{{'!', '!'}, {'$', '$'}, {'&', ','}, {';', ';'}, {'=', '='}};
+  auto chars = [&](std::vector<CodepointRange> extra) {  // unreserved / sub-delims / extra / pct-encoded
+    extra.insert(extra.end(), unreserved.begin(), unreserved.end());
+    extra.insert(extra.end(), sub_delims.begin(), sub_delims.end());
+    return g->AddChoice({Cls(g, NormalizeRanges(extra)), g->AddSequence({Lit(g, "%"), Cls(g, hex), Cls(g, hex)})});
+  };
+  auto star = [&](ExprId e) { return g->AddRepeat(e, 0, kUnbounded); };
+  ExprId pchar = chars({{':', ':'}, {'@', '@'}});
+  ExprId segment = star(pchar);
+  ExprId segment_nz = g->AddRepeat(pchar, 1, kUnbounded);
+  ExprId segment_nz_nc = g->AddRepeat(chars({{'@', '@'}}), 1, kUnbounded);
+  ExprId slash_segments = star(g->AddSequence({Lit(g, "/"), segment}));  // path-abempty
+  std::vector<CodepointRange> ipv_future_chars = NormalizeRanges([&] {
+    auto r = unreserved;
+    r.insert(r.end(), sub_delims.begin(), sub_delims.end());
+    r.push_back({':', ':'});
+    return r;
+  }());
+  ExprId ip_future = g->AddSequence({Cls(g, {{'V', 'V'}, {'v', 'v'}}),  // ABNF strings ignore case
+                                     g->AddRepeat(Cls(g, hex), 1, kUnbounded), Lit(g, "."),
+                                     g->AddRepeat(Cls(g, ipv_future_chars), 1, kUnbounded)});
+  ExprId host = g->AddChoice({g->AddSequence({Lit(g, "["), g->AddChoice({Ipv6Expr(g), ip_future}), Lit(g, "]")}),
+                              Ipv4Expr(g), star(chars({}))});
+  ExprId authority = g->AddSequence({Opt(g, g->AddSequence({star(chars({{':', ':'}})), Lit(g, "@")})), host,
+                                     Opt(g, g->AddSequence({Lit(g, ":"), star(Cls(g, {{'0', '9'}}))}))});
+  ExprId path_absolute = g->AddSequence({Lit(g, "/"), Opt(g, g->AddSequence({segment_nz, slash_segments}))});
+  // hier-part (path-rootless first) or relative-part (path-noscheme first: no ':' before a '/').
+  auto hier = [&](ExprId first) {
+    return g->AddChoice({g->AddSequence({Lit(g, "//"), authority, slash_segments}), path_absolute,
+                         g->AddSequence({first, slash_segments}), g->AddEmpty()});
+  };
+  ExprId query_char = g->AddChoice({pchar, Cls(g, {{'/', '/'}, {'?', '?'}})});
+  ExprId query_body =
+      iri ? g->AddChoice({query_char, Cls(g, {{0xE000, 0xF8FF}, {0xF0000, 0xFFFFD}, {0x100000, 0x10FFFD}})})
+          : query_char;
+  auto tail = [&] {
+    return g->AddSequence({Opt(g, g->AddSequence({Lit(g, "?"), star(query_body)})),
+                           Opt(g, g->AddSequence({Lit(g, "#"), star(query_char)}))});
+  };
+  ExprId scheme = g->AddSequence(
+      {Cls(g, {{'A', 'Z'}, {'a', 'z'}}), star(Cls(g, {{'A', 'Z'}, {'a', 'z'}, {'0', '9'}, {'+', '+'}, {'-', '.'}}))});
+  ExprId absolute = g->AddSequence({scheme, Lit(g, ":"), hier(segment_nz), tail()});
+  if (!reference) return absolute;
+  return g->AddChoice({absolute, g->AddSequence({hier(segment_nz_nc), tail()})});
 }
 
 }  // namespace
 
-// The decoded text of a string in format f (a regex-like expression over code points), or
-// kNoExpr for a format that has no expression here.
 namespace {
 
 // RFC 6570 (section 2): literals (any character but controls, space and "'%<>\\^`{|}, or a
@@ -616,6 +656,8 @@ ExprId UriTemplateExpr(Grammar* g) {
 
 }  // namespace
 
+// The decoded text of a string in format f (a regex-like expression over code points), or
+// kNoExpr for a format that has no expression here.
 ExprId FormatDecodedExpr(Grammar* g, const std::string& f) {
   if (f == "date") return DateExpr(g);
   if (f == "time") return TimeExpr(g);
@@ -635,30 +677,25 @@ ExprId FormatDecodedExpr(Grammar* g, const std::string& f) {
                                       {'=', '='}, {'?', '?'},  {'A', 'Z'}, {'^', '~'}};
     if (f == "idn-email") atext.push_back({0x80, 0x10FFFF});
     ExprId word = g->AddRepeat(Cls(g, atext), 1, kUnbounded);
-    ExprId local = g->AddSequence(
+    ExprId dot_string = g->AddSequence(
         {word, g->AddRepeat(g->AddSequence({Lit(g, "."), g->AddRepeat(Cls(g, atext), 1, kUnbounded)}), 0, kUnbounded)});
+    // RFC 5321 Quoted-string: qtextSMTP (printable ASCII but '"' and '\\'; RFC 6531 adds
+    // non-ASCII for idn-email) or a quoted pair.
+    std::vector<CodepointRange> qtext{{' ', '!'}, {'#', '['}, {']', '~'}};
+    if (f == "idn-email") qtext.push_back({0x80, 0x10FFFF});
+    ExprId quoted = g->AddSequence(
+        {Lit(g, "\""),
+         g->AddRepeat(g->AddChoice({Cls(g, qtext), g->AddSequence({Lit(g, "\\"), Cls(g, {{' ', '~'}})})}), 0,
+                      kUnbounded),
+         Lit(g, "\"")});
+    ExprId local = g->AddChoice({dot_string, quoted});
     ExprId domain =
         g->AddChoice({HostnameExpr(g, f == "idn-email"), g->AddSequence({Lit(g, "["), Ipv4Expr(g), Lit(g, "]")}),
                       g->AddSequence({Lit(g, "[IPv6:"), Ipv6Expr(g), Lit(g, "]")})});
     return g->AddSequence({local, Lit(g, "@"), domain});
   }
-  if (f == "uri" || f == "iri" || f == "uri-reference" || f == "iri-reference") {
-    const bool iri = f[0] == 'i';
-    ExprId scheme = g->AddSequence(
-        {Cls(g, {{'A', 'Z'}, {'a', 'z'}}),
-         g->AddRepeat(Cls(g, {{'A', 'Z'}, {'a', 'z'}, {'0', '9'}, {'+', '+'}, {'-', '.'}}), 0, kUnbounded)});
-    ExprId rest = g->AddRepeat(UriCharsExpr(g, iri, false), 0, kUnbounded);
-    ExprId absolute = g->AddSequence({scheme, Lit(g, ":"), rest});
-    if (f == "uri" || f == "iri") return absolute;
-    // RFC 3986 relative-ref: no ':' before the first '/', '?' or '#' (else it would read as a
-    // scheme), e.g. "://" is not a reference.
-    std::vector<CodepointRange> first_segment{{'!', '!'}, {'$', '.'}, {'0', '9'}, {';', ';'}, {'=', '='},
-                                              {'@', '['}, {']', ']'}, {'_', '_'}, {'a', 'z'}, {'~', '~'}};
-    if (iri) first_segment.push_back({0xA0, 0xD7FF}), first_segment.push_back({0xE000, 0x10FFFF});
-    ExprId relative = g->AddSequence({g->AddRepeat(Cls(g, first_segment), 0, kUnbounded),
-                                      Opt(g, g->AddSequence({Cls(g, {{'#', '#'}, {'/', '/'}, {'?', '?'}}), rest}))});
-    return g->AddChoice({absolute, relative});
-  }
+  if (f == "uri" || f == "iri" || f == "uri-reference" || f == "iri-reference")
+    return UriExpr(g, f[0] == 'i', f.size() > 4);
   if (f == "uri-template") return UriTemplateExpr(g);
   if (f == "json-pointer" || f == "relative-json-pointer") {
     // RFC 6901 over the decoded string: "/" and "~" only as separators and ~0 / ~1.
