@@ -58,8 +58,7 @@ std::vector<int32_t> EbnfParser::ParseTokenIds(const std::string& macro) {
 
 // TokenTagDispatch((id, rule), ..., loop_after_dispatch=true, excludes=(id, ...)): free tokens
 // (any but the triggers and the excluded), where a trigger token is followed by its rule; after
-// it, free tokens again (loop) or the end. Lowered to token sets: (free | trigger rule)* with
-// the loop, free* (trigger rule)? without.
+// it, free tokens again (loop) or the end (lowered by AddTokenTagDispatch).
 ExprId EbnfParser::ParseTokenTagDispatch() {
   const size_t open = pos_;
   pos_ += std::string("TokenTagDispatch(").size();
@@ -113,23 +112,13 @@ ExprId EbnfParser::ParseTokenTagDispatch() {
   }
   ++pos_;
   --depth_;
-  std::vector<int32_t> not_free = excludes;
-  std::vector<ExprId> dispatched;
-  for (const auto& [trigger, rule] : dispatches) {
+  for (const auto& dispatch : dispatches) {
+    const int32_t trigger = dispatch.first;
     if (std::find(excludes.begin(), excludes.end(), trigger) != excludes.end()) {
       Fail("TokenTagDispatch trigger token " + std::to_string(trigger) + " is also excluded", open);
     }
-    not_free.push_back(trigger);
-    dispatched.push_back(scratch_.AddSequence({scratch_.AddByteDfa(TokenSetDfa({trigger}, false)), rule}));
   }
-  const ExprId free = scratch_.AddByteDfa(TokenSetDfa(std::move(not_free), true));
-  if (dispatched.empty()) return scratch_.AddRepeat(free, 0, kUnbounded);
-  if (loop) {
-    dispatched.push_back(free);
-    return scratch_.AddRepeat(scratch_.AddChoice(std::move(dispatched)), 0, kUnbounded);
-  }
-  dispatched.push_back(scratch_.AddEmpty());
-  return scratch_.AddSequence({scratch_.AddRepeat(free, 0, kUnbounded), scratch_.AddChoice(std::move(dispatched))});
+  return AddTokenTagDispatch(&scratch_, dispatches, std::move(excludes), loop);
 }
 
 }  // namespace xg2::ebnf
