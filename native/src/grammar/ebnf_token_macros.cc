@@ -14,12 +14,14 @@
 namespace xg2::ebnf {
 
 // Token(id, ...) / ExcludeToken(id, ...): one token by id (see grammar/token_set.h).
+// ExcludeToken() is any one token (xgrammar prints the structural tags' exclude_token and
+// any_tokens without exclusions so); Token() would match nothing and is refused.
 ExprId EbnfParser::ParseTokenSet(bool excluded) {
   const size_t open = pos_;
   const std::string macro = excluded ? "ExcludeToken" : "Token";
   pos_ += macro.size() + 1;
   std::vector<int32_t> ids = ParseTokenIds(macro);
-  if (ids.empty()) Fail(macro + "(...) needs at least one token id", open);
+  if (ids.empty() && !excluded) Fail(macro + "(...) needs at least one token id", open);
   return scratch_.AddByteDfa(TokenSetDfa(std::move(ids), excluded));
 }
 
