@@ -71,18 +71,6 @@ def test_token_begin_and_end_are_read_by_id(compiler):
     assert "Token(0)" in str(compiled.grammar) and "Token(3)" in str(compiled.grammar)
 
 
-def test_a_token_end_after_free_text_ends_the_tag(compiler):
-    """The end token's text also fits the free text; the token the grammar names is read as
-    itself (by id), so it ends the tag, while the same text written by other tokens stays text."""
-    fmt = {"type": "tag", "begin": _tok("<begin>"), "content": {"type": "any_text"}, "end": _tok("xy")}
-    compiled = compiler.compile_structural_tag(_tag(fmt))
-    ok, seen = _run(compiled, ["<begin>", "x", "z", "xy"])
-    assert ok and VOCAB.index("xy") in seen[3]
-    assert not _run(compiled, ["<begin>", "x", "y"])[0]          # "x" "y" spells xy: only text
-    assert _run(compiled, ["<begin>", "x", "y", "xy"])[0]
-    assert not _run(compiled, ["<begin>", "xy", "x"])[0]         # nothing after the end
-
-
 def test_exclude_token_is_one_token_and_leaves_out_the_end_token(compiler):
     fmt = {"type": "tag", "begin": _tok("<begin>"), "content": {"type": "exclude_token", "exclude_tokens": ["z"]},
            "end": _tok("<end>")}

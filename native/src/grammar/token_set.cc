@@ -118,28 +118,6 @@ ExprId AddTokenTagDispatch(Grammar* g, const std::vector<std::pair<int32_t, Expr
   return g->AddSequence({g->AddRepeat(free, 0, kUnbounded), g->AddChoice(std::move(dispatched))});
 }
 
-std::vector<int32_t> NamedTokenIds(const Grammar& g) {
-  std::vector<int32_t> ids;
-  auto add_virtual = [&](const std::string& s) {
-    if (s.size() == 4 && static_cast<uint8_t>(s[0]) == kVirtualTokenLead) {
-      ids.push_back((static_cast<uint8_t>(s[1]) << 16) | (static_cast<uint8_t>(s[2]) << 8) |
-                    static_cast<uint8_t>(s[3]));
-    }
-  };
-  for (ExprId i = 0; i < g.num_exprs(); ++i) {
-    const Expr& e = g.expr(i);
-    if (e.kind == ExprKind::kTagDispatch) {
-      for (const std::string& s : e.dispatch->triggers) add_virtual(s);
-      for (const std::string& s : e.dispatch->ends) add_virtual(s);
-    }
-    if (e.kind != ExprKind::kByteDfa || !e.dfa->is_token_set || e.dfa->tokens_excluded) continue;
-    ids.insert(ids.end(), e.dfa->token_ids.begin(), e.dfa->token_ids.end());
-  }
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  return ids;
-}
-
 int64_t MaxNamedTokenId(const Grammar& g) {
   int64_t max_id = -1;
   for (ExprId i = 0; i < g.num_exprs(); ++i) {

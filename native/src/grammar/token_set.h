@@ -32,12 +32,6 @@ std::shared_ptr<const ByteDfaSpec> TokenSetDfa(std::vector<int32_t> ids, bool ex
 ExprId AddTokenTagDispatch(Grammar* g, const std::vector<std::pair<int32_t, ExprId>>& dispatches,
                            std::vector<int32_t> excludes, bool loop);
 
-// The ids the grammar names as tokens (sorted, unique): in Token(...) elements, and as the
-// trigger or end strings of a TagDispatch that are one token's virtual string (a structural
-// tag's token end after free text). The matcher reads these by id first (see
-// GrammarMatcher::AdvanceToken).
-std::vector<int32_t> NamedTokenIds(const Grammar& g);
-
 // The largest token id that the grammar's token-level elements name (-1: none), for the
 // compiler's check against the vocabulary.
 int64_t MaxNamedTokenId(const Grammar& g);

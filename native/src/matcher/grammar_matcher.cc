@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstring>
 
-#include "grammar/token_set.h"
 #include "support/token_bits.h"
 #include "xg2/errors.h"
 
@@ -18,7 +17,6 @@ GrammarMatcher::GrammarMatcher(std::shared_ptr<CompiledGrammar> compiled, std::v
       stop_token_ids_(std::move(stop_token_ids)),
       terminate_without_stop_token_(terminate_without_stop_token),
       parser_(compiled_->automaton(), compiled_->automaton()->root_start()) {
-  if (compiled_->automaton()->scans_virtual_tokens) named_token_ids_ = NamedTokenIds(compiled_->grammar());
   if (default_temperature_ && !(std::isfinite(*default_temperature_) && *default_temperature_ >= 0.0f)) {
     throw Error(ErrorKind::kInvalidArgument, "default_temperature must be a finite non-negative number, not " +
                                                  std::to_string(*default_temperature_));
@@ -57,32 +55,21 @@ bool GrammarMatcher::AcceptToken(int32_t token_id) {
     return true;
   }
   if (token_id >= tok.num_tokens()) return false;
+  // A token is read as its text, or else by id as its virtual string (see VirtualTokenBytes),
+  // which only token-level grammar nodes read (Token(...), ExcludeToken(...), special tokens).
+  // Where both readings fit, the text one is taken.
   int32_t rows = parser_.num_rows();
-  if (!AdvanceToken(token_id)) return false;
+  const std::string& text = tok.token_bytes(token_id);
+  const bool by_text =
+      tok.is_text_token(token_id) && parser_.AdvanceBytes(reinterpret_cast<const uint8_t*>(text.data()), text.size());
+  if (!by_text) {
+    if (!compiled_->automaton()->scans_virtual_tokens) return false;
+    const std::string by_id = VirtualTokenBytes(token_id);
+    if (!parser_.AdvanceBytes(reinterpret_cast<const uint8_t*>(by_id.data()), by_id.size())) return false;
+  }
   history_.push_back({rows, false});
   if (terminate_without_stop_token_ && parser_.CanEnd() && !parser_.CanContinue()) terminated_ = true;
   return true;
-}
-
-// A token is read as its text, or by id as its virtual string (see VirtualTokenBytes), which
-// only token-level grammar nodes read (Token(...), ExcludeToken(...), special tokens). The
-// parser follows one reading, so where both fit one is chosen: by id for a token the grammar
-// names in Token(...) (a tag's token end after free text ends the tag), by text otherwise.
-// Either way the mask allows exactly the tokens with some reading that fits.
-bool GrammarMatcher::AdvanceToken(int32_t token_id) {
-  const TokenizerInfo& tok = *compiled_->tokenizer();
-  const std::string& text = tok.token_bytes(token_id);
-  auto by_text = [&] {
-    return tok.is_text_token(token_id) &&
-           parser_.AdvanceBytes(reinterpret_cast<const uint8_t*>(text.data()), text.size());
-  };
-  auto by_id = [&] {
-    if (!compiled_->automaton()->scans_virtual_tokens) return false;
-    const std::string bytes = VirtualTokenBytes(token_id);
-    return parser_.AdvanceBytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
-  };
-  if (std::binary_search(named_token_ids_.begin(), named_token_ids_.end(), token_id)) return by_id() || by_text();
-  return by_text() || by_id();
 }
 
 int32_t GrammarMatcher::AcceptTokens(const int32_t* tokens, int64_t n) {

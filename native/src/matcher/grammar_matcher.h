@@ -110,8 +110,6 @@ class GrammarMatcher {
     bool terminated_before;
   };
   bool IsStopToken(int32_t id) const;
-  // Advances the parser over one (non-stop, in-vocabulary) token; false if it does not fit.
-  bool AdvanceToken(int32_t token_id);
   // Fill helpers: walk a suffix trie from a pushed context row (rows_ctx rows), or the
   // vocabulary trie from the last row for some tokens, setting the bits of accepted tokens.
   void WalkSuffixes(const SuffixTrie& trie, int32_t rows_ctx, uint32_t* words, int32_t max_token_len);
@@ -152,7 +150,6 @@ class GrammarMatcher {
   bool temperature_conflict_seen_ = false;     // warned once per matcher, as xgrammar
   bool temperature_conflict_pending_ = false;  // seen, not yet taken by the caller
   std::vector<int32_t> stop_token_ids_;
-  std::vector<int32_t> named_token_ids_;  // read by id first (see AdvanceToken)
   bool terminate_without_stop_token_;
   EarleyParser parser_;
   std::vector<Step> history_;
