@@ -356,7 +356,7 @@ def test_token_format_matches_only_the_special_token(compiler, llama3_tokenizer)
     # The virtual string never leaks into jump-forward text or EBNF round trips.
     assert xg.GrammarMatcher(compiled).find_jump_forward_string() == ""
     text = str(compiled.grammar)
-    assert "\\<128006>" in text and str(xg.Grammar.from_ebnf(text)) == text
+    assert "Token(128006)" in text and str(xg.Grammar.from_ebnf(text)) == text
 
 
 def test_any_tokens_allows_specials_except_excluded_and_stops(compiler, llama3_tokenizer):
@@ -384,17 +384,20 @@ def test_token_triggered_tags(vocab_path):
     for t in tokenize(tok, "Let me check. ") + [9] + tokenize(tok, '{"city": "Lyon"}\nok'):
         assert m.accept_token(t), t
     assert m.is_completed()
-    m2 = xg.GrammarMatcher(compiled)
-    assert m2.accept_string("[TOOL_CALLS]")  # the text spelling is only text, no call starts
-    assert m2.accept_string('{"city"') and m2.is_completed()
+    # The free part is tokens read by id (as xgrammar's TokenTagDispatch): a string, which has no
+    # token boundaries, matches none of it.
+    assert not xg.GrammarMatcher(compiled).accept_string("[TOOL_CALLS]")
 
 
 @pytest.mark.parametrize("fmt, path, reason", [
     ({"type": "token", "token": "<|no such token|>"}, "format.token", "unknown token string"),
     ({"type": "token", "token": 10**7}, "format.token", "outside the vocabulary"),
     ({"type": "token", "token": "<|eot_id|>"}, "format.token", "stop token"),
-    ({"type": "exclude_token", "exclude_tokens": [1]}, "format.type", "tokenization"),
-    ({"type": "any_tokens", "max_tokens": 3}, "format.max_tokens", "token budget"),
+    ({"type": "token", "token": -1}, "format.token", "negative"),
+    ({"type": "any_tokens", "max_tokens": -2}, "format.max_tokens", "non-negative 32-bit integer"),
+    ({"type": "any_tokens", "max_tokens": 2**31}, "format.max_tokens", "non-negative 32-bit integer"),
+    ({"type": "any_text", "max_tokens": 3}, "format.max_tokens", "token budget on text"),
+    ({"type": "exclude_token", "exclude_tokens": "5"}, "format.exclude_tokens", "list of token ids"),
 ])
 def test_invalid_token_formats(llama3_tokenizer, fmt, path, reason):
     with pytest.raises(xg.StructuralTagError) as info:
@@ -402,21 +405,25 @@ def test_invalid_token_formats(llama3_tokenizer, fmt, path, reason):
     assert str(info.value).startswith(path + ":") and reason in str(info.value)
 
 
-def test_token_format_without_tokenizer_says_so():
+def test_token_strings_without_tokenizer_say_so():
+    """Ids need no tokenizer (the compiler checks them against its vocabulary); token strings do."""
+    assert "Token(5)" in str(xg.Grammar.from_structural_tag(_tag({"type": "token", "token": 5})))
     with pytest.raises(xg.StructuralTagError, match="need the tokenizer"):
-        xg.Grammar.from_structural_tag(_tag({"type": "token", "token": 5}))
+        xg.Grammar.from_structural_tag(_tag({"type": "token", "token": "<|eot_id|>"}))
 
 
-def test_normal_tokens_holding_byte_ff_are_never_accepted(gpt2_tokenizer):
+def test_normal_tokens_holding_byte_ff_are_text_only_by_id(gpt2_tokenizer):
+    """A token whose text holds byte 0xFF (the virtual strings' lead) is never read as text, and
+    under any_tokens it is a token like any other, read by id."""
     ff = [i for i in range(gpt2_tokenizer.vocab_size) if b"\xff" in gpt2_tokenizer.token_bytes(i)]
     assert ff  # the byte token for 0xFF at least
-    compiled = xg.GrammarCompiler(gpt2_tokenizer).compile_structural_tag(
-        _tag({"type": "any_tokens"}))
-    m = xg.GrammarMatcher(compiled)
-    row = mask_row(m, gpt2_tokenizer.vocab_size)
-    bits = np.unpackbits(row.view(np.uint8), bitorder="little")[:gpt2_tokenizer.vocab_size].astype(bool)
-    for t in ff:
-        assert not bits[t] and not m.fork().accept_token(t)
+    for fmt, allowed in (({"type": "any_text"}, False), ({"type": "any_tokens"}, True)):
+        compiled = xg.GrammarCompiler(gpt2_tokenizer).compile_structural_tag(_tag(fmt))
+        m = xg.GrammarMatcher(compiled)
+        row = mask_row(m, gpt2_tokenizer.vocab_size)
+        bits = np.unpackbits(row.view(np.uint8), bitorder="little")[:gpt2_tokenizer.vocab_size].astype(bool)
+        for t in ff:
+            assert bits[t] == allowed and m.fork().accept_token(t) == allowed
 
 
 # ------------------------------------------------------- random structural tags (property)

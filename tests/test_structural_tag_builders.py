@@ -29,7 +29,7 @@ DSL_FIELDS = {
     "dispatch": {"rules", "loop", "excludes"},
     "token": {"token"},
     "exclude_token": {"exclude_tokens"},
-    "any_tokens": {"exclude_tokens"},
+    "any_tokens": {"exclude_tokens", "max_tokens"},
     "token_triggered_tags": {"trigger_tokens", "tags", "exclude_tokens", "at_least_one",
                              "stop_after_first"},
 }

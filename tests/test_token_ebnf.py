@@ -70,6 +70,16 @@ def test_exclude_token_allows_every_other_id(tokenizer):
     assert allowed == set(range(tokenizer.num_tokens)) - set(excluded) - stops
 
 
+def test_exclude_token_without_ids_is_any_token(tokenizer):
+    """ExcludeToken() (how xgrammar prints exclude_token / any_tokens without exclusions) parses
+    back: any one non-stop token."""
+    grammar = xg.Grammar.from_ebnf('root ::= "<" ExcludeToken() ">"')
+    assert str(xg.Grammar.from_ebnf(str(grammar))) == str(grammar)
+    matcher = xg.GrammarMatcher(xg.GrammarCompiler(tokenizer).compile_grammar(grammar))
+    assert matcher.accept_string("<")
+    assert check_mask_agrees(matcher, tokenizer) == set(range(tokenizer.num_tokens)) - set(tokenizer.stop_token_ids)
+
+
 def test_token_tag_dispatch_triggers_and_excludes(tokenizer):
     trigger, body, excluded = ids_of(tokenizer, "call", "x", "stop")
     grammar = f"""root ::= TokenTagDispatch(({trigger}, args), excludes=({excluded},))

@@ -261,7 +261,7 @@ class AnyTextFormat(_FormatBase):
     type: ClassVar[str] = "any_text"
     excludes: tuple[str, ...] = ()
     max_chars: int | None = None
-    max_tokens: int | None = None   # xgrammar's token budget; the native compiler refuses it
+    max_tokens: int | None = None   # xgrammar's token budget on text; the native compiler refuses it
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "excludes", _check_str_list("AnyTextFormat", "excludes",
@@ -313,7 +313,9 @@ class ExcludeTokenFormat(_FormatBase):
 
 @dataclass(frozen=True, kw_only=True)
 class AnyTokensFormat(_FormatBase):
-    """Zero or more tokens, none of them in ``exclude_tokens`` (ids or token strings).
+    """Zero or more tokens (at most ``max_tokens``), none of them in ``exclude_tokens`` (ids or
+    token strings). Tokens are matched by id; inside a tag whose end is a token, that token ends
+    the run.
 
     Example:
         >>> AnyTokensFormat(exclude_tokens=["<|eot_id|>"]).type
@@ -322,10 +324,18 @@ class AnyTokensFormat(_FormatBase):
 
     type: ClassVar[str] = "any_tokens"
     exclude_tokens: tuple[Union[int, str], ...] = ()
+    max_tokens: int | None = None   # at most this many tokens (None: unbounded)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "exclude_tokens", _check_token_list(
             "AnyTokensFormat", "exclude_tokens", self.exclude_tokens))
+        _check_int("AnyTokensFormat", "max_tokens", self.max_tokens, optional=True)
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        if out["max_tokens"] is None:
+            del out["max_tokens"]           # absent means unbounded
+        return out
 
 
 # --------------------------------------------------------------------------------------------

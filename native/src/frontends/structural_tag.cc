@@ -1,6 +1,7 @@
 #include "frontends/structural_tag.h"
 
 #include <algorithm>
+#include <climits>
 #include <functional>
 #include <set>
 #include <utility>
@@ -11,6 +12,7 @@
 #include "frontends/structural_tag_gemma.h"
 #include "frontends/structural_tag_minimax_m3.h"
 #include "frontends/structural_tag_xml.h"
+#include "grammar/token_set.h"
 #include "xg2/errors.h"
 
 namespace xg2 {
@@ -105,6 +107,16 @@ std::string Show(const std::string& bytes) {
 
 std::string Index(const std::string& path, size_t i) { return path + "[" + std::to_string(i) + "]"; }
 
+// A length budget (max_tokens, max_chars): absent or null is none (-1).
+int64_t Budget(const Fields& fs, const std::string& key) {
+  const JsonValue* v = fs.Get(key);
+  if (!v || v->is_null()) return -1;
+  if (!v->is_number() || !v->is_integer() || v->as_number() < 0 || v->as_number() > INT32_MAX) {
+    Fail(fs.At(key), "must be a non-negative 32-bit integer");
+  }
+  return static_cast<int64_t>(v->as_number());
+}
+
 class Lowering {
  public:
   explicit Lowering(const StructuralTagOptions& options) : options_(options) {}
@@ -157,12 +169,12 @@ class Lowering {
     }
     if (t == "any_text") {
       Fields fs(f, path, {"excludes", "max_chars", "max_tokens"});
-      if (const JsonValue* mt = fs.Get("max_tokens"); mt && !mt->is_null()) {
-        Fail(fs.At("max_tokens"), "a token budget cannot be enforced by a byte-level grammar; use max_chars");
+      if (Budget(fs, "max_tokens") >= 0) {
+        Fail(fs.At("max_tokens"), "a token budget on text is not supported (use max_chars, or any_tokens)");
       }
       TagDispatchSpec spec;
       spec.excludes = fs.Strings("excludes");
-      spec.max_chars = fs.Int("max_chars", -1, 0, int64_t{1} << 31);
+      spec.max_chars = Budget(fs, "max_chars");
       SetEnds(&spec, ends, consumed_end);
       if (spec.excludes.empty() && spec.ends.empty()) {
         ExprId any_char = g_.AddCharClass({}, /*negated=*/true);
@@ -220,11 +232,12 @@ class Lowering {
     if (t == "tag") return LowerTag(f, path);
     if (t == "triggered_tags") return LowerTriggeredTags(f, path, ends, consumed_end);
     if (t == "tags_with_separator") return LowerTagsWithSeparator(f, path);
-    if (t == "dispatch") return LowerDispatch(f, path, ends, consumed_end, /*tokens=*/false);
-    if (t == "token_dispatch") return LowerDispatch(f, path, ends, consumed_end, /*tokens=*/true);
-    if (t == "token" || t == "exclude_token" || t == "any_tokens" || t == "token_triggered_tags") {
-      return LowerTokenFormat(f, path, t, ends, consumed_end);
-    }
+    if (t == "dispatch") return LowerDispatch(f, path, ends, consumed_end);
+    if (t == "token_dispatch") return LowerTokenDispatch(f, path);
+    if (t == "token") return TokenExpr(TokenFormatId(f, path));
+    if (t == "exclude_token") return LowerExcludeToken(f, path);
+    if (t == "any_tokens") return LowerAnyTokens(f, path);
+    if (t == "token_triggered_tags") return LowerTokenTriggeredTags(f, path);
     Fail(path + ".type", "unknown format type '" + t + "'");
   }
 
@@ -346,10 +359,13 @@ class Lowering {
     return g_.AddRuleRef(ImportGrammar(&g_, sub, "grammar" + std::to_string(++imports_) + "_"));
   }
 
-  // A tag's strings and content: begin, content (stopped by the ends if unbounded), end.
+  // A tag's strings and content: begin, content (stopped by the ends if unbounded), end. A
+  // begin or end given as a token is matched by id (its virtual string, see VirtualTokenBytes).
   struct TagParts {
     std::string begin;
+    int32_t begin_token = -1;       // the begin's token id (begin then empty), or -1
     std::vector<std::string> ends;  // "" allowed: no end text
+    int32_t end_token = -1;         // the end's token id (ends then its virtual string), or -1
     const JsonValue* content;
     std::string path;
   };
@@ -362,13 +378,18 @@ class Lowering {
     TagParts t;
     t.path = path;
     const JsonValue& begin = fs.Require("begin");
-    t.begin = begin.is_object() ? TokenBytes(begin, fs.At("begin")) : fs.String("begin");
+    if (begin.is_object()) {
+      t.begin_token = TokenFormatId(begin, fs.At("begin"));
+    } else {
+      t.begin = fs.String("begin");
+    }
     t.content = &fs.Require("content");
     const JsonValue& end = fs.Require("end");
     if (end.is_string()) {
       t.ends.push_back(end.as_string());
     } else if (end.is_object()) {
-      t.ends.push_back(TokenBytes(end, fs.At("end")));
+      t.end_token = TokenFormatId(end, fs.At("end"));
+      t.ends.push_back(VirtualTokenBytes(t.end_token));
     } else if (end.is_array()) {
       if (end.items().empty()) Fail(fs.At("end"), "must list at least one end string");
       for (size_t i = 0; i < end.items().size(); ++i) {
@@ -381,18 +402,24 @@ class Lowering {
     return t;
   }
 
-  // content + end (the begin is the caller's: a trigger may have consumed part of it).
+  ExprId BeginExpr(const TagParts& t) { return t.begin_token >= 0 ? TokenExpr(t.begin_token) : Literal(t.begin); }
+
+  // content + end (the begin is the caller's: a trigger may have consumed part of it). The
+  // token-level formats inside leave out the tag's end token (end_tokens_), as xgrammar.
   ExprId TagBody(const TagParts& t) {
     bool has_empty_end = std::find(t.ends.begin(), t.ends.end(), "") != t.ends.end();
     bool consumed = false;
+    std::vector<int32_t> outer_end_tokens = std::move(end_tokens_);
+    end_tokens_ = t.end_token >= 0 ? std::vector<int32_t>{t.end_token} : std::vector<int32_t>{};
     ExprId content = Lower(*t.content, t.path + ".content", has_empty_end ? kNoEnds : t.ends, &consumed);
+    end_tokens_ = std::move(outer_end_tokens);
     if (consumed) return content;
-    return g_.AddSequence({content, EndChoice(t.ends)});
+    return g_.AddSequence({content, t.end_token >= 0 ? TokenExpr(t.end_token) : EndChoice(t.ends)});
   }
 
   ExprId LowerTag(const JsonValue& f, const std::string& path) {
     TagParts t = ReadTag(f, path);
-    return g_.AddSequence({Literal(t.begin), TagBody(t)});
+    return g_.AddSequence({BeginExpr(t), TagBody(t)});
   }
 
   // Tags grouped by the trigger that starts their begin; the continuation after a trigger
@@ -423,16 +450,22 @@ class Lowering {
     if (triggers.empty()) Fail(fs.At("triggers"), "must list at least one trigger");
     TagDispatchSpec spec;
     spec.excludes = fs.Strings("excludes");
-    return LowerTriggered(fs, std::move(triggers), std::move(spec), ends, consumed_end);
+    const auto& tag_items = fs.List("tags", /*allow_empty=*/false);
+    std::vector<TagParts> tags;
+    for (size_t i = 0; i < tag_items.size(); ++i) {
+      tags.push_back(ReadTag(tag_items[i], Index(fs.At("tags"), i)));
+      if (tags.back().begin_token >= 0) {
+        Fail(tags.back().path + ".begin",
+             "tags in triggered_tags need a string begin (token_triggered_tags takes token begins)");
+      }
+    }
+    return LowerTriggered(fs, std::move(triggers), std::move(tags), std::move(spec), ends, consumed_end);
   }
 
   // Free text dispatching on triggers to their tags. With at_least_one (as in xgrammar) the
   // output starts with a tag; with stop_after_first it ends after one tag.
-  ExprId LowerTriggered(const Fields& fs, std::vector<std::string> triggers, TagDispatchSpec spec,
-                        const std::vector<std::string>& ends, bool* consumed_end) {
-    const auto& tag_items = fs.List("tags", /*allow_empty=*/false);
-    std::vector<TagParts> tags;
-    for (size_t i = 0; i < tag_items.size(); ++i) tags.push_back(ReadTag(tag_items[i], Index(fs.At("tags"), i)));
+  ExprId LowerTriggered(const Fields& fs, std::vector<std::string> triggers, std::vector<TagParts> tags,
+                        TagDispatchSpec spec, const std::vector<std::string>& ends, bool* consumed_end) {
     const bool at_least_one = fs.Bool("at_least_one", false);
     spec.loop = !fs.Bool("stop_after_first", false);
     spec.triggers = triggers;
@@ -481,30 +514,23 @@ class Lowering {
     return out;
   }
 
-  // dispatch (string patterns, `excludes`) and token_dispatch (token patterns, `exclude_tokens`).
+  // dispatch: free text with string patterns, each followed by its format; `excludes` kept out.
   ExprId LowerDispatch(const JsonValue& f, const std::string& path, const std::vector<std::string>& ends,
-                       bool* consumed_end, bool tokens) {
-    Fields fs(f, path, {"rules", "loop", tokens ? "exclude_tokens" : "excludes"});
+                       bool* consumed_end) {
+    Fields fs(f, path, {"rules", "loop", "excludes"});
     TagDispatchSpec spec;
     spec.loop = fs.Bool("loop", true);
-    if (tokens)
-      ExcludeTokens(fs, &spec.excludes);
-    else
-      spec.excludes = fs.Strings("excludes");
+    spec.excludes = fs.Strings("excludes");
     const auto& rules = fs.List("rules", /*allow_empty=*/false);
     std::vector<ExprId> children;
     for (size_t i = 0; i < rules.size(); ++i) {
       std::string p = Index(fs.At("rules"), i);
-      if (!rules[i].is_array() || rules[i].items().size() != 2 || (!tokens && !rules[i].items()[0].is_string())) {
-        Fail(p, tokens ? "must be a [token, format] pair" : "must be a [pattern, format] pair");
+      if (!rules[i].is_array() || rules[i].items().size() != 2 || !rules[i].items()[0].is_string()) {
+        Fail(p, "must be a [pattern, format] pair");
       }
-      if (tokens) {
-        spec.triggers.push_back(TokenText(ResolveToken(rules[i].items()[0], p + "[0]"), p + "[0]"));
-      } else {
-        const std::string& pattern = rules[i].items()[0].as_string();
-        if (pattern.empty()) Fail(p + "[0]", "an empty pattern cannot be matched in text");
-        spec.triggers.push_back(pattern);
-      }
+      const std::string& pattern = rules[i].items()[0].as_string();
+      if (pattern.empty()) Fail(p + "[0]", "an empty pattern cannot be matched in text");
+      spec.triggers.push_back(pattern);
       ExprId child = Lower(rules[i].items()[1], p + "[1]", kNoEnds, &ignored_);
       if (!spec.loop && !ends.empty()) child = g_.AddSequence({child, EndChoice(ends)});
       children.push_back(child);
@@ -527,7 +553,7 @@ class Lowering {
     std::vector<ExprId> alts;
     for (size_t i = 0; i < tag_items.size(); ++i) {
       TagParts t = ReadTag(tag_items[i], Index(fs.At("tags"), i));
-      alts.push_back(g_.AddSequence({Literal(t.begin), TagBody(t)}));
+      alts.push_back(g_.AddSequence({BeginExpr(t), TagBody(t)}));
     }
     RuleId one = g_.DeclareRule("tag_choice_" + std::to_string(++continuations_));
     g_.SetRuleBody(one, alts.size() == 1 ? alts[0] : g_.AddChoice(alts));
@@ -539,12 +565,17 @@ class Lowering {
     return at_least_one ? list : g_.AddRepeat(list, 0, 1);
   }
 
-  ExprId LowerTokenFormat(const JsonValue& f, const std::string& path, const std::string& type,
-                          const std::vector<std::string>& ends, bool* consumed_end);
+  // Token-level formats (below): tokens matched by id.
+  ExprId TokenExpr(int32_t id) { return g_.AddByteDfa(TokenSetDfa({id}, false)); }
+  ExprId LowerExcludeToken(const JsonValue& f, const std::string& path);
+  ExprId LowerAnyTokens(const JsonValue& f, const std::string& path);
+  ExprId LowerTokenTriggeredTags(const JsonValue& f, const std::string& path);
+  ExprId LowerTokenDispatch(const JsonValue& f, const std::string& path);
   int32_t ResolveToken(const JsonValue& v, const std::string& path);
-  std::string TokenText(int32_t id, const std::string& path);
-  std::string TokenBytes(const JsonValue& f, const std::string& path);
-  std::set<int32_t> ExcludeTokens(const Fields& fs, std::vector<std::string>* excludes);
+  int32_t MatchedToken(const JsonValue& v, const std::string& path);
+  int32_t TokenFormatId(const JsonValue& f, const std::string& path);
+  std::vector<int32_t> TokenIds(const Fields& fs, const std::string& key);
+  RuleId NamedRule(const std::string& name, ExprId body);
 
   const StructuralTagOptions& options_;
   Grammar g_;
@@ -553,104 +584,161 @@ class Lowering {
   int imports_ = 0;
   int continuations_ = 0;
   int dispatches_ = 0;
+  int token_rules_ = 0;
+  std::vector<int32_t> end_tokens_;  // the end token of the innermost enclosing tag (if a token)
   const std::vector<std::string> kNoEnds;
 };
 
-// Token-level formats. A special token is the 4-byte virtual string of VirtualTokenBytes (so
-// the byte-level engine matches exactly that token); a normal token is its text.
+// Token-level formats, as xgrammar 0.2.9 lowers them: every token is matched by id (its
+// virtual string, see VirtualTokenBytes and grammar/token_set.h), never by its text, so a
+// normal token's text written by other tokens does not count. Ids need no tokenizer (the
+// compiler checks them against the vocabulary); token strings do.
 int32_t Lowering::ResolveToken(const JsonValue& v, const std::string& path) {
   const TokenizerInfo* tok = options_.tokenizer;
-  if (!tok)
-    Fail(path,
-         "token-level formats need the tokenizer: use GrammarCompiler.compile_structural_tag or pass tokenizer_info");
   if (v.is_number() && v.is_integer()) {
-    double d = v.as_number();
-    if (d < 0 || d >= tok->num_tokens()) Fail(path, "token id " + v.number_literal() + " is outside the vocabulary");
+    const double d = v.as_number();
+    if (d < 0) Fail(path, "token id " + v.number_literal() + " is negative");
+    if (tok && d >= tok->num_tokens()) Fail(path, "token id " + v.number_literal() + " is outside the vocabulary");
+    if (d > kMaxVirtualTokenId) Fail(path, "token id " + v.number_literal() + " is beyond every vocabulary");
     return static_cast<int32_t>(d);
   }
   if (!v.is_string()) Fail(path, "a token is an id or a token string");
-  int32_t id = tok->FindToken(v.as_string());
+  if (!tok) {
+    Fail(path,
+         "token strings need the tokenizer: use GrammarCompiler.compile_structural_tag, pass tokenizer_info, or "
+         "give the token id");
+  }
+  const int32_t id = tok->FindToken(v.as_string());
   if (id < 0) Fail(path, "unknown token string '" + v.as_string() + "'");
   return id;
 }
 
-std::string Lowering::TokenText(int32_t id, const std::string& path) {
-  const TokenizerInfo& tok = *options_.tokenizer;
-  if (tok.is_special(id)) {
-    if (tok.is_stop(id))
-      Fail(path,
-           "token " + std::to_string(id) + " is a stop token; it ends generation and cannot appear inside a structure");
-    return VirtualTokenBytes(id);
+// A token the output must contain: a stop token ends generation instead, so it is refused.
+int32_t Lowering::MatchedToken(const JsonValue& v, const std::string& path) {
+  const int32_t id = ResolveToken(v, path);
+  if (options_.tokenizer && options_.tokenizer->is_stop(id)) {
+    Fail(path,
+         "token " + std::to_string(id) + " is a stop token; it ends generation and cannot appear inside a structure");
   }
-  if (!tok.is_text_token(id)) Fail(path, "token " + std::to_string(id) + " is not valid text");
-  return tok.token_bytes(id);
+  return id;
 }
 
-std::string Lowering::TokenBytes(const JsonValue& f, const std::string& path) {
-  Fields fs(f, path, {"token"});
+// {"type": "token", "token": id or string}.
+int32_t Lowering::TokenFormatId(const JsonValue& f, const std::string& path) {
+  if (!f.is_object()) Fail(path, "a token format must be a JSON object");
   const JsonValue* type = f.Find("type");
   if (!type || !type->is_string() || type->as_string() != "token") Fail(path + ".type", "must be \"token\"");
-  return TokenText(ResolveToken(fs.Require("token"), fs.At("token")), fs.At("token"));
+  Fields fs(f, path, {"token"});
+  return MatchedToken(fs.Require("token"), fs.At("token"));
 }
 
-// Excluded tokens: special ones are already barred from free text (only watched strings may
-// contain one); a normal one is excluded as text (stricter than the token: never wider).
-// Returns every excluded id.
-std::set<int32_t> Lowering::ExcludeTokens(const Fields& fs, std::vector<std::string>* excludes) {
-  std::set<int32_t> ids;
-  const JsonValue* list = fs.Get("exclude_tokens");
+// A list of token ids or strings (absent: empty).
+std::vector<int32_t> Lowering::TokenIds(const Fields& fs, const std::string& key) {
+  std::vector<int32_t> ids;
+  const JsonValue* list = fs.Get(key);
   if (!list || list->is_null()) return ids;
-  if (!list->is_array()) Fail(fs.At("exclude_tokens"), "must be a list of token ids or strings");
-  for (size_t i = 0; i < list->items().size(); ++i) {
-    std::string p = Index(fs.At("exclude_tokens"), i);
-    int32_t id = ResolveToken(list->items()[i], p);
-    ids.insert(id);
-    if (!options_.tokenizer->is_special(id)) excludes->push_back(TokenText(id, p));
-  }
+  if (!list->is_array()) Fail(fs.At(key), "must be a list of token ids or strings");
+  for (size_t i = 0; i < list->items().size(); ++i) ids.push_back(ResolveToken(list->items()[i], Index(fs.At(key), i)));
   return ids;
 }
 
-ExprId Lowering::LowerTokenFormat(const JsonValue& f, const std::string& path, const std::string& type,
-                                  const std::vector<std::string>& ends, bool* consumed_end) {
-  if (type == "token") return g_.AddBytes(TokenBytes(f, path));
-  if (type == "exclude_token") {
-    Fail(path + ".type",
-         "'exclude_token' (exactly one token except some) depends on tokenization, which a "
-         "byte-level grammar cannot see; use any_tokens or token_triggered_tags");
-  }
-  if (type == "any_tokens") {
-    Fields fs(f, path, {"exclude_tokens", "max_tokens"});
-    if (const JsonValue* mt = fs.Get("max_tokens"); mt && !mt->is_null()) {
-      Fail(fs.At("max_tokens"), "a token budget cannot be enforced by a byte-level grammar");
-    }
-    if (!options_.tokenizer)
-      Fail(path,
-           "token-level formats need the tokenizer: use GrammarCompiler.compile_structural_tag or pass tokenizer_info");
-    TagDispatchSpec spec;
-    const std::set<int32_t> barred = ExcludeTokens(fs, &spec.excludes);
-    // Special tokens allowed in the text: watched strings with an empty continuation.
-    std::vector<ExprId> children;
-    const TokenizerInfo& tok = *options_.tokenizer;
-    for (int32_t id : tok.special_token_ids()) {
-      if (barred.count(id) || tok.is_stop(id) || id >= tok.num_tokens()) continue;
-      spec.triggers.push_back(VirtualTokenBytes(id));
-      children.push_back(g_.AddEmpty());
-    }
-    SetEnds(&spec, ends, consumed_end);
-    return DispatchRule(std::move(spec), std::move(children));
-  }
-  // token_triggered_tags
+RuleId Lowering::NamedRule(const std::string& name, ExprId body) {
+  RuleId r = g_.DeclareRule(name + "_" + std::to_string(++token_rules_));
+  g_.SetRuleBody(r, body);
+  return r;
+}
+
+// One token, not in exclude_tokens nor the enclosing tag's end token.
+ExprId Lowering::LowerExcludeToken(const JsonValue& f, const std::string& path) {
+  Fields fs(f, path, {"exclude_tokens"});
+  std::vector<int32_t> excluded = TokenIds(fs, "exclude_tokens");
+  excluded.insert(excluded.end(), end_tokens_.begin(), end_tokens_.end());
+  return g_.AddByteDfa(TokenSetDfa(std::move(excluded), true));
+}
+
+// Up to max_tokens tokens (unbounded when absent), none in exclude_tokens nor the enclosing tag's
+// end token. Each token is one step of the repetition, so the budget is exact.
+ExprId Lowering::LowerAnyTokens(const JsonValue& f, const std::string& path) {
+  Fields fs(f, path, {"exclude_tokens", "max_tokens"});
+  std::vector<int32_t> excluded = TokenIds(fs, "exclude_tokens");
+  excluded.insert(excluded.end(), end_tokens_.begin(), end_tokens_.end());
+  const int64_t max_tokens = Budget(fs, "max_tokens");
+  if (max_tokens == 0) return g_.AddEmpty();
+  const ExprId token = g_.AddByteDfa(TokenSetDfa(std::move(excluded), true));
+  return g_.AddRuleRef(NamedRule("any_tokens", g_.AddRepeat(token, 0, max_tokens < 0 ? kUnbounded : max_tokens)));
+}
+
+// Free tokens (any but the triggers, exclude_tokens and the enclosing tag's end token); a
+// trigger token starts one of its tags (whose begin is that token), then free tokens again
+// (unless stop_after_first). With at_least_one the output starts with a tag.
+ExprId Lowering::LowerTokenTriggeredTags(const JsonValue& f, const std::string& path) {
   Fields fs(f, path, {"trigger_tokens", "tags", "exclude_tokens", "at_least_one", "stop_after_first"});
-  const JsonValue& triggers = fs.Require("trigger_tokens");
-  if (!triggers.is_array() || triggers.items().empty()) Fail(fs.At("trigger_tokens"), "must list at least one token");
-  std::vector<std::string> trigger_bytes;
-  for (size_t i = 0; i < triggers.items().size(); ++i) {
-    std::string p = Index(fs.At("trigger_tokens"), i);
-    trigger_bytes.push_back(TokenText(ResolveToken(triggers.items()[i], p), p));
+  const auto& trigger_items = fs.List("trigger_tokens", /*allow_empty=*/false);
+  std::vector<int32_t> triggers;
+  for (size_t i = 0; i < trigger_items.size(); ++i) {
+    triggers.push_back(MatchedToken(trigger_items[i], Index(fs.At("trigger_tokens"), i)));
   }
-  TagDispatchSpec spec;
-  ExcludeTokens(fs, &spec.excludes);
-  return LowerTriggered(fs, std::move(trigger_bytes), std::move(spec), ends, consumed_end);
+  std::vector<int32_t> excluded = TokenIds(fs, "exclude_tokens");
+  excluded.insert(excluded.end(), end_tokens_.begin(), end_tokens_.end());
+  for (size_t j = 0; j < triggers.size(); ++j) {
+    if (std::find(excluded.begin(), excluded.end(), triggers[j]) != excluded.end()) {
+      Fail(Index(fs.At("trigger_tokens"), j), "trigger token " + std::to_string(triggers[j]) +
+                                                  " is also excluded (exclude_tokens or the tag's end token)");
+    }
+  }
+  const auto& tag_items = fs.List("tags", /*allow_empty=*/false);
+  std::vector<std::vector<ExprId>> groups(triggers.size());
+  std::vector<ExprId> whole_tags;
+  for (size_t i = 0; i < tag_items.size(); ++i) {
+    const TagParts t = ReadTag(tag_items[i], Index(fs.At("tags"), i));
+    if (t.begin_token < 0) {
+      Fail(t.path + ".begin", "tags in token_triggered_tags need a token format begin ({\"type\": \"token\", ...})");
+    }
+    int match = -1;
+    for (size_t j = 0; j < triggers.size(); ++j) {
+      if (triggers[j] != t.begin_token) continue;
+      if (match >= 0) Fail(t.path + ".begin", "matches two triggers; list each trigger token once");
+      match = static_cast<int>(j);
+    }
+    if (match < 0) Fail(t.path + ".begin", "token " + std::to_string(t.begin_token) + " is not a trigger token");
+    const RuleId body = NamedRule("token_tag_body", TagBody(t));  // used by the first tag and the group
+    groups[match].push_back(g_.AddRuleRef(body));
+    whole_tags.push_back(g_.AddSequence({TokenExpr(t.begin_token), g_.AddRuleRef(body)}));
+  }
+  const bool at_least_one = fs.Bool("at_least_one", false);
+  const bool loop = !fs.Bool("stop_after_first", false);
+  const ExprId whole_tag = whole_tags.size() == 1 ? whole_tags[0] : g_.AddChoice(whole_tags);
+  if (at_least_one && !loop) return whole_tag;
+  std::vector<std::pair<int32_t, ExprId>> dispatches;
+  for (size_t j = 0; j < triggers.size(); ++j) {
+    if (groups[j].empty()) Fail(Index(fs.At("trigger_tokens"), j), "trigger token starts no tag");
+    const ExprId group = groups[j].size() == 1 ? groups[j][0] : g_.AddChoice(groups[j]);
+    dispatches.emplace_back(triggers[j], g_.AddRuleRef(NamedRule("token_triggered_tags_group", group)));
+  }
+  const ExprId dispatch =
+      g_.AddRuleRef(NamedRule("token_triggered_tags", AddTokenTagDispatch(&g_, dispatches, std::move(excluded), loop)));
+  return at_least_one ? g_.AddSequence({g_.AddRuleRef(NamedRule("token_triggered_tags_first", whole_tag)), dispatch})
+                      : dispatch;
+}
+
+// Free tokens (any but the rules' tokens and exclude_tokens); a rule's token is followed by its
+// format, then free tokens again (loop) or the end.
+ExprId Lowering::LowerTokenDispatch(const JsonValue& f, const std::string& path) {
+  Fields fs(f, path, {"rules", "loop", "exclude_tokens"});
+  const bool loop = fs.Bool("loop", true);
+  const std::vector<int32_t> excluded = TokenIds(fs, "exclude_tokens");
+  const auto& rules = fs.List("rules", /*allow_empty=*/false);
+  std::vector<std::pair<int32_t, ExprId>> dispatches;
+  for (size_t i = 0; i < rules.size(); ++i) {
+    const std::string p = Index(fs.At("rules"), i);
+    if (!rules[i].is_array() || rules[i].items().size() != 2) Fail(p, "must be a [token, format] pair");
+    const int32_t trigger = MatchedToken(rules[i].items()[0], p + "[0]");
+    if (std::find(excluded.begin(), excluded.end(), trigger) != excluded.end()) {
+      Fail(p + "[0]", "token " + std::to_string(trigger) + " is also in exclude_tokens");
+    }
+    dispatches.emplace_back(trigger, Lower(rules[i].items()[1], p + "[1]", kNoEnds, &ignored_));
+  }
+  return g_.AddRuleRef(NamedRule("token_dispatch", AddTokenTagDispatch(&g_, dispatches, excluded, loop)));
 }
 
 }  // namespace

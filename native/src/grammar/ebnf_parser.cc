@@ -9,6 +9,7 @@
 //   postfixed ::= atom ("*" | "+" | "?" | "{" n "}" | "{" n "," "}" | "{" n "," m "}")?
 //   atom      ::= STRING | CLASS | "." | NAME | "(" choice ")" | "(" ")"
 //               | Regex("pattern", flags="is") | Substring("chunk", ...)    (xgrammar's macros)
+//               | Token(ids) | ExcludeToken(ids) | TokenTagDispatch(...)  (ebnf_token_macros.cc)
 //
 // The text is parsed into a scratch grammar whose rules are numbered by first mention, then
 // copied into the result with rules renumbered by definition order. That keeps rule ids
@@ -23,8 +24,8 @@
 #include "automata/byte_dfa_ops.h"
 #include "automata/substring_dfa.h"
 #include "frontends/regex.h"
+#include "grammar/ebnf_parser_internal.h"
 #include "grammar/rule_attributes.h"
-#include "grammar/token_set.h"
 #include "support/utf8.h"
 #include "xg2/errors.h"
 #include "xg2/grammar.h"
@@ -38,12 +39,6 @@ namespace {
 constexpr int64_t kMaxRepeatBound = 1000000000;  // larger bounds are almost surely mistakes
 constexpr uint32_t kMaxCodepoint = 0x10FFFF;
 constexpr size_t kNone = static_cast<size_t>(-1);
-
-bool IsNameStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
-
-bool IsNameChar(char c) { return IsNameStart(c) || (c >= '0' && c <= '9') || c == '.' || c == '-'; }
-
-bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -62,77 +57,9 @@ int Utf8SequenceLength(unsigned char c) {
   return 4;
 }
 
-class EbnfParser {
- public:
-  explicit EbnfParser(const std::string& text) : text_(text) {}
+}  // namespace
 
-  Grammar Parse(const std::string& root_rule_name);
-
- private:
-  // ---- Cursor and diagnostics ----
-  char Peek(size_t ahead = 0) const { return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0'; }
-  bool AtEnd() const { return pos_ >= text_.size(); }
-  std::pair<int, int> LineColumn(size_t offset) const;
-  [[noreturn]] void Fail(const std::string& message, size_t offset) const;
-  std::string DescribeCharAt(size_t offset) const;
-  size_t SkipSpaceFrom(size_t offset) const;  // whitespace and # comments
-  void SkipSpace() { pos_ = SkipSpaceFrom(pos_); }
-  size_t NameEnd(size_t offset) const;
-  bool RuleStartsAt(size_t offset) const;
-  bool LookaheadStartsAt(size_t offset) const;
-  void EnterNesting(size_t offset);
-
-  // ---- Grammar structure ----
-  void ParseRule();
-  ExprId ParseChoice();
-  ExprId ParseSequence();
-  ExprId ParsePostfixed();
-  ExprId ParseAtom();
-  ExprId ParseGroup();
-  ExprId ParseLookahead();
-  ExprId ParseRuleRef();
-  ExprId ParseTagDispatch();
-  ExprId ParseTokenSet(bool excluded);
-  ExprId ParseTokenTagDispatch();
-  int32_t ParseTokenId(const std::string& macro);
-  std::vector<int32_t> ParseTokenIds(const std::string& macro);
-  ExprId ParseByteDfa();
-  ExprId ParseAnyOrder();
-  ExprId ParseRegexMacro();
-  bool NextKeywordArgument(const std::string& macro, std::string* key, size_t* at);
-  ExprId ParseSubstringMacro();
-  ExprId WithoutJsonSpecialCharacters(ExprId regex);
-  size_t AttributesEnd(size_t offset) const;
-  RuleAttributes ParseAttributes();
-  void SkipAttributeAssign(const std::string& key);
-  int64_t ParseDfaNumber(int64_t max);
-  std::string ParseStringBytes();
-  bool ParseKeywordBool(const std::string& name = "");  // name: for the error
-  void ParseBraces(int64_t* min, int64_t* max);
-  int64_t ParseBound();
-  void ReportBadRuleEnd() const;
-
-  // ---- Literals ----
-  ExprId ParseString();
-  ExprId ParseCharClass();
-  uint32_t ParseClassChar(size_t class_start);
-  uint32_t ParseEscape();
-  uint32_t ParseHexDigits(int count, size_t escape_start);
-  uint32_t ReadLiteralCodepoint();
-
-  // ---- Result assembly ----
-  RuleId ScratchRule(const std::string& name);
-  Grammar BuildResult(const std::string& root_rule_name) const;
-
-  const std::string& text_;
-  size_t pos_ = 0;
-  int depth_ = 0;
-  Grammar scratch_;
-  std::vector<size_t> first_reference_;  // per scratch rule: offset of first reference
-  std::vector<size_t> definition_;       // per scratch rule: offset of its definition
-  std::vector<RuleId> definition_order_;
-  std::vector<std::pair<RuleId, RuleAttributes>> attributes_;  // scratch rules with attributes
-};
+namespace ebnf {
 
 // ---------------------------------------------------------------------------------------
 // Cursor and diagnostics
@@ -663,125 +590,6 @@ ExprId EbnfParser::ParseTagDispatch() {
   return scratch_.AddTagDispatch(std::move(spec), std::move(children));
 }
 
-// Token(id, ...) / ExcludeToken(id, ...): one token by id (see grammar/token_set.h).
-ExprId EbnfParser::ParseTokenSet(bool excluded) {
-  const size_t open = pos_;
-  const std::string macro = excluded ? "ExcludeToken" : "Token";
-  pos_ += macro.size() + 1;
-  std::vector<int32_t> ids = ParseTokenIds(macro);
-  if (ids.empty()) Fail(macro + "(...) needs at least one token id", open);
-  return scratch_.AddByteDfa(TokenSetDfa(std::move(ids), excluded));
-}
-
-// A token id: a decimal integer in [0, INT32_MAX] (checked against the vocabulary when compiled).
-int32_t EbnfParser::ParseTokenId(const std::string& macro) {
-  const size_t at = pos_;
-  if (!IsDigit(Peek())) {
-    Fail(macro + " takes token ids (non-negative integers), found " + DescribeCharAt(pos_), pos_);
-  }
-  int64_t id = 0;
-  while (IsDigit(Peek())) {
-    id = id * 10 + (Peek() - '0');
-    if (id > INT32_MAX) Fail("token id exceeds " + std::to_string(INT32_MAX), at);
-    ++pos_;
-  }
-  return static_cast<int32_t>(id);
-}
-
-// Token ids separated by commas (a trailing one allowed), through the closing ')'.
-std::vector<int32_t> EbnfParser::ParseTokenIds(const std::string& macro) {
-  std::vector<int32_t> ids;
-  for (;;) {
-    SkipSpace();
-    if (Peek() == ')') break;
-    ids.push_back(ParseTokenId(macro));
-    SkipSpace();
-    if (Peek() == ',') {
-      ++pos_;
-    } else if (Peek() != ')') {
-      Fail("expected ',' or ')' in " + macro + ", found " + DescribeCharAt(pos_), pos_);
-    }
-  }
-  ++pos_;
-  return ids;
-}
-
-// TokenTagDispatch((id, rule), ..., loop_after_dispatch=true, excludes=(id, ...)): free tokens
-// (any but the triggers and the excluded), where a trigger token is followed by its rule; after
-// it, free tokens again (loop) or the end. Lowered to token sets: (free | trigger rule)* with
-// the loop, free* (trigger rule)? without.
-ExprId EbnfParser::ParseTokenTagDispatch() {
-  const size_t open = pos_;
-  pos_ += std::string("TokenTagDispatch(").size();
-  EnterNesting(open);
-  std::vector<std::pair<int32_t, ExprId>> dispatches;
-  std::vector<int32_t> excludes;
-  bool loop = true;
-  for (;;) {
-    SkipSpace();
-    if (Peek() == ')') break;
-    if (Peek() == '(') {
-      ++pos_;
-      SkipSpace();
-      const int32_t trigger = ParseTokenId("a TokenTagDispatch trigger");
-      SkipSpace();
-      if (Peek() != ',') Fail("expected ',' after the trigger token id", pos_);
-      ++pos_;
-      SkipSpace();
-      if (!IsNameStart(Peek())) Fail("expected the name of the rule to dispatch to", pos_);
-      ExprId rule = ParseRuleRef();
-      SkipSpace();
-      if (Peek() != ')') Fail("expected ')' closing the (token id, rule) pair", pos_);
-      ++pos_;
-      dispatches.emplace_back(trigger, rule);
-    } else if (IsNameStart(Peek())) {
-      const size_t at = pos_;
-      pos_ = NameEnd(pos_);
-      const std::string key = text_.substr(at, pos_ - at);
-      SkipSpace();
-      if (Peek() != '=') Fail("expected '=' after '" + key + "'", pos_);
-      ++pos_;
-      SkipSpace();
-      if (key == "loop_after_dispatch") {
-        loop = ParseKeywordBool(key);
-      } else if (key == "excludes") {
-        if (Peek() != '(') Fail("expected '(' starting the excluded token ids", pos_);
-        ++pos_;
-        excludes = ParseTokenIds("excludes");
-      } else {
-        Fail("unknown TokenTagDispatch argument '" + key + "'", at);
-      }
-    } else {
-      Fail("expected a (token id, rule) pair or a keyword argument, found " + DescribeCharAt(pos_), pos_);
-    }
-    SkipSpace();
-    if (Peek() == ',') {
-      ++pos_;
-    } else if (Peek() != ')') {
-      Fail("expected ',' or ')' in TokenTagDispatch, found " + DescribeCharAt(pos_), pos_);
-    }
-  }
-  ++pos_;
-  --depth_;
-  std::vector<int32_t> not_free = excludes;
-  std::vector<ExprId> dispatched;
-  for (const auto& [trigger, rule] : dispatches) {
-    if (std::find(excludes.begin(), excludes.end(), trigger) != excludes.end()) {
-      Fail("TokenTagDispatch trigger token " + std::to_string(trigger) + " is also excluded", open);
-    }
-    not_free.push_back(trigger);
-    dispatched.push_back(scratch_.AddSequence({scratch_.AddByteDfa(TokenSetDfa({trigger}, false)), rule}));
-  }
-  const ExprId free = scratch_.AddByteDfa(TokenSetDfa(std::move(not_free), true));
-  if (dispatched.empty()) return scratch_.AddRepeat(free, 0, kUnbounded);
-  if (loop) {
-    dispatched.push_back(free);
-    return scratch_.AddRepeat(scratch_.AddChoice(std::move(dispatched)), 0, kUnbounded);
-  }
-  dispatched.push_back(scratch_.AddEmpty());
-  return scratch_.AddSequence({scratch_.AddRepeat(free, 0, kUnbounded), scratch_.AddChoice(std::move(dispatched))});
-}
-
 // AnyOrder(separator, required=(a, ...), optional=(...), repeated=(...), min=0, max=-1); the
 // keyword arguments are optional and come in this order (the member order is the node's).
 ExprId EbnfParser::ParseAnyOrder() {
@@ -1154,10 +962,10 @@ Grammar EbnfParser::BuildResult(const std::string& root_rule_name) const {
   return result;
 }
 
-}  // namespace
+}  // namespace ebnf
 
 Grammar ParseEbnf(const std::string& text, const std::string& root_rule_name) {
-  return EbnfParser(text).Parse(root_rule_name);
+  return ebnf::EbnfParser(text).Parse(root_rule_name);
 }
 
 }  // namespace xg2

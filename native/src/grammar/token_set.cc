@@ -101,6 +101,23 @@ std::shared_ptr<const ByteDfaSpec> TokenSetDfa(std::vector<int32_t> ids, bool ex
   return std::make_shared<const ByteDfaSpec>(std::move(spec));
 }
 
+ExprId AddTokenTagDispatch(Grammar* g, const std::vector<std::pair<int32_t, ExprId>>& dispatches,
+                           std::vector<int32_t> excludes, bool loop) {
+  std::vector<ExprId> dispatched;
+  for (const auto& [trigger, continuation] : dispatches) {
+    excludes.push_back(trigger);
+    dispatched.push_back(g->AddSequence({g->AddByteDfa(TokenSetDfa({trigger}, false)), continuation}));
+  }
+  const ExprId free = g->AddByteDfa(TokenSetDfa(std::move(excludes), true));
+  if (dispatched.empty()) return g->AddRepeat(free, 0, kUnbounded);
+  if (loop) {
+    dispatched.push_back(free);
+    return g->AddRepeat(g->AddChoice(std::move(dispatched)), 0, kUnbounded);
+  }
+  dispatched.push_back(g->AddEmpty());
+  return g->AddSequence({g->AddRepeat(free, 0, kUnbounded), g->AddChoice(std::move(dispatched))});
+}
+
 int64_t MaxNamedTokenId(const Grammar& g) {
   int64_t max_id = -1;
   for (ExprId i = 0; i < g.num_exprs(); ++i) {

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "xg2/grammar.h"
@@ -23,6 +24,13 @@ constexpr int32_t kMaxVirtualTokenId = (1 << 24) - 1;
 // are kept in the tag (they print) but match nothing. Throws Error(kInvalidArgument) for a
 // negative id.
 std::shared_ptr<const ByteDfaSpec> TokenSetDfa(std::vector<int32_t> ids, bool excluded);
+
+// xgrammar's TokenTagDispatch as token sets: free tokens (any but the triggers and `excludes`),
+// where a trigger token is followed by its continuation; after one, free tokens again (loop)
+// or the end. Lowered to (free | trigger continuation)* with the loop, free* (trigger
+// continuation)? without. The callers check that no trigger is excluded.
+ExprId AddTokenTagDispatch(Grammar* g, const std::vector<std::pair<int32_t, ExprId>>& dispatches,
+                           std::vector<int32_t> excludes, bool loop);
 
 // The largest token id that the grammar's token-level elements name (-1: none), for the
 // compiler's check against the vocabulary.

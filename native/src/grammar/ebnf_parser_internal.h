@@ -1,0 +1,94 @@
+// The EBNF parser's class, shared by the files that define its parts: ebnf_parser.cc (rules,
+// expressions, string macros, literals, result assembly) and ebnf_token_macros.cc (the
+// token-level macros Token, ExcludeToken and TokenTagDispatch).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "grammar/rule_attributes.h"
+#include "xg2/grammar.h"
+
+namespace xg2::ebnf {
+
+inline bool IsNameStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
+
+inline bool IsNameChar(char c) { return IsNameStart(c) || (c >= '0' && c <= '9') || c == '.' || c == '-'; }
+
+inline bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+
+class EbnfParser {
+ public:
+  explicit EbnfParser(const std::string& text) : text_(text) {}
+
+  Grammar Parse(const std::string& root_rule_name);
+
+ private:
+  // ---- Cursor and diagnostics ----
+  char Peek(size_t ahead = 0) const { return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0'; }
+  bool AtEnd() const { return pos_ >= text_.size(); }
+  std::pair<int, int> LineColumn(size_t offset) const;
+  [[noreturn]] void Fail(const std::string& message, size_t offset) const;
+  std::string DescribeCharAt(size_t offset) const;
+  size_t SkipSpaceFrom(size_t offset) const;  // whitespace and # comments
+  void SkipSpace() { pos_ = SkipSpaceFrom(pos_); }
+  size_t NameEnd(size_t offset) const;
+  bool RuleStartsAt(size_t offset) const;
+  bool LookaheadStartsAt(size_t offset) const;
+  void EnterNesting(size_t offset);
+
+  // ---- Grammar structure ----
+  void ParseRule();
+  ExprId ParseChoice();
+  ExprId ParseSequence();
+  ExprId ParsePostfixed();
+  ExprId ParseAtom();
+  ExprId ParseGroup();
+  ExprId ParseLookahead();
+  ExprId ParseRuleRef();
+  ExprId ParseTagDispatch();
+  ExprId ParseTokenSet(bool excluded);
+  ExprId ParseTokenTagDispatch();
+  int32_t ParseTokenId(const std::string& macro);
+  std::vector<int32_t> ParseTokenIds(const std::string& macro);
+  ExprId ParseByteDfa();
+  ExprId ParseAnyOrder();
+  ExprId ParseRegexMacro();
+  bool NextKeywordArgument(const std::string& macro, std::string* key, size_t* at);
+  ExprId ParseSubstringMacro();
+  ExprId WithoutJsonSpecialCharacters(ExprId regex);
+  size_t AttributesEnd(size_t offset) const;
+  RuleAttributes ParseAttributes();
+  void SkipAttributeAssign(const std::string& key);
+  int64_t ParseDfaNumber(int64_t max);
+  std::string ParseStringBytes();
+  bool ParseKeywordBool(const std::string& name = "");  // name: for the error
+  void ParseBraces(int64_t* min, int64_t* max);
+  int64_t ParseBound();
+  void ReportBadRuleEnd() const;
+
+  // ---- Literals ----
+  ExprId ParseString();
+  ExprId ParseCharClass();
+  uint32_t ParseClassChar(size_t class_start);
+  uint32_t ParseEscape();
+  uint32_t ParseHexDigits(int count, size_t escape_start);
+  uint32_t ReadLiteralCodepoint();
+
+  // ---- Result assembly ----
+  RuleId ScratchRule(const std::string& name);
+  Grammar BuildResult(const std::string& root_rule_name) const;
+
+  const std::string& text_;
+  size_t pos_ = 0;
+  int depth_ = 0;
+  Grammar scratch_;
+  std::vector<size_t> first_reference_;  // per scratch rule: offset of first reference
+  std::vector<size_t> definition_;       // per scratch rule: offset of its definition
+  std::vector<RuleId> definition_order_;
+  std::vector<std::pair<RuleId, RuleAttributes>> attributes_;  // scratch rules with attributes
+};
+
+}  // namespace xg2::ebnf
