@@ -141,6 +141,24 @@ class Runner:
         return {"schema": status, "instances": out}
 
 
+def check_against_jsonschema(runner: Runner, schema: Any, samples: Iterable[Any]) -> int:
+    """Compiles ``schema`` and asserts that every sample is accepted exactly when the
+    ``jsonschema`` package (the schema's own draft, else 2020-12) finds it valid; returns how
+    many were valid."""
+    import jsonschema
+
+    status, cg = runner.compile(schema)
+    assert status == "compiled", status
+    validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
+    valid = 0
+    for x in samples:
+        expect = validator.is_valid(x)
+        valid += expect
+        got = runner.match(cg, x)
+        assert got == ("accepted" if expect else "rejected"), (x, expect, got)
+    return valid
+
+
 def passed(instance_outcome: str) -> bool:
     return instance_outcome in ("valid:accepted", "invalid:rejected")
 

@@ -91,9 +91,8 @@ EMPTY = {
 }
 
 UNSUPPORTED = {
-    "pattern_props": {"not": {"patternProperties": {"b": False}}},
     "pattern_bad_regex": {"not": {"pattern": "(?<=a)b"}},
-    "additional": {"not": {"additionalProperties": False, "properties": {"a": {}}}},
+    "unique_items": {"not": {"uniqueItems": True}},
     "enum_arrays": {"not": {"enum": [[1], None]}},
 }
 
@@ -105,14 +104,7 @@ def runner():
 
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_not_exact(runner, name):
-    schema = CASES[name]
-    status, cg = runner.compile(schema)
-    assert status == "compiled", status
-    validator = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)(schema)
-    for x in SAMPLES:
-        expect = validator.is_valid(x)
-        got = runner.match(cg, x)
-        assert got == ("accepted" if expect else "rejected"), (x, expect, got)
+    lib.check_against_jsonschema(runner, CASES[name], SAMPLES)
 
 
 @pytest.mark.parametrize("name", sorted(UNSUPPORTED))

@@ -322,7 +322,7 @@ ExprId Converter::Lower(const Merged& m, int depth, int expansion) {
   if (types & (kInt | kNum)) alts.push_back(NumericExpr(m, (types & kNum) == 0));
   if (types & kStr) alts.push_back(StringExpr(m));
   if (types & kArr) alts.push_back(ArrayExpr(m, depth));
-  if (types & kObj) alts.push_back(ObjectExpr(m, depth));
+  if (types & kObj) alts.push_back(m.some_props.empty() ? ObjectExpr(m, depth) : SomePropertyObject(m, depth));
   if (alts.empty()) return Never();
   return alts.size() == 1 ? alts[0] : g_.AddChoice(alts);
 }

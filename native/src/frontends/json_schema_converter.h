@@ -138,11 +138,15 @@ class Converter {
   // negation.
   void MergeCondition(Merged* m, const JsonValue& s, const std::string& P);
 
+  // `not` of one member keyword as a property the object must have (Merged::some_props);
+  // false for other shapes.
+  bool MergeSomeProperty(Merged* m, const Ref& r);
+
   // `not S` for other shapes: S rewritten into an equivalent positive schema (De Morgan over
   // combinators and independent keywords, each keyword's complement within the type it applies
   // to), merged in place of the `not`. Leaves the rewrite produces as {"not": ...} are shapes
-  // MergeNot handles directly (type, enum/const, one required name). False when some part has
-  // no exact positive form.
+  // MergeNot handles directly (type, enum/const, one required name, member keywords: see
+  // MergeSomeProperty). False when some part has no exact positive form.
   bool MergeNegation(Merged* m, const Ref& r, const std::string& at);
 
   std::optional<JsonValue> Negate(const JsonValue& s, const std::string& ptr, int guard);
@@ -263,7 +267,23 @@ class Converter {
                               const std::vector<std::string>& declared, const std::vector<Ref>& add, int depth,
                               std::vector<ExprId>* alts, bool with_none = true);
 
-  ExprId ObjectExpr(const Merged& m, int depth);
+  // witnesses: members the object must have, each with a key it does not declare (see
+  // SomePropertyObject).
+  ExprId ObjectExpr(const Merged& m, int depth, const std::vector<Merged::SomeProperty>& witnesses = {});
+
+  // Objects with some_props (json_schema_some_property.cc): each required property is one the
+  // object declares or requires (its value then also satisfies the witness), one its key
+  // schema enumerates, or a key it does not declare, which witnesses may share. Every such
+  // assignment is one alternative, lowered by ObjectExpr.
+  ExprId SomePropertyObject(const Merged& m, int depth);
+  void SomePropertyCases(const std::vector<Merged::SomeProperty>& ws, size_t i, const Merged& c,
+                         std::vector<std::vector<size_t>>* groups, int depth, std::vector<ExprId>* alts);
+  // The member for a witness whose key the object does not declare: its key within the witness's
+  // key schemas and propertyNames, none of `declared`, one alternative per set of patterns it
+  // matches, its value within the witness's value and the schemas that key takes (add: those of
+  // keys no pattern matches; nullptr when there are none). Never() when no such member exists.
+  ExprId WitnessMember(const Merged& m, const Merged::SomeProperty& w, const std::vector<std::string>& declared,
+                       const std::vector<Ref>* add, int depth);
 
   // Properties in any order, each at most once, required ones exactly once, additional ones
   // (extra) any number of times; minProperties/maxProperties count them all. One AnyOrder

@@ -120,6 +120,12 @@ bool Converter::EnumValueAllowed(const Merged& m, const JsonValue& v) {
       if (!has(name)) return false;
     for (const auto& kv : v.members())
       if (m.Forbids(kv.first)) return false;
+    for (const auto& w : m.some_props) {
+      if (std::none_of(v.members().begin(), v.members().end(), [&](const auto& kv) {
+            return ValueSatisfies(w.keys, JsonValue::String(kv.first)) && ValueSatisfies(w.value, kv.second);
+          }))
+        return false;
+    }
     if (!AllTrue(m.property_names)) {
       for (const auto& kv : v.members())
         if (!ValueSatisfies(m.property_names, JsonValue::String(kv.first))) return false;

@@ -175,6 +175,14 @@ struct Merged {
   }
   int64_t min_props = 0, max_props = -1;
   std::string min_props_ptr, max_props_ptr;
+  // Properties an object must have one of (from `not` of patternProperties, propertyNames or
+  // additionalProperties): a key satisfying every schema of `keys` (a string) whose value
+  // satisfies every schema of `value`; ptr: the `not`'s schema.
+  struct SomeProperty {
+    std::vector<Ref> keys, value;
+    std::string ptr;
+  };
+  std::vector<SomeProperty> some_props;
   // combinators
   std::vector<std::vector<Ref>> any_of;
   // Parallel to any_of: the pointer of the schema holding the keyword, and whether it was
@@ -220,7 +228,8 @@ using RefResolver =
 // `not s` as an equivalent positive schema: De Morgan over combinators and independent keyword
 // groups, each keyword's complement within the type it applies to. Leaves it produces as
 // {"not": ...} are shapes the converter handles directly (type, enum/const, pattern, one
-// required name). nullopt when some part has no exact positive form. With
+// required name, one patternProperties entry, propertyNames, additionalProperties beside the
+// names it excludes). nullopt when some part has no exact positive form. With
 // ref_overrides_siblings (drafts 3-7), keywords beside $ref are ignored.
 std::optional<JsonValue> NegateSchema(const JsonValue& s, const std::string& ptr, bool ref_overrides_siblings,
                                       const RefResolver& resolve, int guard = 0);

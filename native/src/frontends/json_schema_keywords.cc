@@ -18,6 +18,47 @@ JsonValue TypeIs(const char* t, std::vector<std::pair<std::string, JsonValue>> r
   return JsonValue::Object(std::move(rest));
 }
 
+bool IsTrueSchema(const JsonValue& v) { return v.is_bool() ? v.as_bool() : v.is_object() && v.members().empty(); }
+
+// not (properties P, patternProperties Q, additionalProperties A): some member breaks its
+// schema. A declared name present with a value outside its P schema; a key matching a pattern
+// of Q with a value outside that pattern's schema (declared names match patterns too); a key
+// neither declared nor matching Q with a value outside A. The last two are leaves MergeNot
+// handles as "some property" (Merged::some_props).
+std::optional<JsonValue> NegateMembers(const JsonValue* props, const JsonValue* patterns, const JsonValue* add) {
+  if ((props && !props->is_object()) || (patterns && !patterns->is_object())) return std::nullopt;
+  std::vector<JsonValue> alts;
+  if (props) {
+    for (const auto& pm : props->members()) {
+      if (IsTrueSchema(pm.second)) continue;
+      alts.push_back(TypeIs("object", {{"required", JsonValue::Array({JsonValue::String(pm.first)})},
+                                       {"properties", JsonValue::Object({{pm.first, NotOf(pm.second)}})}}));
+    }
+  }
+  if (patterns) {
+    for (const auto& pm : patterns->members()) {
+      if (!IsTrueSchema(pm.second))
+        alts.push_back(NotOf(JsonValue::Object({{"patternProperties", JsonValue::Object({pm})}})));
+    }
+  }
+  if (add && !IsTrueSchema(*add)) {
+    // The leaf keeps the names and patterns, with true schemas: they only say which keys A governs.
+    std::vector<std::pair<std::string, JsonValue>> leaf;
+    auto names_of = [](const JsonValue* v) {
+      std::vector<std::pair<std::string, JsonValue>> out;
+      for (const auto& pm : v->members()) out.push_back({pm.first, JsonValue::Bool(true)});
+      return JsonValue::Object(std::move(out));
+    };
+    if (props && !props->members().empty()) leaf.push_back({"properties", names_of(props)});
+    if (patterns && !patterns->members().empty()) leaf.push_back({"patternProperties", names_of(patterns)});
+    leaf.push_back({"additionalProperties", *add});
+    alts.push_back(NotOf(JsonValue::Object(std::move(leaf))));
+  }
+  if (alts.empty()) return JsonValue::Bool(false);
+  if (alts.size() == 1) return alts[0];
+  return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(alts))}});
+}
+
 }  // namespace
 
 bool IsAnnotation(const std::string& k) {
@@ -293,17 +334,12 @@ std::optional<JsonValue> NegateSchema(const JsonValue& s, const std::string& ptr
     if (members.size() != 1) return std::nullopt;
     return TypeIs("array", {{"items", NotOf(v)}});
   }
-  if (groups[0].first == "properties") {
-    if (members.size() != 1 || k != "properties" || !v.is_object()) return std::nullopt;
-    std::vector<JsonValue> alts;
-    for (const auto& pm : v.members()) {
-      if (pm.second.is_bool() && pm.second.as_bool()) continue;
-      alts.push_back(TypeIs("object", {{"required", JsonValue::Array({JsonValue::String(pm.first)})},
-                                       {"properties", JsonValue::Object({{pm.first, NotOf(pm.second)}})}}));
-    }
-    if (alts.empty()) return JsonValue::Bool(false);
-    if (alts.size() == 1) return alts[0];
-    return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(alts))}});
+  if (groups[0].first == "properties")
+    return NegateMembers(find("properties"), find("patternProperties"), find("additionalProperties"));
+  if (k == "propertyNames") {
+    // Some key outside the names' schema (MergeNot handles the leaf); true admits every key.
+    if (IsTrueSchema(v)) return JsonValue::Bool(false);
+    return NotOf(JsonValue::Object({{k, v}}));
   }
   return std::nullopt;
 }

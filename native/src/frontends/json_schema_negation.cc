@@ -28,6 +28,7 @@ void Converter::MergeNot(Merged* m, const Ref& r, const std::string& at) {
     m->is_false = true;
     return;
   }
+  if (MergeSomeProperty(m, r)) return;
   if (only_pattern && !(ref_overrides_siblings_ && s.Find("$ref"))) {
     // A string no match of the pattern is found in (non-strings satisfy `pattern`).
     const JsonValue& pv = *s.Find("pattern");
@@ -126,6 +127,72 @@ void Converter::MergeNot(Merged* m, const Ref& r, const std::string& at) {
   }
   if (MergeNegation(m, r, at)) return;
   Unsupported("not", at);
+}
+
+// `not` of one member keyword: some property whose key and value break it. Shapes: a
+// propertyNames alone (a key outside it); one patternProperties entry alone (a key matching
+// the pattern, its value outside the schema); additionalProperties beside properties and
+// patternProperties whose schemas are all true (a key none of them names, its value outside
+// additionalProperties). NegateMembers leaves the last two; other shapes return false.
+bool Converter::MergeSomeProperty(Merged* m, const Ref& r) {
+  const JsonValue *props = nullptr, *patterns = nullptr, *add = nullptr, *names = nullptr;
+  for (const auto& kv : r.v->members()) {
+    if (IsAnnotation(kv.first)) continue;
+    if (kv.first == "properties")
+      props = &kv.second;
+    else if (kv.first == "patternProperties")
+      patterns = &kv.second;
+    else if (kv.first == "additionalProperties")
+      add = &kv.second;
+    else if (kv.first == "propertyNames")
+      names = &kv.second;
+    else
+      return false;
+  }
+  auto all_true = [](const JsonValue* v) {
+    return v == nullptr || (v->is_object() && std::all_of(v->members().begin(), v->members().end(), [](const auto& pm) {
+                              return pm.second.is_bool() ? pm.second.as_bool()
+                                                         : pm.second.is_object() && pm.second.members().empty();
+                            }));
+  };
+  auto synth = [&](int which, const std::function<JsonValue()>& make) {
+    return Ref{Synthesized(r.v, which, make), r.ptr};
+  };
+  auto not_of = [](const JsonValue& v) { return JsonValue::Object({{"not", v}}); };
+  Merged::SomeProperty w;
+  w.ptr = r.ptr;
+  if (names != nullptr) {
+    if (props || patterns || add) return false;
+    w.keys.push_back(synth(10, [&] { return not_of(*names); }));
+  } else if (add != nullptr) {
+    if (!all_true(props) || !all_true(patterns)) return false;
+    if (props && !props->members().empty()) {
+      w.keys.push_back(synth(10, [&] {
+        std::vector<JsonValue> declared;
+        for (const auto& pm : props->members()) declared.push_back(JsonValue::String(pm.first));
+        return not_of(JsonValue::Object({{"enum", JsonValue::Array(std::move(declared))}}));
+      }));
+    }
+    if (patterns) {
+      int which = 11;
+      for (const auto& pm : patterns->members()) {
+        w.keys.push_back(
+            synth(which++, [&] { return not_of(JsonValue::Object({{"pattern", JsonValue::String(pm.first)}})); }));
+      }
+    }
+    w.value.push_back(synth(9, [&] { return not_of(*add); }));
+  } else if (patterns != nullptr && props == nullptr) {
+    if (!patterns->is_object() || patterns->members().size() != 1) return false;
+    const auto& pm = patterns->members()[0];
+    w.keys.push_back(synth(10, [&] { return JsonValue::Object({{"pattern", JsonValue::String(pm.first)}}); }));
+    w.value.push_back(synth(9, [&] { return not_of(pm.second); }));
+  } else {
+    return false;
+  }
+  m->types &= kObj;
+  m->constrained = true;
+  m->some_props.push_back(std::move(w));
+  return true;
 }
 
 // `not S` for other shapes: S rewritten into an equivalent positive schema (De Morgan over

@@ -83,7 +83,7 @@ ExprId Converter::AnyOrderObject(const std::vector<PropT>& props, ExprId extra, 
   return empty_ok ? g_.AddChoice({Empty('{', '}'), ne}) : ne;
 }
 
-ExprId Converter::ObjectExpr(const Merged& m, int depth) {
+ExprId Converter::ObjectExpr(const Merged& m, int depth, const std::vector<Merged::SomeProperty>& witnesses) {
   int d1 = depth + 1;
   std::string saved = cur_ptr_;
   // Declared properties (false schemas drop out).
@@ -150,6 +150,8 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth) {
   std::vector<ExprId> extra_alts;
   bool additional_any = false;
   bool pattern_regions = false;  // extra keys partitioned by the patterns they match
+  std::vector<Ref> unmatched;    // the schemas of extra keys no pattern matches
+  bool unmatched_allowed = false;
   {
     std::vector<Ref> add = m.additional;
     bool allowed = true;
@@ -186,6 +188,8 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth) {
         ExprId val = ValueRef(add, d1);
         if (key != kNoExpr && val != kNoExpr) extra_alts.push_back(g_.AddSequence({key, KeySep(), val}));
       }
+      unmatched = add;
+      unmatched_allowed = true;
     } else {
       for (const auto& rn : m.required) {
         if (std::find(declared.begin(), declared.end(), rn) == declared.end()) {
@@ -217,6 +221,10 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth) {
     }
   }
   (void)additional_any;
+  for (const auto& w : witnesses) {
+    if (!o_.any_order) Unsupported("not", w.ptr, "a property the object must have, without any_order");
+    props.push_back({"", true, WitnessMember(m, w, declared, unmatched_allowed ? &unmatched : nullptr, d1)});
+  }
   ExprId extra = kNoExpr;
   if (!extra_alts.empty()) {
     RuleId er = NewRule("additional_property");

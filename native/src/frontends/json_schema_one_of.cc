@@ -154,18 +154,18 @@ std::optional<JsonValue> Converter::NegateWithinKeys(const JsonValue& s, const s
   return JsonValue::Object({{"anyOf", JsonValue::Array(std::move(alts))}});
 }
 
+// Within closed keys first: its finite set of keys needs no member of its own (see
+// SomePropertyObject), which the plain negation of additionalProperties has.
 bool Converter::Negatable(const Merged& within, const Ref& other) {
-  if (Negate(*other.v, other.ptr, 0)) return true;
   std::optional<std::vector<std::string>> keys = ClosedKeys(within);
-  return keys && NegateWithinKeys(*other.v, other.ptr, *keys, 0);
+  if (keys && NegateWithinKeys(*other.v, other.ptr, *keys, 0)) return true;
+  return Negate(*other.v, other.ptr, 0).has_value();
 }
 
 bool Converter::MergeExclusion(Merged* c, const Ref& other, const std::string& at) {
-  if (Negate(*other.v, other.ptr, 0)) return MergeNegation(c, other, at);
   std::optional<std::vector<std::string>> keys = ClosedKeys(*c);
-  if (!keys) return false;
-  std::optional<JsonValue> pos = NegateWithinKeys(*other.v, other.ptr, *keys, 0);
-  if (!pos) return false;
+  std::optional<JsonValue> pos = keys ? NegateWithinKeys(*other.v, other.ptr, *keys, 0) : std::nullopt;
+  if (!pos) return Negate(*other.v, other.ptr, 0) && MergeNegation(c, other, at);
   synth_.push_back(std::make_unique<JsonValue>(std::move(*pos)));
   MergeInto(c, Ref{synth_.back().get(), other.ptr}, 0);
   return true;
