@@ -251,10 +251,12 @@ RuleId Grammar::DeclareRule(const std::string& name) {
   std::string unique = SanitizeRuleName(name);
   if (rule_index_.count(unique)) {
     const std::string base = unique;
-    for (int64_t suffix = 2;; ++suffix) {
+    int64_t& suffix = next_suffix_.try_emplace(base, 2).first->second;
+    for (;; ++suffix) {
       unique = base + "_" + std::to_string(suffix);
       if (!rule_index_.count(unique)) break;
     }
+    ++suffix;
   }
   Rule r;
   r.name = unique;

@@ -191,6 +191,9 @@ class Grammar {
   std::vector<int32_t> intern_table_;  // open addressing over node ids (-1: empty)
   std::vector<Rule> rules_;
   std::unordered_map<std::string, RuleId> rule_index_;  // name -> id, for FindRule
+  // Per taken base name, the next "_N" suffix DeclareRule tries: declaring many rules under one
+  // name (the members of a large any-order object) stays linear instead of probing 2, 3, ...
+  std::unordered_map<std::string, int64_t> next_suffix_;
   RuleId root_ = -1;
 };
 
