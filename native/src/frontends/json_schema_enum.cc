@@ -52,9 +52,7 @@ std::optional<bool> IsMultipleOf(const std::string& value, const std::string& di
 
 // A subschema every value satisfies: true or {} (nothing to check a literal against).
 bool AllTrue(const std::vector<Ref>& refs) {
-  return std::all_of(refs.begin(), refs.end(), [](const Ref& r) {
-    return (r.v->is_bool() && r.v->as_bool()) || (r.v->is_object() && r.v->members().empty());
-  });
+  return std::all_of(refs.begin(), refs.end(), [](const Ref& r) { return IsTrueSchema(*r.v); });
 }
 
 }  // namespace

@@ -36,11 +36,16 @@ ByteDfaSpec Filter(const ByteDfaSpec& universe, const ByteDfaSpec& excluded, con
   return TrimAndMinimize(SelectByParts(ProductWithParts(universe, parts, kMaxExcludeDfaStates), care, 0));
 }
 
+// content without the strings `excluded` holds: the empty choice when nothing is left.
+ExprId Without(Grammar* g, ExprId content, const ByteDfaSpec& excluded) {
+  ByteDfaSpec dfa = Filter(ByteDfaOfExpr(*g, content, kMaxExcludeDfaStates), excluded, {});
+  return ByteDfaEmpty(dfa) ? g->AddChoice({}) : g->AddByteDfa(std::move(dfa));
+}
+
 }  // namespace
 
 ExprId WithoutSubstrings(Grammar* g, ExprId content, const std::vector<std::string>& excludes) {
-  ByteDfaSpec dfa = Filter(ByteDfaOfExpr(*g, content, kMaxExcludeDfaStates), ExcludedTextDfa(excludes), {});
-  return ByteDfaEmpty(dfa) ? g->AddChoice({}) : g->AddByteDfa(std::move(dfa));
+  return Without(g, content, ExcludedTextDfa(excludes));
 }
 
 const ByteDfaSpec& Converter::ExcludedText() {
@@ -65,10 +70,7 @@ ExprId Converter::FilteredString(int64_t min_len, int64_t max_len, const std::ve
   return g_.AddSequence({Lit(&g_, "\""), g_.AddRuleRef(it->second), Lit(&g_, "\"")});
 }
 
-ExprId Converter::WithoutExcluded(ExprId content) {
-  ByteDfaSpec dfa = Filter(ByteDfaOfExpr(g_, content, kMaxExcludeDfaStates), ExcludedText(), {});
-  return ByteDfaEmpty(dfa) ? Never() : g_.AddByteDfa(std::move(dfa));
-}
+ExprId Converter::WithoutExcluded(ExprId content) { return Without(&g_, content, ExcludedText()); }
 
 bool Converter::LiteralExcluded(const std::string& text) {
   return Excluding() &&

@@ -206,6 +206,10 @@ bool ProvablyDisjoint(const Merged& a, const Merged& b, const MergeFn& merge, in
 // --- keywords (json_schema_keywords.cc) ---
 // Keywords that assert nothing (titles, descriptions, $defs, ...).
 bool IsAnnotation(const std::string& k);
+// {"not": v}.
+JsonValue NotOf(JsonValue v);
+// A schema every value satisfies: true or {}.
+bool IsTrueSchema(const JsonValue& v);
 // Keywords the converter cannot enforce in general (some shapes are handled before asking).
 bool IsKnownUnsupported(const std::string& k);
 // A numeric bound from a keyword's value.

@@ -10,15 +10,12 @@
 namespace xg2::jsonschema {
 namespace {
 
-JsonValue NotOf(JsonValue v) { return JsonValue::Object({{"not", std::move(v)}}); }
 JsonValue IntValue(int64_t x) { return JsonValue::Number(static_cast<double>(x), std::to_string(x)); }
 
 JsonValue TypeIs(const char* t, std::vector<std::pair<std::string, JsonValue>> rest) {
   rest.insert(rest.begin(), std::make_pair(std::string("type"), JsonValue::String(t)));
   return JsonValue::Object(std::move(rest));
 }
-
-bool IsTrueSchema(const JsonValue& v) { return v.is_bool() ? v.as_bool() : v.is_object() && v.members().empty(); }
 
 // not (properties P, patternProperties Q, additionalProperties A): some member breaks its
 // schema. A declared name present with a value outside its P schema; a key matching a pattern
@@ -60,6 +57,10 @@ std::optional<JsonValue> NegateMembers(const JsonValue* props, const JsonValue* 
 }
 
 }  // namespace
+
+JsonValue NotOf(JsonValue v) { return JsonValue::Object({{"not", std::move(v)}}); }
+
+bool IsTrueSchema(const JsonValue& v) { return v.is_bool() ? v.as_bool() : v.is_object() && v.members().empty(); }
 
 bool IsAnnotation(const std::string& k) {
   static const std::set<std::string> kAnn = {"title",

@@ -150,42 +150,39 @@ bool Converter::MergeSomeProperty(Merged* m, const Ref& r) {
       return false;
   }
   auto all_true = [](const JsonValue* v) {
-    return v == nullptr || (v->is_object() && std::all_of(v->members().begin(), v->members().end(), [](const auto& pm) {
-                              return pm.second.is_bool() ? pm.second.as_bool()
-                                                         : pm.second.is_object() && pm.second.members().empty();
-                            }));
+    return v == nullptr || (v->is_object() && std::all_of(v->members().begin(), v->members().end(),
+                                                          [](const auto& pm) { return IsTrueSchema(pm.second); }));
   };
   auto synth = [&](int which, const std::function<JsonValue()>& make) {
     return Ref{Synthesized(r.v, which, make), r.ptr};
   };
-  auto not_of = [](const JsonValue& v) { return JsonValue::Object({{"not", v}}); };
   Merged::SomeProperty w;
   w.ptr = r.ptr;
   if (names != nullptr) {
     if (props || patterns || add) return false;
-    w.keys.push_back(synth(10, [&] { return not_of(*names); }));
+    w.keys.push_back(synth(10, [&] { return NotOf(*names); }));
   } else if (add != nullptr) {
     if (!all_true(props) || !all_true(patterns)) return false;
     if (props && !props->members().empty()) {
       w.keys.push_back(synth(10, [&] {
         std::vector<JsonValue> declared;
         for (const auto& pm : props->members()) declared.push_back(JsonValue::String(pm.first));
-        return not_of(JsonValue::Object({{"enum", JsonValue::Array(std::move(declared))}}));
+        return NotOf(JsonValue::Object({{"enum", JsonValue::Array(std::move(declared))}}));
       }));
     }
     if (patterns) {
       int which = 11;
       for (const auto& pm : patterns->members()) {
         w.keys.push_back(
-            synth(which++, [&] { return not_of(JsonValue::Object({{"pattern", JsonValue::String(pm.first)}})); }));
+            synth(which++, [&] { return NotOf(JsonValue::Object({{"pattern", JsonValue::String(pm.first)}})); }));
       }
     }
-    w.value.push_back(synth(9, [&] { return not_of(*add); }));
+    w.value.push_back(synth(9, [&] { return NotOf(*add); }));
   } else if (patterns != nullptr && props == nullptr) {
     if (!patterns->is_object() || patterns->members().size() != 1) return false;
     const auto& pm = patterns->members()[0];
     w.keys.push_back(synth(10, [&] { return JsonValue::Object({{"pattern", JsonValue::String(pm.first)}}); }));
-    w.value.push_back(synth(9, [&] { return not_of(pm.second); }));
+    w.value.push_back(synth(9, [&] { return NotOf(pm.second); }));
   } else {
     return false;
   }

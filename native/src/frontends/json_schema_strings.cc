@@ -571,26 +571,22 @@ ExprId UriExpr(Grammar* g, bool iri, bool reference) {
     for (uint32_t plane = 1; plane <= 13; ++plane) unreserved.push_back({plane << 16, (plane << 16) + 0xFFFD});
   }
   const std::vector<CodepointRange> sub_delims{{'!', '!'}, {'$', '$'}, {'&', ','}, {';', ';'}, {'=', '='}};
-  auto chars = [&](std::vector<CodepointRange> extra) {  // unreserved / sub-delims / extra / pct-encoded
+  auto char_set = [&](std::vector<CodepointRange> extra) {  // unreserved / sub-delims / extra
     extra.insert(extra.end(), unreserved.begin(), unreserved.end());
     extra.insert(extra.end(), sub_delims.begin(), sub_delims.end());
-    return g->AddChoice({Cls(g, NormalizeRanges(extra)), g->AddSequence({Lit(g, "%"), Cls(g, hex), Cls(g, hex)})});
+    return NormalizeRanges(std::move(extra));
+  };
+  auto chars = [&](std::vector<CodepointRange> extra) {  // ... or pct-encoded
+    return g->AddChoice({Cls(g, char_set(std::move(extra))), g->AddSequence({Lit(g, "%"), Cls(g, hex), Cls(g, hex)})});
   };
   auto star = [&](ExprId e) { return g->AddRepeat(e, 0, kUnbounded); };
   ExprId pchar = chars({{':', ':'}, {'@', '@'}});
   ExprId segment = star(pchar);
   ExprId segment_nz = g->AddRepeat(pchar, 1, kUnbounded);
-  ExprId segment_nz_nc = g->AddRepeat(chars({{'@', '@'}}), 1, kUnbounded);
   ExprId slash_segments = star(g->AddSequence({Lit(g, "/"), segment}));  // path-abempty
-  std::vector<CodepointRange> ipv_future_chars = NormalizeRanges([&] {
-    auto r = unreserved;
-    r.insert(r.end(), sub_delims.begin(), sub_delims.end());
-    r.push_back({':', ':'});
-    return r;
-  }());
-  ExprId ip_future = g->AddSequence({Cls(g, {{'V', 'V'}, {'v', 'v'}}),  // ABNF strings ignore case
+  ExprId ip_future = g->AddSequence({Cls(g, {{'V', 'V'}, {'v', 'v'}}),   // ABNF strings ignore case
                                      g->AddRepeat(Cls(g, hex), 1, kUnbounded), Lit(g, "."),
-                                     g->AddRepeat(Cls(g, ipv_future_chars), 1, kUnbounded)});
+                                     g->AddRepeat(Cls(g, char_set({{':', ':'}})), 1, kUnbounded)});
   ExprId host = g->AddChoice({g->AddSequence({Lit(g, "["), g->AddChoice({Ipv6Expr(g), ip_future}), Lit(g, "]")}),
                               Ipv4Expr(g), star(chars({}))});
   ExprId authority = g->AddSequence({Opt(g, g->AddSequence({star(chars({{':', ':'}})), Lit(g, "@")})), host,
@@ -613,6 +609,7 @@ ExprId UriExpr(Grammar* g, bool iri, bool reference) {
       {Cls(g, {{'A', 'Z'}, {'a', 'z'}}), star(Cls(g, {{'A', 'Z'}, {'a', 'z'}, {'0', '9'}, {'+', '+'}, {'-', '.'}}))});
   ExprId absolute = g->AddSequence({scheme, Lit(g, ":"), hier(segment_nz), tail()});
   if (!reference) return absolute;
+  ExprId segment_nz_nc = g->AddRepeat(chars({{'@', '@'}}), 1, kUnbounded);
   return g->AddChoice({absolute, g->AddSequence({hier(segment_nz_nc), tail()})});
 }
 

@@ -575,6 +575,7 @@ class Lowering {
   int32_t MatchedToken(const JsonValue& v, const std::string& path);
   int32_t TokenFormatId(const JsonValue& f, const std::string& path);
   std::vector<int32_t> TokenIds(const Fields& fs, const std::string& key);
+  std::vector<int32_t> ExcludedTokens(const Fields& fs);
   RuleId NamedRule(const std::string& name, ExprId body);
 
   const StructuralTagOptions& options_;
@@ -642,6 +643,13 @@ std::vector<int32_t> Lowering::TokenIds(const Fields& fs, const std::string& key
   return ids;
 }
 
+// exclude_tokens and the enclosing tag's end token: what a free token may not be.
+std::vector<int32_t> Lowering::ExcludedTokens(const Fields& fs) {
+  std::vector<int32_t> excluded = TokenIds(fs, "exclude_tokens");
+  excluded.insert(excluded.end(), end_tokens_.begin(), end_tokens_.end());
+  return excluded;
+}
+
 RuleId Lowering::NamedRule(const std::string& name, ExprId body) {
   RuleId r = g_.DeclareRule(name + "_" + std::to_string(++token_rules_));
   g_.SetRuleBody(r, body);
@@ -651,8 +659,7 @@ RuleId Lowering::NamedRule(const std::string& name, ExprId body) {
 // One token, not in exclude_tokens nor the enclosing tag's end token.
 ExprId Lowering::LowerExcludeToken(const JsonValue& f, const std::string& path) {
   Fields fs(f, path, {"exclude_tokens"});
-  std::vector<int32_t> excluded = TokenIds(fs, "exclude_tokens");
-  excluded.insert(excluded.end(), end_tokens_.begin(), end_tokens_.end());
+  std::vector<int32_t> excluded = ExcludedTokens(fs);
   return g_.AddByteDfa(TokenSetDfa(std::move(excluded), true));
 }
 
@@ -660,8 +667,7 @@ ExprId Lowering::LowerExcludeToken(const JsonValue& f, const std::string& path) 
 // end token. Each token is one step of the repetition, so the budget is exact.
 ExprId Lowering::LowerAnyTokens(const JsonValue& f, const std::string& path) {
   Fields fs(f, path, {"exclude_tokens", "max_tokens"});
-  std::vector<int32_t> excluded = TokenIds(fs, "exclude_tokens");
-  excluded.insert(excluded.end(), end_tokens_.begin(), end_tokens_.end());
+  std::vector<int32_t> excluded = ExcludedTokens(fs);
   const int64_t max_tokens = Budget(fs, "max_tokens");
   if (max_tokens == 0) return g_.AddEmpty();
   const ExprId token = g_.AddByteDfa(TokenSetDfa(std::move(excluded), true));
@@ -678,8 +684,7 @@ ExprId Lowering::LowerTokenTriggeredTags(const JsonValue& f, const std::string& 
   for (size_t i = 0; i < trigger_items.size(); ++i) {
     triggers.push_back(MatchedToken(trigger_items[i], Index(fs.At("trigger_tokens"), i)));
   }
-  std::vector<int32_t> excluded = TokenIds(fs, "exclude_tokens");
-  excluded.insert(excluded.end(), end_tokens_.begin(), end_tokens_.end());
+  std::vector<int32_t> excluded = ExcludedTokens(fs);
   for (size_t j = 0; j < triggers.size(); ++j) {
     if (std::find(excluded.begin(), excluded.end(), triggers[j]) != excluded.end()) {
       Fail(Index(fs.At("trigger_tokens"), j), "trigger token " + std::to_string(triggers[j]) +

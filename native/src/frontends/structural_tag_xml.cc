@@ -1,5 +1,6 @@
 #include "frontends/structural_tag_xml.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <set>
@@ -21,6 +22,8 @@ const std::set<std::string>& TypeAndAnnotations() {
                                           "$comment", "deprecated", "readOnly",    "writeOnly"};
   return k;
 }
+
+bool IsIdentifierChar(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 
 bool OnlyTypeAndAnnotations(const JsonValue& s) {
   for (const auto& [k, v] : s.members()) {
@@ -247,9 +250,8 @@ ExprId XmlParameterLowering::ExtraParameter(const JsonValue& schema) {
   if (!extra->is_bool() && !extra->is_object()) Fail(path, "must be a boolean or a schema");
   // A name is an identifier: only an excluded string of identifier characters can occur in one.
   for (const std::string& e : excludes_) {
-    bool ident = true;
-    for (char c : e) ident = ident && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
-    if (ident) Fail(path, "excluded substring '" + e + "' cannot be enforced on parameter names a schema does not fix");
+    if (std::all_of(e.begin(), e.end(), IsIdentifierChar))
+      Fail(path, "excluded substring '" + e + "' cannot be enforced on parameter names a schema does not fix");
   }
   std::set<std::string> taken;
   if (const JsonValue* props = schema.Find("properties")) {
@@ -264,8 +266,8 @@ ExprId XmlParameterLowering::ExtraParameter(const JsonValue& schema) {
 ExprId XmlParameterLowering::IdentifierExcept(const std::set<std::string>& taken) {
   std::vector<std::string> names;
   for (const std::string& n : taken) {
-    bool ident = !n.empty() && !std::isdigit(static_cast<unsigned char>(n[0]));
-    for (char c : n) ident = ident && (std::isalnum(static_cast<unsigned char>(c)) || c == '_');
+    const bool ident = !n.empty() && !std::isdigit(static_cast<unsigned char>(n[0])) &&
+                       std::all_of(n.begin(), n.end(), IsIdentifierChar);
     if (ident) names.push_back(n);  // other names cannot be spelled as an identifier
   }
   return IdentifierFrom("", names);
