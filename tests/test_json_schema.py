@@ -679,7 +679,7 @@ def test_unsatisfiable_parts_stay_where_they_can_be_left_out():
              "http://user:pw@host:8080/p", "file:///etc/x"],
      ["aaa:?[#]", "abc://@@", "abc://::", "abc:/[]", "http://a b", "//a", "http://x/%zz", "http://\u00e9"]),
     ("uri-reference", ["../x", "#frag", "", "a:b:c", "//host/p"], ["?[#]", "//@@", "//::", "/[]", "1a:b"]),
-    ("iri", ["http://\u00e9.com/\u00fc"], ["http://a b"]),
+    ("iri", ["http://\u00e9.com/\u00fc", "http://[v1.fe]"], ["http://a b", "http://[v1.f\u00e9]"]),
     # RFC 5321: a dot-string or a quoted string local part.
     ("email", ["a@b.c", '" "@example.org', '"john..doe"@example.org', '"a\\"b"@x.org'],
      ["john..doe@x.org", 'a"b@x.org', '"a"b"@x.org', "@x.org"]),

@@ -564,7 +564,9 @@ ExprId Ipv6Expr(Grammar* g) {
 // unreserved characters, iprivate in the query), over the decoded text.
 ExprId UriExpr(Grammar* g, bool iri, bool reference) {
   const std::vector<CodepointRange> hex{{'0', '9'}, {'A', 'F'}, {'a', 'f'}};
-  std::vector<CodepointRange> unreserved{{'-', '.'}, {'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}, {'~', '~'}};
+  const std::vector<CodepointRange> ascii_unreserved{{'-', '.'}, {'0', '9'}, {'A', 'Z'},
+                                                     {'_', '_'}, {'a', 'z'}, {'~', '~'}};
+  std::vector<CodepointRange> unreserved = ascii_unreserved;
   if (iri) {
     for (CodepointRange r : {CodepointRange{0xA0, 0xD7FF}, {0xF900, 0xFDCF}, {0xFDF0, 0xFFEF}, {0xE1000, 0xEFFFD}})
       unreserved.push_back(r);
@@ -584,9 +586,14 @@ ExprId UriExpr(Grammar* g, bool iri, bool reference) {
   ExprId segment = star(pchar);
   ExprId segment_nz = g->AddRepeat(pchar, 1, kUnbounded);
   ExprId slash_segments = star(g->AddSequence({Lit(g, "/"), segment}));  // path-abempty
-  ExprId ip_future = g->AddSequence({Cls(g, {{'V', 'V'}, {'v', 'v'}}),   // ABNF strings ignore case
+  // RFC 3987 keeps IP literals ASCII: IPvFuture takes unreserved, not iunreserved.
+  std::vector<CodepointRange> ip_future_chars = ascii_unreserved;
+  ip_future_chars.insert(ip_future_chars.end(), sub_delims.begin(), sub_delims.end());
+  ip_future_chars.push_back({':', ':'});
+  ip_future_chars = NormalizeRanges(std::move(ip_future_chars));
+  ExprId ip_future = g->AddSequence({Cls(g, {{'V', 'V'}, {'v', 'v'}}),  // ABNF strings ignore case
                                      g->AddRepeat(Cls(g, hex), 1, kUnbounded), Lit(g, "."),
-                                     g->AddRepeat(Cls(g, char_set({{':', ':'}})), 1, kUnbounded)});
+                                     g->AddRepeat(Cls(g, ip_future_chars), 1, kUnbounded)});
   ExprId host = g->AddChoice({g->AddSequence({Lit(g, "["), g->AddChoice({Ipv6Expr(g), ip_future}), Lit(g, "]")}),
                               Ipv4Expr(g), star(chars({}))});
   ExprId authority = g->AddSequence({Opt(g, g->AddSequence({star(chars({{':', ':'}})), Lit(g, "@")})), host,
