@@ -24,6 +24,8 @@ continues with the next schema.
     /work/venv-jsb-peers/bin/python benchmarks/maskbench.py --sample 20
     ... --limit 500 --engines xg2,xg2-eager,llguidance --json out.json
     ... --tools50       # also the 50-tool structural tag of ../shared/bench (time to first mask)
+    ... --stream run.jsonl             # append results as they come; rerun to resume
+    ... --report a.jsonl b.jsonl       # the table of saved runs (engines of one schema merged)
 """
 
 from __future__ import annotations
@@ -189,7 +191,11 @@ def worker(engine_names: list[str], prefill_ms: float) -> None:
 
 # ------------------------------------------------------------------------------ driver
 
-def run_all(entries: list[dict], engine_names: list[str], timeout: float, prefill_ms: float) -> tuple[dict, dict]:
+def run_all(entries: list[dict], engine_names: list[str], timeout: float, prefill_ms: float,
+            stream: Path | None = None) -> tuple[dict, dict]:
+    """Every entry through worker processes; with stream, each schema's result is appended
+    to that JSON-lines file as it comes (a long run can be stopped and resumed)."""
+    sink = stream.open("a") if stream else None
     cmd = [sys.executable, str(HERE), "--worker", "--engines", ",".join(engine_names), "--prefill-ms", str(prefill_ms)]
     # The worker finds xg2_jax as this process does: the repository root on its path would
     # shadow an installed (non-editable) package with the source folder, which has no build.
@@ -224,13 +230,30 @@ def run_all(entries: list[dict], engine_names: list[str], timeout: float, prefil
                 continue
             results[e["file"]] = msg
             break
+        if sink and e["file"] in results:
+            sink.write(json.dumps(results[e["file"]]) + "\n")
+            sink.flush()
         if (i + 1) % 25 == 0:
             print(f"  {i + 1}/{len(entries)} schemas, {time.perf_counter() - t_start:.0f} s", file=sys.stderr,
                   flush=True)
     if proc is not None:
         proc.stdin.close()
         proc.wait()
+    if sink:
+        sink.close()
     return results, versions
+
+
+def load_stream(paths: list[Path]) -> dict:
+    """Results saved by --stream runs, engines of one schema merged (runs of different
+    engines over the same schemas combine; for one engine, later lines win)."""
+    results: dict[str, dict] = {}
+    for path in paths:
+        for line in path.read_text().splitlines():
+            if line.strip():
+                row = json.loads(line)
+                results.setdefault(row["file"], {"file": row["file"], "engines": {}})["engines"].update(row["engines"])
+    return results
 
 
 def pct(values: list[float], q: float) -> float:
@@ -447,18 +470,31 @@ def main() -> None:
                     help="idle wait (a device step) before each of the first 8 fills of the replay; 0: back to back")
     ap.add_argument("--tools50-vocab", type=Path, default=lib.VOCAB.parent / "qwen3.json.gz",
                     help="vocabulary of the 50-tool timing (default: Qwen3)")
+    ap.add_argument("--stream", type=Path,
+                    help="append each schema's result to this JSON-lines file; schemas already in it are skipped")
+    ap.add_argument("--report", type=Path, nargs="+", help="print the table of saved --stream files; run nothing")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
     a = ap.parse_args()
     names = [n.strip() for n in a.engines.split(",") if n.strip()]
     if a.worker:
         worker(names, a.prefill_ms)
         return
+    if a.report:
+        results = load_stream(a.report)
+        seen = {n for r in results.values() for n in r["engines"]}
+        print(f"MaskBench (saved): {len(results)} schemas")
+        print(table(results, [n for n in names if n in seen], not a.no_categories))
+        return
     if not a.tools50_only:
         entries = select_entries(a.sample, a.limit)
+        done = load_stream([a.stream]) if a.stream and a.stream.exists() else {}
+        done = {f: r for f, r in done.items() if all(n in r["engines"] for n in names)}
+        entries = [e for e in entries if e["file"] not in done]
         print(f"MaskBench: {len(entries)} schemas, {sum(len(e['data'].get('tests', [])) for e in entries)} "
               f"instances, engines {', '.join(names)}", flush=True)
         t0 = time.perf_counter()
-        results, versions = run_all(entries, names, a.timeout, a.prefill_ms)
+        results, versions = run_all(entries, names, a.timeout, a.prefill_ms, a.stream)
+        results = {**done, **results}
         print(f"ran in {time.perf_counter() - t0:.0f} s; versions: "
               + ", ".join(f"{k} {v}" for k, v in versions.items()))
         print("times in µs; TTFM = compile + first mask; TBM = time between masks; "
