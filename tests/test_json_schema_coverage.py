@@ -98,6 +98,20 @@ CASES = {
          "allOf": [{"$ref": "#/$defs/w"}, {"$ref": "#/$defs/w"}]},
         ['{"a": {}}', '{"a": {"k1": 1}}', '{"a": {"k1": 1, "v1": 2}}', '{"a": {"v3": 1, "k3": 0, "k9": 1}}',
          '{"a": 1}']),
+    # Both bounds within one integer: the fraction digits between the bounds' fractions.
+    "number_range_within_one_integer": ({"type": "number", "minimum": 0.1, "maximum": 0.3},
+                                        ["0.1", "0.10", "0.2", "0.25", "0.3", "0.30", "0.301", "0.09", "0.099", "0",
+                                         "1", "-0.2"]),
+    "number_range_exclusive_within_one_integer": ({"type": "number", "exclusiveMinimum": 2.05, "exclusiveMaximum": 2.5},
+                                                  ["2.05", "2.050", "2.0500001", "2.051", "2.1", "2.49999", "2.5",
+                                                   "2.50", "2", "3"]),
+    "number_range_negative_within_one_integer": ({"type": "number", "minimum": -0.35, "maximum": -0.3},
+                                                 ["-0.3", "-0.35", "-0.349", "-0.351", "-0.29", "-0.30", "0.3"]),
+    "number_range_above_zero_below_one": ({"type": "number", "exclusiveMinimum": 0, "maximum": 0.5},
+                                          ["0", "0.0", "0.00", "0.001", "0.5", "0.50", "0.5001", "-0.1"]),
+    # Numbers compare by exact value, not as doubles: these two consts are different values.
+    "const_beyond_double_precision": ({"oneOf": [{"const": 9007199254740992}, {"const": 9007199254740993}]},
+                                      ["9007199254740992", "9007199254740993", "9007199254740994", "9007199254740993.0"]),
 }
 
 UNSUPPORTED = {
@@ -144,6 +158,31 @@ def test_exact(runner, name):
     for text in texts:
         text, expect = text if isinstance(text, tuple) else (text, validator.is_valid(json.loads(text, parse_float=Decimal)))
         assert drive(runner, cg, text) == expect, (text, expect)
+
+
+def test_number_ranges_within_one_integer(runner):
+    """Random bounds sharing their integer part (either may be exclusive) against decimal
+    comparison, probing each bound, its neighbours one digit further, and values between."""
+    import random
+
+    rng = random.Random(7)
+    for _ in range(30):
+        ip = rng.choice([0, 3, 12])
+        a, b = sorted(rng.sample(range(1, 1000), 2))
+        lo, hi = Decimal(ip) + Decimal(a) / 1000, Decimal(ip) + Decimal(b) / 1000
+        if rng.random() < 0.5:
+            lo, hi = -hi, -lo
+        lo_kw = rng.choice(["minimum", "exclusiveMinimum"])
+        hi_kw = rng.choice(["maximum", "exclusiveMaximum"])
+        schema = {"type": "number", lo_kw: float(lo), hi_kw: float(hi)}
+        cg = runner.compiler.compile_grammar(Grammar.from_json_schema(schema), lazy=True)
+        probes = {lo, hi, (lo + hi) / 2, lo - Decimal("0.0001"), hi + Decimal("0.0001"), lo + Decimal("0.0001"),
+                  hi - Decimal("0.0001"), Decimal(ip), -Decimal(ip)}
+        for x in probes:
+            text = format(x.normalize(), "f")
+            expect = (x >= lo if lo_kw == "minimum" else x > lo) and (x <= hi if hi_kw == "maximum" else x < hi)
+            for spelled in {text, text + "0" if "." in text else text + ".0"}:
+                assert drive(runner, cg, spelled) == expect, (schema, spelled, expect)
 
 
 @pytest.mark.parametrize("name", sorted(UNSUPPORTED))

@@ -153,8 +153,35 @@ ExprId FracLE(Grammar* g, const std::string& f, bool incl) {
 
 ExprId IntLit(Grammar* g, int64_t v) { return Lit(g, std::to_string(v)); }
 
+// Fraction digits from position i on, after a prefix both bounds share, whose value lies
+// between lo and hi (digit strings without trailing zeros; lo may be shorter, read as padded
+// with zeros). At i == 0 the fraction must have a digit.
+ExprId FracDigitsBetween(Grammar* g, const std::string& lo, const std::string& hi, size_t i, bool lo_incl,
+                         bool hi_incl) {
+  bool lo_done = i >= lo.size();
+  if (i >= hi.size()) return lo_done && lo_incl && hi_incl ? g->AddRepeat(Lit(g, "0"), 0, kUnbounded) : kNoExpr;
+  int a = lo_done ? 0 : lo[i] - '0', b = hi[i] - '0';
+  std::vector<ExprId> alts;
+  auto add = [&](ExprId head, ExprId rest) {
+    if (rest != kNoExpr) alts.push_back(g->AddSequence({head, rest}));
+  };
+  if (a == b) {
+    add(Digit(g, a, a), FracDigitsBetween(g, lo, hi, i + 1, lo_incl, hi_incl));
+  } else {
+    ExprId above_lo =
+        lo_done ? (lo_incl ? Digits(g, 0, kUnbounded) : NonzeroDigits(g)) : FracDigitsGE(g, lo, i + 1, lo_incl);
+    add(Digit(g, a, a), above_lo);
+    if (b - a >= 2) add(Digit(g, a + 1, b - 1), Digits(g, 0, kUnbounded));
+    add(Digit(g, b, b), FracDigitsLE(g, hi, i + 1, hi_incl));
+  }
+  // Stopping here writes the shared prefix: at least lo only when lo has no more digits.
+  if (i > 0 && lo_done && lo_incl) alts.push_back(g->AddEmpty());
+  if (alts.empty()) return kNoExpr;
+  return alts.size() == 1 ? alts[0] : g->AddChoice(alts);
+}
+
 // Unsigned decimals (digits, optional fraction, no exponent) whose magnitude is in [lo, hi].
-ExprId MagnitudeExpr(Grammar* g, const MagBound& lo, const MagBound& hi, const char* keyword) {
+ExprId MagnitudeExpr(Grammar* g, const MagBound& lo, const MagBound& hi) {
   if (hi.present) {
     int c = CompareMag(lo.d, hi.d);
     if (c > 0 || (c == 0 && !(lo.incl && hi.incl))) return kNoExpr;
@@ -172,7 +199,8 @@ ExprId MagnitudeExpr(Grammar* g, const MagBound& lo, const MagBound& hi, const c
     } else if (hi.d.frac.empty()) {
       return kNoExpr;
     } else {
-      throw UnsupportedKeyword{keyword, "both decimal bounds fall within one integer"};
+      ExprId frac = FracDigitsBetween(g, lo.d.frac, hi.d.frac, 0, lo.incl, hi.incl);
+      if (frac != kNoExpr) add(IntLit(g, lo.d.ip), g->AddSequence({Lit(g, "."), frac}));
     }
   } else {
     add(IntLit(g, lo.d.ip), FracGE(g, lo.d.frac, lo.incl));
@@ -282,7 +310,7 @@ ExprId NumberExpr(Grammar* g, const NumBound& lo, const NumBound& hi) {
       h.d = dhi;
       h.incl = !hi.exclusive;
     }
-    ExprId e = MagnitudeExpr(g, l, h, lo.present ? lo_kw : hi_kw);
+    ExprId e = MagnitudeExpr(g, l, h);
     if (e != kNoExpr) alts.push_back(e);
   }
   // Negative side: x = -m, x >= lo <=> m <= -lo; x <= hi <=> m >= -hi.
@@ -300,7 +328,7 @@ ExprId NumberExpr(Grammar* g, const NumBound& lo, const NumBound& hi) {
       h.d.negative = false;
       h.incl = !lo.exclusive;
     }
-    ExprId e = MagnitudeExpr(g, l, h, hi.present ? hi_kw : lo_kw);
+    ExprId e = MagnitudeExpr(g, l, h);
     if (e != kNoExpr) alts.push_back(g->AddSequence({Lit(g, "-"), e}));
   }
   // Exponent forms (what serializers write for very small or large values, e.g. 1e-06) where

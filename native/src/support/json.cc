@@ -143,12 +143,55 @@ std::string JsonValue::Dump() const {
   return "null";
 }
 
+namespace {
+
+// A number literal's exact value as "[-]digits e exponent", digits without leading or
+// trailing zeros ("0" for zero), so equal values of any spelling (1, 1.0, 10e-1) compare equal.
+std::string ExactNumber(const std::string& literal) {
+  size_t i = 0;
+  bool negative = i < literal.size() && literal[i] == '-';
+  if (negative) ++i;
+  std::string digits;
+  long long exponent = 0;
+  bool in_fraction = false;
+  for (; i < literal.size() && literal[i] != 'e' && literal[i] != 'E'; ++i) {
+    char c = literal[i];
+    if (c == '.') {
+      in_fraction = true;
+    } else if (c >= '0' && c <= '9') {
+      if (!(digits.empty() && c == '0')) digits += c;
+      if (in_fraction) --exponent;
+    }
+  }
+  if (i < literal.size()) {  // exponent: saturates far beyond any double's range
+    long long e = 0;
+    bool e_negative = false;
+    for (++i; i < literal.size(); ++i) {
+      if (literal[i] == '-') e_negative = true;
+      if (literal[i] >= '0' && literal[i] <= '9' && e < 1000000000LL) e = e * 10 + (literal[i] - '0');
+    }
+    exponent += e_negative ? -e : e;
+  }
+  if (digits.empty()) return "0";
+  while (digits.back() == '0') {
+    digits.pop_back();
+    ++exponent;
+  }
+  return (negative ? "-" : "") + digits + "e" + std::to_string(exponent);
+}
+
+}  // namespace
+
 bool JsonValue::operator==(const JsonValue& o) const {
   if (type_ != o.type_) return false;
   switch (type_) {
     case Type::kNull: return true;
     case Type::kBool: return bool_ == o.bool_;
-    case Type::kNumber: return number_ == o.number_;
+    case Type::kNumber:
+      // Different doubles are different values; equal ones may still differ past double
+      // precision (9007199254740992 and 9007199254740993).
+      if (number_ != o.number_) return false;
+      return string_.empty() || o.string_.empty() || ExactNumber(string_) == ExactNumber(o.string_);
     case Type::kString: return string_ == o.string_;
     case Type::kArray: return items_ == o.items_;
     case Type::kObject: {
