@@ -315,6 +315,15 @@ def test_invalid_schemas():
         Grammar.from_json_schema({"$ref": "#/$defs/missing"})
     with pytest.raises(xg.GrammarError, match="object or a boolean"):
         Grammar.from_json_schema("[1]")
+    # RFC 6901 array indexes: no sign, no leading zero, within the array.
+    choice = {"anyOf": [{"type": "string"}, {"type": "integer"}]}
+    from xg2_jax._src.testing_helpers import _is_grammar_accept_string
+
+    first = Grammar.from_json_schema({"$defs": {"c": choice}, "$ref": "#/$defs/c/anyOf/0"})
+    assert _is_grammar_accept_string(first, '"x"') and not _is_grammar_accept_string(first, "1")
+    for index in ["2", "-1", "+1", "01", "1x", " 1", "999999999999999999999", ""]:
+        with pytest.raises(xg.GrammarError, match="does not resolve"):
+            Grammar.from_json_schema({"$defs": {"c": choice}, "$ref": f"#/$defs/c/anyOf/{index}"})
     with pytest.raises(xg.GrammarSyntaxError, match="1:"):
         Grammar.from_json_schema('{"type": ')
 

@@ -2,6 +2,8 @@
 // the lowering of a merged constraint set to an expression (by type, to the files below).
 #include "frontends/json_schema.h"
 
+#include <algorithm>
+
 #include "frontends/json_schema_converter.h"
 #include "grammar/productivity.h"
 
@@ -156,11 +158,11 @@ Ref Converter::Resolve(const std::string& ref, const std::string& at) {
     if (cur->is_object()) {
       cur = cur->Find(key);
     } else if (cur->is_array()) {
-      char* end = nullptr;
-      long idx = std::strtol(key.c_str(), &end, 10);
-      cur = (!key.empty() && *end == 0 && idx >= 0 && static_cast<size_t>(idx) < cur->items().size())
-                ? &cur->items()[idx]
-                : nullptr;
+      // RFC 6901 array-index: "0" or a digit string without a leading zero (no sign, no space).
+      bool digits = !key.empty() && key.size() <= 9 && (key == "0" || key[0] != '0') &&
+                    std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
+      size_t idx = digits ? static_cast<size_t>(std::stol(key)) : 0;
+      cur = digits && idx < cur->items().size() ? &cur->items()[idx] : nullptr;
     } else {
       cur = nullptr;
     }
