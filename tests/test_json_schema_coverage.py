@@ -109,6 +109,13 @@ CASES = {
                                                  ["-0.3", "-0.35", "-0.349", "-0.351", "-0.29", "-0.30", "0.3"]),
     "number_range_above_zero_below_one": ({"type": "number", "exclusiveMinimum": 0, "maximum": 0.5},
                                           ["0", "0.0", "0.00", "0.001", "0.5", "0.50", "0.5001", "-0.1"]),
+    # Bounds beyond 64 bits (digit-string ranges): int64's limits, and a double's 2^65.
+    "integer_int64_bounds": ({"type": "integer", "minimum": -9223372036854775808, "maximum": 9223372036854775807},
+                             ["9223372036854775807", "9223372036854775808", "-9223372036854775808",
+                              "-9223372036854775809", "0", "-1", "99999999999999999999"]),
+    "number_beyond_64_bits": ({"type": "number", "exclusiveMinimum": 3.6893488147419103e+19},
+                              ["36893488147419103000", "36893488147419103000.5", "36893488147419103001",
+                               "100000000000000000000", "1", "-36893488147419103001"]),
     # Numbers compare by exact value, not as doubles: these two consts are different values.
     "const_beyond_double_precision": ({"oneOf": [{"const": 9007199254740992}, {"const": 9007199254740993}]},
                                       ["9007199254740992", "9007199254740993", "9007199254740994", "9007199254740993.0"]),
@@ -183,6 +190,31 @@ def test_number_ranges_within_one_integer(runner):
             expect = (x >= lo if lo_kw == "minimum" else x > lo) and (x <= hi if hi_kw == "maximum" else x < hi)
             for spelled in {text, text + "0" if "." in text else text + ".0"}:
                 assert drive(runner, cg, spelled) == expect, (schema, spelled, expect)
+
+
+def test_integer_ranges_of_any_size(runner):
+    """Random integer bounds of 1 to 25 digits (either side, either exclusive, integral or
+    not) against exact comparison, probing each bound and its neighbours."""
+    import random
+
+    rng = random.Random(11)
+    for _ in range(40):
+        def bound():
+            v = Decimal(rng.randrange(10 ** rng.randint(1, 25))) * rng.choice([1, -1])
+            return v + (Decimal(rng.choice([0, 0, 5])) / 10)
+        lo, hi = sorted([bound(), bound()])
+        lo_kw = rng.choice(["minimum", "exclusiveMinimum", None])
+        hi_kw = rng.choice(["maximum", "exclusiveMaximum", None])
+        # The schema text carries the bounds' digits as written (a float would round them).
+        members = [f'"type": "{rng.choice(["integer", "number"])}"']
+        members += [f'"{k}": {v}' for k, v in ((lo_kw, lo), (hi_kw, hi)) if k]
+        text = "{" + ", ".join(members) + "}"
+        cg = runner.compiler.compile_grammar(Grammar.from_json_schema(text), lazy=True)
+        probes = {int(x) + d for x in (lo, hi) for d in (-1, 0, 1)} | {0}
+        for x in sorted(probes):
+            ok = (lo_kw is None or (x >= lo if lo_kw == "minimum" else x > lo)) and \
+                 (hi_kw is None or (x <= hi if hi_kw == "maximum" else x < hi))
+            assert drive(runner, cg, str(x)) == ok, (text, x, ok)
 
 
 @pytest.mark.parametrize("name", sorted(UNSUPPORTED))

@@ -34,11 +34,12 @@ std::optional<bool> IsMultipleOf(const std::string& value, const std::string& di
     v = ParseDecimal(value, "multipleOf");
     d = ParseDecimal(divisor, "multipleOf");
   } catch (const UnsupportedKeyword&) {
-    return std::nullopt;  // an integer part beyond 18 digits
+    return std::nullopt;  // an exponent beyond the parser's range
   }
   size_t digits = std::max(v.frac.size(), d.frac.size());
   auto scaled = [&](const Decimal& x) -> std::optional<int64_t> {
-    __int128 n = x.ip;
+    if (x.ip.size() > 18) return std::nullopt;
+    __int128 n = std::stoll(x.ip);
     for (size_t i = 0; i < digits; ++i) {
       n = n * 10 + (i < x.frac.size() ? x.frac[i] - '0' : 0);
       if (n > INT64_MAX) return std::nullopt;

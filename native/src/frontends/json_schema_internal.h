@@ -91,11 +91,13 @@ struct NumBound {
 // A JSON number literal as sign, integer part and fraction digits (exponent applied).
 struct Decimal {
   bool negative = false;
-  int64_t ip = 0;
-  std::string frac;  // without trailing zeros
+  std::string ip = "0";  // digits without leading zeros
+  std::string frac;      // without trailing zeros
 };
-// Throws UnsupportedKeyword{keyword} when the integer part has more than 18 digits.
+// Throws UnsupportedKeyword{keyword} when the exponent moves the point more than 40 places.
 Decimal ParseDecimal(const std::string& literal, const char* keyword);
+// The integer part as a number; UnsupportedKeyword{keyword} beyond 18 digits.
+int64_t IntegerPartValue(const Decimal& d, const std::string& literal, const char* keyword);
 // Fixed-width digit strings (base 10) of the values in [lo, hi], width digits each.
 ExprId FixedWidthRange(Grammar* g, int64_t lo, int64_t hi, int width);
 ExprId IntegerExpr(Grammar* g, const NumBound& lo, const NumBound& hi);

@@ -21,7 +21,7 @@ constexpr int64_t kMaxDivisorDigits = 1000000;
 
 Divisor ParseDivisor(const std::string& literal) {
   Decimal v = ParseDecimal(literal, "multipleOf");
-  std::string all = (v.ip == 0 ? "" : std::to_string(v.ip)) + v.frac;
+  std::string all = (v.ip == "0" ? "" : v.ip) + v.frac;
   while (all.size() > 1 && all[0] == '0') all.erase(0, 1);
   if (all.size() > 7 || v.frac.size() > 12)
     throw UnsupportedKeyword{"multipleOf", "divisor " + literal + " is too precise"};

@@ -10,20 +10,8 @@
 namespace xg2::jsonschema {
 namespace {
 
-constexpr int64_t kInf = std::numeric_limits<int64_t>::max();
-constexpr int64_t kMaxSafe = 999999999999999999LL;  // 18 digits
-
 ExprId Digit(Grammar* g, int lo, int hi) { return Cls(g, {{uint32_t('0' + lo), uint32_t('0' + hi)}}); }
 ExprId Digits(Grammar* g, int64_t min, int64_t max) { return g->AddRepeat(Digit(g, 0, 9), min, max); }
-
-int NumDigits(int64_t v) {
-  int n = 1;
-  while (v >= 10) {
-    v /= 10;
-    ++n;
-  }
-  return n;
-}
 
 int64_t Pow10(int n) {
   int64_t p = 1;
@@ -31,21 +19,62 @@ int64_t Pow10(int n) {
   return p;
 }
 
-// Canonical unsigned decimal integers (no leading zeros) in [lo, hi]; hi == kInf: unbounded.
-ExprId UnsignedRange(Grammar* g, int64_t lo, int64_t hi) {
-  if (hi != kInf && hi < lo) return kNoExpr;
+// Digit strings without leading zeros ("0" for zero): compared, and moved by one.
+int CompareDigits(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return a.size() < b.size() ? -1 : 1;
+  return a.compare(b) < 0 ? -1 : (a == b ? 0 : 1);
+}
+
+std::string PlusOne(std::string d) {
+  size_t i = d.size();
+  while (i > 0 && d[i - 1] == '9') d[--i] = '0';
+  if (i == 0) return "1" + d;
+  ++d[i - 1];
+  return d;
+}
+
+std::string MinusOne(std::string d) {  // d >= 1
+  size_t i = d.size();
+  while (i > 0 && d[i - 1] == '0') d[--i] = '9';
+  --d[i - 1];
+  if (d.size() > 1 && d[0] == '0') d.erase(0, 1);
+  return d;
+}
+
+// Width-w digit strings (leading zeros allowed) from lo to hi, both w digits, lo <= hi.
+ExprId FixedWidthDigits(Grammar* g, const std::string& lo, const std::string& hi) {
+  if (lo.empty()) return g->AddEmpty();
+  int dlo = lo[0] - '0', dhi = hi[0] - '0';
+  std::string rlo = lo.substr(1), rhi = hi.substr(1);
+  int w = static_cast<int>(rlo.size());
+  if (dlo == dhi) return g->AddSequence({Digit(g, dlo, dlo), FixedWidthDigits(g, rlo, rhi)});
+  bool lo_zeros = std::all_of(rlo.begin(), rlo.end(), [](char c) { return c == '0'; });
+  bool hi_nines = std::all_of(rhi.begin(), rhi.end(), [](char c) { return c == '9'; });
   std::vector<ExprId> alts;
-  int llen = NumDigits(lo);
-  int hlen = hi == kInf ? llen : NumDigits(hi);
-  for (int len = llen; len <= hlen; ++len) {
-    int64_t a = std::max(lo, len == 1 ? 0 : Pow10(len - 1));
-    int64_t b = (hi == kInf || len < hlen) ? Pow10(len) - 1 : hi;
-    if (len == 18 && hi == kInf) b = Pow10(18) - 1;
-    alts.push_back(FixedWidthRange(g, a, b, len));
-  }
-  if (hi == kInf) alts.push_back(g->AddSequence({Digit(g, 1, 9), Digits(g, llen, kUnbounded)}));
+  int mid_lo = lo_zeros ? dlo : dlo + 1, mid_hi = hi_nines ? dhi : dhi - 1;
+  if (!lo_zeros) alts.push_back(g->AddSequence({Digit(g, dlo, dlo), FixedWidthDigits(g, rlo, std::string(w, '9'))}));
+  if (mid_lo <= mid_hi) alts.push_back(g->AddSequence({Digit(g, mid_lo, mid_hi), Digits(g, w, w)}));
+  if (!hi_nines) alts.push_back(g->AddSequence({Digit(g, dhi, dhi), FixedWidthDigits(g, std::string(w, '0'), rhi)}));
   return alts.size() == 1 ? alts[0] : g->AddChoice(alts);
 }
+
+// Canonical unsigned decimal integers (no leading zeros) from lo to hi (digit strings);
+// hi == nullptr: unbounded.
+ExprId UnsignedRange(Grammar* g, const std::string& lo, const std::string* hi) {
+  if (hi != nullptr && CompareDigits(*hi, lo) < 0) return kNoExpr;
+  std::vector<ExprId> alts;
+  size_t llen = lo.size(), hlen = hi == nullptr ? llen : hi->size();
+  for (size_t len = llen; len <= hlen; ++len) {
+    std::string a = len == llen ? lo : "1" + std::string(len - 1, '0');
+    std::string b = (hi == nullptr || len < hlen) ? std::string(len, '9') : *hi;
+    alts.push_back(FixedWidthDigits(g, a, b));
+  }
+  if (hi == nullptr)
+    alts.push_back(g->AddSequence({Digit(g, 1, 9), Digits(g, static_cast<int64_t>(llen), kUnbounded)}));
+  return alts.size() == 1 ? alts[0] : g->AddChoice(alts);
+}
+
+ExprId UnsignedFrom(Grammar* g, const std::string& lo) { return UnsignedRange(g, lo, nullptr); }
 
 }  // namespace
 
@@ -82,18 +111,22 @@ Decimal ParseDecimal(const std::string& literal, const char* keyword) {
   while (ip.size() > 1 && ip[0] == '0') ip.erase(0, 1);
   if (ip.empty()) ip = "0";
   while (!fp.empty() && fp.back() == '0') fp.pop_back();
-  if (ip.size() > 18) throw UnsupportedKeyword{keyword, "bound " + literal + " is out of range"};
-  d.ip = std::atoll(ip.c_str());
+  d.ip = ip;
   d.frac = fp;
-  if (d.ip == 0 && d.frac.empty()) d.negative = false;
+  if (d.ip == "0" && d.frac.empty()) d.negative = false;
   return d;
+}
+
+int64_t IntegerPartValue(const Decimal& d, const std::string& literal, const char* keyword) {
+  if (d.ip.size() > 18) throw UnsupportedKeyword{keyword, "bound " + literal + " is out of range"};
+  return std::stoll(d.ip);
 }
 
 namespace {
 
 // Compares magnitudes.
 int CompareMag(const Decimal& a, const Decimal& b) {
-  if (a.ip != b.ip) return a.ip < b.ip ? -1 : 1;
+  if (int c = CompareDigits(a.ip, b.ip); c != 0) return c;
   size_t n = std::max(a.frac.size(), b.frac.size());
   for (size_t i = 0; i < n; ++i) {
     char x = i < a.frac.size() ? a.frac[i] : '0';
@@ -151,8 +184,6 @@ ExprId FracLE(Grammar* g, const std::string& f, bool incl) {
   return Opt(g, g->AddSequence({Lit(g, "."), rest}));
 }
 
-ExprId IntLit(Grammar* g, int64_t v) { return Lit(g, std::to_string(v)); }
-
 // Fraction digits from position i on, after a prefix both bounds share, whose value lies
 // between lo and hi (digit strings without trailing zeros; lo may be shorter, read as padded
 // with zeros). At i == 0 the fraction must have a digit.
@@ -191,21 +222,22 @@ ExprId MagnitudeExpr(Grammar* g, const MagBound& lo, const MagBound& hi) {
     if (a != kNoExpr && b != kNoExpr) alts.push_back(g->AddSequence({a, b}));
   };
   if (!hi.present) {
-    add(UnsignedRange(g, lo.d.ip + 1, kInf), FracAny(g));
-    add(IntLit(g, lo.d.ip), FracGE(g, lo.d.frac, lo.incl));
+    add(UnsignedFrom(g, PlusOne(lo.d.ip)), FracAny(g));
+    add(Lit(g, lo.d.ip), FracGE(g, lo.d.frac, lo.incl));
   } else if (lo.d.ip == hi.d.ip) {
     if (lo.d.frac.empty() && lo.incl) {
-      add(IntLit(g, lo.d.ip), FracLE(g, hi.d.frac, hi.incl));
+      add(Lit(g, lo.d.ip), FracLE(g, hi.d.frac, hi.incl));
     } else if (hi.d.frac.empty()) {
       return kNoExpr;
     } else {
       ExprId frac = FracDigitsBetween(g, lo.d.frac, hi.d.frac, 0, lo.incl, hi.incl);
-      if (frac != kNoExpr) add(IntLit(g, lo.d.ip), g->AddSequence({Lit(g, "."), frac}));
+      if (frac != kNoExpr) add(Lit(g, lo.d.ip), g->AddSequence({Lit(g, "."), frac}));
     }
   } else {
-    add(IntLit(g, lo.d.ip), FracGE(g, lo.d.frac, lo.incl));
-    if (hi.d.ip - lo.d.ip >= 2) add(UnsignedRange(g, lo.d.ip + 1, hi.d.ip - 1), FracAny(g));
-    add(IntLit(g, hi.d.ip), FracLE(g, hi.d.frac, hi.incl));
+    add(Lit(g, lo.d.ip), FracGE(g, lo.d.frac, lo.incl));
+    std::string inner_lo = PlusOne(lo.d.ip), inner_hi = MinusOne(hi.d.ip);
+    add(UnsignedRange(g, inner_lo, &inner_hi), FracAny(g));
+    add(Lit(g, hi.d.ip), FracLE(g, hi.d.frac, hi.incl));
   }
   if (alts.empty()) return kNoExpr;
   return alts.size() == 1 ? alts[0] : g->AddChoice(alts);
@@ -216,66 +248,88 @@ ExprId Never(Grammar* g) { return g->AddChoice({}); }
 }  // namespace
 
 ExprId FixedWidthRange(Grammar* g, int64_t lo, int64_t hi, int width) {
-  if (width == 0) return g->AddEmpty();
-  int64_t p = Pow10(width - 1);
-  int64_t dlo = lo / p, dhi = hi / p;
-  int64_t rlo = lo % p, rhi = hi % p;
-  if (dlo == dhi) return g->AddSequence({Digit(g, dlo, dlo), FixedWidthRange(g, rlo, rhi, width - 1)});
-  std::vector<ExprId> alts;
-  int64_t mid_lo = dlo + 1, mid_hi = dhi - 1;
-  if (rlo == 0) {
-    mid_lo = dlo;
-  } else {
-    alts.push_back(g->AddSequence({Digit(g, dlo, dlo), FixedWidthRange(g, rlo, p - 1, width - 1)}));
-  }
-  if (rhi == p - 1) mid_hi = dhi;
-  if (mid_lo <= mid_hi) alts.push_back(g->AddSequence({Digit(g, mid_lo, mid_hi), Digits(g, width - 1, width - 1)}));
-  if (rhi != p - 1) alts.push_back(g->AddSequence({Digit(g, dhi, dhi), FixedWidthRange(g, 0, rhi, width - 1)}));
-  return alts.size() == 1 ? alts[0] : g->AddChoice(alts);
+  auto padded = [width](int64_t v) {
+    std::string d = std::to_string(v);
+    return std::string(static_cast<size_t>(width) - std::min(d.size(), static_cast<size_t>(width)), '0') + d;
+  };
+  return FixedWidthDigits(g, padded(lo), padded(hi));
 }
 
 namespace {
 
-// Integer bounds as optional int64 values.
-void IntegerBounds(const NumBound& lo, const NumBound& hi, int64_t* a, int64_t* b, bool* has_a, bool* has_b) {
+// An integer as sign and digit string ("0" is never negative).
+struct SignedDigits {
+  bool negative = false;
+  std::string mag = "0";
+  bool less_than(const SignedDigits& o) const {
+    if (negative != o.negative) return negative;
+    int c = CompareDigits(mag, o.mag);
+    return negative ? c > 0 : c < 0;
+  }
+};
+
+SignedDigits Signed(bool negative, std::string mag) { return {negative && mag != "0", std::move(mag)}; }
+
+// The least integer >= the lower bound and the greatest <= the upper one (present flags set).
+void IntegerBounds(const NumBound& lo, const NumBound& hi, SignedDigits* a, SignedDigits* b, bool* has_a, bool* has_b) {
   *has_a = lo.present;
   *has_b = hi.present;
   if (lo.present) {
     Decimal d = ParseDecimal(lo.literal, lo.exclusive ? "exclusiveMinimum" : "minimum");
+    bool whole = d.frac.empty();
     if (!d.negative) {
-      *a = d.frac.empty() ? d.ip + (lo.exclusive ? 1 : 0) : d.ip + 1;
-    } else {
-      *a = d.frac.empty() ? -d.ip + (lo.exclusive ? 1 : 0) : -d.ip;
+      *a = Signed(false, whole && !lo.exclusive ? d.ip : PlusOne(d.ip));
+    } else {  // -m: ceil is -m when whole (+1 when exclusive), else -floor(m)
+      *a = whole && lo.exclusive ? Signed(true, MinusOne(d.ip)) : Signed(true, d.ip);
     }
   }
   if (hi.present) {
     Decimal d = ParseDecimal(hi.literal, hi.exclusive ? "exclusiveMaximum" : "maximum");
+    bool whole = d.frac.empty();
     if (!d.negative) {
-      *b = d.frac.empty() ? d.ip - (hi.exclusive ? 1 : 0) : d.ip;
+      if (whole && hi.exclusive) {
+        *b = d.ip == "0" ? Signed(true, "1") : Signed(false, MinusOne(d.ip));
+      } else {
+        *b = Signed(false, d.ip);
+      }
     } else {
-      *b = d.frac.empty() ? -d.ip - (hi.exclusive ? 1 : 0) : -d.ip - 1;
+      *b = whole && !hi.exclusive ? Signed(true, d.ip) : Signed(true, PlusOne(d.ip));
     }
   }
+}
+
+// The same as 64-bit values; bounds beyond 18 digits are refused (UnsupportedKeyword).
+void IntegerBounds64(const NumBound& lo, const NumBound& hi, int64_t* a, int64_t* b, bool* has_a, bool* has_b) {
+  SignedDigits sa, sb;
+  IntegerBounds(lo, hi, &sa, &sb, has_a, has_b);
+  auto value = [](const SignedDigits& v, const NumBound& bound, const char* keyword) {
+    Decimal d;
+    d.ip = v.mag;
+    int64_t m = IntegerPartValue(d, bound.literal, keyword);
+    return v.negative ? -m : m;
+  };
+  if (*has_a) *a = value(sa, lo, lo.exclusive ? "exclusiveMinimum" : "minimum");
+  if (*has_b) *b = value(sb, hi, hi.exclusive ? "exclusiveMaximum" : "maximum");
 }
 
 }  // namespace
 
 ExprId IntegerExpr(Grammar* g, const NumBound& lo, const NumBound& hi) {
-  int64_t a = 0, b = 0;
+  SignedDigits a, b;
   bool has_a, has_b;
   IntegerBounds(lo, hi, &a, &b, &has_a, &has_b);
-  if (has_a && has_b && a > b) return Never(g);
+  if (has_a && has_b && b.less_than(a)) return Never(g);
   std::vector<ExprId> alts;
-  // negatives: [a, min(b, -1)]
-  if (!has_a || a < 0) {
-    int64_t nb = has_b ? std::min<int64_t>(b, -1) : -1;
-    int64_t mag_lo = -nb, mag_hi = has_a ? -a : kInf;
-    ExprId e = UnsignedRange(g, std::max<int64_t>(mag_lo, 1), mag_hi);
+  // negatives: from a to min(b, -1), as magnitudes from max(-b, 1) to -a
+  if (!has_a || a.negative) {
+    std::string mag_lo = has_b && b.negative ? b.mag : "1";
+    ExprId e = UnsignedRange(g, mag_lo, has_a ? &a.mag : nullptr);
     if (e != kNoExpr) alts.push_back(g->AddSequence({Lit(g, "-"), e}));
   }
-  if (!has_b || b >= 0) {
-    int64_t pa = has_a ? std::max<int64_t>(a, 0) : 0;
-    ExprId e = UnsignedRange(g, pa, has_b ? b : kInf);
+  // non-negatives: from max(a, 0) to b
+  if (!has_b || !b.negative) {
+    std::string from = has_a && !a.negative ? a.mag : "0";
+    ExprId e = UnsignedRange(g, from, has_b ? &b.mag : nullptr);
     if (e != kNoExpr) alts.push_back(e);
   }
   if (alts.empty()) return Never(g);
@@ -289,7 +343,7 @@ ExprId Exponent(Grammar* g) {
 
 ExprId NumberExpr(Grammar* g, const NumBound& lo, const NumBound& hi) {
   if (!lo.present && !hi.present) {
-    return g->AddSequence({Opt(g, Lit(g, "-")), UnsignedRange(g, 0, kInf), FracAny(g), Opt(g, Exponent(g))});
+    return g->AddSequence({Opt(g, Lit(g, "-")), UnsignedFrom(g, "0"), FracAny(g), Opt(g, Exponent(g))});
   }
   const char* lo_kw = lo.exclusive ? "exclusiveMinimum" : "minimum";
   const char* hi_kw = hi.exclusive ? "exclusiveMaximum" : "maximum";
@@ -314,10 +368,10 @@ ExprId NumberExpr(Grammar* g, const NumBound& lo, const NumBound& hi) {
     if (e != kNoExpr) alts.push_back(e);
   }
   // Negative side: x = -m, x >= lo <=> m <= -lo; x <= hi <=> m >= -hi.
-  bool neg_possible = !(lo.present && !dlo.negative && (dlo.ip != 0 || !dlo.frac.empty() || lo.exclusive));
+  bool neg_possible = !(lo.present && !dlo.negative && (dlo.ip != "0" || !dlo.frac.empty() || lo.exclusive));
   if (neg_possible) {
     MagBound l, h;
-    if (hi.present && (dhi.negative || (dhi.ip == 0 && dhi.frac.empty()))) {
+    if (hi.present && (dhi.negative || (dhi.ip == "0" && dhi.frac.empty()))) {
       l.d = dhi;
       l.d.negative = false;
       l.incl = !hi.exclusive;
@@ -334,14 +388,14 @@ ExprId NumberExpr(Grammar* g, const NumBound& lo, const NumBound& hi) {
   // Exponent forms (what serializers write for very small or large values, e.g. 1e-06) where
   // the bounds only fix the sign, x >= 0, x > 0, x <= 0 or x < 0: m e k has the sign of m for
   // every k. A strict bound needs a mantissa that is not zero.
-  auto is_zero = [](const Decimal& d) { return d.ip == 0 && d.frac.empty(); };
+  auto is_zero = [](const Decimal& d) { return d.ip == "0" && d.frac.empty(); };
   const bool lo_zero = lo.present && is_zero(dlo) && !hi.present;
   const bool hi_zero = hi.present && is_zero(dhi) && !lo.present;
   if (lo_zero || hi_zero) {
     const bool strict = lo_zero ? lo.exclusive : hi.exclusive;
-    ExprId mantissa = strict ? g->AddChoice({g->AddSequence({UnsignedRange(g, 1, kInf), FracAny(g)}),
+    ExprId mantissa = strict ? g->AddChoice({g->AddSequence({UnsignedFrom(g, "1"), FracAny(g)}),
                                              g->AddSequence({Lit(g, "0."), NonzeroDigits(g)})})
-                             : g->AddSequence({UnsignedRange(g, 0, kInf), FracAny(g)});
+                             : g->AddSequence({UnsignedFrom(g, "0"), FracAny(g)});
     ExprId e = g->AddSequence({mantissa, Exponent(g)});
     alts.push_back(lo_zero ? e : g->AddSequence({Lit(g, "-"), e}));
   }
@@ -353,7 +407,7 @@ ExprId NumberEqualExpr(Grammar* g, const std::string& literal) {
   Decimal d = ParseDecimal(literal, "const");
   std::vector<ExprId> parts;
   if (d.negative) parts.push_back(Lit(g, "-"));
-  parts.push_back(IntLit(g, d.ip));
+  parts.push_back(Lit(g, d.ip));
   if (d.frac.empty()) {
     parts.push_back(FracZero(g));
   } else {
@@ -362,7 +416,7 @@ ExprId NumberEqualExpr(Grammar* g, const std::string& literal) {
   }
   ExprId e = g->AddSequence(parts);
   // Zero may also carry a sign.
-  if (d.ip == 0 && d.frac.empty()) e = g->AddSequence({Opt(g, Lit(g, "-")), e});
+  if (d.ip == "0" && d.frac.empty()) e = g->AddSequence({Opt(g, Lit(g, "-")), e});
   return e;
 }
 
@@ -370,14 +424,14 @@ ExprId IntegerMultipleOfExpr(Grammar* g, int64_t k, const NumBound& lo, const Nu
   if (k == 1) return IntegerExpr(g, lo, hi);
   int64_t a = 0, b = 0;
   bool has_a, has_b;
-  IntegerBounds(lo, hi, &a, &b, &has_a, &has_b);
+  IntegerBounds64(lo, hi, &a, &b, &has_a, &has_b);
   if (has_a && has_b) {
     if (a > b) return Never(g);
     int64_t first = a % k == 0 ? a : (a >= 0 ? a + (k - a % k) : a - a % k);
     std::vector<ExprId> alts;
     for (int64_t v = first; v <= b; v += k) {
       if (alts.size() > 256) throw UnsupportedKeyword{"multipleOf", "more than 256 multiples within the bounds"};
-      alts.push_back(IntLit(g, v));
+      alts.push_back(Lit(g, std::to_string(v)));
     }
     if (alts.empty()) return Never(g);
     return g->AddChoice(alts);
