@@ -6,7 +6,7 @@
 #include <set>
 
 #include "frontends/json_schema_internal.h"
-#include "frontends/regex.h"
+#include "frontends/structural_tag_args.h"
 #include "xg2/errors.h"
 
 namespace xg2 {
@@ -50,14 +50,6 @@ bool IsConstrainedString(const JsonValue& s) {
     if (!kKeys.count(k)) return false;
   }
   return s.Find("pattern") || s.Find("format") || s.Find("minLength") || s.Find("maxLength");
-}
-
-int64_t LengthBound(const JsonValue& s, const char* key, int64_t fallback, const std::string& path) {
-  const JsonValue* v = s.Find(key);
-  if (!v) return fallback;
-  if (!v->is_number() || !v->is_integer() || v->as_number() < 0)
-    Fail(path + "/" + key, "must be a non-negative integer");
-  return static_cast<int64_t>(v->as_number());
 }
 
 // A string schema whose values are a fixed list (enum / const of strings only).
@@ -318,59 +310,6 @@ ExprId XmlParameterLowering::RawTextUntil(const std::string& end) {
   return g_->AddRuleRef(r);
 }
 
-// The raw text of a string value that a pattern (JSON Schema search semantics), an asserted
-// format or minLength/maxLength constrain, as the chat templates write strings: unquoted and
-// unescaped. kNoExpr when nothing constrains it (a format that only annotates). The value then
-// ends at the first end string that follows a complete match, so a pattern may spell the end.
-ExprId XmlParameterLowering::ConstrainedText(const JsonValue& s, const std::string& path) {
-  const JsonValue* pattern = s.Find("pattern");
-  const JsonValue* format = s.Find("format");
-  const int64_t lo = LengthBound(s, "minLength", 0, path);
-  const int64_t hi = LengthBound(s, "maxLength", -1, path);
-  if (hi >= 0 && hi < lo) Fail(path, "maxLength is below minLength: no string is allowed");
-  ExprId text = kNoExpr;
-  if (format) {
-    if (!format->is_string()) Fail(path + "/format", "must be a string");
-    if (jsonschema::IsAssertedFormat(format->as_string())) {
-      text = jsonschema::FormatDecodedExpr(g_, format->as_string());
-      if (text == kNoExpr) Fail(path + "/format", "format '" + format->as_string() + "' is not enforced");
-    }
-  }
-  if (pattern) {
-    if (!pattern->is_string()) Fail(path + "/pattern", "must be a string");
-    if (text != kNoExpr) Fail(path, "'pattern' with an asserted 'format' is not supported for XML argument styles");
-    RegexOptions options;
-    options.search_semantics = true;
-    try {
-      text = RegexToExpr(g_, pattern->as_string(), options);
-    } catch (const Error& e) {
-      Fail(path + "/pattern", e.what());
-    }
-  }
-  const bool bounded = lo > 0 || hi >= 0;
-  if (text == kNoExpr) {
-    if (!bounded) return kNoExpr;
-    return WithoutExcludes(g_->AddRepeat(g_->AddCharClass({}, /*negated=*/true), lo, hi < 0 ? kUnbounded : hi), path);
-  }
-  if (bounded) {  // kept only where the pattern's or format's own lengths already satisfy them
-    int64_t min_len = 0, max_len = -1;
-    if (!jsonschema::CodepointLengthRange(*g_, text, &min_len, &max_len) || min_len < lo ||
-        (hi >= 0 && (max_len < 0 || max_len > hi)))
-      Fail(path, "minLength/maxLength together with a pattern or format cannot be enforced for XML argument styles");
-  }
-  return text;  // a pattern or format keeps its own language (excludes filter free strings, as in JSON)
-}
-
-// A length-bounded raw text without the excluded substrings: the product automaton (exact).
-ExprId XmlParameterLowering::WithoutExcludes(ExprId text, const std::string& path) {
-  if (excludes_.empty()) return text;
-  try {
-    return jsonschema::WithoutSubstrings(g_, text, excludes_);
-  } catch (const Error& e) {
-    Fail(path, std::string("excluded substrings cannot be enforced on this string: ") + e.what());
-  }
-}
-
 ExprId XmlParameterLowering::JsonValueOf(const JsonValue& prop, const JsonValue& root, const std::string& path) {
   // The property's schema with the root's definitions, so its $refs still resolve.
   std::vector<std::pair<std::string, JsonValue>> members;
@@ -477,7 +416,7 @@ ExprId XmlParameterLowering::NamedParameter(ExprId name, const std::string& path
     return g_->AddSequence(std::move(seq));
   }
   if (constrained) {
-    ExprId text = ConstrainedText(prop, path);
+    ExprId text = RawStringText(g_, prop, path, excludes_, "XML argument styles");
     // As with enum strings, a newline may come on each side (Qwen's template writes them; the
     // output parser strips one); DSML's string="true" values are the text between the tags.
     const bool padded = style_ != XmlStyle::kDeepSeek && style_ != XmlStyle::kDeepSeekV41;

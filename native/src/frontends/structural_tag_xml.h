@@ -45,8 +45,6 @@ class XmlParameterLowering {
   ExprId IdentifierExcept(const std::set<std::string>& taken);
   ExprId IdentifierFrom(const std::string& prefix, const std::vector<std::string>& names);
   ExprId RawTextUntil(const std::string& end);
-  ExprId ConstrainedText(const JsonValue& s, const std::string& path);
-  ExprId WithoutExcludes(ExprId text, const std::string& path);
   ExprId JsonValueOf(const JsonValue& prop, const JsonValue& root, const std::string& path);
   ExprId Whitespace();
   bool Excluded(const std::string& text) const;
