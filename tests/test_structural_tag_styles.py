@@ -236,3 +236,38 @@ def test_gemma_string_cannot_spell_the_delimiter():
 def test_minimax_m3_refuses_open_keys(schema):
     with pytest.raises(xg.StructuralTagError, match="fixed object property names"):
         _grammar(schema, "minimax_m3_xml")
+
+
+# XML argument styles: parameters the schema does not declare, named by identifiers; each case
+# gives the argument object the text stands for.
+def _qwen(name, text):
+    return f"<parameter={name}>\n{text}\n</parameter>"
+
+
+_QWEN_NAMES = {"type": "object", "propertyNames": {"pattern": "^[a-z_]+$"}, "additionalProperties": {"type": "integer"}}
+_QWEN_UNEVALUATED = {"type": "object", "propertyNames": {"pattern": "^[a-z_]+$"},
+                     "unevaluatedProperties": {"type": "integer"}}
+_QWEN_PATTERNS = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"],
+                  "patternProperties": {"^x_[a-z]+$": {"type": "integer"}}, "additionalProperties": False}
+
+
+@pytest.mark.parametrize("schema, text, value", [
+    (_QWEN_NAMES, _qwen("x_key", "3"), {"x_key": 3}),
+    (_QWEN_NAMES, _qwen("x_key", "1.5"), {"x_key": 1.5}),
+    (_QWEN_NAMES, _qwen("Bad", "3"), {"Bad": 3}),
+    (_QWEN_UNEVALUATED, _qwen("x_key", "3"), {"x_key": 3}),
+    (_QWEN_UNEVALUATED, _qwen("x_key", '"3"'), {"x_key": "3"}),
+    (_QWEN_PATTERNS, _qwen("name", "n") + _qwen("x_ab", "3"), {"name": "n", "x_ab": 3}),
+    (_QWEN_PATTERNS, _qwen("name", "n") + _qwen("x_ab", "true"), {"name": "n", "x_ab": True}),
+    (_QWEN_PATTERNS, _qwen("name", "n") + _qwen("other", "3"), {"name": "n", "other": 3}),
+    (_QWEN_PATTERNS, _qwen("x_ab", "3"), {"x_ab": 3}),
+])
+def test_xml_free_parameters_match_jsonschema(schema, text, value):
+    assert _is_grammar_accept_string(_grammar(schema, "qwen_xml"), text) == _valid(schema, value)
+
+
+def test_xml_declared_parameter_outside_property_names_is_refused():
+    schema = {"type": "object", "properties": {"Name": {"type": "string"}}, "required": ["Name"],
+              "propertyNames": {"pattern": "^[a-z]+$"}}
+    with pytest.raises(xg.StructuralTagError, match="propertyNames"):
+        _grammar(schema, "qwen_xml")

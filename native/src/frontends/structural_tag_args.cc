@@ -1,6 +1,7 @@
 #include "frontends/structural_tag_args.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 
 #include "automata/byte_dfa_ops.h"
@@ -291,72 +292,6 @@ std::vector<std::pair<std::string, const JsonValue*>> StyledArgumentLowering::Or
   return out;
 }
 
-// propertyNames as automata over decoded text: a key is a string, so only the string
-// keywords constrain it (enum/const values other than strings name no property).
-std::vector<ByteDfaSpec> StyledArgumentLowering::PropertyNameDfas(const JsonValue& names, const std::string& path) {
-  if (names.is_bool()) return {};
-  if (!names.is_object()) Fail(path, "a schema must be an object or a boolean");
-  static const std::set<std::string> kKeys = {"type", "pattern", "format", "minLength", "maxLength", "enum", "const"};
-  for (const auto& [k, v] : names.members()) {
-    if (!kKeys.count(k) && !Annotations().count(k))
-      Fail(path + "/" + JsonPointerEscape(k),
-           "keyword '" + k + "' in propertyNames is not supported by the " + style_ + " style");
-  }
-  if (const JsonValue* t = names.Find("type"); t && !(t->is_string() && t->as_string() == "string"))
-    Fail(path + "/type", "propertyNames must describe strings (an object's keys are strings)");
-  Grammar scratch;
-  std::vector<ByteDfaSpec> out;
-  auto add = [&](ExprId e) {
-    out.push_back(TrimAndMinimize(ByteDfaOfExpr(scratch, e, jsonschema::kMaxPatternDfaStates)));
-  };
-  try {
-    if (ExprId text = RawStringText(&scratch, names, path, {}, "propertyNames in the " + style_ + " style");
-        text != kNoExpr)
-      add(text);
-    for (const char* key : {"enum", "const"}) {
-      const JsonValue* v = names.Find(key);
-      if (!v) continue;
-      std::vector<ExprId> alts;
-      for (const JsonValue& value : std::string(key) == "const" ? std::vector<JsonValue>{*v} : v->items())
-        if (value.is_string()) alts.push_back(jsonschema::Lit(&scratch, value.as_string()));
-      add(alts.empty() ? scratch.AddChoice({}) : scratch.AddChoice(std::move(alts)));
-    }
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::kStructuralTag) throw;
-    Fail(path, std::string("propertyNames automaton: ") + e.what());
-  }
-  return out;
-}
-
-StyledArgumentLowering::ObjectKeys StyledArgumentLowering::ReadObjectKeys(const JsonValue& s, const std::string& path) {
-  ObjectKeys keys;
-  const JsonValue* props = s.Find("properties");
-  if (props && !props->is_object()) Fail(path + "/properties", "must be an object");
-  if (const JsonValue* pp = s.Find("patternProperties")) {
-    if (!pp->is_object()) Fail(path + "/patternProperties", "must be an object");
-    for (const auto& [pattern, schema] : pp->members()) {
-      keys.patterns.push_back(pattern);
-      keys.pattern_schemas.push_back(&schema);
-    }
-  }
-  // Beside only object keywords (combinators and $ref are lowered before an object is),
-  // unevaluatedProperties applies to exactly the keys additionalProperties would; with
-  // additionalProperties present, no key is left unevaluated.
-  const JsonValue* extra = s.Find("additionalProperties");
-  if (!extra) extra = s.Find("unevaluatedProperties");
-  if (extra && !extra->is_bool() && !extra->is_object()) Fail(path + "/additionalProperties", "must be a schema");
-  // As in the JSON front end's strict mode: an object that declares properties takes no others
-  // unless additionalProperties says so; one that declares none is any object.
-  const bool declares = (props && !props->members().empty()) || !keys.patterns.empty();
-  keys.extra_allowed = extra ? !(extra->is_bool() && !extra->as_bool()) : !declares;
-  keys.extra = extra && extra->is_object() && !jsonschema::IsTrueSchema(*extra) ? extra : nullptr;
-  if (const JsonValue* names = s.Find("propertyNames")) {
-    keys.names_false = names->is_bool() && !names->as_bool();
-    keys.names = PropertyNameDfas(*names, path + "/propertyNames");
-  }
-  return keys;
-}
-
 std::vector<StyledArgumentLowering::Member> StyledArgumentLowering::Members(const JsonValue& s, const std::string& path,
                                                                             const ObjectKeys& keys) {
   const JsonValue* props = s.Find("properties");
@@ -371,31 +306,13 @@ std::vector<StyledArgumentLowering::Member> StyledArgumentLowering::Members(cons
   }
   std::vector<Member> out;
   if (!props) return out;
-  std::vector<std::vector<size_t>> matched;
-  try {
-    std::vector<std::string> names;
-    for (const auto& [key, prop] : props->members()) names.push_back(key);
-    matched = jsonschema::PatternsMatchingNames(keys.patterns, names, jsonschema::kMaxPatternDfaStates);
-  } catch (const Error& e) {
-    Fail(path + "/patternProperties", e.what());
-  }
-  std::map<std::string, size_t> index;
-  for (const auto& [key, prop] : props->members()) index.emplace(key, index.size());
   for (const auto& [key, prop] : Ordered(*props)) {
     std::string p = path + "/properties/" + JsonPointerEscape(key);
-    // A declared name takes the schemas of the patterns it matches too: kept only where they
-    // add nothing (the conjunction of two schemas is not built here).
-    for (size_t i : matched[index[key]]) {
-      if (!jsonschema::IsTrueSchema(*keys.pattern_schemas[i]) && !(*keys.pattern_schemas[i] == *prop))
-        Fail(p, "the property also matches patternProperties '" + keys.patterns[i] + "' with another schema (" +
-                    style_ + " does not combine the two)");
-    }
-    const bool allowed = !keys.names_false && std::all_of(keys.names.begin(), keys.names.end(),
-                                                          [&](const ByteDfaSpec& d) { return ByteDfaAccepts(d, key); });
+    const bool allowed = keys.Admits(key, *prop, p);
     if (Excluded(key) || !allowed) {  // a name that cannot be written: only an optional property may go
       if (required.count(key))
-        Fail(p, Excluded(key) ? "the required property name contains an excluded substring"
-                              : "the required property name does not satisfy propertyNames");
+        Fail(p, !allowed ? "the required property name does not satisfy propertyNames"
+                         : "the required property name contains an excluded substring");
       continue;
     }
     out.push_back({key, WriteMember(key, *prop, p), required.count(key) > 0});
@@ -403,48 +320,24 @@ std::vector<StyledArgumentLowering::Member> StyledArgumentLowering::Members(cons
   return out;
 }
 
-// Members whose names the schema does not fix: the keys are partitioned by the patterns they
-// match (each region takes its pattern's schema, the unmatched keys additionalProperties'),
-// within propertyNames and the style's key alphabet, declared names left out.
-ExprId StyledArgumentLowering::FreeMembers(const JsonValue& s, const std::string& path, const ObjectKeys& keys) {
-  if (keys.names_false || (keys.patterns.empty() && !keys.extra_allowed)) return kNoExpr;
+// Members whose names the schema does not fix, within propertyNames and the style's key
+// alphabet, by the schema their values take.
+ExprId StyledArgumentLowering::FreeMembers(const JsonValue& s, const ObjectKeys& keys) {
   std::vector<std::string> declared;
   if (const JsonValue* props = s.Find("properties")) {
     for (const auto& [key, prop] : props->members()) declared.push_back(key);
   }
-  std::vector<ByteDfaSpec> must = keys.names;
-  std::vector<jsonschema::KeyRegion> regions;
-  try {
-    Grammar scratch;
-    if (ExprId alphabet = KeyAlphabet(&scratch); alphabet != kNoExpr)
-      must.push_back(ByteDfaOfExpr(scratch, alphabet, jsonschema::kMaxPatternDfaStates));
-    regions = jsonschema::DecodedKeyRegions(keys.patterns, declared, keys.extra_allowed, must,
-                                            jsonschema::kMaxPatternDfaStates);
-  } catch (const Error& e) {
-    Fail(path + (keys.patterns.empty() ? "/additionalProperties" : "/patternProperties"),
-         std::string("key automata: ") + e.what());
-  }
+  Grammar scratch;
+  std::optional<ByteDfaSpec> alphabet;
+  if (ExprId e = KeyAlphabet(&scratch); e != kNoExpr)
+    alphabet = ByteDfaOfExpr(scratch, e, jsonschema::kMaxPatternDfaStates);
   std::vector<ExprId> alts;
-  for (auto& region : regions) {
-    if (ByteDfaEmpty(region.keys)) continue;
-    const JsonValue* schema = keys.extra;
-    std::string at = path + "/additionalProperties";
-    if (region.patterns != 0) {
-      schema = nullptr;
-      for (size_t i = 0; i < keys.patterns.size(); ++i) {
-        if (!(region.patterns >> i & 1) || jsonschema::IsTrueSchema(*keys.pattern_schemas[i])) continue;
-        const std::string here = path + "/patternProperties/" + JsonPointerEscape(keys.patterns[i]);
-        if (schema && !(*schema == *keys.pattern_schemas[i]))
-          Fail(here, "keys matching several patternProperties with different schemas are not supported by the " +
-                         style_ + " style");
-        schema = keys.pattern_schemas[i];
-        at = here;
-      }
-    }
-    ExprId written = KeyText(std::move(region.keys), at);
+  for (auto& region : keys.FreeRegions(declared, alphabet ? &*alphabet : nullptr)) {
+    ExprId written = KeyText(std::move(region.keys), region.path);
     if (written == kNoExpr)
-      Fail(at, "the " + style_ + " style writes only fixed object property names (not keys the schema leaves open)");
-    alts.push_back(FreeMember(written, schema, at));
+      Fail(region.path,
+           "the " + style_ + " style writes only fixed object property names (not keys the schema leaves open)");
+    alts.push_back(FreeMember(written, region.schema, region.path));
   }
   if (alts.empty()) return kNoExpr;
   RuleId rule = g_->DeclareRule(style_ + "_free_member");
@@ -453,9 +346,9 @@ ExprId StyledArgumentLowering::FreeMembers(const JsonValue& s, const std::string
 }
 
 ExprId StyledArgumentLowering::MembersOf(const JsonValue& s, const std::string& path, ValueName name, bool root) {
-  const ObjectKeys keys = ReadObjectKeys(s, path);
+  const ObjectKeys keys(s, path, "the " + style_ + " style");
   std::vector<Member> members = Members(s, path, keys);
-  ExprId more = FreeMembers(s, path, keys);
+  ExprId more = FreeMembers(s, keys);
   return root ? Arguments(std::move(members), more) : Object(std::move(members), more, name);
 }
 
@@ -574,7 +467,7 @@ ExprId StyledArgumentLowering::AnyMember() {
   if (any_member_ >= 0) return g_->AddRuleRef(any_member_);
   any_member_ = g_->DeclareRule(style_ + "_any_member");
   const JsonValue open = JsonValue::Object({});
-  ExprId member = FreeMembers(open, path_, ReadObjectKeys(open, path_));
+  ExprId member = FreeMembers(open, ObjectKeys(open, path_, "the " + style_ + " style"));
   g_->SetRuleBody(any_member_, member == kNoExpr ? g_->AddChoice({}) : member);
   return g_->AddRuleRef(any_member_);
 }

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "frontends/json_schema.h"
+#include "frontends/structural_tag_keys.h"
 #include "support/json.h"
 #include "xg2/grammar.h"
 
@@ -103,19 +104,8 @@ class StyledArgumentLowering {
   std::vector<std::string> excludes_;
 
  private:
-  // An object's key constraints: patternProperties, additionalProperties, propertyNames.
-  struct ObjectKeys {
-    std::vector<std::string> patterns;
-    std::vector<const JsonValue*> pattern_schemas;
-    bool extra_allowed = false;
-    const JsonValue* extra = nullptr;  // additionalProperties' schema (nullptr: any value)
-    bool names_false = false;          // propertyNames false: no property at all
-    std::vector<ByteDfaSpec> names;    // propertyNames as automata over decoded text
-  };
-  ObjectKeys ReadObjectKeys(const JsonValue& s, const std::string& path);
-  std::vector<ByteDfaSpec> PropertyNameDfas(const JsonValue& names, const std::string& path);
   std::vector<Member> Members(const JsonValue& s, const std::string& path, const ObjectKeys& keys);
-  ExprId FreeMembers(const JsonValue& s, const std::string& path, const ObjectKeys& keys);
+  ExprId FreeMembers(const JsonValue& s, const ObjectKeys& keys);
   ExprId MembersOf(const JsonValue& s, const std::string& path, ValueName name, bool root);
   ExprId Items(const JsonValue& s, const std::string& path);
   JsonValue Conjunction(const JsonValue& all, const std::string& path) const;

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
-#include <map>
 #include <set>
 
+#include "automata/byte_dfa_ops.h"
+#include "frontends/json_schema_converter.h"
 #include "frontends/json_schema_internal.h"
 #include "frontends/structural_tag_args.h"
+#include "frontends/structural_tag_keys.h"
 #include "xg2/errors.h"
 
 namespace xg2 {
@@ -169,9 +171,21 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
   if ((type && !(type->is_string() && type->as_string() == "object")) || (props && !props->is_object())) {
     Fail(path_, "XML argument styles need an object schema with 'properties'");
   }
-  static const std::set<std::string> kHandled = {"type",    "properties",  "required", "additionalProperties",
-                                                 "title",   "description", "$defs",    "definitions",
-                                                 "$schema", "$id",         "$comment", "strict"};
+  static const std::set<std::string> kHandled = {"type",
+                                                 "properties",
+                                                 "required",
+                                                 "additionalProperties",
+                                                 "unevaluatedProperties",
+                                                 "patternProperties",
+                                                 "propertyNames",
+                                                 "title",
+                                                 "description",
+                                                 "$defs",
+                                                 "definitions",
+                                                 "$schema",
+                                                 "$id",
+                                                 "$comment",
+                                                 "strict"};
   for (const auto& [k, v] : schema.members()) {
     if (!kHandled.count(k)) Fail(path_ + "/" + k, "keyword '" + k + "' is not supported for XML argument styles");
   }
@@ -190,21 +204,24 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
       Fail(path_, "XML argument styles cannot exclude '" + e +
                       "': an excluded substring must not start or end with formatting whitespace");
   }
+  const ObjectKeys keys(schema, path_, "XML argument styles");
   // Parameters in declaration order (optional ones may be left out) or, with any_order, in any
   // order (one AnyOrder node); required ones exactly once either way.
   std::vector<std::pair<ExprId, bool>> params;  // (parameter, required)
   if (props) {
     for (const auto& [name, prop] : props->members()) {
-      if (Excluded(name)) {  // a name that cannot be written: only an optional parameter may go
+      const std::string p = path_ + "/properties/" + JsonPointerEscape(name);
+      const bool allowed = keys.Admits(name, prop, p);
+      if (Excluded(name) || !allowed) {  // a name that cannot be written: only an optional parameter may go
         if (must.count(name))
-          Fail(path_ + "/properties/" + JsonPointerEscape(name),
-               "the required parameter name contains an excluded substring");
+          Fail(p, !allowed ? "the required parameter name does not satisfy propertyNames"
+                           : "the required parameter name contains an excluded substring");
         continue;
       }
       params.emplace_back(Parameter(name, prop, schema), must.count(name) > 0);
     }
   }
-  const ExprId extra = ExtraParameter(schema);
+  const ExprId extra = ExtraParameters(schema, keys);
   if (options_.any_order && (params.size() > 1 || (extra != kNoExpr && !params.empty()))) {
     AnyOrderSpec spec;
     std::vector<ExprId> children{Whitespace()};
@@ -232,68 +249,34 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
   return g_->AddSequence(std::move(parts));
 }
 
-// A parameter the schema does not declare (additionalProperties true or a schema): an
-// identifier name other than the declared ones, and a value of that schema; kNoExpr when the
-// schema allows none (additionalProperties absent or false: the strict default).
-ExprId XmlParameterLowering::ExtraParameter(const JsonValue& schema) {
-  const JsonValue* extra = schema.Find("additionalProperties");
-  if (!extra || (extra->is_bool() && !extra->as_bool())) return kNoExpr;
-  const std::string path = path_ + "/additionalProperties";
-  if (!extra->is_bool() && !extra->is_object()) Fail(path, "must be a boolean or a schema");
-  // A name is an identifier: only an excluded string of identifier characters can occur in one.
-  for (const std::string& e : excludes_) {
-    if (std::all_of(e.begin(), e.end(), IsIdentifierChar))
-      Fail(path, "excluded substring '" + e + "' cannot be enforced on parameter names a schema does not fix");
-  }
-  std::set<std::string> taken;
+// Parameters the schema does not declare (additionalProperties, patternProperties): an
+// identifier name other than the declared ones, within propertyNames, and a value of the
+// schema its region takes; kNoExpr when the schema allows none (additionalProperties absent
+// beside declared properties, or false: the strict default).
+ExprId XmlParameterLowering::ExtraParameters(const JsonValue& schema, const ObjectKeys& keys) {
+  std::vector<std::string> declared;
   if (const JsonValue* props = schema.Find("properties")) {
-    for (const auto& [name, prop] : props->members()) taken.insert(name);
+    for (const auto& [name, prop] : props->members()) declared.push_back(name);
   }
-  const JsonValue value = extra->is_bool() ? JsonValue::Object({}) : *extra;
-  return NamedParameter(IdentifierExcept(taken), path, value, schema);
-}
-
-// [a-zA-Z_][a-zA-Z0-9_]* except the names in `taken`: a trie walk where each step either
-// leaves the taken names behind (any other character, then any tail) or follows one of them.
-ExprId XmlParameterLowering::IdentifierExcept(const std::set<std::string>& taken) {
-  std::vector<std::string> names;
-  for (const std::string& n : taken) {
-    const bool ident = !n.empty() && !std::isdigit(static_cast<unsigned char>(n[0])) &&
-                       std::all_of(n.begin(), n.end(), IsIdentifierChar);
-    if (ident) names.push_back(n);  // other names cannot be spelled as an identifier
-  }
-  return IdentifierFrom("", names);
-}
-
-ExprId XmlParameterLowering::IdentifierFrom(const std::string& prefix, const std::vector<std::string>& names) {
-  auto allowed = [&](unsigned char c) { return std::isalpha(c) || c == '_' || (!prefix.empty() && std::isdigit(c)); };
-  std::vector<CodepointRange> tail_ranges{{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
-  ExprId tail = g_->AddRepeat(g_->AddCharClass(tail_ranges, false), 0, kUnbounded);
-  if (names.empty())
-    return prefix.empty() ? g_->AddSequence({g_->AddCharClass({{'A', 'Z'}, {'_', '_'}, {'a', 'z'}}, false), tail})
-                          : tail;
+  Grammar scratch;
+  const ByteDfaSpec identifier = ByteDfaOfExpr(
+      scratch,
+      scratch.AddSequence(
+          {scratch.AddCharClass({{'A', 'Z'}, {'_', '_'}, {'a', 'z'}}, false),
+           scratch.AddRepeat(scratch.AddCharClass({{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}}, false), 0,
+                             kUnbounded)}),
+      jsonschema::kMaxPatternDfaStates);
   std::vector<ExprId> alts;
-  bool prefix_taken = false;
-  std::map<char, std::vector<std::string>> by_next;
-  for (const std::string& n : names) {
-    if (n.size() == prefix.size())
-      prefix_taken = true;
-    else
-      by_next[n[prefix.size()]].push_back(n);
+  for (auto& region : keys.FreeRegions(declared, &identifier)) {
+    // A name is an identifier: only an excluded string of identifier characters can occur in one.
+    for (const std::string& e : excludes_) {
+      if (std::all_of(e.begin(), e.end(), IsIdentifierChar))
+        Fail(region.path, "excluded substring '" + e + "' cannot be enforced on parameter names a schema does not fix");
+    }
+    const JsonValue value = region.schema ? *region.schema : JsonValue::Object({});
+    alts.push_back(NamedParameter(g_->AddByteDfa(std::move(region.keys)), region.path, value, schema));
   }
-  if (!prefix.empty() && !prefix_taken) alts.push_back(g_->AddEmpty());
-  std::vector<CodepointRange> others;  // allowed next characters no taken name continues with
-  for (int c = 0; c < 128; ++c) {
-    if (!allowed(static_cast<unsigned char>(c)) || by_next.count(static_cast<char>(c))) continue;
-    if (!others.empty() && others.back().hi + 1 == static_cast<uint32_t>(c))
-      others.back().hi = c;
-    else
-      others.push_back({static_cast<uint32_t>(c), static_cast<uint32_t>(c)});
-  }
-  if (!others.empty()) alts.push_back(g_->AddSequence({g_->AddCharClass(others, false), tail}));
-  for (const auto& [c, rest] : by_next) {
-    alts.push_back(g_->AddSequence({g_->AddBytes(std::string(1, c)), IdentifierFrom(prefix + c, rest)}));
-  }
+  if (alts.empty()) return kNoExpr;
   return alts.size() == 1 ? alts[0] : g_->AddChoice(std::move(alts));
 }
 
