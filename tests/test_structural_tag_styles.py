@@ -271,3 +271,17 @@ def test_xml_declared_parameter_outside_property_names_is_refused():
               "propertyNames": {"pattern": "^[a-z]+$"}}
     with pytest.raises(xg.StructuralTagError, match="propertyNames"):
         _grammar(schema, "qwen_xml")
+
+
+@pytest.mark.parametrize("style, end, written", [
+    ("cohere_xml", "</cofl:value>", _node("v", "raw", "ok")),
+    ("gemma", '<|"|>', '{v:<|"|>ok<|"|>}'),
+    ("minimax_m3_xml", "]<]minimax[>[</v>", "]<]minimax[>[<v>ok]<]minimax[>[</v>"),
+])
+def test_enum_strings_that_spell_the_value_end_are_left_out(style, end, written):
+    schema = {"type": "object", "properties": {"v": {"enum": [f"a{end}b", "ok"]}}, "required": ["v"]}
+    g = _grammar(schema, style)
+    assert _is_grammar_accept_string(g, written)
+    assert not _is_grammar_accept_string(g, written.replace("ok", f"a{end}b"))
+    with pytest.raises(xg.StructuralTagError, match="no value can be written"):
+        _grammar({"type": "object", "properties": {"v": {"const": f"a{end}b"}}}, style)

@@ -169,9 +169,10 @@ ExprId StyledArgumentLowering::Value(const JsonValue& s, const std::string& path
     const std::vector<JsonValue> values = key == "const" ? std::vector<JsonValue>{*v} : v->items();
     std::vector<ExprId> alts;
     for (const JsonValue& value : values) {
-      if (!(value.is_string() && Excluded(value.as_string()))) alts.push_back(Literal(value, name, path + "/" + key));
+      if (value.is_string() && Excluded(value.as_string())) continue;
+      if (ExprId literal = Literal(value, name, path + "/" + key); literal != kNoExpr) alts.push_back(literal);
     }
-    if (alts.empty()) Fail(path + "/" + key, "every value contains an excluded substring");
+    if (alts.empty()) Fail(path + "/" + key, "no value can be written (each has an excluded or unwritable substring)");
     return alts.size() == 1 ? alts[0] : g_->AddChoice(std::move(alts));
   }
   if (const JsonValue* all = s.Find("allOf")) {

@@ -66,6 +66,7 @@ class StyledArgumentLowering {
   // decoded text); refused unless the style overrides it.
   virtual ExprId ConstrainedString(ExprId content, ValueName name, const std::string& path);
   virtual ExprId Scalar(ExprId json, ValueName name) = 0;  // json: number/bool/null text
+  // A const/enum value as written; kNoExpr for one the style cannot write.
   virtual ExprId Literal(const JsonValue& v, ValueName name, const std::string& path) = 0;
   virtual ExprId WriteMember(const std::string& key, const JsonValue& s, const std::string& path) = 0;
   // A member whose name is one of `keys` (written, from KeyText) and whose value has schema

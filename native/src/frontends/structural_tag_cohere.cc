@@ -69,7 +69,9 @@ ExprId CohereArgumentLowering::Scalar(ExprId json, ValueName name) {
   return g_->AddSequence({Open(name, "json"), json, Close()});
 }
 
+// A string holding the end tag cannot be written (a reader would end the value there).
 ExprId CohereArgumentLowering::Literal(const JsonValue& v, ValueName name, const std::string& path) {
+  if (v.is_string() && v.as_string().find(kValueEnd) != std::string::npos) return kNoExpr;
   if (v.is_string()) return g_->AddSequence({Open(name, "raw"), g_->AddBytes(v.as_string()), Close()});
   if (v.is_array() || v.is_object()) Fail(path, "list and dict values in const/enum are not supported by cohere_xml");
   const std::string text = v.is_bool() ? (v.as_bool() ? "true" : "false") : v.is_null() ? "null" : v.number_literal();

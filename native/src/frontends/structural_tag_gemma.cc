@@ -57,8 +57,22 @@ ExprId GemmaArgumentLowering::ConstrainedString(ExprId content, ValueName name, 
 
 ExprId GemmaArgumentLowering::Scalar(ExprId json, ValueName) { return json; }
 
+// A string holding the delimiter as text cannot be written (a reader would end it there).
 ExprId GemmaArgumentLowering::Literal(const JsonValue& v, ValueName, const std::string& path) {
-  return g_->AddBytes(Serialize(v, path));
+  return SpellsDelimiter(v) ? kNoExpr : g_->AddBytes(Serialize(v, path));
+}
+
+bool GemmaArgumentLowering::SpellsDelimiter(const JsonValue& v) const {
+  if (delimiter_.empty()) return false;
+  if (v.is_string()) return v.as_string().find(delimiter_) != std::string::npos;
+  if (v.is_array())
+    return std::any_of(v.items().begin(), v.items().end(), [&](const JsonValue& i) { return SpellsDelimiter(i); });
+  if (v.is_object()) {
+    for (const auto& [k, item] : v.members()) {
+      if (SpellsDelimiter(item)) return true;
+    }
+  }
+  return false;
 }
 
 ExprId GemmaArgumentLowering::WriteMember(const std::string& key, const JsonValue& s, const std::string& path) {

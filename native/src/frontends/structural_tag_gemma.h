@@ -40,6 +40,7 @@ class GemmaArgumentLowering : public StyledArgumentLowering {
 
  private:
   std::string Serialize(const JsonValue& v, const std::string& path);
+  bool SpellsDelimiter(const JsonValue& v) const;  // some string of v holds the delimiter
 
   std::string delimiter_;
 };

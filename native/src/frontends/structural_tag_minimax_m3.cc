@@ -68,6 +68,8 @@ ExprId MiniMaxM3ArgumentLowering::Literal(const JsonValue& v, ValueName name, co
                            : v.is_bool() ? (v.as_bool() ? "true" : "false")
                            : v.is_null() ? "null"
                                          : v.number_literal();
+  // A string holding its closing tag cannot be written (a reader would end the value there).
+  if (text.find(Close(TagName(name))) != std::string::npos) return kNoExpr;
   return Wrapped(name, g_->AddBytes(text));
 }
 
