@@ -1,8 +1,6 @@
 #include "frontends/structural_tag_cohere.h"
 
 #include "automata/byte_dfa_ops.h"
-#include "frontends/json_schema_internal.h"
-#include "xg2/errors.h"
 
 namespace xg2 {
 namespace {
@@ -93,15 +91,9 @@ ExprId CohereArgumentLowering::KeyAlphabet(Grammar* scratch) {
 }
 
 // Free keys XML-escaped as the template writes attribute values (&amp; &lt; &gt; &quot;, one
-// spelling each), without the excluded substrings.
-ExprId CohereArgumentLowering::KeyText(ByteDfaSpec keys, const std::string& path) {
-  ExprId written = g_->AddByteDfa(SpellBytes(keys, {{'&', "&amp;"}, {'<', "&lt;"}, {'>', "&gt;"}, {'"', "&quot;"}}));
-  if (excludes_.empty()) return written;
-  try {
-    return jsonschema::WithoutSubstrings(g_, written, excludes_);
-  } catch (const Error& e) {
-    Fail(path, std::string("excluded substrings cannot be enforced on free property names: ") + e.what());
-  }
+// spelling each). The style takes no excludes (the structural tag refuses them).
+ExprId CohereArgumentLowering::KeyText(ByteDfaSpec keys, const std::string&) {
+  return g_->AddByteDfa(SpellBytes(keys, {{'&', "&amp;"}, {'<', "&lt;"}, {'>', "&gt;"}, {'"', "&quot;"}}));
 }
 
 }  // namespace xg2
