@@ -9,6 +9,8 @@ import re
 
 import jsonschema
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import xg2_jax as xg
 from xg2_jax.testing import _is_grammar_accept_string, _json_schema_to_ebnf
@@ -145,6 +147,33 @@ _COHERE_CASES = [
 def test_cohere_keys_and_strings_match_jsonschema(schema, text):
     value = cohere_to_json(text)
     assert _is_grammar_accept_string(_grammar(schema, "cohere_xml"), text) == _valid(schema, value)
+
+
+def _render_cohere(value, name=None):
+    attr = "" if name is None else f' name="{html.escape(name, quote=True)}"'
+    if isinstance(value, str):
+        return f'<cofl:value{attr} type="raw">{value}</cofl:value>'
+    if isinstance(value, dict):
+        return f'<cofl:value{attr} type="dict">' + "".join(_render_cohere(v, k) for k, v in value.items()) + _END
+    if isinstance(value, list):
+        return f'<cofl:value{attr} type="list">' + "".join(_render_cohere(v) for v in value) + _END
+    return f'<cofl:value{attr} type="json">{json.dumps(value)}</cofl:value>'
+
+
+_KEYS = st.sampled_from(["id", "text_a", "text_", "x", "Ab", "a&b", "日本", "ab"])
+_VALUES = st.one_of(st.integers(-3, 3), st.booleans(), st.none(), st.sampled_from(["", "s", "3"]),
+                    st.lists(st.integers(0, 2), max_size=2))
+
+
+@settings(max_examples=150, deadline=None)
+@given(args=st.dictionaries(_KEYS, _VALUES, max_size=3),
+       schema=st.sampled_from([_TYPED_EXTRA, _PATTERNS, _NAMES_ENUM, _NAMES_LENGTH, _DECLARED_ESCAPED]))
+def test_cohere_rendered_objects_match_jsonschema(args, schema):
+    # Declared properties first, in schema order (the order the style writes them), then the rest.
+    declared = list(schema.get("properties", {}))
+    keys = [k for k in declared if k in args] + [k for k in args if k not in declared]
+    text = "".join(_render_cohere(args[k], k) for k in keys)
+    assert _is_grammar_accept_string(_grammar(schema, "cohere_xml"), text) == _valid(schema, args), text
 
 
 @pytest.mark.parametrize("text, ok", [
