@@ -157,7 +157,7 @@ def test_gemma_style_accepts_what_the_template_renders(gpt2_compiler, args):
 
 
 @pytest.mark.parametrize("schema, match", [
-    ({"type": "object", "properties": {"a": {"type": "string", "pattern": "x+"}}}, "pattern"),
+    ({"type": "object", "properties": {"a": {"type": "string", "pattern": "x+", "format": "date"}}}, "pattern"),
     ({"type": "object", "properties": {"a b": {"type": "string"}}}, "bare identifier"),
     ({"type": "array"}, "must be an object"),
     ({"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}, r"\$ref"),

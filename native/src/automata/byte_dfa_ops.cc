@@ -3,6 +3,7 @@
 #include "automata/byte_dfa_ops.h"
 
 #include <algorithm>
+#include <map>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -375,6 +376,70 @@ bool ByteDfaAccepts(const ByteDfaSpec& dfa, const std::string& s) {
     if (st < 0) return false;
   }
   return dfa.is_final[st] != 0;
+}
+
+namespace {
+
+// The edges of `edges` without the bytes in `removed` (sorted), ranges split around them.
+std::vector<ByteDfaEdge> WithoutBytes(const std::vector<ByteDfaEdge>& edges, const std::vector<uint8_t>& removed) {
+  std::vector<ByteDfaEdge> out;
+  for (const ByteDfaEdge& e : edges) {
+    int lo = e.lo;
+    for (uint8_t b : removed) {
+      if (b < lo || b > e.hi) continue;
+      if (b > lo) out.push_back({static_cast<uint8_t>(lo), static_cast<uint8_t>(b - 1), e.target});
+      lo = b + 1;
+    }
+    if (lo <= e.hi) out.push_back({static_cast<uint8_t>(lo), e.hi, e.target});
+  }
+  return out;
+}
+
+}  // namespace
+
+ByteDfaSpec SpellBytes(const ByteDfaSpec& dfa, const std::vector<std::pair<uint8_t, std::string>>& spelled) {
+  std::vector<uint8_t> removed;
+  for (const auto& [b, text] : spelled) removed.push_back(b);
+  std::sort(removed.begin(), removed.end());
+  for (const auto& [b, text] : spelled) {
+    if (!text.empty() && !std::binary_search(removed.begin(), removed.end(), static_cast<uint8_t>(text[0])))
+      throw Error(ErrorKind::kInvalidArgument, "a byte's spelling must start with a byte that is itself spelled");
+    for (const auto& [other, other_text] : spelled) {
+      if (other != b && !text.empty() && other_text.compare(0, text.size(), text) == 0)
+        throw Error(ErrorKind::kInvalidArgument, "byte spellings must be prefix-free");
+    }
+  }
+  ByteDfaSpec out;
+  out.is_final = dfa.is_final;
+  out.edges.resize(dfa.edges.size());
+  for (int32_t s = 0; s < dfa.num_states(); ++s) {
+    out.edges[s] = WithoutBytes(dfa.edges[s], removed);
+    // The spellings read from s form a trie whose leaves go where the spelled byte went.
+    std::map<std::string, int32_t> trie{{"", s}};
+    auto node = [&](const std::string& prefix) {
+      auto [it, fresh] = trie.emplace(prefix, out.num_states());
+      if (fresh) {
+        out.is_final.push_back(0);
+        out.edges.emplace_back();
+      }
+      return it->second;
+    };
+    for (const auto& [b, text] : spelled) {
+      const int32_t target = Step(dfa, s, b);
+      if (text.empty() || target < 0) continue;
+      for (size_t i = 0; i < text.size(); ++i) {
+        const int32_t from = node(text.substr(0, i));
+        const int32_t to = i + 1 == text.size() ? target : node(text.substr(0, i + 1));
+        const uint8_t c = static_cast<uint8_t>(text[i]);
+        std::vector<ByteDfaEdge>& edges = out.edges[from];
+        if (std::none_of(edges.begin(), edges.end(), [&](const ByteDfaEdge& e) { return e.lo == c; }))
+          edges.push_back({c, c, to});
+      }
+    }
+  }
+  for (auto& edges : out.edges)
+    std::sort(edges.begin(), edges.end(), [](const ByteDfaEdge& a, const ByteDfaEdge& b) { return a.lo < b.lo; });
+  return out;
 }
 
 }  // namespace xg2

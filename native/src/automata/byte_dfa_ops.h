@@ -4,6 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "automata/rule_dfa.h"
 #include "xg2/grammar.h"
@@ -64,5 +67,11 @@ ByteDfaSpec TrimAndMinimize(const ByteDfaSpec& dfa, bool minimize = true);
 
 // Whether `dfa` accepts `s` (for tests and assertions).
 bool ByteDfaAccepts(const ByteDfaSpec& dfa, const std::string& s);
+
+// The DFA's strings with each byte of `spelled` written as its text instead (XML entities for
+// markup characters); a byte with an empty text cannot be written. Each text starts with a
+// spelled byte and no text is a prefix of another, so the result stays deterministic and
+// every string has one spelling.
+ByteDfaSpec SpellBytes(const ByteDfaSpec& dfa, const std::vector<std::pair<uint8_t, std::string>>& spelled);
 
 }  // namespace xg2

@@ -66,6 +66,11 @@ class Converter {
   }
 
   JsonSchemaResult Run();
+  // Whether no value satisfies two subschemas of the root (JSON pointers ptrs, for $ref
+  // resolution and messages): true is a proof, false means "not proven". Front ends that
+  // write oneOf as a choice need it to be exact.
+  bool ProvablyDisjointSchemas(const JsonValue& a, const std::string& a_ptr, const JsonValue& b,
+                               const std::string& b_ptr);
 
  private:
   static std::string Trim(const std::string& s);
@@ -120,6 +125,7 @@ class Converter {
   static std::vector<Ref> One(const JsonValue* v, std::string ptr) { return {Ref{v, std::move(ptr)}}; }
 
   void MergeInto(Merged* m, const Ref& r, int guard);
+  MergeFn Merger();  // MergeInto over a conjunction, from a fresh constraint set
 
   void MergeRef(Merged* m, const Ref& t, int guard);
 

@@ -72,6 +72,11 @@ struct KeyRegion {
 };
 std::vector<KeyRegion> PatternKeyRegions(const std::vector<std::string>& patterns,
                                          const std::vector<std::string>& declared, bool with_none, int64_t max_states);
+// The same over decoded UTF-8 text (a style writes keys its own way): `must` holds automata
+// every key is in (a style's key alphabet, propertyNames), so the regions lie inside them.
+std::vector<KeyRegion> DecodedKeyRegions(const std::vector<std::string>& patterns,
+                                         const std::vector<std::string>& declared, bool with_none,
+                                         const std::vector<ByteDfaSpec>& must, int64_t max_states);
 // The decoded texts a pattern matches (JSON Schema's search semantics), as a DFA.
 ByteDfaSpec PatternTextDfa(const std::string& pattern, int64_t max_states);
 // For each name (decoded text), the indices of the patterns that match it.

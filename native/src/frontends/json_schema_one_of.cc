@@ -4,6 +4,20 @@
 
 namespace xg2::jsonschema {
 
+MergeFn Converter::Merger() {
+  return [this](const std::vector<Ref>& parts) {
+    Merged c;
+    for (const auto& p : parts) MergeInto(&c, p, 0);
+    return c;
+  };
+}
+
+bool Converter::ProvablyDisjointSchemas(const JsonValue& a, const std::string& a_ptr, const JsonValue& b,
+                                        const std::string& b_ptr) {
+  MergeFn merge = Merger();
+  return ProvablyDisjoint(merge({Ref{&a, a_ptr}}), merge({Ref{&b, b_ptr}}), merge);
+}
+
 // oneOf lowers as anyOf, which is exact only when no value matches two alternatives (each
 // merged with the rest of its schema); otherwise the widening is reported.
 // Returns the alternatives to lower in place of the group when it had to rewrite them (see
@@ -15,11 +29,7 @@ std::vector<Merged> Converter::CheckOneOf(const Merged& base, const std::vector<
     MergeInto(&c, a, 0);
     alts.push_back(std::move(c));
   }
-  MergeFn merge = [this](const std::vector<Ref>& parts) {
-    Merged c;
-    for (const auto& p : parts) MergeInto(&c, p, 0);
-    return c;
-  };
+  MergeFn merge = Merger();
   for (size_t i = 0; i < alts.size(); ++i) {
     for (size_t j = i + 1; j < alts.size(); ++j) {
       if (!ProvablyDisjoint(alts[i], alts[j], merge)) {

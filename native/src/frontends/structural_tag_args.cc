@@ -1,7 +1,11 @@
 #include "frontends/structural_tag_args.h"
 
+#include <algorithm>
+#include <optional>
 #include <set>
 
+#include "automata/byte_dfa_ops.h"
+#include "frontends/json_schema_converter.h"
 #include "frontends/json_schema_internal.h"
 #include "frontends/regex.h"
 #include "xg2/errors.h"
@@ -22,11 +26,71 @@ const std::set<std::string>& NumberKeywords() {
   return k;
 }
 
-}  // namespace
-
-void StyledArgumentLowering::Fail(const std::string& path, const std::string& reason) const {
+[[noreturn]] void Refuse(const std::string& path, const std::string& reason) {
   throw Error(ErrorKind::kStructuralTag, path + ": " + reason);
 }
+
+int64_t LengthBound(const JsonValue& s, const char* key, int64_t fallback, const std::string& path) {
+  const JsonValue* v = s.Find(key);
+  if (!v) return fallback;
+  if (!v->is_number() || !v->is_integer() || v->as_number() < 0)
+    Refuse(path + "/" + key, "must be a non-negative integer");
+  return static_cast<int64_t>(v->as_number());
+}
+
+}  // namespace
+
+// The raw text of a string value that a pattern (JSON Schema search semantics), an asserted
+// format or minLength/maxLength constrain, as the chat templates write strings: unquoted and
+// unescaped. kNoExpr when nothing constrains it (a format that only annotates). A style's end
+// string is left out by the caller where a reader would cut the value there.
+ExprId RawStringText(Grammar* g, const JsonValue& s, const std::string& path, const std::vector<std::string>& excludes,
+                     const std::string& who) {
+  const JsonValue* pattern = s.Find("pattern");
+  const JsonValue* format = s.Find("format");
+  const int64_t lo = LengthBound(s, "minLength", 0, path);
+  const int64_t hi = LengthBound(s, "maxLength", -1, path);
+  if (hi >= 0 && hi < lo) Refuse(path, "maxLength is below minLength: no string is allowed");
+  ExprId text = kNoExpr;
+  if (format) {
+    if (!format->is_string()) Refuse(path + "/format", "must be a string");
+    if (jsonschema::IsAssertedFormat(format->as_string())) {
+      text = jsonschema::FormatDecodedExpr(g, format->as_string());
+      if (text == kNoExpr) Refuse(path + "/format", "format '" + format->as_string() + "' is not enforced");
+    }
+  }
+  if (pattern) {
+    if (!pattern->is_string()) Refuse(path + "/pattern", "must be a string");
+    if (text != kNoExpr) Refuse(path, "'pattern' with an asserted 'format' is not supported for " + who);
+    RegexOptions options;
+    options.search_semantics = true;
+    try {
+      text = RegexToExpr(g, pattern->as_string(), options);
+    } catch (const Error& e) {
+      Refuse(path + "/pattern", e.what());
+    }
+  }
+  const bool bounded = lo > 0 || hi >= 0;
+  if (text == kNoExpr) {
+    if (!bounded) return kNoExpr;
+    ExprId any = g->AddRepeat(g->AddCharClass({}, /*negated=*/true), lo, hi < 0 ? kUnbounded : hi);
+    if (excludes.empty()) return any;
+    try {
+      return jsonschema::WithoutSubstrings(g, any, excludes);
+    } catch (const Error& e) {
+      Refuse(path, std::string("excluded substrings cannot be enforced on this string: ") + e.what());
+    }
+  }
+  if (bounded) {  // kept only where the pattern's or format's own lengths already satisfy them
+    int64_t min_len = 0, max_len = -1;
+    if (!jsonschema::CodepointLengthRange(*g, text, &min_len, &max_len) || min_len < lo ||
+        (hi >= 0 && (max_len < 0 || max_len > hi)))
+      Refuse(path, "minLength/maxLength together with a pattern or format cannot be enforced for " + who);
+  }
+  return text;  // a pattern or format keeps its own language (excludes filter free strings, as in JSON)
+}
+
+void StyledArgumentLowering::Fail(const std::string& path, const std::string& reason) const { Refuse(path, reason); }
 
 bool StyledArgumentLowering::Excluded(const std::string& text) const {
   for (const std::string& e : excludes_) {
@@ -47,12 +111,19 @@ static std::vector<std::string> Types(const JsonValue& s) {
   return out.empty() ? std::vector<std::string>{""} : out;
 }
 
+std::string StyledArgumentLowering::ValueName::CacheKey() const {
+  if (fixed) return "|" + *fixed;
+  return keys != kNoExpr ? "#" + std::to_string(keys) : "";
+}
+
 void StyledArgumentLowering::CheckKeywords(const JsonValue& s, const std::vector<std::string>& types,
                                            const std::string& path, const std::set<std::string>& also) const {
   std::set<std::string> handled = also;
   handled.insert("type");
   for (const std::string& t : types) {
-    if (t == "object") handled.insert({"properties", "required", "additionalProperties"});
+    if (t == "object")
+      handled.insert({"properties", "required", "additionalProperties", "unevaluatedProperties", "patternProperties",
+                      "propertyNames"});
     if (t == "array") handled.insert({"items", "minItems", "maxItems"});
     if (t == "string") handled.insert({"minLength", "maxLength", "pattern", "format"});
     if (t == "integer" || t == "number") handled.insert(NumberKeywords().begin(), NumberKeywords().end());
@@ -75,10 +146,10 @@ ExprId StyledArgumentLowering::Lower(const JsonValue& schema) {
   if (!(types.empty() || (types.size() == 1 && types[0] == "object")))
     Fail(path_ + "/type", "tool arguments must be an object");
   CheckKeywords(*s, {"object"}, path_);
-  return MembersOf(*s, path_, nullptr, /*root=*/true);
+  return MembersOf(*s, path_, {}, /*root=*/true);
 }
 
-ExprId StyledArgumentLowering::Value(const JsonValue& s, const std::string& path, const std::string* name) {
+ExprId StyledArgumentLowering::Value(const JsonValue& s, const std::string& path, ValueName name) {
   if (s.is_bool()) {
     if (!s.as_bool()) Fail(path, "the schema 'false' accepts no value");
     return AnyValue(name);
@@ -98,22 +169,31 @@ ExprId StyledArgumentLowering::Value(const JsonValue& s, const std::string& path
     const std::vector<JsonValue> values = key == "const" ? std::vector<JsonValue>{*v} : v->items();
     std::vector<ExprId> alts;
     for (const JsonValue& value : values) {
-      if (!(value.is_string() && Excluded(value.as_string()))) alts.push_back(Literal(value, name, path + "/" + key));
+      if (value.is_string() && Excluded(value.as_string())) continue;
+      if (ExprId literal = Literal(value, name, path + "/" + key); literal != kNoExpr) alts.push_back(literal);
     }
-    if (alts.empty()) Fail(path + "/" + key, "every value contains an excluded substring");
+    if (alts.empty()) Fail(path + "/" + key, "no value can be written (each has an excluded or unwritable substring)");
     return alts.size() == 1 ? alts[0] : g_->AddChoice(std::move(alts));
   }
-  if (const JsonValue* any = s.Find("anyOf")) {
-    CheckKeywords(s, {}, path, {"anyOf"});
-    if (!any->is_array() || any->items().empty()) Fail(path + "/anyOf", "must be a non-empty list");
+  if (const JsonValue* all = s.Find("allOf")) {
+    CheckKeywords(s, {}, path, {"allOf"});
+    return Value(Conjunction(*all, path + "/allOf"), path + "/allOf", name);
+  }
+  for (const std::string key : {"anyOf", "oneOf"}) {
+    const JsonValue* any = s.Find(key);
+    if (!any) continue;
+    CheckKeywords(s, {}, path, {key});
+    const std::string at = path + "/" + key;
+    if (!any->is_array() || any->items().empty()) Fail(at, "must be a non-empty list");
+    if (key == "oneOf") CheckExclusive(any->items(), at);
     std::vector<ExprId> alts;
     for (size_t i = 0; i < any->items().size(); ++i)
-      alts.push_back(Value(any->items()[i], path + "/anyOf/" + std::to_string(i), name));
+      alts.push_back(Value(any->items()[i], at + "/" + std::to_string(i), name));
     return g_->AddChoice(std::move(alts));
   }
   std::vector<std::string> types = Types(s);
   if (types.empty()) {
-    if (s.Find("properties")) types = {"object"};
+    if (s.Find("properties") || s.Find("patternProperties") || s.Find("propertyNames")) types = {"object"};
     if (s.Find("items")) types = {"array"};
   }
   CheckKeywords(s, types, path);
@@ -125,9 +205,7 @@ ExprId StyledArgumentLowering::Value(const JsonValue& s, const std::string& path
     else if (t == "array")
       alts.push_back(Array(Items(s, path), name));
     else if (t == "string") {
-      if (s.Find("minLength") || s.Find("maxLength"))
-        warnings_->push_back(path + ": minLength/maxLength are not enforced in the " + style_ + " style");
-      ExprId content = StringContent(s, path);
+      ExprId content = RawStringText(g_, s, path, excludes_, "the " + style_ + " style");
       alts.push_back(content == kNoExpr ? String(name) : ConstrainedString(content, name, path));
     } else if (t == "integer" || t == "number" || t == "boolean" || t == "null")
       alts.push_back(Scalar(JsonScalar(s, path), name));
@@ -137,35 +215,76 @@ ExprId StyledArgumentLowering::Value(const JsonValue& s, const std::string& path
   return alts.size() == 1 ? alts[0] : g_->AddChoice(std::move(alts));
 }
 
-// The raw text a `pattern` (JSON Schema search semantics) or `format` allows, or kNoExpr.
-ExprId StyledArgumentLowering::StringContent(const JsonValue& s, const std::string& path) {
-  const JsonValue* pattern = s.Find("pattern");
-  const JsonValue* format = s.Find("format");
-  if (pattern && format) Fail(path, "'pattern' with 'format' is not supported by the " + style_ + " style");
-  if (pattern) {
-    if (!pattern->is_string()) Fail(path + "/pattern", "must be a string");
-    RegexOptions options;
-    options.search_semantics = true;
-    try {
-      return RegexToExpr(g_, pattern->as_string(), options);
-    } catch (const Error& e) {
-      Fail(path + "/pattern", e.what());
+// allOf as one schema: true branches drop out, and branches whose keywords are all different
+// (each keyword keeps its meaning beside the others) join into one object. Keywords whose
+// meaning depends on their siblings (additionalProperties, items, if/then/else, $ref, ...)
+// or that two branches both set are refused: their conjunction is not built here.
+JsonValue StyledArgumentLowering::Conjunction(const JsonValue& all, const std::string& path) const {
+  if (!all.is_array() || all.items().empty()) Fail(path, "must be a non-empty list");
+  static const std::set<std::string> kDependent = {"additionalProperties",
+                                                   "unevaluatedProperties",
+                                                   "unevaluatedItems",
+                                                   "items",
+                                                   "prefixItems",
+                                                   "additionalItems",
+                                                   "contains",
+                                                   "minContains",
+                                                   "maxContains",
+                                                   "if",
+                                                   "then",
+                                                   "else",
+                                                   "$ref",
+                                                   "allOf",
+                                                   "anyOf",
+                                                   "oneOf",
+                                                   "not"};
+  std::vector<const JsonValue*> parts;
+  for (const JsonValue& branch : all.items()) {
+    if (!jsonschema::IsTrueSchema(branch)) parts.push_back(&branch);
+  }
+  if (parts.empty()) return JsonValue::Bool(true);
+  if (parts.size() == 1) return *parts[0];
+  std::vector<std::pair<std::string, JsonValue>> joined;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    const std::string at = path + "/" + std::to_string(i);
+    if (!parts[i]->is_object()) Fail(at, "the schema 'false' accepts no value");
+    for (const auto& [k, v] : parts[i]->members()) {
+      if (Annotations().count(k)) continue;
+      auto same = std::find_if(joined.begin(), joined.end(), [&](const auto& kv) { return kv.first == k; });
+      if (same != joined.end() && same->second == v) continue;
+      if (same != joined.end() || kDependent.count(k))
+        Fail(at + "/" + JsonPointerEscape(k),
+             "allOf branches combining '" + k + "' are not supported by the " + style_ + " style");
+      joined.emplace_back(k, v);
     }
   }
-  if (format) {
-    if (!format->is_string()) Fail(path + "/format", "must be a string");
-    try {
-      return jsonschema::FormatContentExpr(g_, format->as_string());
-    } catch (const jsonschema::UnsupportedKeyword&) {
-      Fail(path + "/format", "format '" + format->as_string() + "' is not supported");
-    }
-  }
-  return kNoExpr;
+  return JsonValue::Object(std::move(joined));
 }
 
-ExprId StyledArgumentLowering::ConstrainedString(ExprId, const std::string*, const std::string& path) {
-  Fail(path, "'pattern' and 'format' strings are not supported by the " + style_ +
-                 " style (a pattern could also match the end of the value)");
+// oneOf is written as a choice: exact only when no value satisfies two alternatives.
+void StyledArgumentLowering::CheckExclusive(const std::vector<JsonValue>& alts, const std::string& path) const {
+  jsonschema::Converter judge(*root_, options_);
+  const std::string ptr = path.substr(std::min(path.size(), path_.size()));
+  for (size_t i = 0; i < alts.size(); ++i) {
+    for (size_t j = i + 1; j < alts.size(); ++j) {
+      if (!judge.ProvablyDisjointSchemas(alts[i], ptr + "/" + std::to_string(i), alts[j],
+                                         ptr + "/" + std::to_string(j)))
+        Fail(path, "alternatives " + std::to_string(i) + " and " + std::to_string(j) +
+                       " are not provably exclusive (the " + style_ + " style writes oneOf as a choice)");
+    }
+  }
+}
+
+ExprId StyledArgumentLowering::ConstrainedString(ExprId, ValueName, const std::string& path) {
+  Fail(path, "'pattern', 'format' and length-bounded strings are not supported by the " + style_ + " style");
+}
+
+ExprId StyledArgumentLowering::TextBefore(ExprId content, const std::string& end, const std::string& path) {
+  try {
+    return jsonschema::WithoutSubstrings(g_, content, {end});
+  } catch (const Error& e) {
+    Fail(path, "the string's text cannot be kept from spelling its end '" + end + "': " + e.what());
+  }
 }
 
 std::vector<std::pair<std::string, const JsonValue*>> StyledArgumentLowering::Ordered(const JsonValue& props) {
@@ -174,10 +293,9 @@ std::vector<std::pair<std::string, const JsonValue*>> StyledArgumentLowering::Or
   return out;
 }
 
-std::vector<StyledArgumentLowering::Member> StyledArgumentLowering::Members(const JsonValue& s,
-                                                                            const std::string& path) {
+std::vector<StyledArgumentLowering::Member> StyledArgumentLowering::Members(const JsonValue& s, const std::string& path,
+                                                                            const ObjectKeys& keys) {
   const JsonValue* props = s.Find("properties");
-  if (props && !props->is_object()) Fail(path + "/properties", "must be an object");
   std::set<std::string> required;
   if (const JsonValue* req = s.Find("required"); req && req->is_array()) {
     for (const auto& r : req->items()) {
@@ -191,8 +309,11 @@ std::vector<StyledArgumentLowering::Member> StyledArgumentLowering::Members(cons
   if (!props) return out;
   for (const auto& [key, prop] : Ordered(*props)) {
     std::string p = path + "/properties/" + JsonPointerEscape(key);
-    if (Excluded(key)) {  // a name that cannot be written: only an optional property may go
-      if (required.count(key)) Fail(p, "the required property name contains an excluded substring");
+    const bool allowed = keys.Admits(key, *prop, p);
+    if (Excluded(key) || !allowed) {  // a name that cannot be written: only an optional property may go
+      if (required.count(key))
+        Fail(p, !allowed ? "the required property name does not satisfy propertyNames"
+                         : "the required property name contains an excluded substring");
       continue;
     }
     out.push_back({key, WriteMember(key, *prop, p), required.count(key) > 0});
@@ -200,15 +321,35 @@ std::vector<StyledArgumentLowering::Member> StyledArgumentLowering::Members(cons
   return out;
 }
 
-ExprId StyledArgumentLowering::MembersOf(const JsonValue& s, const std::string& path, const std::string* name,
-                                         bool root) {
-  std::vector<Member> members = Members(s, path);
-  const JsonValue* extra = s.Find("additionalProperties");
-  ExprId more = kNoExpr;
-  if (extra && !(extra->is_bool() && !extra->as_bool())) {
-    more = ExtraMember(extra->is_object() ? extra : nullptr, path + "/additionalProperties");
-    if (more == kNoExpr) Fail(path + "/additionalProperties", "the " + style_ + " style cannot name extra keys");
+// Members whose names the schema does not fix, within propertyNames and the style's key
+// alphabet, by the schema their values take.
+ExprId StyledArgumentLowering::FreeMembers(const JsonValue& s, const ObjectKeys& keys) {
+  std::vector<std::string> declared;
+  if (const JsonValue* props = s.Find("properties")) {
+    for (const auto& [key, prop] : props->members()) declared.push_back(key);
   }
+  Grammar scratch;
+  std::optional<ByteDfaSpec> alphabet;
+  if (ExprId e = KeyAlphabet(&scratch); e != kNoExpr)
+    alphabet = ByteDfaOfExpr(scratch, e, jsonschema::kMaxPatternDfaStates);
+  std::vector<ExprId> alts;
+  for (auto& region : keys.FreeRegions(declared, alphabet ? &*alphabet : nullptr)) {
+    ExprId written = KeyText(std::move(region.keys), region.path);
+    if (written == kNoExpr)
+      Fail(region.path,
+           "the " + style_ + " style writes only fixed object property names (not keys the schema leaves open)");
+    alts.push_back(FreeMember(written, region.schema, region.path));
+  }
+  if (alts.empty()) return kNoExpr;
+  RuleId rule = g_->DeclareRule(style_ + "_free_member");
+  g_->SetRuleBody(rule, alts.size() == 1 ? alts[0] : g_->AddChoice(std::move(alts)));
+  return g_->AddRuleRef(rule);
+}
+
+ExprId StyledArgumentLowering::MembersOf(const JsonValue& s, const std::string& path, ValueName name, bool root) {
+  const ObjectKeys keys(s, path, "the " + style_ + " style");
+  std::vector<Member> members = Members(s, path, keys);
+  ExprId more = FreeMembers(s, keys);
   return root ? Arguments(std::move(members), more) : Object(std::move(members), more, name);
 }
 
@@ -295,7 +436,7 @@ ExprId StyledArgumentLowering::JsonScalar(const JsonValue& s, const std::string&
   return g_->AddRuleRef(ImportGrammar(g_, r.grammar, style_ + "_scalar" + std::to_string(++imports_) + "_"));
 }
 
-ExprId StyledArgumentLowering::Ref(const std::string& ref, const std::string& path, const std::string* name) {
+ExprId StyledArgumentLowering::Ref(const std::string& ref, const std::string& path, ValueName name) {
   const JsonValue* target = nullptr;
   for (const std::string prefix : {"#/$defs/", "#/definitions/"}) {
     if (ref.compare(0, prefix.size(), prefix) != 0) continue;
@@ -303,7 +444,7 @@ ExprId StyledArgumentLowering::Ref(const std::string& ref, const std::string& pa
     if (defs && defs->is_object()) target = defs->Find(ref.substr(prefix.size()));
   }
   if (!target) Fail(path + "/$ref", "'" + ref + "' does not name a schema under #/$defs or #/definitions");
-  const std::string key = ref + (name ? "|" + *name : "");
+  const std::string key = ref + name.CacheKey();
   if (auto it = refs_.find(key); it != refs_.end()) return g_->AddRuleRef(it->second);
   RuleId rule = g_->DeclareRule(style_ + "_ref_" + std::to_string(refs_.size()));
   refs_[key] = rule;  // before lowering the target, so a recursive schema refers back to it
@@ -312,14 +453,24 @@ ExprId StyledArgumentLowering::Ref(const std::string& ref, const std::string& pa
 }
 
 // Any value (schema true / {}): strings, JSON scalars, lists and objects of any values.
-ExprId StyledArgumentLowering::AnyValue(const std::string* name) {
-  const std::string key = name ? "|" + *name : "";
+ExprId StyledArgumentLowering::AnyValue(ValueName name) {
+  const std::string key = name.CacheKey();
   if (auto it = any_values_.find(key); it != any_values_.end()) return g_->AddRuleRef(it->second);
   RuleId rule = g_->DeclareRule(style_ + "_any_value");
   any_values_[key] = rule;
   g_->SetRuleBody(rule, g_->AddChoice({String(name), Scalar(AnyScalar(), name), Array(AnyListItems(), name),
-                                       Object({}, ExtraMember(nullptr, path_), name)}));
+                                       Object({}, AnyMember(), name)}));
   return g_->AddRuleRef(rule);
+}
+
+// A member of an untyped object (one rule, shared): any key the style can write, any value.
+ExprId StyledArgumentLowering::AnyMember() {
+  if (any_member_ >= 0) return g_->AddRuleRef(any_member_);
+  any_member_ = g_->DeclareRule(style_ + "_any_member");
+  const JsonValue open = JsonValue::Object({});
+  ExprId member = FreeMembers(open, ObjectKeys(open, path_, "the " + style_ + " style"));
+  g_->SetRuleBody(any_member_, member == kNoExpr ? g_->AddChoice({}) : member);
+  return g_->AddRuleRef(any_member_);
 }
 
 // A number, boolean or null as JSON text (the scalars of an untyped value).

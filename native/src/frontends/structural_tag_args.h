@@ -1,7 +1,9 @@
 // The schema walk shared by the recursive tool-argument styles of structural-tag json_schema
 // formats (gemma, cohere_xml, minimax_m3_xml): $ref / const / enum / anyOf / type dispatch, object members
-// with required and optional properties, arrays with item bounds, and scalars spelled as in
-// JSON (built by the JSON front end). A style says how each kind of value is written.
+// with required and optional properties, keys the schema does not fix (additionalProperties,
+// patternProperties, propertyNames: key automata over decoded text, each style writing a key
+// its own way), arrays with item bounds, and scalars spelled as in JSON (built by the JSON
+// front end). A style says how each kind of value is written.
 #pragma once
 
 #include <map>
@@ -10,10 +12,21 @@
 #include <vector>
 
 #include "frontends/json_schema.h"
+#include "frontends/structural_tag_keys.h"
 #include "support/json.h"
 #include "xg2/grammar.h"
 
 namespace xg2 {
+
+// The raw text (unquoted, unescaped: as the chat templates write strings) that a string
+// schema's pattern (JSON Schema search semantics), asserted format or minLength/maxLength
+// allow, over decoded text; kNoExpr when nothing constrains it (a format that only
+// annotates). Length-only text leaves out `excludes`; a pattern or format keeps its own
+// language. Refused (StructuralTagError naming `who`, e.g. "XML argument styles") where
+// that cannot be exact: lengths beside a pattern or format they would cut, a pattern beside
+// an asserted format.
+ExprId RawStringText(Grammar* g, const JsonValue& s, const std::string& path, const std::vector<std::string>& excludes,
+                     const std::string& who);
 
 class StyledArgumentLowering {
  public:
@@ -33,25 +46,39 @@ class StyledArgumentLowering {
     ExprId value;  // the member as written (name included)
     bool required;
   };
+  // The name a value is written with: a property's fixed name, the written keys of a member
+  // whose name the schema does not fix, or neither (list items, the root).
+  struct ValueName {
+    const std::string* fixed = nullptr;
+    ExprId keys = kNoExpr;
+    bool named() const { return fixed || keys != kNoExpr; }
+    std::string CacheKey() const;
+  };
 
-  // name: the property this value belongs to (nullptr for array items and the root).
-  ExprId Value(const JsonValue& s, const std::string& path, const std::string* name);
+  ExprId Value(const JsonValue& s, const std::string& path, ValueName name);
 
   // How a style writes each kind of value.
   virtual ExprId Arguments(std::vector<Member> members, ExprId extra) = 0;  // the root object
-  virtual ExprId Object(std::vector<Member> members, ExprId extra, const std::string* name) = 0;
-  virtual ExprId Array(ExprId items, const std::string* name) = 0;  // items: the list's inside
-  virtual ExprId String(const std::string* name) = 0;
-  // A string whose raw text matches `content` (a pattern or format); styles whose string end
-  // a pattern could also match refuse it.
-  virtual ExprId ConstrainedString(ExprId content, const std::string* name, const std::string& path);
-  virtual ExprId Scalar(ExprId json, const std::string* name) = 0;  // json: number/bool/null text
-  virtual ExprId Literal(const JsonValue& v, const std::string* name, const std::string& path) = 0;
+  virtual ExprId Object(std::vector<Member> members, ExprId extra, ValueName name) = 0;
+  virtual ExprId Array(ExprId items, ValueName name) = 0;  // items: the list's inside
+  virtual ExprId String(ValueName name) = 0;
+  // A string whose raw text matches `content` (a pattern, format or length bounds, over
+  // decoded text); refused unless the style overrides it.
+  virtual ExprId ConstrainedString(ExprId content, ValueName name, const std::string& path);
+  virtual ExprId Scalar(ExprId json, ValueName name) = 0;  // json: number/bool/null text
+  // A const/enum value as written; kNoExpr for one the style cannot write.
+  virtual ExprId Literal(const JsonValue& v, ValueName name, const std::string& path) = 0;
   virtual ExprId WriteMember(const std::string& key, const JsonValue& s, const std::string& path) = 0;
-  // A member with a key the schema does not name (additionalProperties), or kNoExpr.
-  virtual ExprId ExtraMember(const JsonValue* s, const std::string& path) = 0;
-  virtual ExprId ItemSeparator() = 0;                        // between list items (kNoExpr: nothing)
-  virtual const std::string* ItemName() { return nullptr; }  // the name list items are written with
+  // A member whose name is one of `keys` (written, from KeyText) and whose value has schema
+  // `s` (nullptr: any value).
+  virtual ExprId FreeMember(ExprId keys, const JsonValue* s, const std::string& path) = 0;
+  // The decoded texts a free key may have in this style (built in `scratch`; kNoExpr: any).
+  virtual ExprId KeyAlphabet(Grammar* scratch) = 0;
+  // Free keys (decoded text, within KeyAlphabet) as the style writes them, or kNoExpr when
+  // the style cannot write names the schema does not fix.
+  virtual ExprId KeyText(ByteDfaSpec keys, const std::string& path) = 0;
+  virtual ExprId ItemSeparator() = 0;          // between list items (kNoExpr: nothing)
+  virtual ValueName ItemName() { return {}; }  // the name list items are written with
   // Properties in the order the style writes them.
   virtual std::vector<std::pair<std::string, const JsonValue*>> Ordered(const JsonValue& props);
 
@@ -60,10 +87,13 @@ class StyledArgumentLowering {
   ExprId JoinMembers(const std::vector<Member>& members, ExprId extra, ExprId separator);
   ExprId AnyOrderMembers(const std::vector<Member>& members, ExprId extra, ExprId separator);
   ExprId JsonScalar(const JsonValue& s, const std::string& path);
-  ExprId AnyValue(const std::string* name);
+  ExprId AnyValue(ValueName name);
   ExprId AnyScalar();     // the JSON text of an untyped scalar (number, boolean, null)
   ExprId AnyListItems();  // the inside of a list of untyped values
+  ExprId AnyMember();     // a member of an untyped object: any free key, any value
   ExprId RawTextUntil(const std::string& end);
+  // `content` without the strings that contain `end` (a value's text cannot spell its end).
+  ExprId TextBefore(ExprId content, const std::string& end, const std::string& path);
   [[noreturn]] void Fail(const std::string& path, const std::string& reason) const;
   bool Excluded(const std::string& text) const;  // contains an excluded substring
 
@@ -75,11 +105,13 @@ class StyledArgumentLowering {
   std::vector<std::string> excludes_;
 
  private:
-  std::vector<Member> Members(const JsonValue& s, const std::string& path);
-  ExprId MembersOf(const JsonValue& s, const std::string& path, const std::string* name, bool root);
+  std::vector<Member> Members(const JsonValue& s, const std::string& path, const ObjectKeys& keys);
+  ExprId FreeMembers(const JsonValue& s, const ObjectKeys& keys);
+  ExprId MembersOf(const JsonValue& s, const std::string& path, ValueName name, bool root);
   ExprId Items(const JsonValue& s, const std::string& path);
-  ExprId Ref(const std::string& ref, const std::string& path, const std::string* name);
-  ExprId StringContent(const JsonValue& s, const std::string& path);
+  JsonValue Conjunction(const JsonValue& all, const std::string& path) const;
+  void CheckExclusive(const std::vector<JsonValue>& alts, const std::string& path) const;
+  ExprId Ref(const std::string& ref, const std::string& path, ValueName name);
   void CheckKeywords(const JsonValue& s, const std::vector<std::string>& types, const std::string& path,
                      const std::set<std::string>& also = {}) const;
 
@@ -87,6 +119,7 @@ class StyledArgumentLowering {
   std::map<std::string, RuleId> refs_;  // "$ref|name" -> rule
   std::map<std::string, RuleId> any_values_;
   std::map<std::string, RuleId> raw_texts_;
+  RuleId any_member_ = -1;
   int imports_ = 0;
 };
 

@@ -1,5 +1,7 @@
 #include "frontends/structural_tag_cohere.h"
 
+#include "automata/byte_dfa_ops.h"
+
 namespace xg2 {
 namespace {
 
@@ -21,10 +23,13 @@ std::string XmlAttribute(const std::string& value) {
 
 }  // namespace
 
-ExprId CohereArgumentLowering::Open(const std::string* name, const char* type) {
+ExprId CohereArgumentLowering::Open(ValueName name, const char* type) {
+  const std::string type_attr = std::string(" type=\"") + type + "\">";
+  if (name.keys != kNoExpr)
+    return g_->AddSequence({g_->AddBytes("<cofl:value name=\""), name.keys, g_->AddBytes("\"" + type_attr)});
   std::string tag = "<cofl:value";
-  if (name) tag += " name=\"" + XmlAttribute(*name) + "\"";
-  return g_->AddBytes(tag + " type=\"" + type + "\">");
+  if (name.fixed) tag += " name=\"" + XmlAttribute(*name.fixed) + "\"";
+  return g_->AddBytes(tag + type_attr);
 }
 
 ExprId CohereArgumentLowering::Close() { return g_->AddBytes(kValueEnd); }
@@ -40,23 +45,31 @@ ExprId CohereArgumentLowering::Arguments(std::vector<Member> members, ExprId ext
   return g_->AddSequence({ItemSeparator(), JoinMembers(members, extra, ItemSeparator()), ItemSeparator()});
 }
 
-ExprId CohereArgumentLowering::Object(std::vector<Member> members, ExprId extra, const std::string* name) {
+ExprId CohereArgumentLowering::Object(std::vector<Member> members, ExprId extra, ValueName name) {
   return g_->AddSequence({Open(name, "dict"), Arguments(std::move(members), extra), Close()});
 }
 
-ExprId CohereArgumentLowering::Array(ExprId items, const std::string* name) {
+ExprId CohereArgumentLowering::Array(ExprId items, ValueName name) {
   return g_->AddSequence({Open(name, "list"), ItemSeparator(), items, ItemSeparator(), Close()});
 }
 
-ExprId CohereArgumentLowering::String(const std::string* name) {
+ExprId CohereArgumentLowering::String(ValueName name) {
   return g_->AddSequence({Open(name, "raw"), RawTextUntil(kValueEnd)});
 }
 
-ExprId CohereArgumentLowering::Scalar(ExprId json, const std::string* name) {
+// The text is followed by the end tag: it must not spell that tag itself (a reader would cut
+// the value there).
+ExprId CohereArgumentLowering::ConstrainedString(ExprId content, ValueName name, const std::string& path) {
+  return g_->AddSequence({Open(name, "raw"), TextBefore(content, kValueEnd, path), Close()});
+}
+
+ExprId CohereArgumentLowering::Scalar(ExprId json, ValueName name) {
   return g_->AddSequence({Open(name, "json"), json, Close()});
 }
 
-ExprId CohereArgumentLowering::Literal(const JsonValue& v, const std::string* name, const std::string& path) {
+// A string holding the end tag cannot be written (a reader would end the value there).
+ExprId CohereArgumentLowering::Literal(const JsonValue& v, ValueName name, const std::string& path) {
+  if (v.is_string() && v.as_string().find(kValueEnd) != std::string::npos) return kNoExpr;
   if (v.is_string()) return g_->AddSequence({Open(name, "raw"), g_->AddBytes(v.as_string()), Close()});
   if (v.is_array() || v.is_object()) Fail(path, "list and dict values in const/enum are not supported by cohere_xml");
   const std::string text = v.is_bool() ? (v.as_bool() ? "true" : "false") : v.is_null() ? "null" : v.number_literal();
@@ -64,33 +77,23 @@ ExprId CohereArgumentLowering::Literal(const JsonValue& v, const std::string* na
 }
 
 ExprId CohereArgumentLowering::WriteMember(const std::string& key, const JsonValue& s, const std::string& path) {
-  return Value(s, path, &key);
+  return Value(s, path, {&key});
 }
 
-// A member the schema does not name (additionalProperties true, or the schema true): a value
-// node with any name, of any value. Refused (kNoExpr) when the extra members have a schema of
-// their own or names could spell an excluded substring.
-ExprId CohereArgumentLowering::ExtraMember(const JsonValue* s, const std::string&) {
-  if (s || !excludes_.empty()) return kNoExpr;
-  if (any_named_value_ >= 0) return g_->AddRuleRef(any_named_value_);
-  any_named_value_ = g_->DeclareRule("cohere_xml_any_named_value");
-  // An XML attribute value: no raw quote, '<' or '&' (each written as an entity).
-  ExprId name = g_->AddRepeat(
-      g_->AddChoice({g_->AddCharClass({{'"', '"'}, {'&', '&'}, {'<', '<'}}, /*negated=*/true), g_->AddBytes("&amp;"),
-                     g_->AddBytes("&lt;"), g_->AddBytes("&gt;"), g_->AddBytes("&quot;")}),
-      1, kUnbounded);
-  auto open = [&](const char* type) {
-    return g_->AddSequence(
-        {g_->AddBytes("<cofl:value name=\""), name, g_->AddBytes(std::string("\" type=\"") + type + "\">")});
-  };
-  ExprId members = Arguments({}, g_->AddRuleRef(any_named_value_));
-  g_->SetRuleBody(
-      any_named_value_,
-      g_->AddChoice({g_->AddSequence({open("raw"), RawTextUntil(kValueEnd)}),
-                     g_->AddSequence({open("json"), AnyScalar(), Close()}),
-                     g_->AddSequence({open("list"), ItemSeparator(), AnyListItems(), ItemSeparator(), Close()}),
-                     g_->AddSequence({open("dict"), members, Close()})}));
-  return g_->AddRuleRef(any_named_value_);
+ExprId CohereArgumentLowering::FreeMember(ExprId keys, const JsonValue* s, const std::string& path) {
+  ValueName name{nullptr, keys};
+  return s ? Value(*s, path, name) : AnyValue(name);
+}
+
+// A name attribute: non-empty, no NUL (XML has no way to write it).
+ExprId CohereArgumentLowering::KeyAlphabet(Grammar* scratch) {
+  return scratch->AddRepeat(scratch->AddCharClass({{0, 0}}, /*negated=*/true), 1, kUnbounded);
+}
+
+// Free keys XML-escaped as the template writes attribute values (&amp; &lt; &gt; &quot;, one
+// spelling each). The style takes no excludes (the structural tag refuses them).
+ExprId CohereArgumentLowering::KeyText(ByteDfaSpec keys, const std::string&) {
+  return g_->AddByteDfa(SpellBytes(keys, {{'&', "&amp;"}, {'<', "&lt;"}, {'>', "&gt;"}, {'"', "&quot;"}}));
 }
 
 }  // namespace xg2

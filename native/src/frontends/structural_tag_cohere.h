@@ -21,21 +21,24 @@ class CohereArgumentLowering : public StyledArgumentLowering {
       : StyledArgumentLowering(g, "cohere_xml", std::move(options), std::move(path), warnings) {}
 
  protected:
-  ExprId Arguments(std::vector<Member> members, ExprId extra) override;
-  ExprId Object(std::vector<Member> members, ExprId extra, const std::string* name) override;
-  ExprId Array(ExprId items, const std::string* name) override;
-  ExprId String(const std::string* name) override;
-  ExprId Scalar(ExprId json, const std::string* name) override;
-  ExprId Literal(const JsonValue& v, const std::string* name, const std::string& path) override;
+  // Members: a value node whose name attribute is the key.
   ExprId WriteMember(const std::string& key, const JsonValue& s, const std::string& path) override;
-  ExprId ExtraMember(const JsonValue* s, const std::string& path) override;
+  ExprId FreeMember(ExprId keys, const JsonValue* s, const std::string& path) override;
+  ExprId KeyAlphabet(Grammar* scratch) override;
+  ExprId KeyText(ByteDfaSpec keys, const std::string& path) override;
+  // Value nodes by type attribute: dict, list, raw, json.
+  ExprId Arguments(std::vector<Member> members, ExprId extra) override;
+  ExprId Object(std::vector<Member> members, ExprId extra, ValueName name) override;
+  ExprId Array(ExprId items, ValueName name) override;
   ExprId ItemSeparator() override;
+  ExprId String(ValueName name) override;
+  ExprId ConstrainedString(ExprId content, ValueName name, const std::string& path) override;
+  ExprId Scalar(ExprId json, ValueName name) override;
+  ExprId Literal(const JsonValue& v, ValueName name, const std::string& path) override;
 
  private:
-  ExprId Open(const std::string* name, const char* type);
+  ExprId Open(ValueName name, const char* type);
   ExprId Close();
-
-  RuleId any_named_value_ = -1;  // ExtraMember's rule, made on first use (-1: not yet)
 };
 
 }  // namespace xg2

@@ -31,42 +31,74 @@ std::vector<std::pair<std::string, const JsonValue*>> GemmaArgumentLowering::Ord
 }
 
 ExprId GemmaArgumentLowering::Arguments(std::vector<Member> members, ExprId extra) {
-  return Object(std::move(members), extra, nullptr);
+  return Object(std::move(members), extra, {});
 }
 
-ExprId GemmaArgumentLowering::Object(std::vector<Member> members, ExprId extra, const std::string*) {
+ExprId GemmaArgumentLowering::Object(std::vector<Member> members, ExprId extra, ValueName) {
   return g_->AddSequence({g_->AddBytes("{"), JoinMembers(members, extra, ItemSeparator()), g_->AddBytes("}")});
 }
 
-ExprId GemmaArgumentLowering::Array(ExprId items, const std::string*) {
+ExprId GemmaArgumentLowering::Array(ExprId items, ValueName) {
   return g_->AddSequence({g_->AddBytes("["), items, g_->AddBytes("]")});
 }
 
-ExprId GemmaArgumentLowering::String(const std::string*) {
+ExprId GemmaArgumentLowering::String(ValueName) {
   return g_->AddSequence({g_->AddBytes(delimiter_), RawTextUntil(delimiter_)});
 }
 
-// Only with <|"|> as its special token can no pattern run past the end of the string (text
-// never holds the token).
-ExprId GemmaArgumentLowering::ConstrainedString(ExprId content, const std::string* name, const std::string& path) {
-  if (delimiter_.empty() || static_cast<uint8_t>(delimiter_[0]) != kVirtualTokenLead)
-    return StyledArgumentLowering::ConstrainedString(content, name, path);
-  return g_->AddSequence({g_->AddBytes(delimiter_), content, g_->AddBytes(delimiter_)});
+// The text between the delimiters must not spell the delimiter (a reader would end the string
+// there); with <|"|> as its special token, text never holds it.
+ExprId GemmaArgumentLowering::ConstrainedString(ExprId content, ValueName name, const std::string& path) {
+  if (delimiter_.empty()) return StyledArgumentLowering::ConstrainedString(content, name, path);
+  const bool token = static_cast<uint8_t>(delimiter_[0]) == kVirtualTokenLead;
+  return g_->AddSequence(
+      {g_->AddBytes(delimiter_), token ? content : TextBefore(content, delimiter_, path), g_->AddBytes(delimiter_)});
 }
 
-ExprId GemmaArgumentLowering::Scalar(ExprId json, const std::string*) { return json; }
+ExprId GemmaArgumentLowering::Scalar(ExprId json, ValueName) { return json; }
 
-ExprId GemmaArgumentLowering::Literal(const JsonValue& v, const std::string*, const std::string& path) {
-  return g_->AddBytes(Serialize(v, path));
+// A string holding the delimiter as text cannot be written (a reader would end it there).
+ExprId GemmaArgumentLowering::Literal(const JsonValue& v, ValueName, const std::string& path) {
+  return SpellsDelimiter(v) ? kNoExpr : g_->AddBytes(Serialize(v, path));
+}
+
+bool GemmaArgumentLowering::SpellsDelimiter(const JsonValue& v) const {
+  if (delimiter_.empty()) return false;
+  if (v.is_string()) return v.as_string().find(delimiter_) != std::string::npos;
+  if (v.is_array())
+    return std::any_of(v.items().begin(), v.items().end(), [&](const JsonValue& i) { return SpellsDelimiter(i); });
+  if (v.is_object()) {
+    for (const auto& [k, item] : v.members()) {
+      if (SpellsDelimiter(item)) return true;
+    }
+  }
+  return false;
 }
 
 ExprId GemmaArgumentLowering::WriteMember(const std::string& key, const JsonValue& s, const std::string& path) {
   if (!IsIdentifier(key)) Fail(path, "property name '" + key + "' is not a bare identifier");
-  return g_->AddSequence({g_->AddBytes(key + ":"), Value(s, path, &key)});
+  return g_->AddSequence({g_->AddBytes(key + ":"), Value(s, path, {&key})});
 }
 
-ExprId GemmaArgumentLowering::ExtraMember(const JsonValue* s, const std::string& path) {
-  return g_->AddSequence({Identifier(), g_->AddBytes(":"), s ? Value(*s, path, nullptr) : AnyValue(nullptr)});
+ExprId GemmaArgumentLowering::FreeMember(ExprId keys, const JsonValue* s, const std::string& path) {
+  return g_->AddSequence({keys, g_->AddBytes(":"), s ? Value(*s, path, {}) : AnyValue({})});
+}
+
+// A bare key: [a-zA-Z_][a-zA-Z0-9_]*.
+ExprId GemmaArgumentLowering::KeyAlphabet(Grammar* scratch) {
+  return scratch->AddSequence(
+      {scratch->AddCharClass({{'a', 'z'}, {'A', 'Z'}, {'_', '_'}}, false),
+       scratch->AddRepeat(scratch->AddCharClass({{'a', 'z'}, {'A', 'Z'}, {'0', '9'}, {'_', '_'}}, false), 0,
+                          kUnbounded)});
+}
+
+ExprId GemmaArgumentLowering::KeyText(ByteDfaSpec keys, const std::string& path) {
+  // Excluded substrings made of identifier characters only could occur in a free key.
+  for (const std::string& e : excludes_) {
+    if (IsIdentifier(e) || std::all_of(e.begin(), e.end(), [](char c) { return std::isdigit(c); }))
+      Fail(path, "excluded substring '" + e + "' could occur in a free (additionalProperties) key");
+  }
+  return g_->AddByteDfa(std::move(keys));
 }
 
 ExprId GemmaArgumentLowering::ItemSeparator() { return g_->AddBytes(","); }
@@ -87,17 +119,6 @@ std::string GemmaArgumentLowering::Serialize(const JsonValue& v, const std::stri
     out += (out.empty() ? "" : ",") + k + ":" + Serialize(*item, path);
   }
   return "{" + out + "}";
-}
-
-ExprId GemmaArgumentLowering::Identifier() {
-  // Excluded substrings made of identifier characters only could occur in a free key.
-  for (const std::string& e : excludes_) {
-    if (IsIdentifier(e) || std::all_of(e.begin(), e.end(), [](char c) { return std::isdigit(c); }))
-      Fail(path_, "excluded substring '" + e + "' could occur in a free (additionalProperties) key");
-  }
-  return g_->AddSequence(
-      {g_->AddCharClass({{'a', 'z'}, {'A', 'Z'}, {'_', '_'}}, false),
-       g_->AddRepeat(g_->AddCharClass({{'a', 'z'}, {'A', 'Z'}, {'0', '9'}, {'_', '_'}}, false), 0, kUnbounded)});
 }
 
 }  // namespace xg2

@@ -25,20 +25,22 @@ class GemmaArgumentLowering : public StyledArgumentLowering {
 
  protected:
   ExprId Arguments(std::vector<Member> members, ExprId extra) override;
-  ExprId Object(std::vector<Member> members, ExprId extra, const std::string* name) override;
-  ExprId Array(ExprId items, const std::string* name) override;
-  ExprId String(const std::string* name) override;
-  ExprId ConstrainedString(ExprId content, const std::string* name, const std::string& path) override;
-  ExprId Scalar(ExprId json, const std::string* name) override;
-  ExprId Literal(const JsonValue& v, const std::string* name, const std::string& path) override;
+  ExprId Object(std::vector<Member> members, ExprId extra, ValueName name) override;
+  ExprId Array(ExprId items, ValueName name) override;
+  ExprId String(ValueName name) override;
+  ExprId ConstrainedString(ExprId content, ValueName name, const std::string& path) override;
+  ExprId Scalar(ExprId json, ValueName name) override;
+  ExprId Literal(const JsonValue& v, ValueName name, const std::string& path) override;
   ExprId WriteMember(const std::string& key, const JsonValue& s, const std::string& path) override;
-  ExprId ExtraMember(const JsonValue* s, const std::string& path) override;
+  ExprId FreeMember(ExprId keys, const JsonValue* s, const std::string& path) override;
+  ExprId KeyAlphabet(Grammar* scratch) override;
+  ExprId KeyText(ByteDfaSpec keys, const std::string& path) override;
   ExprId ItemSeparator() override;
   std::vector<std::pair<std::string, const JsonValue*>> Ordered(const JsonValue& props) override;
 
  private:
   std::string Serialize(const JsonValue& v, const std::string& path);
-  ExprId Identifier();
+  bool SpellsDelimiter(const JsonValue& v) const;  // some string of v holds the delimiter
 
   std::string delimiter_;
 };

@@ -16,19 +16,24 @@ bool IsTagName(const std::string& key) {
 
 }  // namespace
 
-const std::string* MiniMaxM3ArgumentLowering::ItemName() {
+StyledArgumentLowering::ValueName MiniMaxM3ArgumentLowering::ItemName() {
   static const std::string kItem = "item";
-  return &kItem;
+  return {&kItem};
 }
 
-std::string MiniMaxM3ArgumentLowering::Close(const std::string* name) const {
-  return std::string(kNamespace) + "</" + (name ? *name : "") + ">";
+std::string MiniMaxM3ArgumentLowering::Close(const std::string& name) const {
+  return std::string(kNamespace) + "</" + name + ">";
 }
 
-ExprId MiniMaxM3ArgumentLowering::Wrapped(const std::string* name, ExprId inside) {
-  if (!name) Fail(path_, "minimax_m3_xml writes every value inside a named tag");
-  return g_->AddSequence(
-      {g_->AddBytes(std::string(kNamespace) + "<" + *name + ">"), inside, g_->AddBytes(Close(name))});
+// The tag name of a value: a fixed name (the closing tag repeats it).
+const std::string& MiniMaxM3ArgumentLowering::TagName(ValueName name) const {
+  if (!name.fixed) Fail(path_, "minimax_m3_xml writes every value inside a tag of a fixed name");
+  return *name.fixed;
+}
+
+ExprId MiniMaxM3ArgumentLowering::Wrapped(ValueName name, ExprId inside) {
+  const std::string& tag = TagName(name);
+  return g_->AddSequence({g_->AddBytes(std::string(kNamespace) + "<" + tag + ">"), inside, g_->AddBytes(Close(tag))});
 }
 
 // Between tags: optional whitespace (the template separates invokes with newlines).
@@ -41,37 +46,46 @@ ExprId MiniMaxM3ArgumentLowering::Arguments(std::vector<Member> members, ExprId 
   return g_->AddSequence({ItemSeparator(), JoinMembers(members, extra, ItemSeparator()), ItemSeparator()});
 }
 
-ExprId MiniMaxM3ArgumentLowering::Object(std::vector<Member> members, ExprId extra, const std::string* name) {
+ExprId MiniMaxM3ArgumentLowering::Object(std::vector<Member> members, ExprId extra, ValueName name) {
   return Wrapped(name, Arguments(std::move(members), extra));
 }
 
-ExprId MiniMaxM3ArgumentLowering::Array(ExprId items, const std::string* name) {
+ExprId MiniMaxM3ArgumentLowering::Array(ExprId items, ValueName name) {
   return Wrapped(name, g_->AddSequence({ItemSeparator(), items, ItemSeparator()}));
 }
 
-ExprId MiniMaxM3ArgumentLowering::String(const std::string* name) {
-  if (!name) Fail(path_, "minimax_m3_xml writes every value inside a named tag");
-  return g_->AddSequence({g_->AddBytes(std::string(kNamespace) + "<" + *name + ">"), RawTextUntil(Close(name))});
+ExprId MiniMaxM3ArgumentLowering::String(ValueName name) {
+  const std::string& tag = TagName(name);
+  return g_->AddSequence({g_->AddBytes(std::string(kNamespace) + "<" + tag + ">"), RawTextUntil(Close(tag))});
 }
 
-ExprId MiniMaxM3ArgumentLowering::Scalar(ExprId json, const std::string* name) { return Wrapped(name, json); }
+ExprId MiniMaxM3ArgumentLowering::Scalar(ExprId json, ValueName name) { return Wrapped(name, json); }
 
-ExprId MiniMaxM3ArgumentLowering::Literal(const JsonValue& v, const std::string* name, const std::string& path) {
+ExprId MiniMaxM3ArgumentLowering::Literal(const JsonValue& v, ValueName name, const std::string& path) {
   if (v.is_array() || v.is_object())
     Fail(path, "list and object values in const/enum are not supported by minimax_m3_xml");
   const std::string text = v.is_string() ? v.as_string()
                            : v.is_bool() ? (v.as_bool() ? "true" : "false")
                            : v.is_null() ? "null"
                                          : v.number_literal();
+  // A string holding its closing tag cannot be written (a reader would end the value there).
+  if (text.find(Close(TagName(name))) != std::string::npos) return kNoExpr;
   return Wrapped(name, g_->AddBytes(text));
 }
 
 ExprId MiniMaxM3ArgumentLowering::WriteMember(const std::string& key, const JsonValue& s, const std::string& path) {
   if (!IsTagName(key)) Fail(path, "property name '" + key + "' cannot be written as a tag name");
-  return Value(s, path, &key);
+  return Value(s, path, {&key});
 }
 
-// An extra key is a tag name the schema does not give, closed by the same name: refused.
-ExprId MiniMaxM3ArgumentLowering::ExtraMember(const JsonValue*, const std::string&) { return kNoExpr; }
+// An extra key is a tag name the schema does not give, closed by the same name: refused
+// (KeyText writes none, so FreeMember is never reached).
+ExprId MiniMaxM3ArgumentLowering::FreeMember(ExprId, const JsonValue*, const std::string& path) {
+  Fail(path, "minimax_m3_xml cannot name keys the schema does not fix");
+}
+
+ExprId MiniMaxM3ArgumentLowering::KeyAlphabet(Grammar*) { return kNoExpr; }
+
+ExprId MiniMaxM3ArgumentLowering::KeyText(ByteDfaSpec, const std::string&) { return kNoExpr; }
 
 }  // namespace xg2

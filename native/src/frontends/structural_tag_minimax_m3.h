@@ -22,19 +22,22 @@ class MiniMaxM3ArgumentLowering : public StyledArgumentLowering {
 
  protected:
   ExprId Arguments(std::vector<Member> members, ExprId extra) override;
-  ExprId Object(std::vector<Member> members, ExprId extra, const std::string* name) override;
-  ExprId Array(ExprId items, const std::string* name) override;
-  ExprId String(const std::string* name) override;
-  ExprId Scalar(ExprId json, const std::string* name) override;
-  ExprId Literal(const JsonValue& v, const std::string* name, const std::string& path) override;
+  ExprId Object(std::vector<Member> members, ExprId extra, ValueName name) override;
+  ExprId Array(ExprId items, ValueName name) override;
+  ExprId String(ValueName name) override;
+  ExprId Scalar(ExprId json, ValueName name) override;
+  ExprId Literal(const JsonValue& v, ValueName name, const std::string& path) override;
   ExprId WriteMember(const std::string& key, const JsonValue& s, const std::string& path) override;
-  ExprId ExtraMember(const JsonValue* s, const std::string& path) override;
+  ExprId FreeMember(ExprId keys, const JsonValue* s, const std::string& path) override;
+  ExprId KeyAlphabet(Grammar* scratch) override;
+  ExprId KeyText(ByteDfaSpec keys, const std::string& path) override;
   ExprId ItemSeparator() override;
-  const std::string* ItemName() override;
+  ValueName ItemName() override;
 
  private:
-  std::string Close(const std::string* name) const;
-  ExprId Wrapped(const std::string* name, ExprId inside);
+  std::string Close(const std::string& name) const;
+  const std::string& TagName(ValueName name) const;
+  ExprId Wrapped(ValueName name, ExprId inside);
 };
 
 }  // namespace xg2

@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <cctype>
-#include <map>
 #include <set>
 
+#include "automata/byte_dfa_ops.h"
+#include "frontends/json_schema_converter.h"
 #include "frontends/json_schema_internal.h"
-#include "frontends/regex.h"
+#include "frontends/structural_tag_args.h"
+#include "frontends/structural_tag_keys.h"
 #include "xg2/errors.h"
 
 namespace xg2 {
@@ -50,14 +52,6 @@ bool IsConstrainedString(const JsonValue& s) {
     if (!kKeys.count(k)) return false;
   }
   return s.Find("pattern") || s.Find("format") || s.Find("minLength") || s.Find("maxLength");
-}
-
-int64_t LengthBound(const JsonValue& s, const char* key, int64_t fallback, const std::string& path) {
-  const JsonValue* v = s.Find(key);
-  if (!v) return fallback;
-  if (!v->is_number() || !v->is_integer() || v->as_number() < 0)
-    Fail(path + "/" + key, "must be a non-negative integer");
-  return static_cast<int64_t>(v->as_number());
 }
 
 // A string schema whose values are a fixed list (enum / const of strings only).
@@ -177,9 +171,21 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
   if ((type && !(type->is_string() && type->as_string() == "object")) || (props && !props->is_object())) {
     Fail(path_, "XML argument styles need an object schema with 'properties'");
   }
-  static const std::set<std::string> kHandled = {"type",    "properties",  "required", "additionalProperties",
-                                                 "title",   "description", "$defs",    "definitions",
-                                                 "$schema", "$id",         "$comment", "strict"};
+  static const std::set<std::string> kHandled = {"type",
+                                                 "properties",
+                                                 "required",
+                                                 "additionalProperties",
+                                                 "unevaluatedProperties",
+                                                 "patternProperties",
+                                                 "propertyNames",
+                                                 "title",
+                                                 "description",
+                                                 "$defs",
+                                                 "definitions",
+                                                 "$schema",
+                                                 "$id",
+                                                 "$comment",
+                                                 "strict"};
   for (const auto& [k, v] : schema.members()) {
     if (!kHandled.count(k)) Fail(path_ + "/" + k, "keyword '" + k + "' is not supported for XML argument styles");
   }
@@ -198,21 +204,24 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
       Fail(path_, "XML argument styles cannot exclude '" + e +
                       "': an excluded substring must not start or end with formatting whitespace");
   }
+  const ObjectKeys keys(schema, path_, "XML argument styles");
   // Parameters in declaration order (optional ones may be left out) or, with any_order, in any
   // order (one AnyOrder node); required ones exactly once either way.
   std::vector<std::pair<ExprId, bool>> params;  // (parameter, required)
   if (props) {
     for (const auto& [name, prop] : props->members()) {
-      if (Excluded(name)) {  // a name that cannot be written: only an optional parameter may go
+      const std::string p = path_ + "/properties/" + JsonPointerEscape(name);
+      const bool allowed = keys.Admits(name, prop, p);
+      if (Excluded(name) || !allowed) {  // a name that cannot be written: only an optional parameter may go
         if (must.count(name))
-          Fail(path_ + "/properties/" + JsonPointerEscape(name),
-               "the required parameter name contains an excluded substring");
+          Fail(p, !allowed ? "the required parameter name does not satisfy propertyNames"
+                           : "the required parameter name contains an excluded substring");
         continue;
       }
       params.emplace_back(Parameter(name, prop, schema), must.count(name) > 0);
     }
   }
-  const ExprId extra = ExtraParameter(schema);
+  const ExprId extra = ExtraParameters(schema, keys);
   if (options_.any_order && (params.size() > 1 || (extra != kNoExpr && !params.empty()))) {
     AnyOrderSpec spec;
     std::vector<ExprId> children{Whitespace()};
@@ -240,68 +249,34 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
   return g_->AddSequence(std::move(parts));
 }
 
-// A parameter the schema does not declare (additionalProperties true or a schema): an
-// identifier name other than the declared ones, and a value of that schema; kNoExpr when the
-// schema allows none (additionalProperties absent or false: the strict default).
-ExprId XmlParameterLowering::ExtraParameter(const JsonValue& schema) {
-  const JsonValue* extra = schema.Find("additionalProperties");
-  if (!extra || (extra->is_bool() && !extra->as_bool())) return kNoExpr;
-  const std::string path = path_ + "/additionalProperties";
-  if (!extra->is_bool() && !extra->is_object()) Fail(path, "must be a boolean or a schema");
-  // A name is an identifier: only an excluded string of identifier characters can occur in one.
-  for (const std::string& e : excludes_) {
-    if (std::all_of(e.begin(), e.end(), IsIdentifierChar))
-      Fail(path, "excluded substring '" + e + "' cannot be enforced on parameter names a schema does not fix");
-  }
-  std::set<std::string> taken;
+// Parameters the schema does not declare (additionalProperties, patternProperties): an
+// identifier name other than the declared ones, within propertyNames, and a value of the
+// schema its region takes; kNoExpr when the schema allows none (additionalProperties absent
+// beside declared properties, or false: the strict default).
+ExprId XmlParameterLowering::ExtraParameters(const JsonValue& schema, const ObjectKeys& keys) {
+  std::vector<std::string> declared;
   if (const JsonValue* props = schema.Find("properties")) {
-    for (const auto& [name, prop] : props->members()) taken.insert(name);
+    for (const auto& [name, prop] : props->members()) declared.push_back(name);
   }
-  const JsonValue value = extra->is_bool() ? JsonValue::Object({}) : *extra;
-  return NamedParameter(IdentifierExcept(taken), path, value, schema);
-}
-
-// [a-zA-Z_][a-zA-Z0-9_]* except the names in `taken`: a trie walk where each step either
-// leaves the taken names behind (any other character, then any tail) or follows one of them.
-ExprId XmlParameterLowering::IdentifierExcept(const std::set<std::string>& taken) {
-  std::vector<std::string> names;
-  for (const std::string& n : taken) {
-    const bool ident = !n.empty() && !std::isdigit(static_cast<unsigned char>(n[0])) &&
-                       std::all_of(n.begin(), n.end(), IsIdentifierChar);
-    if (ident) names.push_back(n);  // other names cannot be spelled as an identifier
-  }
-  return IdentifierFrom("", names);
-}
-
-ExprId XmlParameterLowering::IdentifierFrom(const std::string& prefix, const std::vector<std::string>& names) {
-  auto allowed = [&](unsigned char c) { return std::isalpha(c) || c == '_' || (!prefix.empty() && std::isdigit(c)); };
-  std::vector<CodepointRange> tail_ranges{{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}};
-  ExprId tail = g_->AddRepeat(g_->AddCharClass(tail_ranges, false), 0, kUnbounded);
-  if (names.empty())
-    return prefix.empty() ? g_->AddSequence({g_->AddCharClass({{'A', 'Z'}, {'_', '_'}, {'a', 'z'}}, false), tail})
-                          : tail;
+  Grammar scratch;
+  const ByteDfaSpec identifier = ByteDfaOfExpr(
+      scratch,
+      scratch.AddSequence(
+          {scratch.AddCharClass({{'A', 'Z'}, {'_', '_'}, {'a', 'z'}}, false),
+           scratch.AddRepeat(scratch.AddCharClass({{'0', '9'}, {'A', 'Z'}, {'_', '_'}, {'a', 'z'}}, false), 0,
+                             kUnbounded)}),
+      jsonschema::kMaxPatternDfaStates);
   std::vector<ExprId> alts;
-  bool prefix_taken = false;
-  std::map<char, std::vector<std::string>> by_next;
-  for (const std::string& n : names) {
-    if (n.size() == prefix.size())
-      prefix_taken = true;
-    else
-      by_next[n[prefix.size()]].push_back(n);
+  for (auto& region : keys.FreeRegions(declared, &identifier)) {
+    // A name is an identifier: only an excluded string of identifier characters can occur in one.
+    for (const std::string& e : excludes_) {
+      if (std::all_of(e.begin(), e.end(), IsIdentifierChar))
+        Fail(region.path, "excluded substring '" + e + "' cannot be enforced on parameter names a schema does not fix");
+    }
+    const JsonValue value = region.schema ? *region.schema : JsonValue::Object({});
+    alts.push_back(NamedParameter(g_->AddByteDfa(std::move(region.keys)), region.path, value, schema));
   }
-  if (!prefix.empty() && !prefix_taken) alts.push_back(g_->AddEmpty());
-  std::vector<CodepointRange> others;  // allowed next characters no taken name continues with
-  for (int c = 0; c < 128; ++c) {
-    if (!allowed(static_cast<unsigned char>(c)) || by_next.count(static_cast<char>(c))) continue;
-    if (!others.empty() && others.back().hi + 1 == static_cast<uint32_t>(c))
-      others.back().hi = c;
-    else
-      others.push_back({static_cast<uint32_t>(c), static_cast<uint32_t>(c)});
-  }
-  if (!others.empty()) alts.push_back(g_->AddSequence({g_->AddCharClass(others, false), tail}));
-  for (const auto& [c, rest] : by_next) {
-    alts.push_back(g_->AddSequence({g_->AddBytes(std::string(1, c)), IdentifierFrom(prefix + c, rest)}));
-  }
+  if (alts.empty()) return kNoExpr;
   return alts.size() == 1 ? alts[0] : g_->AddChoice(std::move(alts));
 }
 
@@ -316,59 +291,6 @@ ExprId XmlParameterLowering::RawTextUntil(const std::string& end) {
   RuleId r = g_->DeclareRule("raw_text_value");
   g_->SetRuleBody(r, g_->AddTagDispatch(std::move(text), {}));
   return g_->AddRuleRef(r);
-}
-
-// The raw text of a string value that a pattern (JSON Schema search semantics), an asserted
-// format or minLength/maxLength constrain, as the chat templates write strings: unquoted and
-// unescaped. kNoExpr when nothing constrains it (a format that only annotates). The value then
-// ends at the first end string that follows a complete match, so a pattern may spell the end.
-ExprId XmlParameterLowering::ConstrainedText(const JsonValue& s, const std::string& path) {
-  const JsonValue* pattern = s.Find("pattern");
-  const JsonValue* format = s.Find("format");
-  const int64_t lo = LengthBound(s, "minLength", 0, path);
-  const int64_t hi = LengthBound(s, "maxLength", -1, path);
-  if (hi >= 0 && hi < lo) Fail(path, "maxLength is below minLength: no string is allowed");
-  ExprId text = kNoExpr;
-  if (format) {
-    if (!format->is_string()) Fail(path + "/format", "must be a string");
-    if (jsonschema::IsAssertedFormat(format->as_string())) {
-      text = jsonschema::FormatDecodedExpr(g_, format->as_string());
-      if (text == kNoExpr) Fail(path + "/format", "format '" + format->as_string() + "' is not enforced");
-    }
-  }
-  if (pattern) {
-    if (!pattern->is_string()) Fail(path + "/pattern", "must be a string");
-    if (text != kNoExpr) Fail(path, "'pattern' with an asserted 'format' is not supported for XML argument styles");
-    RegexOptions options;
-    options.search_semantics = true;
-    try {
-      text = RegexToExpr(g_, pattern->as_string(), options);
-    } catch (const Error& e) {
-      Fail(path + "/pattern", e.what());
-    }
-  }
-  const bool bounded = lo > 0 || hi >= 0;
-  if (text == kNoExpr) {
-    if (!bounded) return kNoExpr;
-    return WithoutExcludes(g_->AddRepeat(g_->AddCharClass({}, /*negated=*/true), lo, hi < 0 ? kUnbounded : hi), path);
-  }
-  if (bounded) {  // kept only where the pattern's or format's own lengths already satisfy them
-    int64_t min_len = 0, max_len = -1;
-    if (!jsonschema::CodepointLengthRange(*g_, text, &min_len, &max_len) || min_len < lo ||
-        (hi >= 0 && (max_len < 0 || max_len > hi)))
-      Fail(path, "minLength/maxLength together with a pattern or format cannot be enforced for XML argument styles");
-  }
-  return text;  // a pattern or format keeps its own language (excludes filter free strings, as in JSON)
-}
-
-// A length-bounded raw text without the excluded substrings: the product automaton (exact).
-ExprId XmlParameterLowering::WithoutExcludes(ExprId text, const std::string& path) {
-  if (excludes_.empty()) return text;
-  try {
-    return jsonschema::WithoutSubstrings(g_, text, excludes_);
-  } catch (const Error& e) {
-    Fail(path, std::string("excluded substrings cannot be enforced on this string: ") + e.what());
-  }
 }
 
 ExprId XmlParameterLowering::JsonValueOf(const JsonValue& prop, const JsonValue& root, const std::string& path) {
@@ -477,7 +399,7 @@ ExprId XmlParameterLowering::NamedParameter(ExprId name, const std::string& path
     return g_->AddSequence(std::move(seq));
   }
   if (constrained) {
-    ExprId text = ConstrainedText(prop, path);
+    ExprId text = RawStringText(g_, prop, path, excludes_, "XML argument styles");
     // As with enum strings, a newline may come on each side (Qwen's template writes them; the
     // output parser strips one); DSML's string="true" values are the text between the tags.
     const bool padded = style_ != XmlStyle::kDeepSeek && style_ != XmlStyle::kDeepSeekV41;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "frontends/json_schema.h"
+#include "frontends/structural_tag_keys.h"
 #include "support/json.h"
 #include "xg2/grammar.h"
 
@@ -41,12 +42,8 @@ class XmlParameterLowering {
   // kimi_type: the Kimi-K3 type attribute to write (empty: the one the value's schema names).
   ExprId NamedParameter(ExprId name, const std::string& path, const JsonValue& prop, const JsonValue& root,
                         const std::string& kimi_type = "");
-  ExprId ExtraParameter(const JsonValue& schema);
-  ExprId IdentifierExcept(const std::set<std::string>& taken);
-  ExprId IdentifierFrom(const std::string& prefix, const std::vector<std::string>& names);
+  ExprId ExtraParameters(const JsonValue& schema, const ObjectKeys& keys);
   ExprId RawTextUntil(const std::string& end);
-  ExprId ConstrainedText(const JsonValue& s, const std::string& path);
-  ExprId WithoutExcludes(ExprId text, const std::string& path);
   ExprId JsonValueOf(const JsonValue& prop, const JsonValue& root, const std::string& path);
   ExprId Whitespace();
   bool Excluded(const std::string& text) const;
