@@ -154,6 +154,11 @@ CHILD = textwrap.dedent("""
         resource.setrlimit(resource.RLIMIT_AS, (vmsize() + int(margin * 2**20), hard))
         try:
             compiled = compiler.compile_grammar(grammar, lazy=lazy)
+            if compiled._background is not None:
+                # The background build runs under the limit too, whatever the machine's load
+                # (a late start used to fall after the limit was lifted); its MemoryError
+                # surfaces here.
+                compiled._background.wait()
             # The first mask (built now if the background build has not reached it).
             matcher = xg.GrammarMatcher(compiled)
             matcher.fill_next_token_bitmask(xg.allocate_token_bitmask(1, tok.vocab_size))
