@@ -70,3 +70,46 @@ def test_dropping_the_grammar_mid_build(tok, monkeypatch):
         gc.collect()
     m = xg.GrammarMatcher(compiler.compile_builtin_json_grammar())
     assert m.accept_string('{"a": [1, 2]}') and m.is_completed()
+
+
+WIDE_SCHEMA = {
+    "type": "object",
+    "properties": {
+        **{f"s{i}": {"type": "string", "maxLength": 3 + i} for i in range(8)},
+        **{f"a{i}": {"type": "array", "items": {"type": "integer", "minimum": 0, "maximum": 99 * (i + 1)},
+                     "minItems": 1, "maxItems": 2 + i} for i in range(6)},
+        **{f"e{i}": {"enum": [f"v{i}{j}" for j in range(5)]} for i in range(6)},
+    },
+}
+
+
+def test_concurrent_fills_during_build_equal_eager(tok, monkeypatch):
+    # Fills on several threads while the background build runs: one thread builds each entry
+    # and the others wait for it, so every thread's masks still equal the eager ones.
+    import threading
+
+    monkeypatch.setattr(compiler_mod, "DEFAULT_BACKGROUND_BUDGET_MS", 10_000.0)
+    compiler = xg.GrammarCompiler(tok, cache_enabled=False)
+    eager = compiler.compile_json_schema(WIDE_SCHEMA, lazy=False)
+    expected = {seed: walk_masks(eager, tok.vocab_size, seed, steps=60) for seed in range(4)}
+    default = compiler.compile_json_schema(WIDE_SCHEMA)
+    got: dict[int, list[np.ndarray]] = {}
+    errors: list[BaseException] = []
+
+    def walk(seed: int) -> None:
+        try:
+            got[seed] = walk_masks(default, tok.vocab_size, seed, steps=60)
+        except BaseException as e:  # noqa: BLE001 - reported by the main thread
+            errors.append(e)
+
+    threads = [threading.Thread(target=walk, args=(seed,)) for seed in expected]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    assert default._background.wait(timeout=60)
+    for seed, rows in expected.items():
+        assert len(got[seed]) == len(rows)
+        for a, b in zip(rows, got[seed]):
+            np.testing.assert_array_equal(a, b)

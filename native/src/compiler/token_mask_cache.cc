@@ -19,7 +19,11 @@ TokenMaskCache::TokenMaskCache(std::shared_ptr<const GrammarAutomaton> automaton
     : automaton_(std::move(automaton)), tokenizer_(std::move(tokenizer)) {
   num_states_ = automaton_->num_states();
   entries_.reset(new std::atomic<TokenMaskEntry*>[num_states_]);
-  for (int32_t i = 0; i < num_states_; ++i) entries_[i].store(nullptr);
+  building_.reset(new std::atomic<bool>[num_states_]);
+  for (int32_t i = 0; i < num_states_; ++i) {
+    entries_[i].store(nullptr);
+    building_[i].store(false);
+  }
   num_words_ = (tokenizer_->vocab_size() + 31) / 32;
   max_token_bytes_ = tokenizer_->trie().max_token_bytes;
   memo_ = std::make_unique<SubtreeMemo>(num_states_);
@@ -36,6 +40,28 @@ constexpr int64_t kStarFormSpan = TokenTrie::kLongTokenBytes + 1;
 // minLength-1 string), and the largest bound whose last counts it builds.
 constexpr int64_t kExactLeadingCounts = 4;
 constexpr int64_t kSmallBoundMax = 64;
+
+uint64_t LoopEntryKey(int32_t state, int32_t loop_state) {
+  return (static_cast<uint64_t>(static_cast<uint32_t>(loop_state)) << 32) | static_cast<uint32_t>(state);
+}
+
+// Runs `release` when the scope ends, however it ends (a build's exception included), unless
+// dismissed.
+template <class F>
+class ScopeExit {
+ public:
+  explicit ScopeExit(F f) : f_(std::move(f)) {}
+  ~ScopeExit() {
+    if (armed_) f_();
+  }
+  ScopeExit(const ScopeExit&) = delete;
+  ScopeExit& operator=(const ScopeExit&) = delete;
+  void Dismiss() { armed_ = false; }
+
+ private:
+  F f_;
+  bool armed_ = true;
+};
 
 }  // namespace
 
@@ -77,22 +103,70 @@ TokenMaskCache::~TokenMaskCache() {
 }
 
 const TokenMaskEntry& TokenMaskCache::Get(int32_t state, int32_t loop_state, bool pooled_suffixes) {
-  if (loop_state >= 0) {
-    const uint64_t key =
-        (static_cast<uint64_t>(static_cast<uint32_t>(loop_state)) << 32) | static_cast<uint32_t>(state);
-    {
-      std::lock_guard<std::mutex> lock(loop_mu_);
+  if (loop_state >= 0) return GetLoopEntry(state, loop_state, pooled_suffixes);
+  for (;;) {
+    if (TokenMaskEntry* e = entries_[state].load(std::memory_order_acquire)) return *e;
+    if (!building_[state].exchange(true, std::memory_order_acq_rel)) {
+      // Announced however the build ends: a waiter then finds the entry, or builds it itself
+      // after a failed build.
+      ScopeExit release([this, state] {
+        {
+          std::lock_guard<std::mutex> lock(build_mu_);
+          building_[state].store(false, std::memory_order_release);
+        }
+        build_cv_.notify_all();
+      });
+      return Store(state, BuildEntry(state, -1, pooled_suffixes));
+    }
+    std::unique_lock<std::mutex> lock(build_mu_);
+    build_cv_.wait(lock, [&] {
+      return entries_[state].load(std::memory_order_acquire) || !building_[state].load(std::memory_order_acquire);
+    });
+  }
+}
+
+const TokenMaskEntry& TokenMaskCache::GetLoopEntry(int32_t state, int32_t loop_state, bool pooled_suffixes) {
+  const uint64_t key = LoopEntryKey(state, loop_state);
+  {
+    std::unique_lock<std::mutex> lock(loop_mu_);
+    for (;;) {
       auto it = loop_entries_.find(key);
       if (it != loop_entries_.end()) return *it->second;
+      if (loop_building_.insert(key).second) break;  // claimed: this thread builds it
+      loop_cv_.wait(lock);
     }
-    auto built = std::make_unique<TokenMaskEntry>(BuildEntry(state, loop_state, pooled_suffixes));
-    std::lock_guard<std::mutex> lock(loop_mu_);
-    auto it = loop_entries_.emplace(key, std::move(built)).first;  // keeps the first if raced
-    return *it->second;
   }
-  TokenMaskEntry* e = entries_[state].load(std::memory_order_acquire);
-  if (e) return *e;
-  return Store(state, BuildEntry(state, -1, pooled_suffixes));
+  ScopeExit release([this, key] {
+    {
+      std::lock_guard<std::mutex> lock(loop_mu_);
+      loop_building_.erase(key);
+    }
+    loop_cv_.notify_all();
+  });
+  auto built = std::make_unique<TokenMaskEntry>(BuildEntry(state, loop_state, pooled_suffixes));
+  const TokenMaskEntry* entry;
+  {
+    std::lock_guard<std::mutex> lock(loop_mu_);
+    entry = loop_entries_.emplace(key, std::move(built)).first->second.get();
+    loop_building_.erase(key);
+  }
+  release.Dismiss();
+  loop_cv_.notify_all();
+  return *entry;
+}
+
+const TokenMaskEntry* TokenMaskCache::GetUnlessBuilding(int32_t state, int32_t loop_state) {
+  if (loop_state < 0) {
+    if (TokenMaskEntry* e = entries_[state].load(std::memory_order_acquire)) return e;
+    if (building_[state].load(std::memory_order_acquire)) return nullptr;
+  } else {
+    std::lock_guard<std::mutex> lock(loop_mu_);
+    const uint64_t key = LoopEntryKey(state, loop_state);
+    auto it = loop_entries_.find(key);
+    if (it != loop_entries_.end()) return it->second.get();
+    if (loop_building_.count(key)) return nullptr;
+  }
+  return &Get(state, loop_state, /*pooled_suffixes=*/true);
 }
 
 const TokenMaskEntry& TokenMaskCache::Store(int32_t state, TokenMaskEntry entry) {
@@ -160,7 +234,7 @@ bool TokenMaskCache::PrecomputeAll(int num_threads, std::chrono::steady_clock::t
                                    const std::atomic<bool>* cancel, int64_t max_memory_bytes) {
   // (state, loop context) pairs; inside counted loops, the star forms that are reachable and
   // the exact counts below a small minimum (e.g. the first character of a minLength-1 string).
-  std::vector<std::pair<int32_t, int32_t>> todo;
+  std::vector<std::pair<int32_t, int32_t>> todo, later;
   for (int32_t s = 0; s < num_states_; ++s) {
     if (!automaton_->state_used[s] || !automaton_->has_byte_edges(s)) continue;
     int32_t rep = automaton_->child_repeat[automaton_->state_rule[s]];
@@ -186,6 +260,16 @@ bool TokenMaskCache::PrecomputeAll(int num_threads, std::chrono::steady_clock::t
         if (ctx == r.base + c) todo.emplace_back(s, ctx);
       }
     }
+    // The exact counts just below a small minimum (the last characters before a minLength-50
+    // string may close), after the rest: they are met later in a document.
+    if (r.min <= kSmallBoundMax) {
+      const int64_t near_max = (r.max != kUnbounded && r.max <= kSmallBoundMax) ? r.max - kStarFormSpan : r.min;
+      for (int64_t c = std::max<int64_t>(kExactLeadingCounts, r.min - kStarFormSpan); c < std::min(r.min, near_max);
+           ++c) {
+        int32_t ctx = LoopContext(r.base + static_cast<int32_t>(c)).loop_state;
+        if (ctx == r.base + c) later.emplace_back(s, ctx);
+      }
+    }
   }
   // Broadest first: the number of first bytes a state accepts approximates its walk cost.
   std::vector<int32_t> width(todo.size(), 0);
@@ -198,6 +282,10 @@ bool TokenMaskCache::PrecomputeAll(int num_threads, std::chrono::steady_clock::t
   std::vector<size_t> order(todo.size());
   for (size_t i = 0; i < order.size(); ++i) order[i] = i;
   std::stable_sort(order.begin(), order.end(), [&](size_t a, size_t b) { return width[a] > width[b]; });
+  for (const auto& key : later) {
+    order.push_back(todo.size());
+    todo.push_back(key);
+  }
   // States whose rule another grammar completed: their cores in one lookup per rule.
   std::vector<uint8_t> bundled;
   FillFromRuleBundles(todo, &bundled);
@@ -206,7 +294,8 @@ bool TokenMaskCache::PrecomputeAll(int num_threads, std::chrono::steady_clock::t
   std::atomic<bool> failed{false};
   std::atomic<int64_t> built_bytes{0};
   std::mutex error_mu;
-  std::exception_ptr error;  // the first exception of any worker, rethrown below
+  std::exception_ptr error;            // the first exception of any worker, rethrown below
+  std::vector<size_t> left_to_others;  // todo indices another thread was building (under error_mu)
   auto work = [&]() {
     try {
       while (true) {
@@ -217,10 +306,16 @@ bool TokenMaskCache::PrecomputeAll(int num_threads, std::chrono::steady_clock::t
         }
         size_t i = next.fetch_add(1);
         if (i >= order.size()) return;
-        const TokenMaskEntry& e = Get(todo[order[i]].first, todo[order[i]].second, /*pooled_suffixes=*/true);
+        const TokenMaskEntry* e = GetUnlessBuilding(todo[order[i]].first, todo[order[i]].second);
+        if (!e) {
+          // A fill is building it: the others first, this one waited for at the end.
+          std::lock_guard<std::mutex> lock(error_mu);
+          left_to_others.push_back(order[i]);
+          continue;
+        }
         if (max_memory_bytes > 0) {
-          const int64_t b = built_bytes.fetch_add(static_cast<int64_t>(e.MemoryBytes() + e.core->MemoryBytes())) +
-                            static_cast<int64_t>(e.MemoryBytes() + e.core->MemoryBytes());
+          const int64_t b = built_bytes.fetch_add(static_cast<int64_t>(e->MemoryBytes() + e->core->MemoryBytes())) +
+                            static_cast<int64_t>(e->MemoryBytes() + e->core->MemoryBytes());
           if (b > max_memory_bytes ||
               ((i & 63) == 0 && b + static_cast<int64_t>(memo_->MemoryBytes()) > max_memory_bytes)) {
             throw BudgetExceeded("max_memory_bytes", "compile exceeded its memory budget of " +
@@ -246,8 +341,10 @@ bool TokenMaskCache::PrecomputeAll(int num_threads, std::chrono::steady_clock::t
     ThreadPool::Default().ParallelFor(n, [&](int64_t) { work(); }, n);
   }
   if (error) std::rethrow_exception(error);
-  if (!stopped) PoolRuleBundles(todo, bundled);
-  return !stopped;
+  if (stopped) return false;
+  for (size_t i : left_to_others) Get(todo[i].first, todo[i].second, /*pooled_suffixes=*/true);
+  PoolRuleBundles(todo, bundled);
+  return true;
 }
 
 size_t TokenMaskCache::OverheadBytes() const {

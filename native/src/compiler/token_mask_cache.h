@@ -14,15 +14,19 @@
 // Uncertain tokens are stored as the suffixes token[k:] in a trie of their own, pruned by the
 // context-free FOLLOW set of R. At fill time the real continuation of R is built once per
 // (rule, origin) and walks the suffix tries, so the re-check costs what it accepts.
-// Entries are built on demand (thread-safe) or all at once by PrecomputeAll.
+// Entries are built on demand (thread-safe) or all at once by PrecomputeAll. One thread builds
+// an entry; another that needs it meanwhile (a fill while the background build is on it) waits
+// for that build instead of repeating it.
 #pragma once
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -121,6 +125,10 @@ class TokenMaskCache {
   // grammar computes every rule's follow fingerprint: worth it for a whole compile, not for
   // the few entries of a lazy grammar's first fill.
   const TokenMaskEntry& Get(int32_t state, int32_t loop_state, bool pooled_suffixes);
+  const TokenMaskEntry& GetLoopEntry(int32_t state, int32_t loop_state, bool pooled_suffixes);
+  // PrecomputeAll's Get: nullptr where another thread is building the entry (it is left to
+  // that thread rather than waited for).
+  const TokenMaskEntry* GetUnlessBuilding(int32_t state, int32_t loop_state);
   // The entry from its core: the suffixes pruned by the rule's follow language, from the
   // suffix pool (when pooled_suffixes) if another grammar had the same core and follow language.
   TokenMaskEntry FinishFromCore(std::shared_ptr<const MaskCore> core, const Hash128& key, int32_t state,
@@ -149,9 +157,17 @@ class TokenMaskCache {
   std::atomic<bool> follow_ready_{false};
   std::vector<Hash128> follow_fingerprints_;
   std::unique_ptr<SubtreeMemo> memo_;
+  // Builds in progress: the plain states' flags, and the loop entries' keys under loop_mu_.
+  // A build's end (its entry stored, or its exception) is announced on build_cv_ under
+  // build_mu_ (plain states) or loop_mu_ (loop entries).
+  std::unique_ptr<std::atomic<bool>[]> building_;
+  std::mutex build_mu_;
+  std::condition_variable build_cv_;
   // Entries of states inside counted loops, keyed by (state, loop context).
   mutable std::mutex loop_mu_;
+  std::condition_variable loop_cv_;
   std::unordered_map<uint64_t, std::unique_ptr<TokenMaskEntry>> loop_entries_;
+  std::unordered_set<uint64_t> loop_building_;
 };
 
 }  // namespace xg2
