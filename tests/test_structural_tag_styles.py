@@ -314,3 +314,44 @@ def test_enum_strings_that_spell_the_value_end_are_left_out(style, end, written)
     assert not _is_grammar_accept_string(g, written.replace("ok", f"a{end}b"))
     with pytest.raises(xg.StructuralTagError, match="no value can be written"):
         _grammar({"type": "object", "properties": {"v": {"const": f"a{end}b"}}}, style)
+
+
+# minProperties / maxProperties in the XML argument styles: every subset of the parameters, in
+# the declared order and (with any_order) in every order, judged against jsonschema.
+_COUNTED_VALUES = {"name": ("n", "n"), "age": ("3", 3), "ID": ("7", 7), "is_student": ("true", True),
+                   "extra_a": ("1", 1)}  # name: (the parameter's text, its value)
+_COUNTED_SCHEMAS = [
+    {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"},
+                                      "ID": {"type": "integer"}, "is_student": {"type": "boolean"}},
+     "minProperties": 2, "maxProperties": 3},
+    {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+     "required": ["name"], "additionalProperties": {"type": "integer"}, "minProperties": 3},
+    {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer"}},
+     "additionalProperties": {"type": "integer"}, "maxProperties": 1},
+]
+
+
+@pytest.mark.parametrize("any_order", [False, True])
+@pytest.mark.parametrize("schema", _COUNTED_SCHEMAS)
+def test_xml_parameter_counts_match_jsonschema(schema, any_order):
+    import itertools
+
+    grammar = xg.Grammar.from_ebnf(_json_schema_to_ebnf(schema, json_format="qwen_xml", any_order=any_order))
+    names = list(schema["properties"]) + (["extra_a"] if schema.get("additionalProperties") else [])
+    for k in range(len(names) + 1):
+        for subset in itertools.combinations(names, k):
+            for order in (itertools.permutations(subset) if any_order else [subset]):
+                text = "".join(_qwen(n, _COUNTED_VALUES[n][0]) for n in order)
+                value = {n: _COUNTED_VALUES[n][1] for n in order}
+                assert _is_grammar_accept_string(grammar, text) == _valid(schema, value), (text, any_order)
+
+
+@pytest.mark.parametrize("schema, match", [
+    ({"type": "object", "properties": {"a": {"type": "integer"}}, "minProperties": 2}, "no parameters satisfy"),
+    ({"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"],
+      "maxProperties": 1}, "no parameters satisfy"),
+    ({"type": "object", "properties": {"a": {"type": "integer"}}, "minProperties": -1}, "non-negative integer"),
+])
+def test_xml_parameter_counts_nothing_satisfies(schema, match):
+    with pytest.raises(xg.XG2Error, match=match):
+        _grammar(schema, "qwen_xml")

@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cstdint>
+#include <functional>
+#include <map>
 #include <set>
 
 #include "automata/byte_dfa_ops.h"
@@ -178,6 +181,8 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
                                                  "unevaluatedProperties",
                                                  "patternProperties",
                                                  "propertyNames",
+                                                 "minProperties",
+                                                 "maxProperties",
                                                  "title",
                                                  "description",
                                                  "$defs",
@@ -222,8 +227,11 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
     }
   }
   const ExprId extra = ExtraParameters(schema, keys);
+  const ParameterCount count = ParameterCountOf(schema);
   if (options_.any_order && (params.size() > 1 || (extra != kNoExpr && !params.empty()))) {
     AnyOrderSpec spec;
+    spec.min_count = count.min;
+    spec.max_count = count.max;
     std::vector<ExprId> children{Whitespace()};
     for (bool required : {true, false}) {
       for (const auto& [p, req] : params) {
@@ -238,6 +246,7 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
     }
     return g_->AddSequence({Whitespace(), g_->AddAnyOrder(spec, std::move(children)), Whitespace()});
   }
+  if (count.min > 0 || count.max >= 0) return CountedParameters(params, extra, count);
   std::vector<ExprId> parts{Whitespace()};
   for (const auto& [p, required] : params) {
     ExprId item = g_->AddSequence({p, Whitespace()});
@@ -247,6 +256,61 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
   // them; any_order mixes them in).
   if (extra != kNoExpr) parts.push_back(g_->AddRepeat(g_->AddSequence({extra, Whitespace()}), 0, kUnbounded));
   return g_->AddSequence(std::move(parts));
+}
+
+XmlParameterLowering::ParameterCount XmlParameterLowering::ParameterCountOf(const JsonValue& schema) const {
+  ParameterCount count;
+  for (const char* key : {"minProperties", "maxProperties"}) {
+    const JsonValue* v = schema.Find(key);
+    if (!v) continue;
+    if (!v->is_number() || !v->is_integer() || v->as_number() < 0)
+      Fail(path_ + "/" + key, std::string("'") + key + "' must be a non-negative integer");
+    const int64_t n = v->as_number() > 4e18 ? int64_t(4e18) : static_cast<int64_t>(v->as_number());
+    (key[1] == 'i' ? count.min : count.max) = n;
+  }
+  return count;
+}
+
+// The declared parameters in order with min/maxProperties: after parameter i with c written,
+// Tail(i, c) = p_i Tail(i + 1, c + 1) | Tail(i + 1, c) (the second for an optional p_i), and
+// the undeclared parameters last, as many as the bounds leave. Counts at or above the minimum
+// are one state when there is no maximum, so at most n * (min + 1) tails.
+ExprId XmlParameterLowering::CountedParameters(const std::vector<std::pair<ExprId, bool>>& params, ExprId extra,
+                                               const ParameterCount& count) {
+  const int64_t n = static_cast<int64_t>(params.size());
+  const int64_t cap = count.max >= 0 ? count.max + 1 : count.min;  // counts above cap are one state
+  auto never = [&] { return g_->AddChoice({}); };
+  auto tail_of_extras = [&](int64_t c) {
+    const int64_t lo = std::max<int64_t>(0, count.min - c);
+    if (extra == kNoExpr) return lo == 0 ? g_->AddEmpty() : never();
+    return g_->AddRepeat(g_->AddSequence({extra, Whitespace()}), lo, count.max >= 0 ? count.max - c : kUnbounded);
+  };
+  std::map<std::pair<int64_t, int64_t>, ExprId> memo;
+  std::function<ExprId(int64_t, int64_t)> tail = [&](int64_t i, int64_t c) -> ExprId {
+    c = std::min(c, cap);
+    if (count.max >= 0 && c > count.max) return never();
+    auto it = memo.find({i, c});
+    if (it != memo.end()) return it->second;
+    ExprId out;
+    if (i == n) {
+      out = tail_of_extras(c);
+    } else {
+      const auto& [p, required] = params[static_cast<size_t>(i)];
+      std::vector<ExprId> alts{g_->AddSequence({p, Whitespace(), tail(i + 1, c + 1)})};
+      if (!required) alts.push_back(tail(i + 1, c));
+      // A rule per tail: tails are shared, and an expression shared this way would be copied
+      // once per path into the rule's automaton.
+      RuleId r = g_->DeclareRule("parameters_tail");
+      g_->SetRuleBody(r, alts.size() == 1 ? alts[0] : g_->AddChoice(std::move(alts)));
+      out = g_->AddRuleRef(r);
+    }
+    return memo[{i, c}] = out;
+  };
+  int64_t nreq = 0;
+  for (const auto& pr : params) nreq += pr.second;
+  if ((extra == kNoExpr && count.min > n) || (count.max >= 0 && (count.max < nreq || count.max < count.min)))
+    Fail(path_, "no parameters satisfy minProperties/maxProperties with the declared required parameters");
+  return g_->AddSequence({Whitespace(), tail(0, 0)});
 }
 
 // Parameters the schema does not declare (additionalProperties, patternProperties): an

@@ -43,6 +43,15 @@ class XmlParameterLowering {
   ExprId NamedParameter(ExprId name, const std::string& path, const JsonValue& prop, const JsonValue& root,
                         const std::string& kimi_type = "");
   ExprId ExtraParameters(const JsonValue& schema, const ObjectKeys& keys);
+  // minProperties / maxProperties: how many parameters may be written (max -1: no bound).
+  struct ParameterCount {
+    int64_t min = 0;
+    int64_t max = -1;
+  };
+  ParameterCount ParameterCountOf(const JsonValue& schema) const;
+  // The ordered parameters (required flag each) and the undeclared ones, within `count`.
+  ExprId CountedParameters(const std::vector<std::pair<ExprId, bool>>& params, ExprId extra,
+                           const ParameterCount& count);
   ExprId RawTextUntil(const std::string& end);
   ExprId JsonValueOf(const JsonValue& prop, const JsonValue& root, const std::string& path);
   ExprId Whitespace();
