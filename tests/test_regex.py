@@ -206,6 +206,28 @@ def test_search_semantics(compiler, pattern, py_pattern, strings):
             check_string(compiled, s, rx.search(s) is not None)
 
 
+# A run of one class longer than the automaton unrolls, searched for: written as the first such
+# run (one parse path instead of a counted loop per start position), the same language.
+LONG_RUN_CASES = ["[ab]{34}", "a{33,40}", "[^b]{35,}", "[ab]{33}$", "a{34,}$", ".{33}"]
+
+
+@pytest.mark.parametrize("pattern", LONG_RUN_CASES)
+def test_search_for_a_long_run(compiler, pattern):
+    compiled = compiled_for(compiler, pattern, search=True)
+    rx = re.compile(pattern.replace("$", r"\Z").replace(".", "[^\n\r\u2028\u2029]"))
+    around = ["a" * k for k in (32, 33, 34, 35, 41)]
+    fixed = around + [w + "b" + x for w in around for x in ("", "a", "\n")] + ["b" + w + "\n" + w for w in around]
+    for s in fixed:
+        check_string(compiled, s, rx.search(s) is not None)
+
+    @settings(**SETTINGS)
+    @given(st.lists(st.sampled_from(["a" * 8, "a", "b", "\n", "ab"]), max_size=14).map("".join))
+    def run(s):
+        check_string(compiled, s, rx.search(s) is not None)
+
+    run()
+
+
 # Anchors inside groups, before other terms and under quantifiers (JSON Schema patterns of the
 # corpus use them this way); checked against Python's re with ^ -> \A and $ -> \Z.
 INNER_ANCHOR_CASES = [

@@ -260,9 +260,10 @@ bool TokenMaskCache::PrecomputeAll(int num_threads, std::chrono::steady_clock::t
         if (ctx == r.base + c) todo.emplace_back(s, ctx);
       }
     }
-    // The exact counts just below a small minimum (the last characters before a minLength-50
-    // string may close), after the rest: they are met later in a document.
-    if (r.min <= kSmallBoundMax) {
+    // The exact counts just below the minimum (the last characters before a minLength-50
+    // string may close), after the rest: every document that enters the loop meets them, but
+    // later than the others.
+    {
       const int64_t near_max = (r.max != kUnbounded && r.max <= kSmallBoundMax) ? r.max - kStarFormSpan : r.min;
       for (int64_t c = std::max<int64_t>(kExactLeadingCounts, r.min - kStarFormSpan); c < std::min(r.min, near_max);
            ++c) {

@@ -39,6 +39,9 @@ constexpr uint32_t kMaxCodepoint = 0x10FFFF;
 constexpr int kMaxAnchoredUnroll = 16;                 // copies of a repeated term that holds an anchor
 constexpr uint32_t kEnd = 0xFFFFFFFFu;                 // Peek() past the end of the pattern
 constexpr int64_t kSaturatedBound = int64_t{1} << 40;  // quantifier digits saturate here
+// Repeat bounds above the automaton's unroll limit (AutomatonLimits::max_unrolled_repeat) run
+// as counted loops; a search for such a run is rewritten (see FirstRunSearch).
+constexpr int64_t kCountedRunBound = 32;
 
 using Ranges = std::vector<CodepointRange>;
 
@@ -129,7 +132,9 @@ class RegexParser {
     while (true) {
       bool anchored_start = false, anchored_end = false;
       ExprId alt = ParseAlternative(/*top_level=*/true, &anchored_start, &anchored_end);
-      if (options_.search_semantics && (!anchored_start || !anchored_end)) {
+      if (options_.search_semantics && !anchored_start && IsCountedRun(alt)) {
+        alt = FirstRunSearch(alt, anchored_end);
+      } else if (options_.search_semantics && (!anchored_start || !anchored_end)) {
         std::vector<ExprId> seq;
         if (!anchored_start) seq.push_back(AnyString());
         if (g_->expr(alt).kind != ExprKind::kEmpty) seq.push_back(alt);
@@ -153,6 +158,31 @@ class RegexParser {
   uint32_t Peek(size_t k = 0) const { return pos_ + k < cps_.size() ? cps_[pos_ + k] : kEnd; }
 
   ExprId AnyString() { return g_->AddRepeat(g_->AddCharClass({{0, kMaxCodepoint}}, false), 0, kUnbounded); }
+
+  // A run of one class, C{n,m}, with a bound that makes it a counted loop.
+  bool IsCountedRun(ExprId id) const {
+    const Expr& e = g_->expr(id);
+    if (e.kind != ExprKind::kRepeat || e.min < 1 || g_->expr(e.children[0]).kind != ExprKind::kCharClass) return false;
+    return e.min > kCountedRunBound || (e.max != kUnbounded && e.max > kCountedRunBound);
+  }
+
+  // The search for a run C{n,m} not anchored at the start. As ".*C{n,m}" every position could
+  // start the run, and the parse would keep one counted loop per start. Any run of at least n
+  // is a match, so the match is taken at the first such run instead, one parse path:
+  // "(C{0,n-1} D)* C{n} .*" (D: any code point not in C), or "(.* D)? C{n,}" when the run must
+  // end the string.
+  ExprId FirstRunSearch(ExprId run, bool anchored_end) {
+    const int64_t n = g_->expr(run).min;
+    const ExprId cls = g_->expr(run).children[0];
+    std::vector<CodepointRange> ranges = g_->expr(cls).ranges;
+    const ExprId other = g_->AddCharClass(std::move(ranges), !g_->expr(cls).negated);
+    if (anchored_end) {
+      ExprId before = g_->AddRepeat(g_->AddSequence({AnyString(), other}), 0, 1);
+      return g_->AddSequence({before, g_->AddRepeat(cls, n, kUnbounded)});
+    }
+    ExprId short_run = g_->AddRepeat(g_->AddSequence({g_->AddRepeat(cls, 0, n - 1), other}), 0, kUnbounded);
+    return g_->AddSequence({short_run, g_->AddRepeat(cls, n, n), AnyString()});
+  }
 
   ExprId Literal(uint32_t cp) {
     std::string bytes;
