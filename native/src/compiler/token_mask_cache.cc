@@ -45,22 +45,17 @@ uint64_t LoopEntryKey(int32_t state, int32_t loop_state) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(loop_state)) << 32) | static_cast<uint32_t>(state);
 }
 
-// Runs `release` when the scope ends, however it ends (a build's exception included), unless
-// dismissed.
+// Runs `f` when the scope ends, however it ends (a build's exception included).
 template <class F>
 class ScopeExit {
  public:
   explicit ScopeExit(F f) : f_(std::move(f)) {}
-  ~ScopeExit() {
-    if (armed_) f_();
-  }
+  ~ScopeExit() { f_(); }
   ScopeExit(const ScopeExit&) = delete;
   ScopeExit& operator=(const ScopeExit&) = delete;
-  void Dismiss() { armed_ = false; }
 
  private:
   F f_;
-  bool armed_ = true;
 };
 
 }  // namespace
@@ -144,15 +139,8 @@ const TokenMaskEntry& TokenMaskCache::GetLoopEntry(int32_t state, int32_t loop_s
     loop_cv_.notify_all();
   });
   auto built = std::make_unique<TokenMaskEntry>(BuildEntry(state, loop_state, pooled_suffixes));
-  const TokenMaskEntry* entry;
-  {
-    std::lock_guard<std::mutex> lock(loop_mu_);
-    entry = loop_entries_.emplace(key, std::move(built)).first->second.get();
-    loop_building_.erase(key);
-  }
-  release.Dismiss();
-  loop_cv_.notify_all();
-  return *entry;
+  std::lock_guard<std::mutex> lock(loop_mu_);
+  return *loop_entries_.emplace(key, std::move(built)).first->second;
 }
 
 const TokenMaskEntry* TokenMaskCache::GetUnlessBuilding(int32_t state, int32_t loop_state) {
@@ -349,7 +337,7 @@ bool TokenMaskCache::PrecomputeAll(int num_threads, std::chrono::steady_clock::t
 }
 
 size_t TokenMaskCache::OverheadBytes() const {
-  size_t bytes = sizeof(*this) + static_cast<size_t>(num_states_) * sizeof(entries_[0]) +
+  size_t bytes = sizeof(*this) + static_cast<size_t>(num_states_) * (sizeof(entries_[0]) + sizeof(building_[0])) +
                  rule_hashes_.rule.capacity() * sizeof(Hash128) +
                  rule_hashes_.first_state.capacity() * sizeof(int32_t) +
                  follow_fingerprints_.capacity() * sizeof(Hash128) + memo_->MemoryBytes();

@@ -26,6 +26,7 @@
 #include <utility>
 #include <vector>
 
+#include "automata/rule_dfa.h"
 #include "frontends/regex_anchors.h"
 #include "support/utf8.h"
 #include "xg2/errors.h"
@@ -39,9 +40,6 @@ constexpr uint32_t kMaxCodepoint = 0x10FFFF;
 constexpr int kMaxAnchoredUnroll = 16;                 // copies of a repeated term that holds an anchor
 constexpr uint32_t kEnd = 0xFFFFFFFFu;                 // Peek() past the end of the pattern
 constexpr int64_t kSaturatedBound = int64_t{1} << 40;  // quantifier digits saturate here
-// Repeat bounds above the automaton's unroll limit (AutomatonLimits::max_unrolled_repeat) run
-// as counted loops; a search for such a run is rewritten (see FirstRunSearch).
-constexpr int64_t kCountedRunBound = 32;
 
 using Ranges = std::vector<CodepointRange>;
 
@@ -159,11 +157,13 @@ class RegexParser {
 
   ExprId AnyString() { return g_->AddRepeat(g_->AddCharClass({{0, kMaxCodepoint}}, false), 0, kUnbounded); }
 
-  // A run of one class, C{n,m}, with a bound that makes it a counted loop.
+  // A run of one class, C{n,m}, with a bound above the automaton's default unroll limit (it
+  // runs as a counted loop; a search for it is rewritten, see FirstRunSearch).
   bool IsCountedRun(ExprId id) const {
     const Expr& e = g_->expr(id);
     if (e.kind != ExprKind::kRepeat || e.min < 1 || g_->expr(e.children[0]).kind != ExprKind::kCharClass) return false;
-    return e.min > kCountedRunBound || (e.max != kUnbounded && e.max > kCountedRunBound);
+    const int64_t unrolled = AutomatonLimits().max_unrolled_repeat;
+    return e.min > unrolled || (e.max != kUnbounded && e.max > unrolled);
   }
 
   // The search for a run C{n,m} not anchored at the start. As ".*C{n,m}" every position could
