@@ -71,7 +71,9 @@ class Rep:
 class AnyOrd:
     """Members joined by ``sep`` in any order: each required one exactly once, each optional one
     at most once, each repeated one any number of times; ``lo``..``hi`` members in all
-    (``hi=None``: no bound). Members must not match the empty string."""
+    (``hi=None``: no bound). Members must not match the empty string. ``depends`` holds
+    presence rules ``(member, (alternative, ...))``: when that required-or-optional member
+    appears, all members of one alternative appear too (only without ``hi``)."""
 
     sep: "Expr"
     required: tuple["Expr", ...]
@@ -79,6 +81,7 @@ class AnyOrd:
     repeated: tuple["Expr", ...] = ()
     lo: int = 0
     hi: Optional[int] = None
+    depends: tuple[tuple[int, tuple[tuple[int, ...], ...]], ...] = ()
 
 
 Expr = Union[Lit, Cls, Seq, Alt, Ref, Rep, AnyOrd]
@@ -151,9 +154,13 @@ def render_expr(e: Expr, escape_all: bool = False) -> str:
     if isinstance(e, AnyOrd):
         def members(xs):
             return "(" + ", ".join("(" + render_expr(x, escape_all) + ")" for x in xs) + ")"
+        def ints(xs):
+            return "(" + ", ".join(str(x) for x in xs) + ")"
+        depends = "".join(f", depends=({', '.join(f'({m}, ' + ', '.join(ints(a) for a in alts) + ')' for m, alts in e.depends)})"
+                          for _ in [0] if e.depends)
         return (f"AnyOrder(({render_expr(e.sep, escape_all)}), required={members(e.required)}, "
                 f"optional={members(e.optional)}, repeated={members(e.repeated)}, "
-                f"min={e.lo}, max={-1 if e.hi is None else e.hi})")
+                f"min={e.lo}, max={-1 if e.hi is None else e.hi}{depends})")
     raise TypeError(e)
 
 
@@ -297,7 +304,8 @@ class Cfg:
             if key in nts:
                 return nts[key]
             nt = nts[key] = self._new_nt()
-            if count >= e.lo and all(i in seen for i in range(len(e.required))):
+            if count >= e.lo and all(i in seen for i in range(len(e.required))) and all(
+                    m not in seen or any(all(k in seen for k in alt) for alt in alts) for m, alts in e.depends):
                 self.prods[nt].append(())
             if e.hi is None or count < e.hi:
                 for i, m in enumerate(syms):

@@ -127,8 +127,17 @@ def random_any_order(rng: random.Random, names: list[str], depth: int) -> AnyOrd
     lo = rng.choice([0, 0, 1, 2])
     hi = rng.choice([None, None, lo + rng.randint(0, 3)])
     sep = rng.choice([Lit(","), Lit(""), random_literal(rng)])
-    return AnyOrd(sep, tuple(member() for k in kinds if k == "r"), tuple(member() for k in kinds if k == "o"),
-                  tuple(member() for k in kinds if k == "p"), lo, hi)
+    required = tuple(member() for k in kinds if k == "r")
+    optional = tuple(member() for k in kinds if k == "o")
+    repeated = tuple(member() for k in kinds if k == "p")
+    once = len(required) + len(optional)
+    depends = ()
+    if hi is None and once >= 2 and rng.random() < 0.5:  # presence rules (dependentRequired)
+        def alternative():
+            return tuple(sorted(rng.sample(range(once), rng.randint(1, 2))))
+        depends = tuple((rng.randrange(once), tuple(alternative() for _ in range(rng.randint(1, 2))))
+                        for _ in range(rng.randint(1, 2)))
+    return AnyOrd(sep, required, optional, repeated, lo, hi, depends)
 
 
 def random_any_order_grammar(rng: random.Random) -> GrammarAst:

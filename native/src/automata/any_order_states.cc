@@ -13,6 +13,45 @@ AnyOrderStates::~AnyOrderStates() {
   for (int i = 0; i < kMaxChunks; ++i) delete[] chunks_[i].load(std::memory_order_relaxed);
 }
 
+void AnyOrderStates::Prepare(Node* node) {
+  Node& n = *node;
+  n.num_once = n.spec.num_once();
+  n.words = std::max(1, (n.num_once + 63) / 64);
+  // Beyond this count nothing changes: min_count is met and max_count (if any) is the edge.
+  int64_t cap = n.spec.max_count >= 0 ? n.spec.max_count : std::max<int64_t>(n.spec.min_count, 1);
+  n.count_cap = static_cast<int32_t>(std::min<int64_t>(std::max<int64_t>(cap, 1), INT32_MAX / 2));
+  n.awaited_bits = 0;
+  n.productive_once.assign(n.words, 0);
+  n.num_productive_once = 0;
+  n.repeatable = false;
+  n.presence.clear();
+  for (const AnyOrderPresenceRule& r : n.spec.presence) {
+    Node::PresenceMasks pm{r.member >> 6, 1ull << (r.member & 63), {}};
+    for (const auto& alt : r.any_of) {
+      std::vector<uint64_t> mask(n.words, 0);
+      for (int32_t m : alt) mask[m >> 6] |= 1ull << (m & 63);
+      pm.any_of.push_back(std::move(mask));
+    }
+    n.presence.push_back(std::move(pm));
+  }
+  for (int32_t i = 0; i < static_cast<int32_t>(n.first.size()); ++i) {
+    if (n.first[i] >= 0 && i < n.num_once) {
+      n.productive_once[i >> 6] |= 1ull << (i & 63);
+      ++n.num_productive_once;
+    }
+    if (n.first[i] >= 0 && i >= n.num_once) n.repeatable = true;
+    for (RuleId r : {n.first[i], n.rest[i]}) {
+      if (r >= 0) n.awaited_bits |= 1ull << (r & 63);
+    }
+  }
+}
+
+bool AnyOrderStates::StartLive(const Node& n) {
+  if (n.presence.empty()) return Live(n, Facts{0, n.spec.num_required, n.num_productive_once});
+  const std::vector<uint64_t> none(n.words, 0);
+  return PresenceLive(n, none.data(), 0);
+}
+
 void AnyOrderStates::Init(std::vector<Node> nodes, int32_t base, int32_t num_rules) {
   nodes_ = std::move(nodes);
   base_ = base;
@@ -21,28 +60,14 @@ void AnyOrderStates::Init(std::vector<Node> nodes, int32_t base, int32_t num_rul
   int64_t next = base;
   for (size_t k = 0; k < nodes_.size(); ++k) {
     Node& n = nodes_[k];
-    n.num_once = n.spec.num_required + n.spec.num_optional;
-    n.words = std::max(1, (n.num_once + 63) / 64);
-    // Beyond this count nothing changes: min_count is met and max_count (if any) is the edge.
-    int64_t cap = n.spec.max_count >= 0 ? n.spec.max_count : std::max<int64_t>(n.spec.min_count, 1);
-    n.count_cap = static_cast<int32_t>(std::min<int64_t>(std::max<int64_t>(cap, 1), INT32_MAX / 2));
+    Prepare(&n);
     n.start_state = static_cast<int32_t>(next++);
     n.any_state = static_cast<int32_t>(next++);
     node_of_rule_[n.rule] = static_cast<int32_t>(k);
-    n.awaited_bits = 0;
-    n.productive_once.assign(n.words, 0);
-    n.num_productive_once = 0;
-    n.repeatable = false;
     for (int32_t i = 0; i < static_cast<int32_t>(n.first.size()); ++i) {
-      if (n.first[i] >= 0 && i < n.num_once) {
-        n.productive_once[i >> 6] |= 1ull << (i & 63);
-        ++n.num_productive_once;
-      }
-      if (n.first[i] >= 0 && i >= n.num_once) n.repeatable = true;
       for (int side = 0; side < 2; ++side) {
         RuleId r = side == 0 ? n.first[i] : n.rest[i];
         if (r < 0) continue;
-        n.awaited_bits |= 1ull << (r & 63);
         member_of_rule_[r] = Member{static_cast<int32_t>(k), i, side == 1};
       }
     }
@@ -82,9 +107,62 @@ bool AnyOrderStates::IsFinal(int32_t v) const {
     if (e.bits[w] != ~0ull) return false;
   }
   int32_t tail = n.spec.num_required & 63;
-  if (tail == 0) return true;
-  uint64_t need = (1ull << tail) - 1;
-  return (e.bits[full] & need) == need;
+  if (tail != 0) {
+    uint64_t need = (1ull << tail) - 1;
+    if ((e.bits[full] & need) != need) return false;
+  }
+  return PresenceHolds(n, e.bits.get());
+}
+
+namespace {
+
+bool SubsetOf(const std::vector<uint64_t>& a, const uint64_t* b) {
+  for (size_t w = 0; w < a.size(); ++w) {
+    if (a[w] & ~b[w]) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool AnyOrderStates::PresenceHolds(const Node& n, const uint64_t* seen) {
+  for (const auto& r : n.presence) {
+    if (!(seen[r.word] & r.bit)) continue;
+    if (std::none_of(r.any_of.begin(), r.any_of.end(), [&](const auto& alt) { return SubsetOf(alt, seen); }))
+      return false;
+  }
+  return true;
+}
+
+bool AnyOrderStates::PresenceLive(const Node& n, const uint64_t* seen, int64_t count) {
+  std::vector<uint64_t> reach(n.words);
+  for (int32_t w = 0; w < n.words; ++w) reach[w] = n.productive_once[w] | seen[w];
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (const auto& r : n.presence) {
+      if (!(reach[r.word] & r.bit)) continue;
+      if (std::any_of(r.any_of.begin(), r.any_of.end(), [&](const auto& alt) { return SubsetOf(alt, reach.data()); }))
+        continue;
+      if (seen[r.word] & r.bit) return false;
+      reach[r.word] &= ~r.bit;
+      changed = true;
+    }
+  }
+  int64_t added = 0;
+  for (int32_t i = 0; i < n.num_once; ++i) {
+    const bool in_reach = reach[i >> 6] >> (i & 63) & 1;
+    if (i < n.spec.num_required && !in_reach) return false;
+    added += in_reach && !(seen[i >> 6] >> (i & 63) & 1);
+  }
+  return n.repeatable || count + added >= n.spec.min_count;
+}
+
+bool AnyOrderStates::LiveAfter(const Node& n, const Facts& f, const uint64_t* bits, int32_t i) const {
+  if (n.presence.empty()) return Live(n, After(n, f, i));
+  std::vector<uint64_t> seen(n.words, 0);
+  if (bits != nullptr) std::copy(bits, bits + n.words, seen.begin());
+  if (i < n.num_once) seen[i >> 6] |= 1ull << (i & 63);
+  return PresenceLive(n, seen.data(), f.count + 1);
 }
 
 int32_t AnyOrderStates::Next(int32_t v, RuleId rule) const {
@@ -110,7 +188,7 @@ int32_t AnyOrderStates::Next(int32_t v, RuleId rule) const {
     if (bits[m.index >> 6] & bit) return -1;
     bits[m.index >> 6] |= bit;
   }
-  if (!Live(n, After(n, FactsOf(n, v), m.index))) return -1;
+  if (!LiveAfter(n, FactsOf(n, v), v == n.start_state ? nullptr : EntryOf(v).bits.get(), m.index)) return -1;
   return Intern(node, std::min(count + 1, n.count_cap), bits.data());
 }
 

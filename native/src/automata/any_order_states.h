@@ -39,6 +39,13 @@ class AnyOrderStates {
     int32_t num_productive_once = 0;        // once-only members that can complete
     bool repeatable = false;                // some repeated member can complete
     std::vector<uint64_t> productive_once;  // bit per once-only member that can complete
+    // spec.presence as bit sets: per rule the trigger's (word, bit), then its alternatives.
+    struct PresenceMasks {
+      int32_t word = 0;
+      uint64_t bit = 0;
+      std::vector<std::vector<uint64_t>> any_of;
+    };
+    std::vector<PresenceMasks> presence;
     int32_t start_state = -1;
     int32_t any_state = -1;
   };
@@ -47,6 +54,12 @@ class AnyOrderStates {
   AnyOrderStates(const AnyOrderStates&) = delete;
   AnyOrderStates& operator=(const AnyOrderStates&) = delete;
   ~AnyOrderStates();
+
+  // Derives a node's fields from its rule, first, rest (-1: a member that cannot complete)
+  // and spec.
+  static void Prepare(Node* n);
+  // Whether some sequence of members takes the node from its start to an end.
+  static bool StartLive(const Node& n);
 
   // Takes the nodes (rule, first, rest, spec set) and gives them ids from `base` up.
   // num_rules sizes the member lookup.
@@ -81,7 +94,7 @@ class AnyOrderStates {
     for (int32_t i = 0; i < static_cast<int32_t>(rules.size()); ++i) {
       if (rules[i] < 0) continue;
       if (i < n.num_once && bits != nullptr && (bits[i >> 6] >> (i & 63) & 1)) continue;
-      if (Live(n, After(n, f, i))) fn(rules[i]);
+      if (LiveAfter(n, f, bits, i)) fn(rules[i]);
     }
   }
   // The state after member rule `rule` completes in state v, or -1 if it may not come there.
@@ -119,6 +132,15 @@ class AnyOrderStates {
     int64_t need = std::max(f.missing, n.spec.min_count - f.count);
     return need <= std::min(room, available);
   }
+  // Live after member i joins a state with facts f and once-only set bits (nullptr: none).
+  bool LiveAfter(const Node& n, const Facts& f, const uint64_t* bits, int32_t i) const;
+  // Under presence rules (no max_count, see AnyOrderSpec): the largest set of members that a
+  // completion of `seen` can reach drops, to a fixpoint, every unseen trigger none of whose
+  // alternatives fits; the state can end iff no seen trigger is dropped, the required members
+  // stay and the set holds enough members for min_count. Exact: no completion holds a dropped
+  // member, and the set itself is a completion.
+  static bool PresenceLive(const Node& n, const uint64_t* seen, int64_t count);
+  static bool PresenceHolds(const Node& n, const uint64_t* seen);
   struct Member {
     int32_t node = -1;
     int32_t index = -1;

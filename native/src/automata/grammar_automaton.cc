@@ -168,6 +168,16 @@ class LivenessSearch {
 // to reach min_count within max_count.
 bool AnyOrderProductive(const LoweredAnyOrder& lo, const std::vector<uint8_t>& productive) {
   const AnyOrderSpec& sp = lo.spec;
+  if (!sp.presence.empty()) {  // the members' presence rules decide (AnyOrderStates::StartLive)
+    AnyOrderStates::Node n;
+    n.spec = sp;
+    for (size_t i = 0; i < lo.first.size(); ++i) {
+      n.first.push_back(productive[lo.first[i]] ? lo.first[i] : -1);
+      n.rest.push_back(productive[lo.first[i]] ? lo.rest[i] : -1);
+    }
+    AnyOrderStates::Prepare(&n);
+    return AnyOrderStates::StartLive(n);
+  }
   int64_t available = 0;
   for (int32_t i = 0; i < sp.num_members(); ++i) {
     if (!productive[lo.first[i]]) {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <unordered_map>
 
+#include "grammar/expr_hash.h"
 #include "support/scc.h"
 
 namespace xg2 {
@@ -88,6 +89,7 @@ RuleHashes ComputeRuleHashes(const GrammarAutomaton& g) {
              static_cast<uint64_t>(n.spec.num_repeated));
       h->Add(static_cast<uint64_t>(n.spec.min_count));
       h->Add(static_cast<uint64_t>(n.spec.max_count));
+      HashPresenceRules(n.spec.presence, h);
       for (size_t i = 0; i < n.first.size(); ++i) {
         for (RuleId m : {n.first[i], n.rest[i]}) {
           if (m < 0)

@@ -295,7 +295,15 @@ class Converter {
   // (extra) any number of times; minProperties/maxProperties count them all. One AnyOrder
   // node: the parser keeps the set of properties written, so no 2^n expansion.
   template <typename PropT>
-  ExprId AnyOrderObject(const std::vector<PropT>& props, ExprId extra, int64_t min_p, int64_t max_p, int depth);
+  ExprId AnyOrderObject(const std::vector<PropT>& props, ExprId extra, int64_t min_p, int64_t max_p, int depth,
+                        std::vector<AnyOrderPresenceRule> presence);
+  // Presence dependencies (Merged::presence_deps): attached to the any-order node as
+  // AnyOrderPresenceRules where they can be, else expanded into a union of objects.
+  bool PresenceDepAttachable(const Merged& m, const Merged::PresenceDep& d) const;
+  ExprId ExpandPresenceDep(const Merged& m, size_t k, int depth, const std::vector<Merged::SomeProperty>& witnesses);
+  template <typename PropT>
+  bool ResolvePresenceRules(const Merged& m, std::vector<PropT>* props, size_t named,
+                            std::vector<AnyOrderPresenceRule>* rules);
 
   const JsonValue& root_;
   JsonSchemaOptions o_;

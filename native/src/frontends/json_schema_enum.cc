@@ -117,6 +117,11 @@ bool Converter::EnumValueAllowed(const Merged& m, const JsonValue& v) {
     };
     for (const std::string& name : m.required)
       if (!has(name)) return false;
+    for (const auto& d : m.presence_deps) {
+      if (has(d.name) && std::none_of(d.any_of.begin(), d.any_of.end(),
+                                      [&](const auto& alt) { return std::all_of(alt.begin(), alt.end(), has); }))
+        return false;
+    }
     for (const auto& kv : v.members())
       if (m.Forbids(kv.first)) return false;
     for (const auto& w : m.some_props) {

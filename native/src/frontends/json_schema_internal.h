@@ -190,6 +190,18 @@ struct Merged {
     std::string ptr;
   };
   std::vector<SomeProperty> some_props;
+  // Dependencies that only ask for other names (dependentRequired, draft-7 name arrays, a
+  // dependency on required or anyOf of required): when `name` is present, so are all names of
+  // one of `any_of`. Kept apart from any_of so that an any-order object checks them on the set
+  // of members it has seen (AnyOrderPresenceRule) instead of expanding a union of objects;
+  // `dep` (at `ptr`) is the keyword's value, for the expansion where that cannot be done.
+  struct PresenceDep {
+    std::string name;
+    std::vector<std::vector<std::string>> any_of;
+    const JsonValue* dep = nullptr;
+    std::string ptr;
+  };
+  std::vector<PresenceDep> presence_deps;
   // combinators
   std::vector<std::vector<Ref>> any_of;
   // Parallel to any_of: the pointer of the schema holding the keyword, and whether it was
@@ -230,6 +242,10 @@ std::vector<const JsonValue*> EnumValues(const Merged& m);
 // A property's dependency as two alternatives: [{"properties": {name: false}},
 // {"required": [name, names...]} or {"required": [name], "allOf": [schema]}].
 JsonValue DependencyAlternatives(const std::string& name, const JsonValue& dep);
+// The name sets a dependency asks for when it only asks for names (an array of names,
+// {"required": [...]} or {"anyOf": [{"required": [...]}, ...]}, annotations aside); nullopt
+// for any other dependency.
+std::optional<std::vector<std::vector<std::string>>> PresenceAlternatives(const JsonValue& dep);
 // if/then/else as [{"allOf": [if, then]}, {"allOf": [not if, else]}]; a missing branch is true.
 JsonValue ConditionAlternatives(const JsonValue& cond, const JsonValue* then_v, const JsonValue* else_v,
                                 JsonValue negated);

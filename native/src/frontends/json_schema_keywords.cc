@@ -157,6 +157,47 @@ JsonValue DependencyAlternatives(const std::string& name, const JsonValue& dep) 
                            JsonValue::Object(std::move(present))});
 }
 
+namespace {
+
+// The value of `key` when s is an object with that keyword and annotations only; else nullptr.
+const JsonValue* SoleKeyword(const JsonValue& s, const std::string& key) {
+  if (!s.is_object()) return nullptr;
+  const JsonValue* found = nullptr;
+  for (const auto& kv : s.members()) {
+    if (kv.first == key)
+      found = &kv.second;
+    else if (!IsAnnotation(kv.first))
+      return nullptr;
+  }
+  return found;
+}
+
+std::optional<std::vector<std::string>> NameList(const JsonValue* list) {
+  if (list == nullptr || !list->is_array()) return std::nullopt;
+  std::vector<std::string> out;
+  for (const auto& n : list->items()) {
+    if (!n.is_string()) return std::nullopt;
+    out.push_back(n.as_string());
+  }
+  return out;
+}
+
+}  // namespace
+
+std::optional<std::vector<std::vector<std::string>>> PresenceAlternatives(const JsonValue& dep) {
+  auto names = NameList(dep.is_array() ? &dep : SoleKeyword(dep, "required"));
+  if (names) return std::vector<std::vector<std::string>>{std::move(*names)};
+  const JsonValue* any_of = SoleKeyword(dep, "anyOf");
+  if (any_of == nullptr || !any_of->is_array() || any_of->items().empty()) return std::nullopt;
+  std::vector<std::vector<std::string>> alts;
+  for (const auto& a : any_of->items()) {
+    auto n = NameList(SoleKeyword(a, "required"));
+    if (!n) return std::nullopt;
+    alts.push_back(std::move(*n));
+  }
+  return alts;
+}
+
 JsonValue ConditionAlternatives(const JsonValue& cond, const JsonValue* then_v, const JsonValue* else_v,
                                 JsonValue negated) {
   JsonValue yes = then_v ? *then_v : JsonValue::Bool(true);

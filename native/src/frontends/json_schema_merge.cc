@@ -248,6 +248,10 @@ void Converter::MergeDependencies(Merged* m, const JsonValue& v, const std::stri
         if (!n.is_string()) Invalid(dp, "a dependency must list property names");
       }
     }
+    if (auto presence = PresenceAlternatives(dep)) {
+      m->presence_deps.push_back({dm.first, std::move(*presence), &dep, dp});
+      continue;
+    }
     const JsonValue* alts = Synthesized(&dep, 0, [&]() { return DependencyAlternatives(dm.first, dep); });
     m->any_of.push_back({Ref{&alts->items()[0], dp}, Ref{&alts->items()[1], dp}});
     m->any_of_at.push_back(kp);

@@ -57,15 +57,23 @@ bool Converter::PatternKeyAlternatives(const Merged& m, const std::vector<std::s
 // (extra) any number of times; minProperties/maxProperties count them all. One AnyOrder
 // node: the parser keeps the set of properties written, so no 2^n expansion.
 template <typename PropT>
-ExprId Converter::AnyOrderObject(const std::vector<PropT>& props, ExprId extra, int64_t min_p, int64_t max_p,
-                                 int depth) {
+ExprId Converter::AnyOrderObject(const std::vector<PropT>& props, ExprId extra, int64_t min_p, int64_t max_p, int depth,
+                                 std::vector<AnyOrderPresenceRule> presence) {
   int64_t nreq = 0;
   std::vector<ExprId> children{ItemSep(depth)};
-  for (const auto& p : props) {
-    if (p.required) children.push_back(p.kv), ++nreq;
+  std::vector<int32_t> member_of(props.size());  // props position -> member index
+  for (size_t i = 0; i < props.size(); ++i) {
+    if (props[i].required)
+      member_of[i] = static_cast<int32_t>(children.size() - 1), children.push_back(props[i].kv), ++nreq;
   }
-  for (const auto& p : props) {
-    if (!p.required) children.push_back(p.kv);
+  for (size_t i = 0; i < props.size(); ++i) {
+    if (!props[i].required) member_of[i] = static_cast<int32_t>(children.size() - 1), children.push_back(props[i].kv);
+  }
+  for (auto& r : presence) {
+    r.member = member_of[r.member];
+    for (auto& alt : r.any_of) {
+      for (auto& k : alt) k = member_of[k];
+    }
   }
   if (extra != kNoExpr) children.push_back(extra);
   if (max_p >= 0 && max_p < nreq) return Never();
@@ -77,13 +85,88 @@ ExprId Converter::AnyOrderObject(const std::vector<PropT>& props, ExprId extra, 
   // The empty object is written as "{}" whatever the layout: the node here has a member.
   spec.min_count = std::max<int64_t>(min_p, 1);
   spec.max_count = max_p;
+  spec.presence = std::move(presence);
   bool empty_ok = nreq == 0 && min_p <= 0;
   if (max_p == 0) return empty_ok ? Empty('{', '}') : Never();
   ExprId ne = g_.AddSequence({Open('{', depth), g_.AddAnyOrder(spec, children), Close('}', depth)});
   return empty_ok ? g_.AddChoice({Empty('{', '}'), ne}) : ne;
 }
 
+// A presence dependency becomes an AnyOrderPresenceRule when every name it mentions is a
+// declared property of an any-order object without maxProperties (an undeclared name could
+// also come as an additional property, which the rule cannot see).
+bool Converter::PresenceDepAttachable(const Merged& m, const Merged::PresenceDep& d) const {
+  if (!o_.any_order || m.max_props >= 0) return false;
+  auto declared = [&](const std::string& name) {
+    return std::any_of(m.props.begin(), m.props.end(), [&](const auto& pr) { return pr.first == name; });
+  };
+  if (!declared(d.name)) return false;
+  return std::all_of(d.any_of.begin(), d.any_of.end(),
+                     [&](const auto& alt) { return std::all_of(alt.begin(), alt.end(), declared); });
+}
+
+// The union of objects the dependency stands for (DependencyAlternatives): the name absent, or
+// present with its names. Used where it cannot be a presence rule.
+ExprId Converter::ExpandPresenceDep(const Merged& m, size_t k, int depth,
+                                    const std::vector<Merged::SomeProperty>& witnesses) {
+  Merged base = m;
+  base.presence_deps.erase(base.presence_deps.begin() + static_cast<std::ptrdiff_t>(k));
+  base.types &= kObj;
+  const Merged::PresenceDep& d = m.presence_deps[k];
+  const JsonValue* alts = Synthesized(d.dep, 0, [&]() { return DependencyAlternatives(d.name, *d.dep); });
+  std::vector<ExprId> out;
+  for (const JsonValue& a : alts->items()) {
+    if (--expansion_budget_ < 0) {
+      Unsupported("dependencies", d.ptr, "too many combinations of alternatives to expand");
+      return Never();
+    }
+    Merged c = base;
+    MergeInto(&c, Ref{&a, d.ptr}, 0);
+    out.push_back(c.any_of.empty() ? ObjectExpr(c, depth, witnesses) : Lower(c, depth, 1));
+  }
+  return g_.AddChoice(out);
+}
+
+// The presence rules of the declared properties kept in props[0, named): a dependency on a
+// property that was dropped holds; an alternative naming one cannot be met, and a property
+// with no alternative left cannot be present (it is dropped too, false if it is required).
+template <typename PropT>
+bool Converter::ResolvePresenceRules(const Merged& m, std::vector<PropT>* props, size_t named,
+                                     std::vector<AnyOrderPresenceRule>* rules) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    auto position = [&](const std::string& name) -> int32_t {
+      for (size_t i = 0; i < named; ++i)
+        if ((*props)[i].name == name) return static_cast<int32_t>(i);
+      return -1;
+    };
+    rules->clear();
+    for (const auto& d : m.presence_deps) {
+      const int32_t member = position(d.name);
+      if (member < 0) continue;
+      AnyOrderPresenceRule r{member, {}};
+      for (const auto& alt : d.any_of) {
+        std::vector<int32_t> members;
+        for (const auto& n : alt) members.push_back(position(n));
+        if (std::find(members.begin(), members.end(), -1) == members.end()) r.any_of.push_back(std::move(members));
+      }
+      if (r.any_of.empty()) {
+        if ((*props)[member].required) return false;
+        props->erase(props->begin() + member);
+        --named;
+        changed = true;
+        break;
+      }
+      rules->push_back(std::move(r));
+    }
+  }
+  return true;
+}
+
 ExprId Converter::ObjectExpr(const Merged& m, int depth, const std::vector<Merged::SomeProperty>& witnesses) {
+  for (size_t k = 0; k < m.presence_deps.size(); ++k) {
+    if (!PresenceDepAttachable(m, m.presence_deps[k])) return ExpandPresenceDep(m, k, depth, witnesses);
+  }
   int d1 = depth + 1;
   std::string saved = cur_ptr_;
   // Declared properties (false schemas drop out).
@@ -221,6 +304,8 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth, const std::vector<Merge
     }
   }
   (void)additional_any;
+  std::vector<AnyOrderPresenceRule> presence;
+  if (!ResolvePresenceRules(m, &props, props.size(), &presence)) return Never();
   for (const auto& w : witnesses) {
     if (!o_.any_order) Unsupported("not", w.ptr, "a property the object must have, without any_order");
     props.push_back({"", true, WitnessMember(m, w, declared, unmatched_allowed ? &unmatched : nullptr, d1)});
@@ -245,7 +330,7 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth, const std::vector<Merge
   }
   if (o_.any_order) {
     cur_ptr_ = saved;
-    return AnyOrderObject(props, extra, min_p, max_p, depth);
+    return AnyOrderObject(props, extra, min_p, max_p, depth, std::move(presence));
   }
   if (min_p > nreq) {
     if (extra == kNoExpr && min_p == n) {

@@ -624,6 +624,8 @@ ExprId EbnfParser::ParseAnyOrder() {
           Fail("expected ',' or ')' in a member list", pos_);
       }
       ++pos_;
+    } else if (key == "depends" && spec.presence.empty()) {
+      spec.presence = ParsePresenceRules();
     } else if (key == "min" || key == "max") {
       bool negative = Peek() == '-';
       if (negative) ++pos_;
@@ -642,7 +644,50 @@ ExprId EbnfParser::ParseAnyOrder() {
   if (spec.num_members() == 0) Fail("an AnyOrder needs at least one member", open);
   if (spec.max_count >= 0 && spec.max_count < spec.min_count) Fail("AnyOrder max is below min", open);
   for (const auto& l : lists) children.insert(children.end(), l.begin(), l.end());
-  return scratch_.AddAnyOrder(spec, std::move(children));
+  try {
+    return scratch_.AddAnyOrder(spec, std::move(children));
+  } catch (const Error& e) {
+    Fail(e.what(), open);
+  }
+}
+
+// depends=((member, (a, b, ...), (c, ...)), ...): member indices count the required, then the
+// optional members (see AnyOrderPresenceRule).
+std::vector<AnyOrderPresenceRule> EbnfParser::ParsePresenceRules() {
+  auto expect = [&](char c) {
+    SkipSpace();
+    if (Peek() != c)
+      Fail(std::string("expected '") + c + "' in AnyOrder depends=, found " + DescribeCharAt(pos_), pos_);
+    ++pos_;
+    SkipSpace();
+  };
+  auto at_close = [&]() {
+    SkipSpace();
+    if (Peek() == ')') return ++pos_, true;
+    expect(',');
+    return false;
+  };
+  auto index = [&]() { return static_cast<int32_t>(ParseBound()); };
+  std::vector<AnyOrderPresenceRule> rules;
+  expect('(');
+  do {
+    AnyOrderPresenceRule r;
+    expect('(');
+    r.member = index();
+    while (!at_close()) {
+      std::vector<int32_t> alt;
+      expect('(');
+      if (Peek() != ')') {
+        do alt.push_back(index());
+        while (!at_close());
+      } else {
+        ++pos_;
+      }
+      r.any_of.push_back(std::move(alt));
+    }
+    rules.push_back(std::move(r));
+  } while (!at_close());
+  return rules;
 }
 
 // Regex("pattern") (xgrammar: `.` matches any code point) or Regex("pattern", flags="is")

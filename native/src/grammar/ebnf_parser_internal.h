@@ -55,6 +55,7 @@ class EbnfParser {
   std::vector<int32_t> ParseTokenIds(const std::string& macro);
   ExprId ParseByteDfa();
   ExprId ParseAnyOrder();
+  std::vector<AnyOrderPresenceRule> ParsePresenceRules();
   ExprId ParseRegexMacro();
   bool NextKeywordArgument(const std::string& macro, std::string* key, size_t* at);
   ExprId ParseSubstringMacro();

@@ -22,6 +22,19 @@ inline void HashBytes(const std::string& s, H* h) {
   h->Add(word);
 }
 
+// An AnyOrder node's presence rules (AnyOrderSpec::presence).
+template <class H>
+inline void HashPresenceRules(const std::vector<AnyOrderPresenceRule>& rules, H* h) {
+  h->Add(rules.size());
+  for (const auto& r : rules) {
+    h->Add(static_cast<uint64_t>(r.member) | (uint64_t{1} << 40));
+    for (const auto& alt : r.any_of) {
+      h->Add(alt.size() | (uint64_t{2} << 40));
+      for (int32_t m : alt) h->Add(static_cast<uint64_t>(m));
+    }
+  }
+}
+
 // Everything but rule references (kRuleRef adds nothing here) and children.
 // H: Hasher, or anything with Add(uint64_t) (Grammar's node table uses a one-lane hash).
 template <class H>
@@ -66,6 +79,7 @@ inline void HashExprFields(const Expr& e, H* h) {
              static_cast<uint64_t>(d.num_repeated));
       h->Add(static_cast<uint64_t>(d.min_count));
       h->Add(static_cast<uint64_t>(d.max_count));
+      HashPresenceRules(d.presence, h);
       break;
     }
     case ExprKind::kEmpty:

@@ -198,6 +198,31 @@ ExprId Grammar::AddTagDispatch(TagDispatchSpec spec, std::vector<ExprId> childre
   return Intern(std::move(e));
 }
 
+namespace {
+
+// Presence rules name once-only members and have at least one alternative. With a max_count the
+// smallest completion would be a set-cover search, so the two are not combined.
+void ValidatePresenceRules(const AnyOrderSpec& spec) {
+  if (spec.presence.empty()) return;
+  if (spec.max_count >= 0) throw Error(ErrorKind::kInvalidArgument, "AnyOrder depends= cannot be combined with max");
+  auto check = [&](int32_t m) {
+    if (m < 0 || m >= spec.num_once()) {
+      throw Error(ErrorKind::kInvalidArgument, "AnyOrder depends= member " + std::to_string(m) +
+                                                   " is not a required or optional member (0.." +
+                                                   std::to_string(spec.num_once() - 1) + ")");
+    }
+  };
+  for (const auto& r : spec.presence) {
+    check(r.member);
+    if (r.any_of.empty()) throw Error(ErrorKind::kInvalidArgument, "AnyOrder depends= rule without alternatives");
+    for (const auto& alt : r.any_of) {
+      for (int32_t m : alt) check(m);
+    }
+  }
+}
+
+}  // namespace
+
 ExprId Grammar::AddAnyOrder(AnyOrderSpec spec, std::vector<ExprId> children) {
   if (spec.num_required < 0 || spec.num_optional < 0 || spec.num_repeated < 0 || spec.num_members() == 0 ||
       children.size() != static_cast<size_t>(spec.num_members()) + 1) {
@@ -209,6 +234,7 @@ ExprId Grammar::AddAnyOrder(AnyOrderSpec spec, std::vector<ExprId> children) {
   if (spec.min_count < 0 || spec.max_count < -1 || (spec.max_count >= 0 && spec.max_count < spec.min_count)) {
     throw Error(ErrorKind::kInvalidArgument, "invalid AnyOrder count bounds");
   }
+  ValidatePresenceRules(spec);
   Expr e;
   e.kind = ExprKind::kAnyOrder;
   e.children = std::move(children);

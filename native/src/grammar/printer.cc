@@ -236,7 +236,8 @@ class EbnfPrinter {
     }
   }
 
-  // AnyOrder(separator, required=(...), optional=(...), repeated=(...), min=0, max=-1)
+  // AnyOrder(separator, required=(...), optional=(...), repeated=(...), min=0, max=-1
+  //          [, depends=((member, (alternative...), ...), ...)])
   void AppendAnyOrder(const Expr& e, std::string* out) const {
     const AnyOrderSpec& d = *e.any_order;
     *out += "AnyOrder(";
@@ -255,7 +256,27 @@ class EbnfPrinter {
     list("required", d.num_required);
     list("optional", d.num_optional);
     list("repeated", d.num_repeated);
-    *out += ", min=" + std::to_string(d.min_count) + ", max=" + std::to_string(d.max_count) + ")";
+    *out += ", min=" + std::to_string(d.min_count) + ", max=" + std::to_string(d.max_count);
+    if (!d.presence.empty()) AppendPresenceRules(d.presence, out);
+    *out += ")";
+  }
+
+  static void AppendPresenceRules(const std::vector<AnyOrderPresenceRule>& rules, std::string* out) {
+    auto ints = [&](const std::vector<int32_t>& xs) {
+      *out += "(";
+      for (size_t i = 0; i < xs.size(); ++i) *out += (i > 0 ? ", " : "") + std::to_string(xs[i]);
+      *out += ")";
+    };
+    *out += ", depends=(";
+    for (size_t k = 0; k < rules.size(); ++k) {
+      *out += (k > 0 ? ", (" : "(") + std::to_string(rules[k].member);
+      for (const auto& alt : rules[k].any_of) {
+        *out += ", ";
+        ints(alt);
+      }
+      *out += ")";
+    }
+    *out += ")";
   }
 
   // ByteDfa(states=3, final=(2), edges=((0, 0x61, 0x7a, 1), (1, 0x30, 0x39, 2), ...)):

@@ -88,16 +88,30 @@ struct TagDispatchSpec {
 // order, and min_count <= k <= max_count. No member may match the empty string. This is an
 // unordered JSON object: a context-free grammar for it needs 2^n rules, while the parser runs
 // it with the set of members seen so far in its state (see automata/any_order_states.h).
+//
+// Presence rules (JSON Schema's dependentRequired, and dependencies on anyOf of required
+// names) constrain which once-only members may appear together: when `member` appears, every
+// member of at least one of `any_of` appears too (indices count the required, then the
+// optional members). They are checked on the set of members seen, so a schema with several
+// dependencies stays one node instead of a union of objects, one per combination.
+struct AnyOrderPresenceRule {
+  int32_t member = 0;
+  std::vector<std::vector<int32_t>> any_of;
+  bool operator==(const AnyOrderPresenceRule& o) const { return member == o.member && any_of == o.any_of; }
+};
+
 struct AnyOrderSpec {
   int32_t num_required = 0;
   int32_t num_optional = 0;
   int32_t num_repeated = 0;
   int64_t min_count = 0;
   int64_t max_count = -1;  // -1: no bound
+  std::vector<AnyOrderPresenceRule> presence;
   int32_t num_members() const { return num_required + num_optional + num_repeated; }
+  int32_t num_once() const { return num_required + num_optional; }
   bool operator==(const AnyOrderSpec& o) const {
     return num_required == o.num_required && num_optional == o.num_optional && num_repeated == o.num_repeated &&
-           min_count == o.min_count && max_count == o.max_count;
+           min_count == o.min_count && max_count == o.max_count && presence == o.presence;
   }
 };
 
