@@ -71,7 +71,9 @@ class Grammar:
                 prints: ``AnyOrder(sep, required=(a, ...), optional=(...), repeated=(...),
                 min=0, max=-1)`` (members joined by ``sep`` in any order: required ones once,
                 optional ones at most once, repeated ones any number of times, min..max in
-                all; members must not match the empty string), ``TagDispatch(...)`` and
+                all; members must not match the empty string; ``depends=((i, (j, k), (l)))``
+                after ``max=-1``: when required-or-optional member i appears, so do j and k,
+                or l), ``TagDispatch(...)`` and
                 ``ByteDfa(...)``.
             root_rule_name: the rule generation starts from.
 

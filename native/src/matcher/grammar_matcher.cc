@@ -166,6 +166,17 @@ inline bool ByteSetHas(const uint64_t* set, int b) { return (set[b / kByteSetWor
 // The longest forced continuation find_jump_forward_string returns (a grammar may force far more).
 constexpr size_t kMaxJumpForwardBytes = size_t{1} << 16;
 
+// Whether every token below trie node i (0: the whole trie) is allowed already, by the
+// accepted sets or another item's walk: a parser walk there could only set bits that are
+// set. Rows with many items of one state (a value parsed under several contexts, a union's
+// alternatives) repeat the same suffixes.
+bool SuffixesAllowed(const SuffixTrie& trie, int32_t i, const uint32_t* words) {
+  for (int32_t k = trie.token_begin[i], end = trie.token_begin[trie.subtree_end[i]]; k < end; ++k) {
+    if (!HasTokenBit(words, trie.tokens[k])) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words) {
@@ -311,6 +322,12 @@ void GrammarMatcher::DecideUncertainTokens(uint32_t* words) {
            pending_[gj].origin == pending_[gi].origin) {
       ++gj;
     }
+    bool open = false;
+    for (size_t k = gi; k < gj && !open; ++k) open = !SuffixesAllowed(pending_[k].entry->uncertain_suffixes, 0, words);
+    if (!open) {  // another item decided them all: no completion row to build
+      gi = gj;
+      continue;
+    }
     const int32_t rows0 = parser_.num_rows();
     if (parser_.PushCompletionRow(pending_[gi].rule, pending_[gi].origin)) {
       const int32_t rows_ctx = parser_.num_rows();
@@ -349,6 +366,10 @@ void GrammarMatcher::WalkSuffixes(const SuffixTrie& trie, int32_t rows_ctx, uint
   const int32_t n = trie.num_nodes();
   int32_t i = 1;
   while (i < n) {
+    if (SuffixesAllowed(trie, i, words)) {
+      i = trie.subtree_end[i];
+      continue;
+    }
     parser_.TruncateRows(rows_ctx + trie.depth[i] - 1);
     ++fill_stats_.walk_nodes;
     if (!parser_.Advance(trie.byte[i])) {

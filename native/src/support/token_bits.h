@@ -11,5 +11,8 @@ constexpr int32_t kTokenBitMask = 31;   // ... at bit t & 31
 
 inline void SetTokenBit(uint32_t* words, int32_t t) { words[t >> kTokenWordShift] |= 1u << (t & kTokenBitMask); }
 inline void ClearTokenBit(uint32_t* words, int32_t t) { words[t >> kTokenWordShift] &= ~(1u << (t & kTokenBitMask)); }
+inline bool HasTokenBit(const uint32_t* words, int32_t t) {
+  return (words[t >> kTokenWordShift] >> (t & kTokenBitMask)) & 1u;
+}
 
 }  // namespace xg2
