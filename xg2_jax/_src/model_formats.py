@@ -359,7 +359,7 @@ def get_model_structural_tag(
             "parameters"}}]``.
         tool_choice: ``"auto"`` (text and any number of calls; ``None`` too), ``"required"``
             (at least one call), ``"none"`` (text only; the tool-call marker is forbidden),
-            ``{"type": "function", "function": {"name": NAME}}`` (calls to NAME only), or
+            ``{"type": "function", "function": {"name": NAME}}`` (exactly one call, to NAME), or
             ``{"type": "allowed_tools", "allowed_tools": {"mode": "auto" | "required",
             "tools": [function references]}}`` (those tools only, in that mode).
         reasoning: for models that think: ``"enabled"``/``True`` (the turn starts with a
@@ -410,6 +410,9 @@ def get_model_structural_tag(
     think = reasoning_mode(reasoning)
     if not isinstance(parallel_tool_calls, bool):
         raise ValueError(f"parallel_tool_calls must be a bool, got {parallel_tool_calls!r}")
+    if isinstance(tool_choice, dict) and tool_choice.get("type") == "function":
+        # A named function is one call to it (OpenAI's forced function, xgrammar's "forced").
+        parallel_tool_calls = False
     fmt = _turn_format(key, callable_tools, mode, think, parallel_tool_calls,
                        reasoning_prefilled, bool(exclude_special_tokens))
     fmt = with_json_options(fmt, any_order=bool(any_order), max_whitespace_cnt=max_whitespace_cnt,

@@ -4,7 +4,8 @@ the grammar for the same markers).
 
 Each parameter is ``BEGIN(name) value END``; a plain string parameter's value is raw text
 (one newline on each side, which the templates add, is dropped), a parameter with fixed
-string choices is the choice, any other value is JSON.
+string choices is the choice, any other value is JSON. DeepSeek's DSML says which in its
+``string`` attribute: ``"true"`` is the raw text as it stands, ``"false"`` JSON.
 
 Example:
     >>> schema = {"type": "object", "properties": {"city": {"type": "string"},
@@ -29,11 +30,11 @@ _BAR = "\uff5c"  # the full-width bar of DeepSeek's DSML markers
 XML_STYLES = {
     "qwen_xml": (re.compile(r"<parameter=([^>\n]*)>"), "</parameter>"),
     "minimax_xml": (re.compile(r'<parameter name="([^"]*)">'), "</parameter>"),
-    "deepseek_xml": (re.compile(f'<{_BAR}DSML{_BAR}parameter name="([^"]*)" string="(?:true|false)">'),
+    "deepseek_xml": (re.compile(f'<{_BAR}DSML{_BAR}parameter name="([^"]*)" string="(true|false)">'),
                      f"</{_BAR}DSML{_BAR}parameter>"),
     "glm_xml": (re.compile(r"<arg_key>([^<]*)</arg_key>\s*<arg_value>"), "</arg_value>"),
     "deepseek_v4_1_xml": (re.compile(f'<{_BAR}DSML{_BAR} parameter name="([^"]*)" '
-                                     'string="(?:true|false)">'),
+                                     'string="(true|false)">'),
                           f"</{_BAR}DSML{_BAR} parameter>"),
     "kimi_k3_xml": (re.compile(r'<parameter name="([^"]*)"[^>]*>'), "</parameter>"),
 }
@@ -101,7 +102,13 @@ def parse_xml_arguments(text: str, pos: int, style: str, schema: Any, follow: tu
         if close < 0:
             return
         try:
-            args[m.group(1)] = _value(text[m.end():close], props.get(m.group(1), extra))
+            raw = text[m.end():close]
+            if m.re.groups == 2:
+                # DSML names the value's kind: string="true" is the raw text itself (DeepSeek's
+                # decode_dsml_to_arguments), string="false" JSON.
+                args[m.group(1)] = raw if m.group(2) == "true" else json.loads(raw.strip(_WS))
+            else:
+                args[m.group(1)] = _value(raw, props.get(m.group(1), extra))
         except json.JSONDecodeError:
             return
         pos = close + len(end)

@@ -76,6 +76,41 @@ bool StringChoices(const JsonValue& s, std::vector<std::string>* out) {
   return true;
 }
 
+// A string schema the XML styles write raw: plain, enumerated, or constrained by a pattern,
+// format or length bounds.
+bool IsStringSchema(const JsonValue& s) {
+  std::vector<std::string> choices;
+  return s.is_object() && (IsPlainString(s) || StringChoices(s, &choices) || IsConstrainedString(s));
+}
+
+// Where JsonValueOf puts the tool's root schema when a value refers to it.
+const char kRootDef[] = "__xg2_tool_root";
+
+// `s` with each $ref into the root document other than #/$defs/... and #/definitions/...
+// ("#", "#/properties/x") pointed at the root's copy under $defs/kRootDef; *any: one was.
+// Literal values (enum, const, default, examples) are left as they are.
+JsonValue RerootRefs(const JsonValue& s, bool* any) {
+  if (s.is_array()) {
+    std::vector<JsonValue> items;
+    for (const JsonValue& v : s.items()) items.push_back(RerootRefs(v, any));
+    return JsonValue::Array(std::move(items));
+  }
+  if (!s.is_object()) return s;
+  std::vector<std::pair<std::string, JsonValue>> members;
+  for (const auto& [k, v] : s.members()) {
+    if (k == "$ref" && v.is_string() && !v.as_string().empty() && v.as_string()[0] == '#' &&
+        v.as_string().rfind("#/$defs/", 0) != 0 && v.as_string().rfind("#/definitions/", 0) != 0) {
+      *any = true;
+      members.emplace_back(k, JsonValue::String("#/$defs/" + std::string(kRootDef) + v.as_string().substr(1)));
+    } else if (k == "enum" || k == "const" || k == "default" || k == "examples") {
+      members.emplace_back(k, v);
+    } else {
+      members.emplace_back(k, RerootRefs(v, any));
+    }
+  }
+  return JsonValue::Object(std::move(members));
+}
+
 // Kimi-K3 escapes attribute values: & -> &amp;, " -> &quot;.
 std::string KimiK3Attribute(const std::string& value) {
   std::string out;
@@ -358,22 +393,39 @@ ExprId XmlParameterLowering::RawTextUntil(const std::string& end) {
 }
 
 ExprId XmlParameterLowering::JsonValueOf(const JsonValue& prop, const JsonValue& root, const std::string& path) {
-  // The property's schema with the root's definitions, so its $refs still resolve.
+  // The property's schema with the root's definitions, so its $refs still resolve. A $ref to
+  // the root itself ("#", "#/properties/...") would name the property's own schema there: it
+  // is pointed at a copy of the root under $defs instead.
+  const JsonValue value =
+      prop.is_bool() && !prop.as_bool() ? JsonValue::Object({{"not", JsonValue::Object({})}}) : prop;
+  bool to_root = false;
+  const JsonValue lifted = RerootRefs(value, &to_root);
   std::vector<std::pair<std::string, JsonValue>> members;
-  if (prop.is_object())
-    members = prop.members();
-  else if (prop.is_bool() && !prop.as_bool())
-    members.emplace_back("not", JsonValue::Object({}));
+  if (lifted.is_object()) members = lifted.members();
+  bool has_defs = false;
   for (const char* defs : {"$defs", "definitions"}) {
-    if (const JsonValue* d = root.Find(defs); d && (!prop.is_object() || !prop.Find(defs)))
-      members.emplace_back(defs, *d);
+    const JsonValue* d = root.Find(defs);
+    if (!d || (lifted.is_object() && lifted.Find(defs))) continue;
+    std::vector<std::pair<std::string, JsonValue>> entries;
+    if (d->is_object()) entries = d->members();
+    if (defs[0] == '$' && to_root) {
+      bool unused = false;
+      entries.emplace_back(kRootDef, RerootRefs(root, &unused));
+      has_defs = true;
+    }
+    members.emplace_back(defs, d->is_object() ? JsonValue::Object(std::move(entries)) : *d);
+  }
+  if (to_root && !has_defs) {
+    if (lifted.is_object() && lifted.Find("$defs"))
+      Fail(path, "a $ref to the root schema beside the value's own $defs is not supported");
+    bool unused = false;
+    members.emplace_back("$defs", JsonValue::Object({{kRootDef, RerootRefs(root, &unused)}}));
   }
   JsonSchemaResult r;
   try {
     JsonSchemaOptions o = options_;
-    o.excludes = excludes_;
-    o.refuse_empty_language = false;  // one argument value: an optional one may be left out  // every string and key of
-                                      // the JSON value (exact, see json_schema_excludes.cc)
+    o.excludes = excludes_;           // every string and key of the JSON value (exact, see json_schema_excludes.cc)
+    o.refuse_empty_language = false;  // one argument value: an optional one may be left out
     r = JsonSchemaToGrammar(JsonValue::Object(std::move(members)), o);
   } catch (const Error& e) {
     Fail(path, e.what());
@@ -399,11 +451,6 @@ ExprId XmlParameterLowering::NamedParameter(ExprId name, const std::string& path
     for (const auto& [attr, schema] : typed) alts.push_back(NamedParameter(name, path, schema, root, attr));
     return alts.size() == 1 ? alts[0] : g_->AddChoice(std::move(alts));
   }
-  std::vector<std::string> choices;
-  const bool plain = prop.is_object() && IsPlainString(prop);
-  const bool fixed = prop.is_object() && StringChoices(prop, &choices);
-  const bool constrained = prop.is_object() && !plain && IsConstrainedString(prop);
-  const bool is_string = plain || fixed || constrained;
   std::string before, after, end;  // begin = before name after
   switch (style_) {
     case XmlStyle::kQwen:
@@ -417,27 +464,15 @@ ExprId XmlParameterLowering::NamedParameter(ExprId name, const std::string& path
       end = "</parameter>";
       break;
     case XmlStyle::kDeepSeek:
-      before =
-          "<\xEF\xBD\x9C"
-          "DSML\xEF\xBD\x9C"
-          "parameter name=\"";
-      after = std::string("\" string=\"") + (is_string ? "true" : "false") + "\">";
-      end =
-          "</\xEF\xBD\x9C"
-          "DSML\xEF\xBD\x9C"
-          "parameter>";
-      break;
-    case XmlStyle::kDeepSeekV41:  // DeepSeek-V4.1: a space after the DSML marker
-      before =
-          "<\xEF\xBD\x9C"
-          "DSML\xEF\xBD\x9C"
-          " parameter name=\"";
-      after = std::string("\" string=\"") + (is_string ? "true" : "false") + "\">";
-      end =
-          "</\xEF\xBD\x9C"
-          "DSML\xEF\xBD\x9C"
-          " parameter>";
-      break;
+    case XmlStyle::kDeepSeekV41: {
+      // DeepSeek-V4.1 writes a space after the DSML marker.
+      const std::string dsml = std::string(
+                                   "\xEF\xBD\x9C"
+                                   "DSML\xEF\xBD\x9C") +
+                               (style_ == XmlStyle::kDeepSeekV41 ? " " : "");
+      end = "</" + dsml + "parameter>";
+      return g_->AddSequence({g_->AddBytes("<" + dsml + "parameter name=\""), name, DsmlValue(prop, root, path, end)});
+    }
     case XmlStyle::kGlm:
       before = "<arg_key>";
       after = "</arg_key>";
@@ -446,9 +481,9 @@ ExprId XmlParameterLowering::NamedParameter(ExprId name, const std::string& path
     case XmlStyle::kKimiK3:
       before = "<|open|>argument key=\"";
       after = "\" type=\"" +
-              (!kimi_type.empty() ? kimi_type
-               : is_string        ? std::string("string")
-                                  : KimiK3Type(prop, path)) +
+              (!kimi_type.empty()     ? kimi_type
+               : IsStringSchema(prop) ? std::string("string")
+                                      : KimiK3Type(prop, path)) +
               "\"<|sep|>";
       end = "<|close|>argument<|sep|>";
       break;
@@ -458,37 +493,34 @@ ExprId XmlParameterLowering::NamedParameter(ExprId name, const std::string& path
     seq.push_back(Whitespace());
     seq.push_back(g_->AddBytes("<arg_value>"));
   }
-  if (plain) {
-    seq.push_back(RawTextUntil(end));
+  if (IsStringSchema(prop)) {
+    seq.push_back(StringValue(prop, path, end, true));
     return g_->AddSequence(std::move(seq));
   }
-  if (constrained) {
-    ExprId text = RawStringText(g_, prop, path, excludes_, "XML argument styles");
-    // As with enum strings, a newline may come on each side (Qwen's template writes them; the
-    // output parser strips one); DSML's string="true" values are the text between the tags.
-    const bool padded = style_ != XmlStyle::kDeepSeek && style_ != XmlStyle::kDeepSeekV41;
-    ExprId pad = padded ? g_->AddRepeat(g_->AddBytes("\n"), 0, 1) : g_->AddEmpty();
-    seq.push_back(text == kNoExpr ? RawTextUntil(end) : g_->AddSequence({pad, text, pad, g_->AddBytes(end)}));
-    return g_->AddSequence(std::move(seq));
-  }
-  if (fixed) {
-    std::vector<ExprId> alts;
-    for (const auto& c : choices) {
-      if (!Excluded(c)) alts.push_back(c.empty() ? g_->AddEmpty() : g_->AddBytes(c));
-    }
-    if (alts.empty()) Fail(path, "every value contains an excluded substring");
-    // Qwen's template puts the value on its own line.
-    ExprId nl = g_->AddRepeat(g_->AddBytes("\n"), 0, 1);
-    seq.push_back(nl);
-    seq.push_back(g_->AddChoice(std::move(alts)));
-    seq.push_back(g_->AddRepeat(g_->AddBytes("\n"), 0, 1));
-  } else {
-    seq.push_back(Whitespace());
-    seq.push_back(JsonValueOf(prop, root, path));
-    seq.push_back(Whitespace());
-  }
+  seq.push_back(Whitespace());
+  seq.push_back(JsonValueOf(prop, root, path));
+  seq.push_back(Whitespace());
   seq.push_back(g_->AddBytes(end));
   return g_->AddSequence(std::move(seq));
+}
+
+ExprId XmlParameterLowering::StringValue(const JsonValue& s, const std::string& path, const std::string& end,
+                                         bool padded) {
+  std::vector<std::string> choices;
+  if (IsPlainString(s)) return RawTextUntil(end);
+  if (!StringChoices(s, &choices)) {
+    ExprId text = RawStringText(g_, s, path, excludes_, "XML argument styles");
+    if (text == kNoExpr) return RawTextUntil(end);
+    ExprId pad = padded ? g_->AddRepeat(g_->AddBytes("\n"), 0, 1) : g_->AddEmpty();
+    return g_->AddSequence({pad, text, pad, g_->AddBytes(end)});
+  }
+  std::vector<ExprId> alts;
+  for (const auto& c : choices) {
+    if (!Excluded(c)) alts.push_back(c.empty() ? g_->AddEmpty() : g_->AddBytes(c));
+  }
+  if (alts.empty()) Fail(path, "every value contains an excluded substring");
+  ExprId pad = padded ? g_->AddRepeat(g_->AddBytes("\n"), 0, 1) : g_->AddEmpty();
+  return g_->AddSequence({pad, g_->AddChoice(std::move(alts)), pad, g_->AddBytes(end)});
 }
 
 }  // namespace xg2

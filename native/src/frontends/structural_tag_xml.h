@@ -53,7 +53,22 @@ class XmlParameterLowering {
   ExprId CountedParameters(const std::vector<std::pair<ExprId, bool>>& params, ExprId extra,
                            const ParameterCount& count);
   ExprId RawTextUntil(const std::string& end);
+  // A string value written raw, then `end`. padded: a newline may come on each side of a
+  // constrained or enumerated value (Qwen's template writes them; DSML's text is the value).
+  ExprId StringValue(const JsonValue& s, const std::string& path, const std::string& end, bool padded);
+  // One JSON value of `prop`, whose $refs resolve against the tool's root schema `root`.
   ExprId JsonValueOf(const JsonValue& prop, const JsonValue& root, const std::string& path);
+  // DeepSeek DSML (structural_tag_dsml.cc): the leaves of a value's union by kind, string
+  // schemas (each with its path) and non-string ones.
+  struct DsmlLeaves {
+    std::vector<std::pair<JsonValue, std::string>> strings;
+    std::vector<JsonValue> json;
+    std::set<std::string> refs;  // the $refs already visited
+    bool revisited = false;      // a $ref was met again (its leaves are counted once)
+  };
+  void CollectDsml(const JsonValue& s, const JsonValue& root, const std::string& path, DsmlLeaves* out);
+  // The string attribute, the value and `end`, one alternative per kind the schema allows.
+  ExprId DsmlValue(const JsonValue& prop, const JsonValue& root, const std::string& path, const std::string& end);
   ExprId Whitespace();
   bool Excluded(const std::string& text) const;
 
