@@ -124,6 +124,24 @@ def test_builder_objects_and_json_text_are_accepted(compiler):
     assert str(a) == str(b) == str(c)
 
 
+@pytest.mark.parametrize("name", sorted(FORMAT_CASES))
+def test_pydantic_names_round_trip(name):
+    """model_dump_json / model_validate_json, the names xgrammar's pydantic formats have."""
+    from xg2_jax.structural_tag import StructuralTag, format_from_dict
+
+    fmt = format_from_dict(FORMAT_CASES[name][0])
+    text = fmt.model_dump_json()
+    assert ": " not in text.replace('": "', "") and json.loads(text) == fmt.model_dump() == fmt.to_dict()
+    assert type(fmt).model_validate_json(text) == fmt
+    tag = StructuralTag(format=fmt)
+    assert StructuralTag.model_validate_json(tag.model_dump_json(indent=2)) == tag
+    assert str(xg.Grammar.from_structural_tag(tag.model_dump_json())) == str(xg.Grammar.from_structural_tag(tag))
+    other = next(cls for cls in (xg.structural_tag.ConstStringFormat, xg.structural_tag.AnyTextFormat)
+                 if not isinstance(fmt, cls))
+    with pytest.raises(ValueError, match="expected a"):
+        other.model_validate(fmt.to_dict())
+
+
 @pytest.mark.parametrize("fmt, path, reason", [
     ({"type": "triggered_tags", "triggers": ["<a", "<z"], "tags": [
         {"begin": "<a>", "content": {"type": "any_text"}, "end": "</a>"}]},
