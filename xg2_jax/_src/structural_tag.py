@@ -29,8 +29,9 @@ from __future__ import annotations
 import dataclasses
 import json
 from dataclasses import dataclass
-from typing import Any, ClassVar, Optional, Union
+from typing import Any, ClassVar, Union
 
+from xg2_jax._src.pydantic_names import PydanticNames
 from xg2_jax._src.structural_tag_checks import (
     FieldList,
     _check_bool,
@@ -95,7 +96,7 @@ def _to_plain(value: Any) -> Any:
     return value
 
 
-class _FormatBase:
+class _FormatBase(PydanticNames):
     """Shared ``to_dict``/``to_json`` for the format dataclasses."""
 
     type: ClassVar[str]
@@ -115,47 +116,7 @@ class _FormatBase:
         """The format as JSON text (``json.dumps`` of :meth:`to_dict`)."""
         return json.dumps(self.to_dict(), ensure_ascii=False, **json_kwargs)
 
-    # xgrammar's formats are pydantic models; these are the names its callers use.
-    def model_dump(self, **_: Any) -> dict[str, Any]:
-        """Alias of :meth:`to_dict` (pydantic's name, as xgrammar's formats have it)."""
-        return self.to_dict()
-
-    def model_dump_json(self, *, indent: Optional[int] = None, **_: Any) -> str:
-        """The format as JSON text, compact unless ``indent`` is given, as pydantic writes it.
-
-        Args:
-            indent: spaces per nesting level; None for one compact line.
-
-        Returns:
-            JSON text that :meth:`model_validate_json` reads back to an equal format.
-
-        Example:
-            >>> AnyTextFormat(max_chars=7).model_dump_json()
-            '{"type":"any_text","excludes":[],"max_chars":7}'
-        """
-        return _dump_json(self.to_dict(), indent)
-
-    @classmethod
-    def model_validate(cls, data: Union[dict, "_FormatBase"]) -> Any:
-        """Builds this format from its ``dict`` (pydantic's name; see :func:`format_from_dict`).
-
-        Raises:
-            ValueError / TypeError: not a format of this class, or bad fields.
-        """
-        out = data if isinstance(data, _FormatBase) else format_from_dict(data)
-        if not isinstance(out, cls):
-            raise ValueError(f"expected a {cls.__name__}, got a {type(out).__name__}")
-        return out
-
-    @classmethod
-    def model_validate_json(cls, text: Union[str, bytes]) -> Any:
-        """:meth:`model_validate` of JSON text."""
-        return cls.model_validate(json.loads(text))
-
-
-def _dump_json(data: Any, indent: Optional[int]) -> str:
-    separators = (",", ":") if indent is None else (",", ": ")
-    return json.dumps(data, ensure_ascii=False, indent=indent, separators=separators)
+    _from_plain = classmethod(lambda cls, data: format_from_dict(data))  # PydanticNames' reader
 
 
 # --------------------------------------------------------------------------------------------
@@ -656,9 +617,7 @@ Format = Union[
 ]
 """Any one of the format classes."""
 
-_FORMAT_CLASSES: dict[str, type] = {
-    cls.type: cls for cls in Format.__args__  # type: ignore[attr-defined]
-}
+_FORMAT_CLASSES: dict[str, type] = {cls.type: cls for cls in Format.__args__}  # type: ignore[attr-defined]
 _NESTED_ONE = {"content"}
 _NESTED_MANY = {"elements", "tags"}
 
@@ -692,10 +651,9 @@ def format_from_dict(data: dict) -> Format:
             continue
         if key in _NESTED_ONE or (key in ("begin", "end") and isinstance(value, dict)):
             value = format_from_dict(value)
-        elif key == "tags":  # a tag list's items are tags, so their "type" may be left out
-            value = [format_from_dict({"type": "tag", **v} if isinstance(v, dict) else v) for v in value]
-        elif key in _NESTED_MANY:
-            value = [format_from_dict(v) for v in value]
+        elif key in _NESTED_MANY:  # a tag list's items may leave out "type": "tag"
+            value = [format_from_dict({"type": "tag", **v} if key == "tags" and isinstance(v, dict) else v)
+                     for v in value]
         elif key == "rules":
             value = [(pattern, format_from_dict(fmt)) for pattern, fmt in value]
         kwargs[key] = value
@@ -703,7 +661,7 @@ def format_from_dict(data: dict) -> Format:
 
 
 @dataclass(frozen=True, kw_only=True)
-class StructuralTag:
+class StructuralTag(PydanticNames):
     """The envelope ``{"type": "structural_tag", "format": ...}`` that compilers accept.
 
     Example:
@@ -725,23 +683,6 @@ class StructuralTag:
         """The envelope as JSON text."""
         return json.dumps(self.to_dict(), ensure_ascii=False, **json_kwargs)
 
-    def model_dump(self, **_: Any) -> dict[str, Any]:
-        """Alias of :meth:`to_dict` (pydantic's name, as xgrammar's StructuralTag has it)."""
-        return self.to_dict()
-
-    def model_dump_json(self, *, indent: Optional[int] = None, **_: Any) -> str:
-        """The envelope as JSON text, compact unless ``indent`` is given, as pydantic writes it."""
-        return _dump_json(self.to_dict(), indent)
-
-    @classmethod
-    def model_validate(cls, data: Union[dict, "StructuralTag"]) -> "StructuralTag":
-        """Alias of :meth:`from_dict` for a ``dict`` (pydantic's name)."""
-        return data if isinstance(data, StructuralTag) else cls.from_dict(data)
-
-    @classmethod
-    def model_validate_json(cls, text: Union[str, bytes]) -> "StructuralTag":
-        """Alias of :meth:`from_dict` for JSON text (pydantic's name)."""
-        return cls.from_dict(json.loads(text))
 
     @classmethod
     def from_dict(cls, data: Union[dict, str]) -> "StructuralTag":
@@ -756,3 +697,4 @@ class StructuralTag:
                 or "format" not in data:
             raise ValueError('expected {"type": "structural_tag", "format": {...}}')
         return cls(format=format_from_dict(data["format"]))
+    _from_plain = from_dict  # PydanticNames' reader
