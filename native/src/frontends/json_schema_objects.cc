@@ -106,23 +106,32 @@ bool Converter::PresenceDepAttachable(const Merged& m, const Merged::PresenceDep
 }
 
 // The union of objects the dependency stands for (DependencyAlternatives): the name absent, or
-// present with its names. Used where it cannot be a presence rule.
+// present with the names of one alternative. Used where it cannot be a presence rule; each
+// object keeps the witnesses (members it must have) of the caller.
 ExprId Converter::ExpandPresenceDep(const Merged& m, size_t k, int depth,
                                     const std::vector<Merged::SomeProperty>& witnesses) {
   Merged base = m;
   base.presence_deps.erase(base.presence_deps.begin() + static_cast<std::ptrdiff_t>(k));
-  base.types &= kObj;
   const Merged::PresenceDep& d = m.presence_deps[k];
   const JsonValue* alts = Synthesized(d.dep, 0, [&]() { return DependencyAlternatives(d.name, *d.dep); });
   std::vector<ExprId> out;
-  for (const JsonValue& a : alts->items()) {
-    if (--expansion_budget_ < 0) {
-      Unsupported("dependencies", d.ptr, "too many combinations of alternatives to expand");
-      return Never();
+  auto budget = [&]() {
+    if (--expansion_budget_ >= 0) return true;
+    Unsupported("dependencies", d.ptr, "too many combinations of alternatives to expand");
+    return false;
+  };
+  if (!budget()) return Never();
+  Merged absent = base;
+  MergeInto(&absent, Ref{&alts->items()[0], d.ptr}, 0);  // {"properties": {name: false}}
+  out.push_back(ObjectExpr(absent, depth, witnesses));
+  for (const auto& alt : d.any_of) {
+    if (!budget()) return Never();
+    Merged present = base;
+    if (!present.Requires(d.name)) present.required.push_back(d.name);  // the order "required" lists them
+    for (const std::string& n : alt) {
+      if (!present.Requires(n)) present.required.push_back(n);
     }
-    Merged c = base;
-    MergeInto(&c, Ref{&a, d.ptr}, 0);
-    out.push_back(c.any_of.empty() ? ObjectExpr(c, depth, witnesses) : Lower(c, depth, 1));
+    out.push_back(ObjectExpr(present, depth, witnesses));
   }
   return g_.AddChoice(out);
 }
