@@ -48,8 +48,7 @@ void AnyOrderStates::Prepare(Node* node) {
 
 bool AnyOrderStates::StartLive(const Node& n) {
   if (n.presence.empty()) return Live(n, Facts{0, n.spec.num_required, n.num_productive_once});
-  const std::vector<uint64_t> none(n.words, 0);
-  return PresenceLive(n, none.data(), 0);
+  return LiveAfter(n, Facts{0, n.spec.num_required, n.num_productive_once}, nullptr, -1);
 }
 
 void AnyOrderStates::Init(std::vector<Node> nodes, int32_t base, int32_t num_rules) {
@@ -134,14 +133,13 @@ bool AnyOrderStates::PresenceHolds(const Node& n, const uint64_t* seen) {
   return true;
 }
 
-bool AnyOrderStates::PresenceLive(const Node& n, const uint64_t* seen, int64_t count) {
-  std::vector<uint64_t> reach(n.words);
+bool AnyOrderStates::PresenceLive(const Node& n, const uint64_t* seen, int64_t count, uint64_t* reach) {
   for (int32_t w = 0; w < n.words; ++w) reach[w] = n.productive_once[w] | seen[w];
   for (bool changed = true; changed;) {
     changed = false;
     for (const auto& r : n.presence) {
       if (!(reach[r.word] & r.bit)) continue;
-      if (std::any_of(r.any_of.begin(), r.any_of.end(), [&](const auto& alt) { return SubsetOf(alt, reach.data()); }))
+      if (std::any_of(r.any_of.begin(), r.any_of.end(), [&](const auto& alt) { return SubsetOf(alt, reach); }))
         continue;
       if (seen[r.word] & r.bit) return false;
       reach[r.word] &= ~r.bit;
@@ -157,12 +155,23 @@ bool AnyOrderStates::PresenceLive(const Node& n, const uint64_t* seen, int64_t c
   return n.repeatable || count + added >= n.spec.min_count;
 }
 
-bool AnyOrderStates::LiveAfter(const Node& n, const Facts& f, const uint64_t* bits, int32_t i) const {
+bool AnyOrderStates::LiveAfter(const Node& n, const Facts& f, const uint64_t* bits, int32_t i) {
   if (n.presence.empty()) return Live(n, After(n, f, i));
-  std::vector<uint64_t> seen(n.words, 0);
-  if (bits != nullptr) std::copy(bits, bits + n.words, seen.begin());
-  if (i < n.num_once) seen[i >> 6] |= 1ull << (i & 63);
-  return PresenceLive(n, seen.data(), f.count + 1);
+  // Called per candidate member while the parser predicts: the two sets live on the stack
+  // for objects of up to 256 once-only members.
+  constexpr int32_t kInlineWords = 4;
+  uint64_t inline_words[2 * kInlineWords];
+  std::vector<uint64_t> heap_words;
+  uint64_t* seen = inline_words;
+  if (n.words > kInlineWords) {
+    heap_words.resize(2 * static_cast<size_t>(n.words));
+    seen = heap_words.data();
+  }
+  uint64_t* reach = seen + n.words;
+  std::fill(seen, seen + n.words, 0);
+  if (bits != nullptr) std::copy(bits, bits + n.words, seen);
+  if (i >= 0 && i < n.num_once) seen[i >> 6] |= 1ull << (i & 63);
+  return PresenceLive(n, seen, f.count + (i >= 0 ? 1 : 0), reach);
 }
 
 int32_t AnyOrderStates::Next(int32_t v, RuleId rule) const {
@@ -229,7 +238,14 @@ int64_t AnyOrderStates::num_made() const {
 size_t AnyOrderStates::MemoryBytes() const {
   std::lock_guard<std::mutex> lock(mu_);
   size_t bytes = nodes_.size() * sizeof(Node) + member_of_rule_.size() * sizeof(Member);
-  for (const Node& n : nodes_) bytes += (n.first.size() + n.rest.size()) * sizeof(RuleId);
+  for (const Node& n : nodes_) {
+    bytes += (n.first.size() + n.rest.size()) * sizeof(RuleId) + n.productive_once.size() * sizeof(uint64_t);
+    for (const auto& r : n.presence) bytes += sizeof(r) + r.any_of.size() * n.words * sizeof(uint64_t);
+    for (const auto& r : n.spec.presence) {
+      bytes += sizeof(r);
+      for (const auto& alt : r.any_of) bytes += sizeof(alt) + alt.size() * sizeof(int32_t);
+    }
+  }
   bytes += static_cast<size_t>((num_made_ >> kChunkBits) + 1) * (sizeof(Entry) << kChunkBits);
   for (const auto& kv : index_) bytes += kv.first.size() * 2 + 48;
   return bytes;

@@ -132,14 +132,16 @@ class AnyOrderStates {
     int64_t need = std::max(f.missing, n.spec.min_count - f.count);
     return need <= std::min(room, available);
   }
-  // Live after member i joins a state with facts f and once-only set bits (nullptr: none).
-  bool LiveAfter(const Node& n, const Facts& f, const uint64_t* bits, int32_t i) const;
+  // Live after member i (-1: none, the start) joins a state with facts f and once-only set
+  // bits (nullptr: none).
+  static bool LiveAfter(const Node& n, const Facts& f, const uint64_t* bits, int32_t i);
   // Under presence rules (no max_count, see AnyOrderSpec): the largest set of members that a
   // completion of `seen` can reach drops, to a fixpoint, every unseen trigger none of whose
   // alternatives fits; the state can end iff no seen trigger is dropped, the required members
   // stay and the set holds enough members for min_count. Exact: no completion holds a dropped
   // member, and the set itself is a completion.
-  static bool PresenceLive(const Node& n, const uint64_t* seen, int64_t count);
+  // reach: scratch of n.words words.
+  static bool PresenceLive(const Node& n, const uint64_t* seen, int64_t count, uint64_t* reach);
   static bool PresenceHolds(const Node& n, const uint64_t* seen);
   struct Member {
     int32_t node = -1;

@@ -184,7 +184,7 @@ bool AnyOrderProductive(const LoweredAnyOrder& lo, const std::vector<uint8_t>& p
       if (i < sp.num_required) return false;
       continue;
     }
-    available += i < sp.num_required + sp.num_optional ? 1 : INT32_MAX;
+    available += i < sp.num_once() ? 1 : INT32_MAX;
   }
   int64_t need = std::max<int64_t>(sp.num_required, sp.min_count);
   int64_t room = sp.max_count >= 0 ? sp.max_count : INT64_MAX;

@@ -436,13 +436,17 @@ ExprId StyledArgumentLowering::JsonScalar(const JsonValue& s, const std::string&
   return g_->AddRuleRef(ImportGrammar(g_, r.grammar, style_ + "_scalar" + std::to_string(++imports_) + "_"));
 }
 
-ExprId StyledArgumentLowering::Ref(const std::string& ref, const std::string& path, ValueName name) {
-  const JsonValue* target = nullptr;
+const JsonValue* DefinitionTarget(const JsonValue& root, const std::string& ref) {
   for (const std::string prefix : {"#/$defs/", "#/definitions/"}) {
     if (ref.compare(0, prefix.size(), prefix) != 0) continue;
-    const JsonValue* defs = root_->is_object() ? root_->Find(prefix.substr(2, prefix.size() - 3)) : nullptr;
-    if (defs && defs->is_object()) target = defs->Find(ref.substr(prefix.size()));
+    const JsonValue* defs = root.is_object() ? root.Find(prefix.substr(2, prefix.size() - 3)) : nullptr;
+    if (defs && defs->is_object()) return defs->Find(ref.substr(prefix.size()));
   }
+  return nullptr;
+}
+
+ExprId StyledArgumentLowering::Ref(const std::string& ref, const std::string& path, ValueName name) {
+  const JsonValue* target = DefinitionTarget(*root_, ref);
   if (!target) Fail(path + "/$ref", "'" + ref + "' does not name a schema under #/$defs or #/definitions");
   const std::string key = ref + name.CacheKey();
   if (auto it = refs_.find(key); it != refs_.end()) return g_->AddRuleRef(it->second);

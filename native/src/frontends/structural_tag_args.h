@@ -28,6 +28,10 @@ namespace xg2 {
 ExprId RawStringText(Grammar* g, const JsonValue& s, const std::string& path, const std::vector<std::string>& excludes,
                      const std::string& who);
 
+// The schema a "#/$defs/NAME" or "#/definitions/NAME" reference names in root; nullptr for
+// another reference or a missing definition.
+const JsonValue* DefinitionTarget(const JsonValue& root, const std::string& ref);
+
 class StyledArgumentLowering {
  public:
   StyledArgumentLowering(Grammar* g, std::string style, JsonSchemaOptions options, std::string path,

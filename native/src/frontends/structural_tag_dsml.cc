@@ -27,11 +27,7 @@ namespace {
   throw Error(ErrorKind::kStructuralTag, path + ": " + reason);
 }
 
-bool IsAnnotation(const std::string& key) {
-  static const std::set<std::string> k = {"title",      "description", "default",   "examples", "$comment",
-                                          "deprecated", "readOnly",    "writeOnly", "$defs",    "definitions"};
-  return k.count(key) > 0;
-}
+using jsonschema::IsAnnotation;
 
 // Keywords that only constrain strings, and those that never constrain strings.
 const std::set<std::string>& StringKeywords() {
@@ -124,13 +120,7 @@ void XmlParameterLowering::CollectDsml(const JsonValue& s, const JsonValue& root
       out->revisited = true;
       return;
     }
-    const JsonValue* target = nullptr;
-    if (uri == "#") target = &root;
-    for (const std::string prefix : {"#/$defs/", "#/definitions/"}) {
-      if (uri.compare(0, prefix.size(), prefix) != 0) continue;
-      const JsonValue* defs = root.Find(prefix.substr(2, prefix.size() - 3));
-      if (defs && defs->is_object()) target = defs->Find(uri.substr(prefix.size()));
-    }
+    const JsonValue* target = uri == "#" ? &root : DefinitionTarget(root, uri);
     if (!target)
       Fail(path + "/$ref", "'" + uri + "' does not name the root or a schema under #/$defs or #/definitions");
     // The root is an object schema: a JSON leaf, which must keep referring to the root.
