@@ -80,7 +80,10 @@ def test_extension_languages(ebnf, accepted, rejected):
 
 @pytest.mark.parametrize("ebnf, line, column, words", [
     ('root ::= r\nr[lazy] ::= "(" r ")" | "x"', 2, 1, "recursive"),
-    ('root ::= r\nr[max_tokens=3] ::= "a"', 2, 3, "'max_tokens' is not supported"),
+    ('root ::= r\nr[capture] ::= "a"', 2, 3, "'capture' is not supported"),
+    ('root ::= r\nr[max_tokens=x] ::= "a"', 2, 14, "expected a number after max_tokens="),
+    ('root ::= r\nr[max_tokens=2147483648] ::= "a"', 2, 14, "at most 2147483647"),
+    ('root ::= r\nr[max_tokens=1, max_tokens=2] ::= "a"', 2, 17, "twice"),
     ('root ::= r\nr[lazy, lazy] ::= "a"', 2, 9, "twice"),
     ('root ::= r\nr[max_chars=x] ::= "a"', 2, 13, "expected a number"),
     ('root ::= Token()', 1, 10, "needs at least one token id"),

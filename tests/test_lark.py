@@ -301,7 +301,10 @@ def test_grammar_options_defaults_are_accepted():
     ('start: ( "a"\n "b" )', 1, 8, "unbalanced '('"),  # as in lark: a newline ends the item
     ('start: "a"~3..2', 1, 11, "repetition end"),
     ("start: sep{x}\nsep{a}: a", 1, 11, "templates"),
-    ('start[max_tokens=2]: "a"', 1, 7, "'max_tokens' is not supported"),
+    ('start[capture]: "a"', 1, 7, "'capture' is not supported"),
+    ('start[max_tokens=0]: "a"', 1, 18, "max_tokens must be positive"),
+    ('start[max_tokens=1000001]: "a"', 1, 18, "at most 1000000"),
+    ('start[max_tokens=1, max_tokens=2]: "a"', 1, 21, "specified more than once"),
     ('TOKEN[lazy]: /a/\nstart: TOKEN', 1, 6, "only supported on rules"),
     ('start: r\nr[stop=""]: /a*/', 2, 8, "stop must not be empty"),
     ('start: r\nr[suffix=end]: /a*/', 2, 10, "suffix terminal name must be uppercase"),
@@ -498,4 +501,5 @@ def test_masks_match_accept_token_on_gpt2(gpt2_tokenizer):
 
 def test_doc_example_prints_rules_in_source_order():
     g = xg.Grammar.from_lark('start: a\na: "x" B\nB: "y"')
-    assert re.findall(r"^(\S+) ::=", str(g), re.M)[:3] == ["start", "a", "B"]
+    # The start rule prints as "root" (from_ebnf's default root name), as xgrammar's does.
+    assert re.findall(r"^(\S+) ::=", str(g), re.M)[:3] == ["root", "a", "B"]

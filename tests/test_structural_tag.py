@@ -159,7 +159,7 @@ def test_pydantic_names_round_trip(name):
     ({"type": "json_schema", "json_schema": {"type": "object", "properties": {"a": {"$ref": "#/nowhere"}}}},
      "format.json_schema", ""),
     ({"type": "repeat", "min": 3, "max": 2, "content": {"type": "const_string", "value": "a"}}, "format.max", ">= min"),
-    ({"type": "any_text", "max_tokens": 5}, "format.max_tokens", "max_chars"),
+    ({"type": "any_text", "max_tokens": -1}, "format.max_tokens", "non-negative 32-bit integer"),
 ])
 def test_invalid_structural_tags_name_the_path(fmt, path, reason):
     with pytest.raises(xg.StructuralTagError) as info:
@@ -414,7 +414,7 @@ def test_token_triggered_tags(vocab_path):
     ({"type": "token", "token": -1}, "format.token", "negative"),
     ({"type": "any_tokens", "max_tokens": -2}, "format.max_tokens", "non-negative 32-bit integer"),
     ({"type": "any_tokens", "max_tokens": 2**31}, "format.max_tokens", "non-negative 32-bit integer"),
-    ({"type": "any_text", "max_tokens": 3}, "format.max_tokens", "token budget on text"),
+    ({"type": "any_text", "max_tokens": 2.5}, "format.max_tokens", "non-negative 32-bit integer"),
     ({"type": "exclude_token", "exclude_tokens": "5"}, "format.exclude_tokens", "list of token ids"),
 ])
 def test_invalid_token_formats(llama3_tokenizer, fmt, path, reason):

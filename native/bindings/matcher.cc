@@ -107,6 +107,16 @@ void BindMatcher(nb::module_& m) {
              nb::gil_scoped_release release;
              return self.FindJumpForwardTokens();
            })
+      .def(
+          "get_captures",
+          [](const GrammarMatcher& self, bool deduplicate) {
+            nb::list out;
+            for (const auto& [name, span] : self.Captures(deduplicate)) {
+              out.append(nb::make_tuple(nb::str(name.c_str()), nb::bytes(span.data(), span.size())));
+            }
+            return out;
+          },
+          nb::arg("deduplicate") = true)
       .def("debug_state", &GrammarMatcher::DebugState)
       .def("last_fill_stats",
            [](const GrammarMatcher& self) {

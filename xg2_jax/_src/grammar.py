@@ -163,7 +163,7 @@ class Grammar:
             ... %import common (CNAME, SIGNED_NUMBER)
             ... ''')
             >>> print(str(g).splitlines()[0])
-            start ::= pair ("," pair)*
+            root ::= pair ("," pair)*
         """
         _check_utf8(lark_string)
         resolved = _resolve_named_grammars(named_grammars, tokenizer_info)

@@ -284,6 +284,34 @@ class GrammarMatcher:
         """
         return list(self._handle.find_jump_forward_tokens())
 
+    def get_captures(self, deduplicate: bool = True) -> list[tuple[str, bytes]]:
+        """The spans matched by captured rules (``name[capture]`` / ``name[capture="n"]``
+        in EBNF and Lark), as xgrammar's ``get_captures``.
+
+        Every completion of a captured rule seen while accepting (tokens or strings) is an
+        event; the parse explores its hypotheses side by side, so one occurrence of a rule
+        may complete at several ends (``/[0-9]+/`` after every digit). Fills record nothing;
+        :meth:`rollback` and :meth:`reset` forget the events of the steps they undo.
+
+        Args:
+            deduplicate: keep only the last (longest) completion of each occurrence (a rule
+                at a start position); False returns every event.
+
+        Returns:
+            ``(name, bytes)`` pairs in completion order (an inner rule before the rule that
+            contains it).
+
+        Example:
+            >>> from xg2_jax import Grammar, GrammarCompiler, TokenizerInfo
+            >>> g = Grammar.from_lark('start: "a" v "b"\nv[capture]: /[0-9]+/')
+            >>> m = GrammarMatcher(GrammarCompiler(TokenizerInfo([])).compile_grammar(g))
+            >>> m.accept_string("a12b")
+            True
+            >>> m.get_captures(), m.get_captures(deduplicate=False)
+            ([('v', b'12')], [('v', b'1'), ('v', b'12')])
+        """
+        return [(name, span) for name, span in self._handle.get_captures(bool(deduplicate))]
+
     def traverse_draft_tree(self, retrieve_next_token, retrieve_next_sibling, draft_tokens,
                             token_bitmask, time_threshold: float = -1.0,
                             temperatures=None) -> bool:

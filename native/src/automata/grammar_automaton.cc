@@ -40,7 +40,8 @@ int32_t GrammarAutomaton::VirtualNext(int32_t v) const {
 
 size_t GrammarAutomaton::MemoryBytes() const {
   return state_rule.size() * (sizeof(RuleId) + 2 + 2 * sizeof(int32_t)) + byte_edges.size() * sizeof(DfaByteEdge) +
-         rule_edges.size() * sizeof(DfaRuleEdge) + rule_start.size() * (sizeof(int32_t) + 1) + any_order->MemoryBytes();
+         rule_edges.size() * sizeof(DfaRuleEdge) + rule_start.size() * (2 * sizeof(int32_t) + 1) +
+         any_order->MemoryBytes();
 }
 
 namespace {
@@ -270,6 +271,14 @@ void CopyLiveStates(const Grammar& g, const std::vector<RuleDfa>& dfas, const Pr
   out->rule_start.resize(num_rules);
   out->rule_nullable.assign(num_rules, 0);
   for (RuleId r = 0; r < num_rules; ++r) out->rule_names.push_back(g.rule(r).name);
+  out->rule_max_tokens.assign(num_rules, Rule::kNoTokenBudget);
+  out->rule_capture.assign(num_rules, "");
+  for (RuleId r = 0; r < num_rules && r < g.num_rules(); ++r) {
+    out->rule_max_tokens[r] = g.rule(r).max_tokens;
+    out->has_token_budgets = out->has_token_budgets || g.rule(r).has_token_budget();
+    out->rule_capture[r] = g.rule(r).capture;
+    out->has_captures = out->has_captures || g.rule(r).has_capture();
+  }
   int32_t total = offset[num_rules];
   out->state_rule.resize(total);
   out->state_final.resize(total);

@@ -33,6 +33,15 @@ struct GrammarAutomaton {
   std::vector<int32_t> rule_start;
   std::vector<uint8_t> rule_nullable;
   std::vector<std::string> rule_names;
+  // Rule::max_tokens per rule (kNoTokenBudget: none); has_token_budgets: some rule has one.
+  std::vector<int64_t> rule_max_tokens;
+  bool has_token_budgets = false;
+  // Rule::capture per rule ("": none); has_captures: some rule has one.
+  std::vector<std::string> rule_capture;
+  bool has_captures = false;
+  // Every occurrence's completions must be on the chart (no Leo chains): budgets read the
+  // occurrences, captures record their completions.
+  bool needs_all_completions() const { return has_token_budgets || has_captures; }
   // Per rule Q: every state an item predicted for Q at row r leads to within row r (closure
   // under prediction and nullable advance; all such items have origin r), and every rule
   // predicted along the way. Predicting Q adds these in bulk.

@@ -39,6 +39,8 @@ Hash128 GrammarFingerprint(const Grammar& g) {
     uint32_t temperature_bits;
     std::memcpy(&temperature_bits, &rule.temperature, sizeof(temperature_bits));
     h.Add(static_cast<uint64_t>(temperature_bits));
+    h.Add(static_cast<uint64_t>(rule.max_tokens));  // the matcher enforces budgets too
+    HashBytes(rule.capture, &h);                    // and records captures
   }
   h.Add(static_cast<uint64_t>(g.root()));
   return h.Finish();

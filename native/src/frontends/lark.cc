@@ -170,6 +170,10 @@ Grammar LarkConverter::Convert() {
       if (e->definition != nullptr && e->definition->temperature >= 0.0f) {
         g_.SetRuleTemperature(e->rule, e->definition->temperature);
       }
+      if (e->definition != nullptr) {
+        g_.SetRuleMaxTokens(e->rule, e->definition->max_tokens);
+        g_.SetRuleCapture(e->rule, e->definition->capture);
+      }
       more = true;
     }
   }
@@ -186,6 +190,9 @@ Grammar LarkConverter::Convert() {
     g_.SetRuleBody(wrapped, g_.AddSequence(std::move(parts)));
     root = wrapped;
   }
+  // The start rule prints as "root", so the printed grammar reads back with from_ebnf's
+  // default root name (as xgrammar's does).
+  if (g_.FindRule("root") < 0) g_.RenameRule(root, "root");
   g_.set_root(root);
   return std::move(g_);
 }

@@ -47,6 +47,7 @@ namespace {
 bool IsNameStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || c == '_'; }
 bool IsNameChar(char c) { return IsNameStart(c) || (c >= '0' && c <= '9') || c == '-'; }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
+constexpr int64_t kMaxTokenBudget = 1000000;  // xgrammar's bound on a Lark rule's max_tokens
 
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -232,8 +233,8 @@ void Parser::ParseDefinition(Document* doc) {
   doc->definitions.push_back(std::move(def));
 }
 
-// [lazy], [max_chars=N], [stop=M], [suffix=M], [temperature=T], comma-separated (xgrammar's
-// rule attributes).
+// [lazy], [max_chars=N], [max_tokens=N], [stop=M], [suffix=M], [temperature=T],
+// comma-separated (xgrammar's rule attributes).
 void Parser::ParseAttributes(Definition* def) {
   ++pos_;
   for (;;) {
@@ -246,6 +247,26 @@ void Parser::ParseAttributes(Definition* def) {
     } else if (key == "max_chars" && Peek() == '=') {
       pos_ = SkipInlineFrom(pos_ + 1);
       def->max_chars = ParseInt();
+    } else if (key == "max_tokens") {
+      if (def->max_tokens >= 0) Fail("max_tokens attribute is specified more than once", at);
+      if (Peek() != '=') Fail("expected '=' after max_tokens attribute", pos_);
+      pos_ = SkipInlineFrom(pos_ + 1);
+      const size_t value_at = pos_;
+      def->max_tokens = ParseInt();
+      if (def->max_tokens <= 0) Fail("max_tokens must be positive", value_at);
+      if (def->max_tokens > kMaxTokenBudget) Fail("max_tokens must be at most 1000000", value_at);
+    } else if (key == "capture") {
+      if (!def->capture.empty()) Fail("capture attribute is specified more than once", at);
+      def->capture = def->name;
+      size_t name_at = at;
+      if (Peek() == '=') {
+        pos_ = SkipInlineFrom(pos_ + 1);
+        name_at = pos_;
+        if (Peek() != '"') Fail("expected a string after capture=, found " + Describe(pos_), pos_);
+        def->capture = ParseStringLiteral();
+      }
+      const std::string why = CaptureNameError(def->capture);
+      if (!why.empty()) Fail(why, name_at);
     } else if (key == "temperature") {
       if (def->temperature >= 0.0f) Fail("temperature attribute is specified more than once", at);
       if (Peek() != '=') Fail("expected '=' after temperature attribute", pos_);
@@ -265,8 +286,14 @@ void Parser::ParseAttributes(Definition* def) {
       marker_ = ParseMarker(key);
     } else {
       Fail("rule attribute '" + key +
-               "' is not supported (supported: lazy, max_chars=N, stop=M, suffix=M, temperature=T)",
+               "' is not supported (supported: capture, lazy, max_chars=N, max_tokens=N, stop=M, suffix=M, "
+               "temperature=T)",
            at);
+    }
+    // A suffix/stop rule's captures hide its marker in xgrammar (stop_capture records it),
+    // which this front end does not model: refused rather than recorded with the marker.
+    if (!def->capture.empty() && !def->marker_attribute.empty()) {
+      Fail("capture cannot be combined with " + def->marker_attribute + " (not supported)", at);
     }
     pos_ = SkipInlineFrom(pos_);
     if (Peek() == ']') break;

@@ -49,11 +49,16 @@ struct Definition {
   int64_t max_chars = -1;  // name[max_chars=N]:
   // name[temperature=T]: (xgrammar's) the sampling temperature inside the rule; -1: none.
   float temperature = -1.0f;
+  // name[max_tokens=N]: (xgrammar's) each occurrence's token budget, 1..1,000,000; -1: none.
+  int64_t max_tokens = -1;
+  // name[capture] / name[capture="n"]: (xgrammar's) the matcher records the rule's spans
+  // under this name (the rule's own for `capture` alone); empty: none.
+  std::string capture;
   size_t temperature_offset = 0;
   // name[stop=M] / name[suffix=M] (llguidance's and xgrammar's): the body up to the first
   // place a marker M ends, the marker included. The parser folds it into the body as
   // `body M` with lazy set (the shortest match commits); "stop" or "suffix", else empty. The
-  // two differ only in what a capture of the rule holds, which this front end does not record.
+  // two differ only in what a capture of the rule holds (captures are refused on them).
   std::string marker_attribute;
   size_t offset = 0;
   Node body;

@@ -169,18 +169,17 @@ class Lowering {
     }
     if (t == "any_text") {
       Fields fs(f, path, {"excludes", "max_chars", "max_tokens"});
-      if (Budget(fs, "max_tokens") >= 0) {
-        Fail(fs.At("max_tokens"), "a token budget on text is not supported (use max_chars, or any_tokens)");
-      }
+      const int64_t max_tokens = Budget(fs, "max_tokens");
       TagDispatchSpec spec;
       spec.excludes = fs.Strings("excludes");
       spec.max_chars = Budget(fs, "max_chars");
-      SetEnds(&spec, ends, consumed_end);
-      if (spec.excludes.empty() && spec.ends.empty()) {
-        ExprId any_char = g_.AddCharClass({}, /*negated=*/true);
-        return g_.AddRepeat(any_char, 0, spec.max_chars < 0 ? kUnbounded : spec.max_chars);
-      }
-      return DispatchRule(std::move(spec), {});
+      if (max_tokens < 0) return AnyText(std::move(spec), ends, consumed_end);
+      // A token budget closes the text where it runs out, so the enclosing tag's end follows
+      // the text (which may not contain it) instead of ending it from inside.
+      spec.excludes.insert(spec.excludes.end(), ends.begin(), ends.end());
+      const RuleId text = NamedRule("any_text", AnyText(std::move(spec), kNoEnds, &ignored_));
+      g_.SetRuleMaxTokens(text, max_tokens);
+      return g_.AddRuleRef(text);
     }
     if (t == "sequence") {
       Fields fs(f, path, {"elements"});
@@ -577,6 +576,8 @@ class Lowering {
   std::vector<int32_t> TokenIds(const Fields& fs, const std::string& key);
   std::vector<int32_t> ExcludedTokens(const Fields& fs);
   RuleId NamedRule(const std::string& name, ExprId body);
+  // Free text (any_text) under spec's excludes and max_chars, stopping at `ends`.
+  ExprId AnyText(TagDispatchSpec spec, const std::vector<std::string>& ends, bool* consumed_end);
 
   const StructuralTagOptions& options_;
   Grammar g_;
@@ -661,6 +662,15 @@ ExprId Lowering::LowerExcludeToken(const JsonValue& f, const std::string& path) 
   Fields fs(f, path, {"exclude_tokens"});
   std::vector<int32_t> excluded = ExcludedTokens(fs);
   return g_.AddByteDfa(TokenSetDfa(std::move(excluded), true));
+}
+
+ExprId Lowering::AnyText(TagDispatchSpec spec, const std::vector<std::string>& ends, bool* consumed_end) {
+  SetEnds(&spec, ends, consumed_end);
+  if (spec.excludes.empty() && spec.ends.empty()) {
+    ExprId any_char = g_.AddCharClass({}, /*negated=*/true);
+    return g_.AddRepeat(any_char, 0, spec.max_chars < 0 ? kUnbounded : spec.max_chars);
+  }
+  return DispatchRule(std::move(spec), {});
 }
 
 // Up to max_tokens tokens (unbounded when absent), none in exclude_tokens nor the enclosing tag's

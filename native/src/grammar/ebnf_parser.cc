@@ -127,12 +127,13 @@ void EbnfParser::SkipAttributeAssign(const std::string& key) {
   while (Peek() == ' ' || Peek() == '\t') ++pos_;
 }
 
-RuleAttributes EbnfParser::ParseAttributes() {
+RuleAttributes EbnfParser::ParseAttributes(const std::string& rule_name) {
   RuleAttributes attrs;
   size_t end = AttributesEnd(pos_);
   if (end == pos_) return attrs;
   ++pos_;
-  bool seen_lazy = false, seen_max_chars = false, seen_temperature = false;
+  bool seen_lazy = false, seen_max_chars = false, seen_temperature = false, seen_max_tokens = false;
+  bool seen_capture = false;
   for (;;) {
     while (Peek() == ' ' || Peek() == '\t') ++pos_;
     size_t at = pos_;
@@ -144,6 +145,17 @@ RuleAttributes EbnfParser::ParseAttributes() {
       seen_max_chars = true;
       SkipAttributeAssign(key);
       attrs.max_chars = ParseBound();
+    } else if (key == "max_tokens" && !seen_max_tokens) {
+      seen_max_tokens = true;
+      SkipAttributeAssign(key);
+      const size_t value_at = pos_;
+      if (!IsDigit(Peek())) Fail("expected a number after max_tokens=, found " + DescribeCharAt(pos_), pos_);
+      int64_t value = 0;
+      for (; IsDigit(Peek()); ++pos_) {
+        value = value * 10 + (Peek() - '0');
+        if (value > INT32_MAX) Fail("max_tokens must be at most 2147483647", value_at);
+      }
+      attrs.max_tokens = value;
     } else if (key == "temperature" && !seen_temperature) {
       seen_temperature = true;
       SkipAttributeAssign(key);
@@ -153,14 +165,17 @@ RuleAttributes EbnfParser::ParseAttributes() {
         Fail("temperature must be a finite non-negative number, found " + text_.substr(pos_, length), pos_);
       }
       pos_ += length;
-    } else if (key == "lazy" || key == "max_chars" || key == "temperature") {
+    } else if (key == "capture" && !seen_capture) {
+      seen_capture = true;
+      attrs.capture = ParseCaptureName(rule_name);
+    } else if (key == "lazy" || key == "max_chars" || key == "temperature" || key == "max_tokens" || key == "capture") {
       Fail("rule attribute '" + key + "' is given twice", at);
     } else if (key.empty()) {
       Fail("expected a rule attribute, found " + DescribeCharAt(at), at);
     } else {
-      // max_tokens, capture, ...: token budgets and decoding hooks of xgrammar's matcher that
-      // this engine does not have.
-      Fail("rule attribute '" + key + "' is not supported (supported: lazy, max_chars, temperature)", at);
+      Fail("rule attribute '" + key +
+               "' is not supported (supported: capture, lazy, max_chars, max_tokens, temperature)",
+           at);
     }
     while (Peek() == ' ' || Peek() == '\t') ++pos_;
     if (Peek() == ',') {
@@ -171,6 +186,26 @@ RuleAttributes EbnfParser::ParseAttributes() {
     ++pos_;
     return attrs;
   }
+}
+
+// After `capture`: `="name"`, or nothing (the rule's own name).
+std::string EbnfParser::ParseCaptureName(const std::string& rule_name) {
+  const size_t key_at = pos_;
+  while (Peek() == ' ' || Peek() == '\t') ++pos_;
+  std::string name = rule_name;
+  size_t at = key_at;
+  if (Peek() == '=') {
+    SkipAttributeAssign("capture");
+    at = pos_;
+    if (Peek() != '"') Fail("expected a quoted name after capture=, found " + DescribeCharAt(pos_), pos_);
+    const size_t close = text_.find_first_of("\"\n", pos_ + 1);
+    if (close == std::string::npos || text_[close] != '"') Fail("unterminated capture name", at);
+    name = text_.substr(pos_ + 1, close - pos_ - 1);
+    pos_ = close + 1;
+  }
+  const std::string why = CaptureNameError(name);
+  if (!why.empty()) Fail(why, at);
+  return name;
 }
 
 bool EbnfParser::LookaheadStartsAt(size_t offset) const {
@@ -212,7 +247,7 @@ void EbnfParser::ParseRule() {
   }
   std::string name = text_.substr(name_start, name_end - name_start);
   pos_ = name_end;
-  RuleAttributes attrs = ParseAttributes();
+  RuleAttributes attrs = ParseAttributes(name);
   SkipSpace();
   if (text_.compare(pos_, 3, "::=") != 0) {
     Fail("expected '::=' after rule name '" + name + "', found " + DescribeCharAt(pos_), pos_);
@@ -229,6 +264,8 @@ void EbnfParser::ParseRule() {
   definition_order_.push_back(rule);
   if (attrs.any()) attributes_.push_back({rule, attrs});
   scratch_.SetRuleTemperature(rule, attrs.temperature);
+  scratch_.SetRuleMaxTokens(rule, attrs.max_tokens);
+  scratch_.SetRuleCapture(rule, attrs.capture);
 
   scratch_.SetRuleBody(rule, ParseChoice());
   SkipSpace();
@@ -994,6 +1031,8 @@ Grammar EbnfParser::BuildResult(const std::string& root_rule_name) const {
       result.SetRuleLookahead(renumbered[r], map[scratch_.rule(r).lookahead]);
     }
     result.SetRuleTemperature(renumbered[r], scratch_.rule(r).temperature);
+    result.SetRuleMaxTokens(renumbered[r], scratch_.rule(r).max_tokens);
+    result.SetRuleCapture(renumbered[r], scratch_.rule(r).capture);
   }
   for (const auto& [rule, attrs] : attributes_) {
     try {

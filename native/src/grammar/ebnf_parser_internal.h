@@ -61,7 +61,8 @@ class EbnfParser {
   ExprId ParseSubstringMacro();
   ExprId WithoutJsonSpecialCharacters(ExprId regex);
   size_t AttributesEnd(size_t offset) const;
-  RuleAttributes ParseAttributes();
+  RuleAttributes ParseAttributes(const std::string& rule_name);
+  std::string ParseCaptureName(const std::string& rule_name);
   void SkipAttributeAssign(const std::string& key);
   int64_t ParseDfaNumber(int64_t max);
   std::string ParseStringBytes();

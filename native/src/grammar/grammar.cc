@@ -4,6 +4,7 @@
 #include "xg2/grammar.h"
 
 #include <algorithm>
+#include <climits>
 #include <cmath>
 #include <string>
 #include <utility>
@@ -274,6 +275,22 @@ ExprId Grammar::AddByteDfa(std::shared_ptr<const ByteDfaSpec> shared) {
 }
 
 RuleId Grammar::DeclareRule(const std::string& name) {
+  Rule r;
+  r.name = UniqueRuleName(name);
+  rules_.push_back(std::move(r));
+  rule_index_.emplace(rules_.back().name, num_rules() - 1);
+  return num_rules() - 1;
+}
+
+void Grammar::RenameRule(RuleId rule, const std::string& name) {
+  if (rule < 0 || rule >= num_rules()) throw Error(ErrorKind::kInvalidArgument, "rule id out of range");
+  if (SanitizeRuleName(name) == rules_[rule].name) return;
+  rule_index_.erase(rules_[rule].name);
+  rules_[rule].name = UniqueRuleName(name);
+  rule_index_.emplace(rules_[rule].name, rule);
+}
+
+std::string Grammar::UniqueRuleName(const std::string& name) {
   std::string unique = SanitizeRuleName(name);
   if (rule_index_.count(unique)) {
     const std::string base = unique;
@@ -284,11 +301,7 @@ RuleId Grammar::DeclareRule(const std::string& name) {
     }
     ++suffix;
   }
-  Rule r;
-  r.name = unique;
-  rules_.push_back(std::move(r));
-  rule_index_.emplace(unique, num_rules() - 1);
-  return num_rules() - 1;
+  return unique;
 }
 
 void Grammar::SetRuleBody(RuleId rule, ExprId body) {
@@ -319,6 +332,37 @@ void Grammar::SetRuleTemperature(RuleId rule, float temperature) {
     throw Error(ErrorKind::kInvalidArgument, "temperature must be a finite non-negative number");
   }
   rules_[rule].temperature = temperature;
+}
+
+void Grammar::SetRuleMaxTokens(RuleId rule, int64_t max_tokens) {
+  if (rule < 0 || rule >= num_rules()) {
+    throw Error(ErrorKind::kInvalidArgument, "rule id out of range");
+  }
+  if (max_tokens != Rule::kNoTokenBudget && (max_tokens < 0 || max_tokens > INT32_MAX)) {
+    throw Error(ErrorKind::kInvalidArgument, "max_tokens must be between 0 and 2147483647");
+  }
+  rules_[rule].max_tokens = max_tokens;
+}
+
+std::string CaptureNameError(const std::string& name) {
+  if (name.empty()) return "capture name must not be empty";
+  for (char c : name) {
+    const bool ok =
+        (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '-' || c == '.';
+    if (!ok) return "capture name must only contain letters, digits, '_', '-' and '.'";
+  }
+  return "";
+}
+
+void Grammar::SetRuleCapture(RuleId rule, const std::string& name) {
+  if (rule < 0 || rule >= num_rules()) {
+    throw Error(ErrorKind::kInvalidArgument, "rule id out of range");
+  }
+  if (!name.empty()) {
+    const std::string why = CaptureNameError(name);
+    if (!why.empty()) throw Error(ErrorKind::kInvalidArgument, why + ", not '" + name + "'");
+  }
+  rules_[rule].capture = name;
 }
 
 RuleId Grammar::FindRule(const std::string& name) const {
@@ -358,6 +402,8 @@ RuleId ImportGrammar(Grammar* dst, const Grammar& src, const std::string& prefix
     if (src.rule(r).body != kNoExpr) dst->SetRuleBody(rules[r], map[src.rule(r).body]);
     if (src.rule(r).lookahead != kNoExpr) dst->SetRuleLookahead(rules[r], map[src.rule(r).lookahead]);
     dst->SetRuleTemperature(rules[r], src.rule(r).temperature);
+    dst->SetRuleMaxTokens(rules[r], src.rule(r).max_tokens);
+    dst->SetRuleCapture(rules[r], src.rule(r).capture);
   }
   return rules[src.root()];
 }

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "support/utf8.h"
 #include "xg2/grammar.h"
@@ -164,14 +165,7 @@ class EbnfPrinter {
   void AppendRule(RuleId id, std::string* out) const {
     const Rule& rule = g_.rule(id);
     *out += rule.name;
-    if (rule.has_temperature()) {
-      // The shortest text that reads back as the same float, so printing round-trips.
-      char buf[32];
-      auto res = std::to_chars(buf, buf + sizeof(buf), rule.temperature);
-      *out += "[temperature=";
-      out->append(buf, res.ptr);
-      out->push_back(']');
-    }
+    AppendRuleOptions(rule, out);
     *out += " ::= ";
     if (rule.body == kNoExpr) {
       *out += kNothing;
@@ -184,6 +178,24 @@ class EbnfPrinter {
       out->push_back(')');
     }
     out->push_back('\n');
+  }
+
+  // `[max_tokens=N, capture="name", temperature=T]`, in xgrammar's order; nothing when the rule sets neither.
+  static void AppendRuleOptions(const Rule& rule, std::string* out) {
+    std::vector<std::string> options;
+    if (rule.has_token_budget()) options.push_back("max_tokens=" + std::to_string(rule.max_tokens));
+    // Capture names are letters, digits, '_', '-' and '.': no escaping needed.
+    if (rule.has_capture()) options.push_back("capture=\"" + rule.capture + "\"");
+    if (rule.has_temperature()) {
+      // The shortest text that reads back as the same float, so printing round-trips.
+      char buf[32];
+      auto res = std::to_chars(buf, buf + sizeof(buf), rule.temperature);
+      options.push_back("temperature=" + std::string(buf, res.ptr));
+    }
+    if (options.empty()) return;
+    out->push_back('[');
+    for (size_t i = 0; i < options.size(); ++i) *out += (i ? ", " : "") + options[i];
+    out->push_back(']');
   }
 
   // The precedence of the text AppendExpr(id) produces. A sequence or choice of one element

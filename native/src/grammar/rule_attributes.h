@@ -17,6 +17,9 @@ struct RuleAttributes {
   int64_t max_chars = -1;  // at most this many code points (-1: no bound)
   // Not a transform (the language is unchanged): stored on the rule (Rule::temperature).
   float temperature = Rule::kNoTemperature;
+  // Not a transform either: enforced by the matcher (Rule::max_tokens).
+  int64_t max_tokens = Rule::kNoTokenBudget;
+  std::string capture;  // Rule::capture (`capture` alone names it after the rule)
   // Whether the body is transformed.
   bool any() const { return lazy || max_chars >= 0; }
 };

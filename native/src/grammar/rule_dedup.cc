@@ -80,8 +80,9 @@ void DeduplicateRules(Grammar* grammar) {
     first.clear();
     for (RuleId r = 0; r < n; ++r) {
       const Rule& rule = source.rule(r);
-      // A rule with a lookahead or a temperature is more than its language: kept apart.
-      if (rule.body == kNoExpr || rule.lookahead != kNoExpr || rule.has_temperature()) continue;
+      // A rule with a lookahead, a temperature or a token budget is more than its language:
+      // kept apart.
+      if (rule.body == kNoExpr || rule.lookahead != kNoExpr || rule.keeps_identity()) continue;
       auto [it, inserted] = first.emplace(hash[rule.body], r);
       // The root represents its class, so the grammar's start is unchanged.
       if (!inserted && r == source.root()) it->second = r;
@@ -89,7 +90,7 @@ void DeduplicateRules(Grammar* grammar) {
     for (RuleId r = 0; r < n; ++r) {
       const Rule& rule = source.rule(r);
       next[r] =
-          (rule.body == kNoExpr || rule.lookahead != kNoExpr || rule.has_temperature()) ? r : first.at(hash[rule.body]);
+          (rule.body == kNoExpr || rule.lookahead != kNoExpr || rule.keeps_identity()) ? r : first.at(hash[rule.body]);
     }
     if (next == rep) break;
     rep.swap(next);

@@ -128,8 +128,9 @@ void InlineSmallRules(Grammar* grammar, int max_inline_size) {
       if (body != g.rule(r).body) g.SetRuleBody(r, body);
       constexpr int kMaxSitesForLargeRule = 3;
       constexpr int64_t kTinyRuleSize = 2;
-      // A rule with a temperature stays a rule: the matcher finds it on the parse stack.
-      if (!recursive[r] && r != g.root() && !g.rule(r).has_temperature() && size <= max_inline_size &&
+      // A rule with a temperature or a token budget stays a rule: the matcher finds it on the
+      // parse stack.
+      if (!recursive[r] && r != g.root() && !g.rule(r).keeps_identity() && size <= max_inline_size &&
           (occurrences[r] <= kMaxSitesForLargeRule || size <= kTinyRuleSize)) {
         inlined_size[r] = size;
       }

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <cstdio>
 #include <cstring>
+#include <unordered_map>
 
 #include "support/token_bits.h"
 #include "xg2/errors.h"
@@ -50,7 +52,7 @@ bool GrammarMatcher::AcceptToken(int32_t token_id) {
   }
   if (IsStopToken(token_id)) {
     if (!parser_.CanEnd()) return false;
-    history_.push_back({parser_.num_rows(), terminated_});
+    history_.push_back({parser_.num_rows(), terminated_, tokens_accepted_});
     terminated_ = true;
     return true;
   }
@@ -60,16 +62,29 @@ bool GrammarMatcher::AcceptToken(int32_t token_id) {
   // Where both readings fit, the text one is taken.
   int32_t rows = parser_.num_rows();
   const std::string& text = tok.token_bytes(token_id);
-  const bool by_text =
-      tok.is_text_token(token_id) && parser_.AdvanceBytes(reinterpret_cast<const uint8_t*>(text.data()), text.size());
+  const bool by_text = tok.is_text_token(token_id) && AdvanceToken(text);
   if (!by_text) {
     if (!compiled_->automaton()->scans_virtual_tokens) return false;
-    const std::string by_id = VirtualTokenBytes(token_id);
-    if (!parser_.AdvanceBytes(reinterpret_cast<const uint8_t*>(by_id.data()), by_id.size())) return false;
+    if (!AdvanceToken(VirtualTokenBytes(token_id))) return false;
   }
-  history_.push_back({rows, false});
+  history_.push_back({rows, false, tokens_accepted_});
+  ++tokens_accepted_;
+  RecordCaptures(rows, text);
   if (terminate_without_stop_token_ && parser_.CanEnd() && !parser_.CanContinue()) terminated_ = true;
   return true;
+}
+
+bool GrammarMatcher::AdvanceToken(const std::string& bytes) {
+  const auto* data = reinterpret_cast<const uint8_t*>(bytes.data());
+  // The rows inside the token belong to it; the row after its last byte to the next token.
+  parser_.set_row_token(tokens_accepted_);
+  if (bytes.empty()) return true;
+  const int32_t rows = parser_.num_rows();
+  if (!parser_.AdvanceBytes(data, bytes.size() - 1)) return false;
+  parser_.set_row_token(tokens_accepted_ + 1);
+  if (parser_.Advance(data[bytes.size() - 1])) return true;
+  parser_.TruncateRows(rows);
+  return false;
 }
 
 int32_t GrammarMatcher::AcceptTokens(const int32_t* tokens, int64_t n) {
@@ -102,10 +117,14 @@ bool GrammarMatcher::AcceptString(const std::string& bytes) {
   // string's lead byte 0xFF is not text (as xgrammar, whose strings never match token edges).
   if (bytes.find(static_cast<char>(kVirtualTokenLead)) != std::string::npos) return false;
   int32_t rows = parser_.num_rows();
+  // A string has no token boundaries: token budgets do not count it (its rows' first token
+  // is the next one).
+  parser_.set_row_token(tokens_accepted_);
   if (!parser_.AdvanceBytes(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())) {
     return false;
   }
-  history_.push_back({rows, false});
+  history_.push_back({rows, false, tokens_accepted_});
+  RecordCaptures(rows, bytes);
   if (terminate_without_stop_token_ && parser_.CanEnd() && !parser_.CanContinue()) terminated_ = true;
   return true;
 }
@@ -113,9 +132,15 @@ bool GrammarMatcher::AcceptString(const std::string& bytes) {
 void GrammarMatcher::Reset() {
   UseGuard guard(in_use_, "reset");
   parser_.TruncateRows(1);
+  // A budget commit may have pruned the first row: start again from the grammar's own.
+  if (compiled_->automaton()->has_token_budgets) {
+    parser_ = EarleyParser(compiled_->automaton(), compiled_->automaton()->root_start());
+  }
   temperature_finder_.ForgetRowsFrom(parser_.num_rows());
   history_.clear();
   terminated_ = false;
+  tokens_accepted_ = 0;
+  ForgetCapturesFrom(1);
 }
 
 void GrammarMatcher::Rollback(int32_t n) {
@@ -130,7 +155,71 @@ void GrammarMatcher::Rollback(int32_t n) {
   parser_.TruncateRows(step.rows_before);
   temperature_finder_.ForgetRowsFrom(parser_.num_rows());  // rows made again may differ
   terminated_ = step.terminated_before;
+  tokens_accepted_ = step.tokens_before;
   history_.resize(history_.size() - n);
+  ForgetCapturesFrom(parser_.num_rows());
+}
+
+void GrammarMatcher::RecordCaptures(int32_t rows_before, const std::string& text) {
+  const GrammarAutomaton& g = *compiled_->automaton();
+  if (!g.has_captures) return;
+  const int32_t base = static_cast<int32_t>(output_.size());
+  output_ += text;
+  // Text is read one byte a row; a token read by id (its virtual string) has its rows at its
+  // start but the last, which is after its text.
+  const int32_t new_rows = parser_.num_rows() - rows_before;
+  const bool by_text = new_rows == static_cast<int32_t>(text.size());
+  for (int32_t k = 1; k <= new_rows; ++k) {
+    row_offset_.push_back(by_text ? base + k : (k == new_rows ? base + static_cast<int32_t>(text.size()) : base));
+  }
+  // Each captured occurrence that completes in a new row, once per row, inner ones first
+  // (a completion enters the row after the item it completes).
+  std::vector<std::pair<RuleId, int32_t>> seen;
+  for (int32_t r = rows_before; r < parser_.num_rows(); ++r) {
+    seen.clear();
+    for (const EarleyItem* it = parser_.row_items_begin(r); it != parser_.row_items_end(r); ++it) {
+      if (!g.IsFinal(it->state)) continue;
+      const RuleId rule = g.RuleOf(it->state);
+      if (g.rule_capture[rule].empty()) continue;
+      const std::pair<RuleId, int32_t> occurrence{rule, std::max(it->origin, 0)};
+      if (std::find(seen.begin(), seen.end(), occurrence) != seen.end()) continue;
+      seen.push_back(occurrence);
+      capture_events_.push_back({rule, occurrence.second, r});
+    }
+  }
+}
+
+void GrammarMatcher::ForgetCapturesFrom(int32_t rows) {
+  if (!compiled_->automaton()->has_captures) return;
+  row_offset_.resize(static_cast<size_t>(rows));
+  output_.resize(static_cast<size_t>(row_offset_.back()));
+  while (!capture_events_.empty() && capture_events_.back().end_row >= rows) capture_events_.pop_back();
+}
+
+std::vector<std::pair<std::string, std::string>> GrammarMatcher::Captures(bool deduplicate) const {
+  const GrammarAutomaton& g = *compiled_->automaton();
+  std::vector<bool> keep(capture_events_.size(), true);
+  if (deduplicate) {
+    // An occurrence completes at every end the parse still considers: keep its last (longest).
+    std::unordered_map<uint64_t, size_t> last;
+    for (size_t i = 0; i < capture_events_.size(); ++i) {
+      const CaptureEvent& e = capture_events_[i];
+      const uint64_t key = (static_cast<uint64_t>(e.rule) << 32) | static_cast<uint32_t>(e.start_row);
+      auto [it, inserted] = last.emplace(key, i);
+      if (!inserted) {
+        keep[it->second] = false;
+        it->second = i;
+      }
+    }
+  }
+  std::vector<std::pair<std::string, std::string>> out;
+  for (size_t i = 0; i < capture_events_.size(); ++i) {
+    if (!keep[i]) continue;
+    const CaptureEvent& e = capture_events_[i];
+    const int32_t begin = row_offset_[e.start_row], end = row_offset_[e.end_row];
+    out.emplace_back(g.rule_capture[e.rule], output_.substr(begin, end - begin));
+  }
+  return out;
 }
 
 GrammarMatcher::UseGuard::UseGuard(const InUse& flag, const char* call) : flag_(flag) {
@@ -189,6 +278,7 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
     return true;
   }
   fill_stats_ = FillStats();
+  EnforceTokenBudgets();
   const int32_t recheck_len = CollectRowEntries();
   ApplyAcceptedSets(words);
   ApplyLoopBoundEntries(words);
@@ -202,6 +292,25 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
   AddTokensById(words);
   ApplyStopTokens(words);
   return RowNeedsMasking(words);
+}
+
+void GrammarMatcher::EnforceTokenBudgets() {
+  if (!compiled_->automaton()->has_token_budgets) return;
+  switch (parser_.EnforceTokenBudgets(tokens_accepted_)) {
+    case EarleyParser::BudgetOutcome::kNone: break;
+    case EarleyParser::BudgetOutcome::kEnforced:
+      temperature_finder_.ForgetRowsFrom(parser_.num_rows() - 1);  // the last row lost items
+      break;
+    case EarleyParser::BudgetOutcome::kRelaxed:
+      if (!budget_relaxed_warned_) {
+        // xgrammar's note, once per matcher: a budget that cannot close where it runs out.
+        std::fprintf(stderr,
+                     "[xg2_jax] WARNING: a max_tokens rule consumed its token budget where its body cannot end; "
+                     "the budget is relaxed until the rule can end.\n");
+        budget_relaxed_warned_ = true;
+      }
+      break;
+  }
 }
 
 void GrammarMatcher::ApplyStopTokens(uint32_t* words) const {

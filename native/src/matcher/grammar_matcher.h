@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "compiler/grammar_compiler.h"
@@ -60,6 +61,10 @@ class GrammarMatcher {
     return pending;
   }
   const std::optional<float>& default_temperature() const { return default_temperature_; }
+  // The spans of the captured rules' completions (xgrammar's get_captures) as (name, bytes),
+  // in completion order; with deduplicate, only the last (longest) completion of each
+  // occurrence. Recorded by accepts (not by fills); rollback and reset forget theirs.
+  std::vector<std::pair<std::string, std::string>> Captures(bool deduplicate) const;
   // Undoes the last n accepted steps (tokens or strings). Throws if n exceeds the history.
   void Rollback(int32_t n);
   std::unique_ptr<GrammarMatcher> Fork() const;
@@ -108,13 +113,24 @@ class GrammarMatcher {
   struct Step {
     int32_t rows_before;
     bool terminated_before;
+    int32_t tokens_before;
   };
   bool IsStopToken(int32_t id) const;
+  // Captures: after an accept that added the rows from rows_before on, reading `text`; and
+  // dropping what rows from `rows` on recorded.
+  void RecordCaptures(int32_t rows_before, const std::string& text);
+  void ForgetCapturesFrom(int32_t rows);
+  // Advances the parser over a token's bytes (its text or its virtual string); false (parser
+  // unchanged) if they do not fit.
+  bool AdvanceToken(const std::string& bytes);
   // Fill helpers: walk a suffix trie from a pushed context row (rows_ctx rows), or the
   // vocabulary trie from the last row for some tokens, setting the bits of accepted tokens.
   void WalkSuffixes(const SuffixTrie& trie, int32_t rows_ctx, uint32_t* words, int32_t max_token_len);
   // The steps of FillNextTokenBitmask, in order.
   void CheckRowWidth(int64_t num_words) const;
+  // Closes the rule occurrences whose token budget ran out (xgrammar's max_tokens), so the
+  // mask, and the accept that follows, leave them.
+  void EnforceTokenBudgets();
   int32_t CollectRowEntries();  // returns the shortest re-check length (kNoRecheck: none)
   void ApplyAcceptedSets(uint32_t* words);
   void ApplyLoopBoundEntries(uint32_t* words);
@@ -154,6 +170,18 @@ class GrammarMatcher {
   EarleyParser parser_;
   std::vector<Step> history_;
   bool terminated_ = false;
+  int32_t tokens_accepted_ = 0;  // tokens in history_ (strings and stop tokens not counted)
+  // Captures (automaton().has_captures): the bytes accepted, each parser row's offset in
+  // them, and the completions of captured rules in order (end rows ascending).
+  struct CaptureEvent {
+    RuleId rule;
+    int32_t start_row;
+    int32_t end_row;
+  };
+  std::string output_;
+  std::vector<int32_t> row_offset_{0};
+  std::vector<CaptureEvent> capture_events_;
+  bool budget_relaxed_warned_ = false;  // warned once per matcher, as xgrammar
   FillStats fill_stats_;
   // Scratch for mask filling.
   std::vector<uint32_t> scratch_bits_;

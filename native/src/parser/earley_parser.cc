@@ -49,6 +49,7 @@ bool EarleyParser::PushCompletionRow(RuleId rule, int32_t origin) {
   for (int32_t j = row_begin_[origin]; j < row_begin_[origin + 1]; ++j) {
     const EarleyItem parent = items_[j];
     if (!(g.AwaitedBits(parent.state) & (1ull << (rule & 63)))) continue;
+    if (!budget_commits_.empty() && IsClosed(g.RuleOf(parent.state), parent.origin)) continue;
     int32_t target = g.RuleEdgeTarget(parent.state, rule);
     if (target >= 0) AddItem(target, parent.origin);
   }
@@ -151,10 +152,15 @@ void EarleyParser::CloseRow(int32_t row) {
       if (g.rule_nullable[rule]) AddItem(target, it.origin);
     });
   }
+  FinishRow(can_end);
+  closing_row_ = INT32_MIN;
+}
+
+void EarleyParser::FinishRow(uint8_t can_end) {
   row_begin_.push_back(static_cast<int32_t>(items_.size()));
   row_can_end_.push_back(can_end);
   leo_head_.push_back(-1);
-  closing_row_ = INT32_MIN;
+  row_token_.push_back(token_index_);
 }
 
 void EarleyParser::Complete(RuleId rule, int32_t origin) {
@@ -173,6 +179,7 @@ void EarleyParser::Complete(RuleId rule, int32_t origin) {
   for (int32_t j = row_begin_[origin]; j < end; ++j) {
     const EarleyItem parent = items_[j];
     if (!(g.AwaitedBits(parent.state) & bit)) continue;
+    if (!budget_commits_.empty() && IsClosed(g.RuleOf(parent.state), parent.origin)) continue;
     const int32_t target = g.RuleEdgeTarget(parent.state, rule);
     if (target < 0) continue;
     if (++found == 1) {
@@ -183,7 +190,10 @@ void EarleyParser::Complete(RuleId rule, int32_t origin) {
     AddItem(target, parent.origin);
   }
   if (found != 1) return;
-  if (first.origin >= 0 && IsEdgelessFinal(first.state)) first = LeoTop(rule, origin, first);
+  // A Leo chain skips the intermediate completions, which budgets and captures read.
+  if (first.origin >= 0 && !g.needs_all_completions() && IsEdgelessFinal(first.state)) {
+    first = LeoTop(rule, origin, first);
+  }
   AddItem(first.state, first.origin);
 }
 
@@ -261,9 +271,7 @@ bool EarleyParser::Advance(uint8_t byte) {
     const uint8_t trivial = g.closure_trivial[target];
     if ((trivial & 2) || ((trivial & 1) && it.origin == -1)) {
       items_.push_back(EarleyItem{target, it.origin});
-      row_begin_.push_back(static_cast<int32_t>(items_.size()));
-      row_can_end_.push_back((trivial & 2) ? 0 : 1);
-      leo_head_.push_back(-1);
+      FinishRow((trivial & 2) ? 0 : 1);
       return true;
     }
   }
@@ -300,6 +308,8 @@ void EarleyParser::PopRows(int32_t n) {
   items_.resize(static_cast<size_t>(row_begin_[rows]));
   row_begin_.resize(static_cast<size_t>(rows) + 1);
   row_can_end_.resize(static_cast<size_t>(rows));
+  row_token_.resize(static_cast<size_t>(rows));
+  while (!budget_commits_.empty() && budget_commits_.back().row >= rows) budget_commits_.pop_back();
 }
 
 bool EarleyParser::CanContinue() const {
@@ -322,7 +332,8 @@ void EarleyParser::NextBytes(uint64_t out[4]) const {
 
 size_t EarleyParser::MemoryBytes() const {
   return items_.capacity() * sizeof(EarleyItem) + row_begin_.capacity() * sizeof(int32_t) + row_can_end_.capacity() +
-         dedup_keys_.capacity() * 12 + leo_.capacity() * sizeof(LeoEntry) + leo_head_.capacity() * sizeof(int32_t);
+         dedup_keys_.capacity() * 12 + leo_.capacity() * sizeof(LeoEntry) +
+         (leo_head_.capacity() + row_token_.capacity()) * sizeof(int32_t) + BudgetCommitBytes();
 }
 
 }  // namespace xg2

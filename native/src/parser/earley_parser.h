@@ -64,6 +64,22 @@ class EarleyParser {
   bool CanContinue() const;
   // Bitmap of bytes that can come next (256 bits).
   void NextBytes(uint64_t out[4]) const;
+  // Token budgets (Rule::max_tokens; see parser/token_budget.cc). `first_token` is, for the
+  // rows made from now on, the index (among accepted tokens) of the first token that may put
+  // bytes after them: the token being scanned inside it, the next one after its last byte.
+  // An occurrence predicted in such a row may consume tokens first_token .. first_token +
+  // max_tokens - 1, so a token it shares with what came before counts.
+  void set_row_token(int32_t first_token) { token_index_ = first_token; }
+  enum class BudgetOutcome {
+    kNone,      // no occurrence on the parse has run out of budget
+    kEnforced,  // the last row lost the items of every occurrence that ran out
+    kRelaxed,   // some ran out, but nothing else could continue or end here: kept this step
+  };
+  // Before token `next_token`: closes every occurrence that has consumed its budget (and
+  // everything derived only through one), provided another item of the last row can go on
+  // scanning or the input can end here; otherwise relaxes them for this step. A closed
+  // occurrence never advances again: completions skip it (until rollback pops the row).
+  BudgetOutcome EnforceTokenBudgets(int32_t next_token);
   const GrammarAutomaton& automaton() const { return *g_; }
   const std::shared_ptr<const GrammarAutomaton>& automaton_ptr() const { return g_; }
   size_t MemoryBytes() const;
@@ -92,6 +108,11 @@ class EarleyParser {
   EarleyItem DeterministicAdvance(RuleId rule, int32_t origin) const;
   bool IsEdgelessFinal(int32_t state) const;
   void PopLeoEntries(int32_t rows);
+  // Appends the bookkeeping of a row whose items are in place (begin offsets, end flag).
+  void FinishRow(uint8_t can_end);
+  // Whether the latest budget commit closed the occurrence (rule, origin).
+  bool IsClosed(RuleId rule, int32_t origin) const;
+  size_t BudgetCommitBytes() const;
 
   std::shared_ptr<const GrammarAutomaton> g_;
   std::vector<EarleyItem> items_;
@@ -121,6 +142,15 @@ class EarleyParser {
   };
   std::vector<LeoEntry> leo_;
   std::vector<int32_t> leo_head_;  // per row
+  // Token budgets: each row's first token (see set_row_token), and the commits of EnforceTokenBudgets
+  // (the row pruned, the occurrences closed as sorted (rule << 32 | origin) keys).
+  int32_t token_index_ = 0;
+  std::vector<int32_t> row_token_;
+  struct BudgetCommit {
+    int32_t row;
+    std::vector<uint64_t> closed;
+  };
+  std::vector<BudgetCommit> budget_commits_;
 };
 
 }  // namespace xg2

@@ -147,7 +147,23 @@ struct Rule {
   float temperature = kNoTemperature;
   static constexpr float kNoTemperature = -1.0f;
   bool has_temperature() const { return temperature >= 0.0f; }
+  // Token budget of each occurrence (xgrammar's `[max_tokens=N]`): the matcher closes an
+  // occurrence that has consumed N tokens where its body can end (see EarleyParser's
+  // EnforceTokenBudgets). kNoTokenBudget when the rule sets none; otherwise 0..INT32_MAX.
+  int64_t max_tokens = kNoTokenBudget;
+  static constexpr int64_t kNoTokenBudget = -1;
+  bool has_token_budget() const { return max_tokens >= 0; }
+  // Capture name (xgrammar's `[capture]` / `[capture="name"]`): the matcher records the
+  // span of every completion of the rule under this name. Empty when the rule captures none.
+  std::string capture;
+  bool has_capture() const { return !capture.empty(); }
+  // The matcher reads this rule's identity on the parse (temperature, token budget, capture),
+  // so passes keep it a rule of its own: not inlined into callers, not merged with equal ones.
+  bool keeps_identity() const { return has_temperature() || has_token_budget() || has_capture(); }
 };
+
+// Why `name` is not a valid capture name (non-empty; letters, digits, '_', '-', '.'), or "".
+std::string CaptureNameError(const std::string& name);
 
 class Grammar {
  public:
@@ -184,6 +200,13 @@ class Grammar {
   void SetRuleLookahead(RuleId rule, ExprId lookahead);
   // Throws Error(kInvalidArgument) unless temperature is finite and >= 0 (or kNoTemperature).
   void SetRuleTemperature(RuleId rule, float temperature);
+  // Throws Error(kInvalidArgument) unless max_tokens is in [0, INT32_MAX] (or kNoTokenBudget).
+  void SetRuleMaxTokens(RuleId rule, int64_t max_tokens);
+  // Throws Error(kInvalidArgument) unless `name` is empty (none) or made of letters, digits,
+  // '_', '-' and '.' (CaptureNameError says what is wrong with a name, or "" if it is valid).
+  void SetRuleCapture(RuleId rule, const std::string& name);
+  // Gives the rule a new name (made valid and unique as DeclareRule does).
+  void RenameRule(RuleId rule, const std::string& name);
   // Returns the id of the rule with this name, or -1.
   RuleId FindRule(const std::string& name) const;
 
@@ -199,6 +222,8 @@ class Grammar {
 
  private:
   ExprId Intern(Expr e);
+  // `name` made a valid EBNF identifier and unique among the rules.
+  std::string UniqueRuleName(const std::string& name);
 
   std::vector<Expr> exprs_;
   std::vector<uint64_t> expr_hashes_;  // per node, for Intern
