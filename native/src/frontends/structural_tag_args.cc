@@ -8,6 +8,7 @@
 #include "frontends/json_schema_converter.h"
 #include "frontends/json_schema_internal.h"
 #include "frontends/regex.h"
+#include "frontends/structural_tag_roots.h"
 #include "xg2/errors.h"
 
 namespace xg2 {
@@ -136,17 +137,26 @@ void StyledArgumentLowering::CheckKeywords(const JsonValue& s, const std::vector
 
 ExprId StyledArgumentLowering::Lower(const JsonValue& schema) {
   root_ = &schema;
+  if (!IsArgumentUnion(schema)) return ArgumentsOf(schema, path_);
+  // A union at the root: the arguments of one of the objects it allows.
+  std::vector<ExprId> alts;
+  for (const ArgumentAlternative& alt : ArgumentAlternatives(schema, path_, options_, "the " + style_ + " style"))
+    alts.push_back(ArgumentsOf(alt.schema, alt.path));
+  return alts.size() == 1 ? alts[0] : g_->AddChoice(std::move(alts));
+}
+
+ExprId StyledArgumentLowering::ArgumentsOf(const JsonValue& schema, const std::string& path) {
   const JsonValue open = JsonValue::Object({{"additionalProperties", JsonValue::Bool(true)}});
   const JsonValue* s = &schema;
   if (schema.is_bool()) {
-    if (!schema.as_bool()) Fail(path_, "the schema 'false' accepts no arguments");
+    if (!schema.as_bool()) Fail(path, "the schema 'false' accepts no arguments");
     s = &open;
   }
   std::vector<std::string> types = Types(*s);
   if (!(types.empty() || (types.size() == 1 && types[0] == "object")))
-    Fail(path_ + "/type", "tool arguments must be an object");
-  CheckKeywords(*s, {"object"}, path_);
-  return MembersOf(*s, path_, {}, /*root=*/true);
+    Fail(path + "/type", "tool arguments must be an object");
+  CheckKeywords(*s, {"object"}, path);
+  return MembersOf(*s, path, {}, /*root=*/true);
 }
 
 ExprId StyledArgumentLowering::Value(const JsonValue& s, const std::string& path, ValueName name) {
@@ -446,8 +456,9 @@ const JsonValue* DefinitionTarget(const JsonValue& root, const std::string& ref)
 }
 
 ExprId StyledArgumentLowering::Ref(const std::string& ref, const std::string& path, ValueName name) {
-  const JsonValue* target = DefinitionTarget(*root_, ref);
-  if (!target) Fail(path + "/$ref", "'" + ref + "' does not name a schema under #/$defs or #/definitions");
+  // "#" is the tool's own schema, here a value (a dict member, a list item) of that shape.
+  const JsonValue* target = ref == "#" ? root_ : DefinitionTarget(*root_, ref);
+  if (!target) Fail(path + "/$ref", "'" + ref + "' does not name the root or a schema under #/$defs or #/definitions");
   const std::string key = ref + name.CacheKey();
   if (auto it = refs_.find(key); it != refs_.end()) return g_->AddRuleRef(it->second);
   RuleId rule = g_->DeclareRule(style_ + "_ref_" + std::to_string(refs_.size()));
