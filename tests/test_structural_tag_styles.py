@@ -355,3 +355,25 @@ def test_xml_parameter_counts_match_jsonschema(schema, any_order):
 def test_xml_parameter_counts_nothing_satisfies(schema, match):
     with pytest.raises(xg.XG2Error, match=match):
         _grammar(schema, "qwen_xml")
+
+
+_M3 = "]<]minimax[>["
+
+
+@pytest.mark.parametrize("text, ok", [
+    ("Alice", True),
+    ("a < b > c </name>", True),
+    (f"A{_M3}<unexpected>x{_M3}</unexpected>", False),  # a reader takes it as a nested element
+    (f"A{_M3}", False),
+])
+def test_minimax_m3_string_never_holds_the_namespace_marker(text, ok):
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    written = f"{_M3}<name>{text}{_M3}</name>"
+    assert _is_grammar_accept_string(_grammar(schema, "minimax_m3_xml"), written) == ok
+
+
+def test_minimax_m3_const_holding_the_namespace_marker_is_left_out():
+    schema = {"type": "object", "properties": {"v": {"enum": ["ok", f"x{_M3}<y>"]}}, "required": ["v"]}
+    grammar = _grammar(schema, "minimax_m3_xml")
+    assert _is_grammar_accept_string(grammar, f"{_M3}<v>ok{_M3}</v>")
+    assert not _is_grammar_accept_string(grammar, f"{_M3}<v>x{_M3}<y>{_M3}</v>")
