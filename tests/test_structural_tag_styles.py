@@ -377,3 +377,15 @@ def test_minimax_m3_const_holding_the_namespace_marker_is_left_out():
     grammar = _grammar(schema, "minimax_m3_xml")
     assert _is_grammar_accept_string(grammar, f"{_M3}<v>ok{_M3}</v>")
     assert not _is_grammar_accept_string(grammar, f"{_M3}<v>x{_M3}<y>{_M3}</v>")
+
+
+def test_minimax_m3_nested_const_and_empty_list_are_written_as_elements():
+    schema = {"type": "object", "properties": {
+        "fixed": {"const": {"x": [1, True]}},
+        "none": {"type": "array", "items": False},
+    }, "required": ["fixed", "none"]}
+    grammar = _grammar(schema, "minimax_m3_xml")
+    fixed = f"{_M3}<fixed>{_M3}<x>{_M3}<item>1{_M3}</item>{_M3}<item>true{_M3}</item>{_M3}</x>{_M3}</fixed>"
+    assert _is_grammar_accept_string(grammar, fixed + f"{_M3}<none>{_M3}</none>")
+    assert not _is_grammar_accept_string(grammar, fixed.replace("<item>1", "<item>2") + f"{_M3}<none>{_M3}</none>")
+    assert not _is_grammar_accept_string(grammar, fixed + f"{_M3}<none>{_M3}<item>1{_M3}</item>{_M3}</none>")

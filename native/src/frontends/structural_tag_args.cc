@@ -404,7 +404,6 @@ ExprId StyledArgumentLowering::AnyOrderMembers(const std::vector<Member>& member
 
 ExprId StyledArgumentLowering::Items(const JsonValue& s, const std::string& path) {
   const JsonValue* items = s.Find("items");
-  ExprId item = items ? Value(*items, path + "/items", ItemName()) : AnyValue(ItemName());
   auto count = [&](const char* key, int64_t fallback) {
     const JsonValue* v = s.Find(key);
     if (!v) return fallback;
@@ -414,7 +413,9 @@ ExprId StyledArgumentLowering::Items(const JsonValue& s, const std::string& path
   };
   const int64_t lo = count("minItems", 0), hi = count("maxItems", kUnbounded);
   if (hi != kUnbounded && hi < lo) Fail(path + "/maxItems", "is below minItems");
-  if (hi == 0) return g_->AddEmpty();
+  // No items (maxItems 0, or items false without minItems): the list is empty whatever their schema.
+  if (hi == 0 || (items && items->is_bool() && !items->as_bool() && lo == 0)) return g_->AddEmpty();
+  ExprId item = items ? Value(*items, path + "/items", ItemName()) : AnyValue(ItemName());
   ExprId sep = ItemSeparator();
   ExprId next = sep == kNoExpr ? item : g_->AddSequence({sep, item});
   ExprId list =

@@ -75,8 +75,28 @@ ExprId MiniMaxM3ArgumentLowering::String(ValueName name) {
 ExprId MiniMaxM3ArgumentLowering::Scalar(ExprId json, ValueName name) { return Wrapped(name, json); }
 
 ExprId MiniMaxM3ArgumentLowering::Literal(const JsonValue& v, ValueName name, const std::string& path) {
-  if (v.is_array() || v.is_object())
-    Fail(path, "list and object values in const/enum are not supported by minimax_m3_xml");
+  // A list or object is written as its elements: each member under its key, each item under
+  // "item" (as the template writes such a value).
+  if (v.is_array() || v.is_object()) {
+    static const std::string kItem = "item";
+    std::vector<ExprId> parts{ItemSeparator()};
+    if (v.is_object()) {
+      for (const auto& [k, member] : v.members()) {
+        if (!IsTagName(k)) Fail(path, "property name '" + k + "' cannot be written as a tag name");
+        parts.push_back(Literal(member, {&k}, path));
+        parts.push_back(ItemSeparator());
+      }
+    } else {
+      for (const JsonValue& item : v.items()) {
+        parts.push_back(Literal(item, {&kItem}, path));
+        parts.push_back(ItemSeparator());
+      }
+    }
+    for (ExprId p : parts) {
+      if (p == kNoExpr) return kNoExpr;  // a string inside cannot be written
+    }
+    return Wrapped(name, g_->AddSequence(std::move(parts)));
+  }
   const std::string text = v.is_string() ? v.as_string()
                            : v.is_bool() ? (v.as_bool() ? "true" : "false")
                            : v.is_null() ? "null"
