@@ -355,3 +355,37 @@ def test_xml_parameter_counts_match_jsonschema(schema, any_order):
 def test_xml_parameter_counts_nothing_satisfies(schema, match):
     with pytest.raises(xg.XG2Error, match=match):
         _grammar(schema, "qwen_xml")
+
+
+_M3 = "]<]minimax[>["
+
+
+@pytest.mark.parametrize("text, ok", [
+    ("Alice", True),
+    ("a < b > c </name>", True),
+    (f"A{_M3}<unexpected>x{_M3}</unexpected>", False),  # a reader takes it as a nested element
+    (f"A{_M3}", False),
+])
+def test_minimax_m3_string_never_holds_the_namespace_marker(text, ok):
+    schema = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+    written = f"{_M3}<name>{text}{_M3}</name>"
+    assert _is_grammar_accept_string(_grammar(schema, "minimax_m3_xml"), written) == ok
+
+
+def test_minimax_m3_const_holding_the_namespace_marker_is_left_out():
+    schema = {"type": "object", "properties": {"v": {"enum": ["ok", f"x{_M3}<y>"]}}, "required": ["v"]}
+    grammar = _grammar(schema, "minimax_m3_xml")
+    assert _is_grammar_accept_string(grammar, f"{_M3}<v>ok{_M3}</v>")
+    assert not _is_grammar_accept_string(grammar, f"{_M3}<v>x{_M3}<y>{_M3}</v>")
+
+
+def test_minimax_m3_nested_const_and_empty_list_are_written_as_elements():
+    schema = {"type": "object", "properties": {
+        "fixed": {"const": {"x": [1, True]}},
+        "none": {"type": "array", "items": False},
+    }, "required": ["fixed", "none"]}
+    grammar = _grammar(schema, "minimax_m3_xml")
+    fixed = f"{_M3}<fixed>{_M3}<x>{_M3}<item>1{_M3}</item>{_M3}<item>true{_M3}</item>{_M3}</x>{_M3}</fixed>"
+    assert _is_grammar_accept_string(grammar, fixed + f"{_M3}<none>{_M3}</none>")
+    assert not _is_grammar_accept_string(grammar, fixed.replace("<item>1", "<item>2") + f"{_M3}<none>{_M3}</none>")
+    assert not _is_grammar_accept_string(grammar, fixed + f"{_M3}<none>{_M3}<item>1{_M3}</item>{_M3}</none>")

@@ -4,7 +4,9 @@ the grammar for the same markers).
 
 Each parameter is ``BEGIN(name) value END``; a plain string parameter's value is raw text
 (one newline on each side, which the templates add, is dropped), a parameter with fixed
-string choices is the choice, any other value is JSON. DeepSeek's DSML says which in its
+string choices is the choice, a value of a type other than string is JSON, and one that may
+be either is JSON when it reads as a non-string JSON value, else raw text (as the templates
+write a str raw and anything else as JSON). DeepSeek's DSML says which in its
 ``string`` attribute: ``"true"`` is the raw text as it stands, ``"false"`` JSON.
 
 Example:
@@ -53,14 +55,50 @@ def _string_choices(prop: Any) -> bool:
     return isinstance(values, list) and bool(values) and all(isinstance(v, str) for v in values)
 
 
-def _value(raw: str, prop: Any) -> Any:
+def _resolved(prop: Any, schema: Any) -> Any:
+    """``prop`` through its chain of local ``$ref``s (``#/$defs/...``, ``#/definitions/...``)."""
+    seen = set()
+    while isinstance(prop, dict) and isinstance(prop.get("$ref"), str) and prop["$ref"] not in seen:
+        seen.add(prop["$ref"])
+        head, _, name = prop["$ref"].rpartition("/")
+        defs = schema.get(head[2:]) if isinstance(schema, dict) and head in ("#/$defs", "#/definitions") else None
+        if not isinstance(defs, dict) or name not in defs:
+            break
+        prop = defs[name]
+    return prop
+
+
+def _value(raw: str, prop: Any, schema: Any = None) -> Any:
+    prop = _resolved(prop, schema)
     if _is_plain_string(prop):
         if raw.startswith("\n"):
             raw = raw[1:]
         return raw[:-1] if raw.endswith("\n") else raw
     if _string_choices(prop):
         return raw.strip("\n")
-    return json.loads(raw.strip(_WS))
+    if isinstance(prop, dict) and prop.get("type") not in (None, "string") and not isinstance(
+            prop.get("type"), list):
+        return json.loads(raw.strip(_WS))
+    # A schema that may take strings beside other values (a union, a type list, no type): the
+    # templates write a str raw and anything else as JSON, so JSON text other than a string
+    # is that value, and the rest the raw string.
+    try:
+        value = json.loads(raw.strip(_WS))
+    except json.JSONDecodeError:
+        value = raw
+    types = prop.get("type") if isinstance(prop, dict) else None
+    if isinstance(value, str) or (isinstance(types, list) and not _json_types(value) & set(types)):
+        return _value(raw, {"type": "string"})
+    return value
+
+
+def _json_types(value: Any) -> set:
+    """The JSON Schema type names a non-string JSON value has."""
+    if isinstance(value, bool):
+        return {"boolean"}
+    if isinstance(value, (int, float)):
+        return {"number", "integer"} if float(value).is_integer() else {"number"}
+    return {"null"} if value is None else {"array"} if isinstance(value, list) else {"object"}
 
 
 def parse_xml_arguments(text: str, pos: int, style: str, schema: Any, follow: tuple
@@ -108,7 +146,7 @@ def parse_xml_arguments(text: str, pos: int, style: str, schema: Any, follow: tu
                 # decode_dsml_to_arguments), string="false" JSON.
                 args[m.group(1)] = raw if m.group(2) == "true" else json.loads(raw.strip(_WS))
             else:
-                args[m.group(1)] = _value(raw, props.get(m.group(1), extra))
+                args[m.group(1)] = _value(raw, props.get(m.group(1), extra), schema)
         except json.JSONDecodeError:
             return
         pos = close + len(end)

@@ -8,6 +8,7 @@
 #include "frontends/json_schema_converter.h"
 #include "frontends/json_schema_internal.h"
 #include "frontends/regex.h"
+#include "frontends/structural_tag_roots.h"
 #include "xg2/errors.h"
 
 namespace xg2 {
@@ -136,17 +137,26 @@ void StyledArgumentLowering::CheckKeywords(const JsonValue& s, const std::vector
 
 ExprId StyledArgumentLowering::Lower(const JsonValue& schema) {
   root_ = &schema;
+  if (!IsArgumentUnion(schema)) return ArgumentsOf(schema, path_);
+  // A union at the root: the arguments of one of the objects it allows.
+  std::vector<ExprId> alts;
+  for (const ArgumentAlternative& alt : ArgumentAlternatives(schema, path_, options_, "the " + style_ + " style"))
+    alts.push_back(ArgumentsOf(alt.schema, alt.path));
+  return alts.size() == 1 ? alts[0] : g_->AddChoice(std::move(alts));
+}
+
+ExprId StyledArgumentLowering::ArgumentsOf(const JsonValue& schema, const std::string& path) {
   const JsonValue open = JsonValue::Object({{"additionalProperties", JsonValue::Bool(true)}});
   const JsonValue* s = &schema;
   if (schema.is_bool()) {
-    if (!schema.as_bool()) Fail(path_, "the schema 'false' accepts no arguments");
+    if (!schema.as_bool()) Fail(path, "the schema 'false' accepts no arguments");
     s = &open;
   }
   std::vector<std::string> types = Types(*s);
   if (!(types.empty() || (types.size() == 1 && types[0] == "object")))
-    Fail(path_ + "/type", "tool arguments must be an object");
-  CheckKeywords(*s, {"object"}, path_);
-  return MembersOf(*s, path_, {}, /*root=*/true);
+    Fail(path + "/type", "tool arguments must be an object");
+  CheckKeywords(*s, {"object"}, path);
+  return MembersOf(*s, path, {}, /*root=*/true);
 }
 
 ExprId StyledArgumentLowering::Value(const JsonValue& s, const std::string& path, ValueName name) {
@@ -394,7 +404,6 @@ ExprId StyledArgumentLowering::AnyOrderMembers(const std::vector<Member>& member
 
 ExprId StyledArgumentLowering::Items(const JsonValue& s, const std::string& path) {
   const JsonValue* items = s.Find("items");
-  ExprId item = items ? Value(*items, path + "/items", ItemName()) : AnyValue(ItemName());
   auto count = [&](const char* key, int64_t fallback) {
     const JsonValue* v = s.Find(key);
     if (!v) return fallback;
@@ -404,7 +413,9 @@ ExprId StyledArgumentLowering::Items(const JsonValue& s, const std::string& path
   };
   const int64_t lo = count("minItems", 0), hi = count("maxItems", kUnbounded);
   if (hi != kUnbounded && hi < lo) Fail(path + "/maxItems", "is below minItems");
-  if (hi == 0) return g_->AddEmpty();
+  // No items (maxItems 0, or items false without minItems): the list is empty whatever their schema.
+  if (hi == 0 || (items && items->is_bool() && !items->as_bool() && lo == 0)) return g_->AddEmpty();
+  ExprId item = items ? Value(*items, path + "/items", ItemName()) : AnyValue(ItemName());
   ExprId sep = ItemSeparator();
   ExprId next = sep == kNoExpr ? item : g_->AddSequence({sep, item});
   ExprId list =
@@ -446,8 +457,9 @@ const JsonValue* DefinitionTarget(const JsonValue& root, const std::string& ref)
 }
 
 ExprId StyledArgumentLowering::Ref(const std::string& ref, const std::string& path, ValueName name) {
-  const JsonValue* target = DefinitionTarget(*root_, ref);
-  if (!target) Fail(path + "/$ref", "'" + ref + "' does not name a schema under #/$defs or #/definitions");
+  // "#" is the tool's own schema, here a value (a dict member, a list item) of that shape.
+  const JsonValue* target = ref == "#" ? root_ : DefinitionTarget(*root_, ref);
+  if (!target) Fail(path + "/$ref", "'" + ref + "' does not name the root or a schema under #/$defs or #/definitions");
   const std::string key = ref + name.CacheKey();
   if (auto it = refs_.find(key); it != refs_.end()) return g_->AddRuleRef(it->second);
   RuleId rule = g_->DeclareRule(style_ + "_ref_" + std::to_string(refs_.size()));

@@ -39,7 +39,8 @@ class StyledArgumentLowering {
       : g_(g), style_(std::move(style)), options_(std::move(options)), path_(std::move(path)), warnings_(warnings) {}
   virtual ~StyledArgumentLowering() = default;
 
-  // The whole argument object of a tool (its schema must describe an object).
+  // The whole argument object of a tool (its schema must describe an object, or be a union at
+  // the root of object schemas: $ref, anyOf, oneOf, const, enum).
   ExprId Lower(const JsonValue& schema);
   // Substrings no string value or property name may contain (JSONSchemaFormat.excludes).
   void set_excludes(std::vector<std::string> excludes) { excludes_ = std::move(excludes); }
@@ -109,6 +110,7 @@ class StyledArgumentLowering {
   std::vector<std::string> excludes_;
 
  private:
+  ExprId ArgumentsOf(const JsonValue& schema, const std::string& path);  // one object schema's members
   std::vector<Member> Members(const JsonValue& s, const std::string& path, const ObjectKeys& keys);
   ExprId FreeMembers(const JsonValue& s, const ObjectKeys& keys);
   ExprId MembersOf(const JsonValue& s, const std::string& path, ValueName name, bool root);

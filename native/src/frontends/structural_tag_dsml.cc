@@ -1,3 +1,8 @@
+// Parameter values that may be strings or other JSON values, as the XML styles' templates
+// write them: a str raw, anything else as JSON (Qwen3-Coder's, MiniMax-M2's and GLM's
+// templates test `is string`; DeepSeek's encoders below). RawOrJsonValue writes them for the
+// styles without a type attribute.
+//
 // DeepSeek DSML parameter values (deepseek_xml, deepseek_v4_1_xml). DeepSeek's reference
 // encoders (encoding_dsv32.py / encoding_dsv4.py, encode_arguments_to_dsml) decide the string
 // attribute per value, not per schema: a str is written raw with string="true", anything else
@@ -11,7 +16,7 @@
 // allOf, type lists, enum values) until each leaf is of one kind; the string leaves become raw
 // text, the others one JSON value. A union through a $ref cycle (V = anyOf[string, V]) is its
 // least fixed point: each definition is visited once, which also keeps shared definitions
-// linear. oneOf keeps exclusive what it needs to (see CollectDsml).
+// linear. oneOf keeps exclusive what it needs to (see CollectValueKinds).
 #include <set>
 
 #include "frontends/json_schema_converter.h"
@@ -86,10 +91,10 @@ JsonValue WithTypes(const JsonValue& s, const std::set<std::string>& types, bool
 
 }  // namespace
 
-void XmlParameterLowering::CollectDsml(const JsonValue& s, const JsonValue& root, const std::string& path,
-                                       DsmlLeaves* out) {
+void XmlParameterLowering::CollectValueKinds(const JsonValue& s, const JsonValue& root, const std::string& path,
+                                             ValueKinds* out) {
   if (s.is_bool()) {
-    if (s.as_bool()) CollectDsml(JsonValue::Object({}), root, path, out);
+    if (s.as_bool()) CollectValueKinds(JsonValue::Object({}), root, path, out);
     return;
   }
   if (!s.is_object()) Fail(path, "a schema must be an object or a boolean");
@@ -113,7 +118,8 @@ void XmlParameterLowering::CollectDsml(const JsonValue& s, const JsonValue& root
     return;
   }
   if (const JsonValue* ref = s.Find("$ref")) {
-    if (!only({"$ref"}) || s.Find("type")) Fail(path, "DSML values: '$ref' beside other keywords is not supported");
+    if (!only({"$ref"}) || s.Find("type"))
+      Fail(path, "values written raw or as JSON: '$ref' beside other keywords is not supported");
     if (!ref->is_string()) Fail(path + "/$ref", "must be a string");
     const std::string& uri = ref->as_string();
     if (!out->refs.insert(uri).second) {  // already part of the union (or a cycle back to it)
@@ -128,18 +134,18 @@ void XmlParameterLowering::CollectDsml(const JsonValue& s, const JsonValue& root
       out->json.push_back(JsonValue::Object({{"$ref", JsonValue::String("#")}}));
       return;
     }
-    CollectDsml(*target, root, path + "/$ref", out);
+    CollectValueKinds(*target, root, path + "/$ref", out);
     return;
   }
   for (const char* key : {"anyOf", "oneOf"}) {
     const JsonValue* options = s.Find(key);
     if (!options) continue;
     if (!only({key}) || s.Find("type"))
-      Fail(path, std::string("DSML values: '") + key + "' beside other keywords is not supported");
+      Fail(path, std::string("values written raw or as JSON: '") + key + "' beside other keywords is not supported");
     if (!options->is_array() || options->items().empty()) Fail(path + "/" + key, "must be a non-empty list");
     if (key[0] == 'a') {
       for (size_t i = 0; i < options->items().size(); ++i)
-        CollectDsml(options->items()[i], root, path + "/anyOf/" + std::to_string(i), out);
+        CollectValueKinds(options->items()[i], root, path + "/anyOf/" + std::to_string(i), out);
       return;
     }
     // oneOf: a value must match exactly one option. A string and a non-string never match the
@@ -151,13 +157,16 @@ void XmlParameterLowering::CollectDsml(const JsonValue& s, const JsonValue& root
     bool strings_seen = false;
     for (size_t i = 0; i < options->items().size(); ++i) {
       const std::string at = path + "/oneOf/" + std::to_string(i);
-      DsmlLeaves option;
+      ValueKinds option;
       option.refs = out->refs;
-      CollectDsml(options->items()[i], root, at, &option);
+      CollectValueKinds(options->items()[i], root, at, &option);
       if (option.revisited)
-        Fail(at, "DSML values: a oneOf option that refers back to a schema already in use is not supported");
+        Fail(at,
+             "values written raw or as JSON: a oneOf option that refers back to a schema already in use is not "
+             "supported");
       if (!option.strings.empty()) {
-        if (strings_seen) Fail(at, "DSML values: oneOf with more than one option holding strings is not supported");
+        if (strings_seen)
+          Fail(at, "values written raw or as JSON: oneOf with more than one option holding strings is not supported");
         strings_seen = true;
         for (auto& leaf : option.strings) out->strings.push_back(std::move(leaf));
       }
@@ -172,7 +181,7 @@ void XmlParameterLowering::CollectDsml(const JsonValue& s, const JsonValue& root
   if (const JsonValue* all = s.Find("allOf")) {
     if (!all->is_array() || all->items().empty()) Fail(path + "/allOf", "must be a non-empty list");
     if (all->items().size() == 1 && only({"allOf"}) && !s.Find("type")) {
-      CollectDsml(all->items()[0], root, path + "/allOf/0", out);
+      CollectValueKinds(all->items()[0], root, path + "/allOf/0", out);
       return;
     }
     // A branch that excludes strings makes the whole a JSON value.
@@ -191,25 +200,27 @@ void XmlParameterLowering::CollectDsml(const JsonValue& s, const JsonValue& root
     for (const JsonValue& branch : all->items()) {
       if (branch.is_bool() && branch.as_bool()) continue;
       if (!branch.is_object())
-        Fail(path + "/allOf", "DSML values: allOf of several schemas that may hold strings is not supported");
+        Fail(path + "/allOf",
+             "values written raw or as JSON: allOf of several schemas that may hold strings is not supported");
       for (const auto& [k, v] : branch.members()) {
         if (IsAnnotation(k)) continue;  // annotations (and a branch's $defs) constrain nothing
         static const std::set<std::string> kNested = {"$ref", "anyOf", "oneOf", "allOf", "not", "if", "then", "else"};
         bool clash = kNested.count(k) > 0;
         for (const auto& [mk, mv] : merged) clash = clash || mk == k;
         if (clash)
-          Fail(path + "/allOf", "DSML values: allOf branches that nest schemas or repeat keyword '" + k +
-                                    "' are not supported where strings may occur");
+          Fail(path + "/allOf", "values written raw or as JSON: allOf branches that nest schemas or repeat keyword '" +
+                                    k + "' are not supported where strings may occur");
         merged.emplace_back(k, v);
       }
     }
-    CollectDsml(JsonValue::Object(std::move(merged)), root, path + "/allOf", out);
+    CollectValueKinds(JsonValue::Object(std::move(merged)), root, path + "/allOf", out);
     return;
   }
   for (const char* key : {"const", "enum"}) {
     const JsonValue* v = s.Find(key);
     if (!v) continue;
-    if (!only({key})) Fail(path, std::string("DSML values: '") + key + "' beside other keywords is not supported");
+    if (!only({key}))
+      Fail(path, std::string("values written raw or as JSON: '") + key + "' beside other keywords is not supported");
     if (key[0] == 'e' && (!v->is_array() || v->items().empty())) Fail(path + "/enum", "must be a non-empty list");
     const std::vector<JsonValue> values = key[0] == 'c' ? std::vector<JsonValue>{*v} : v->items();
     std::vector<JsonValue> strings, others;
@@ -227,7 +238,8 @@ void XmlParameterLowering::CollectDsml(const JsonValue& s, const JsonValue& root
   known.insert(NonStringKeywords().begin(), NonStringKeywords().end());
   for (const std::string& k : keys) {
     if (!known.count(k))
-      Fail(path + "/" + k, "DSML values: keyword '" + k + "' is not supported where strings may occur");
+      Fail(path + "/" + k,
+           "values written raw or as JSON: keyword '" + k + "' is not supported where strings may occur");
   }
   out->strings.push_back({WithTypes(s, {"string"}, true), path});
   std::set<std::string> rest = types;
@@ -237,8 +249,8 @@ void XmlParameterLowering::CollectDsml(const JsonValue& s, const JsonValue& root
 
 ExprId XmlParameterLowering::DsmlValue(const JsonValue& prop, const JsonValue& root, const std::string& path,
                                        const std::string& end) {
-  DsmlLeaves leaves;
-  CollectDsml(prop, root, path, &leaves);
+  ValueKinds leaves;
+  CollectValueKinds(prop, root, path, &leaves);
   std::vector<ExprId> alts;
   for (const auto& [leaf, leaf_path] : leaves.strings) {
     // string="true": the text between the tags is the value, whitespace included.
@@ -250,6 +262,23 @@ ExprId XmlParameterLowering::DsmlValue(const JsonValue& prop, const JsonValue& r
     // string="false": a JSON value, which may be padded with whitespace.
     alts.push_back(g_->AddSequence({g_->AddBytes("\" string=\"false\">"), Whitespace(), JsonValueOf(value, root, path),
                                     Whitespace(), g_->AddBytes(end)}));
+  }
+  if (alts.empty()) Fail(path, "no value satisfies the schema");
+  return alts.size() == 1 ? alts[0] : g_->AddChoice(std::move(alts));
+}
+
+ExprId XmlParameterLowering::RawOrJsonValue(const JsonValue& prop, const JsonValue& root, const std::string& path,
+                                            const std::string& end) {
+  ValueKinds leaves;
+  CollectValueKinds(prop, root, path, &leaves);
+  std::vector<ExprId> alts;
+  for (const auto& [leaf, leaf_path] : leaves.strings) alts.push_back(StringValue(leaf, leaf_path, end, true));
+  if (!leaves.json.empty()) {
+    // With no string leaf the schema is lowered whole (no split was needed).
+    JsonValue value = leaves.strings.empty()    ? prop
+                      : leaves.json.size() == 1 ? leaves.json[0]
+                                                : JsonValue::Object({{"anyOf", JsonValue::Array(leaves.json)}});
+    alts.push_back(g_->AddSequence({Whitespace(), JsonValueOf(value, root, path), Whitespace(), g_->AddBytes(end)}));
   }
   if (alts.empty()) Fail(path, "no value satisfies the schema");
   return alts.size() == 1 ? alts[0] : g_->AddChoice(std::move(alts));

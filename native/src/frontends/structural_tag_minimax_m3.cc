@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "frontends/json_schema_internal.h"
+
 namespace xg2 {
 namespace {
 
@@ -54,22 +56,53 @@ ExprId MiniMaxM3ArgumentLowering::Array(ExprId items, ValueName name) {
   return Wrapped(name, g_->AddSequence({ItemSeparator(), items, ItemSeparator()}));
 }
 
+// A string's text never holds the namespace marker: a reader takes what follows it as markup
+// (a nested element, so the value would read as an object), and the first marker must begin
+// the closing tag.
 ExprId MiniMaxM3ArgumentLowering::String(ValueName name) {
   const std::string& tag = TagName(name);
-  return g_->AddSequence({g_->AddBytes(std::string(kNamespace) + "<" + tag + ">"), RawTextUntil(Close(tag))});
+  if (string_text_ < 0) {  // one rule, shared by every string
+    std::vector<std::string> excludes = excludes_;
+    excludes.push_back(kNamespace);
+    string_text_ = g_->DeclareRule("minimax_m3_xml_string_text");
+    g_->SetRuleBody(string_text_,
+                    jsonschema::WithoutSubstrings(
+                        g_, g_->AddRepeat(g_->AddCharClass({}, /*negated=*/true), 0, kUnbounded), excludes));
+  }
+  return Wrapped(name, g_->AddRuleRef(string_text_));
 }
 
 ExprId MiniMaxM3ArgumentLowering::Scalar(ExprId json, ValueName name) { return Wrapped(name, json); }
 
 ExprId MiniMaxM3ArgumentLowering::Literal(const JsonValue& v, ValueName name, const std::string& path) {
-  if (v.is_array() || v.is_object())
-    Fail(path, "list and object values in const/enum are not supported by minimax_m3_xml");
+  // A list or object is written as its elements: each member under its key, each item under
+  // "item" (as the template writes such a value).
+  if (v.is_array() || v.is_object()) {
+    static const std::string kItem = "item";
+    std::vector<ExprId> parts{ItemSeparator()};
+    if (v.is_object()) {
+      for (const auto& [k, member] : v.members()) {
+        if (!IsTagName(k)) Fail(path, "property name '" + k + "' cannot be written as a tag name");
+        parts.push_back(Literal(member, {&k}, path));
+        parts.push_back(ItemSeparator());
+      }
+    } else {
+      for (const JsonValue& item : v.items()) {
+        parts.push_back(Literal(item, {&kItem}, path));
+        parts.push_back(ItemSeparator());
+      }
+    }
+    for (ExprId p : parts) {
+      if (p == kNoExpr) return kNoExpr;  // a string inside cannot be written
+    }
+    return Wrapped(name, g_->AddSequence(std::move(parts)));
+  }
   const std::string text = v.is_string() ? v.as_string()
                            : v.is_bool() ? (v.as_bool() ? "true" : "false")
                            : v.is_null() ? "null"
                                          : v.number_literal();
-  // A string holding its closing tag cannot be written (a reader would end the value there).
-  if (text.find(Close(TagName(name))) != std::string::npos) return kNoExpr;
+  // A string holding the namespace marker cannot be written (a reader takes it as markup).
+  if (text.find(kNamespace) != std::string::npos) return kNoExpr;
   return Wrapped(name, g_->AddBytes(text));
 }
 

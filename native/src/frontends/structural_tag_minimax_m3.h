@@ -38,6 +38,8 @@ class MiniMaxM3ArgumentLowering : public StyledArgumentLowering {
   std::string Close(const std::string& name) const;
   const std::string& TagName(ValueName name) const;
   ExprId Wrapped(ValueName name, ExprId inside);
+
+  RuleId string_text_ = -1;  // a string's text: any without the namespace marker
 };
 
 }  // namespace xg2

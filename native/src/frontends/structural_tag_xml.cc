@@ -12,6 +12,7 @@
 #include "frontends/json_schema_internal.h"
 #include "frontends/structural_tag_args.h"
 #include "frontends/structural_tag_keys.h"
+#include "frontends/structural_tag_roots.h"
 #include "xg2/errors.h"
 
 namespace xg2 {
@@ -198,16 +199,27 @@ bool XmlParameterLowering::Excluded(const std::string& text) const {
 }
 
 ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
+  root_ = &schema;
+  if (!IsArgumentUnion(schema)) return ParameterList(schema, path_);
+  // A union at the root: one parameter list per object schema it allows.
+  std::vector<ExprId> alts;
+  for (const ArgumentAlternative& alt : ArgumentAlternatives(schema, path_, options_, "XML argument styles"))
+    alts.push_back(ParameterList(alt.schema, alt.path));
+  return alts.size() == 1 ? alts[0] : g_->AddChoice(std::move(alts));
+}
+
+ExprId XmlParameterLowering::ParameterList(const JsonValue& schema, const std::string& path) {
   if (schema.is_bool()) {
-    if (!schema.as_bool()) Fail(path_, "the schema 'false' accepts no arguments");
+    if (!schema.as_bool()) Fail(path, "the schema 'false' accepts no arguments");
     // Unconstrained arguments (xgrammar's tools without parameters): any parameters.
-    return Lower(
-        JsonValue::Object({{"type", JsonValue::String("object")}, {"additionalProperties", JsonValue::Bool(true)}}));
+    return ParameterList(
+        JsonValue::Object({{"type", JsonValue::String("object")}, {"additionalProperties", JsonValue::Bool(true)}}),
+        path);
   }
   const JsonValue* type = schema.Find("type");
   const JsonValue* props = schema.Find("properties");
   if ((type && !(type->is_string() && type->as_string() == "object")) || (props && !props->is_object())) {
-    Fail(path_, "XML argument styles need an object schema with 'properties'");
+    Fail(path, "XML argument styles need an object schema with 'properties'");
   }
   static const std::set<std::string> kHandled = {"type",
                                                  "properties",
@@ -227,30 +239,30 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
                                                  "$comment",
                                                  "strict"};
   for (const auto& [k, v] : schema.members()) {
-    if (!kHandled.count(k)) Fail(path_ + "/" + k, "keyword '" + k + "' is not supported for XML argument styles");
+    if (!kHandled.count(k)) Fail(path + "/" + k, "keyword '" + k + "' is not supported for XML argument styles");
   }
   std::set<std::string> must;  // required names, each declared
   if (const JsonValue* req = schema.Find("required"); req && req->is_array()) {
     for (const auto& r : req->items()) {
       if (!r.is_string()) continue;
       if (!props || !props->Find(r.as_string())) {
-        Fail(path_ + "/required", "required property '" + r.as_string() + "' is not declared in 'properties'");
+        Fail(path + "/required", "required property '" + r.as_string() + "' is not declared in 'properties'");
       }
       must.insert(r.as_string());
     }
   }
   for (const std::string& e : excludes_) {
     if (std::isspace(static_cast<unsigned char>(e.front())) || std::isspace(static_cast<unsigned char>(e.back())))
-      Fail(path_, "XML argument styles cannot exclude '" + e +
-                      "': an excluded substring must not start or end with formatting whitespace");
+      Fail(path, "XML argument styles cannot exclude '" + e +
+                     "': an excluded substring must not start or end with formatting whitespace");
   }
-  const ObjectKeys keys(schema, path_, "XML argument styles");
+  const ObjectKeys keys(schema, path, "XML argument styles");
   // Parameters in declaration order (optional ones may be left out) or, with any_order, in any
   // order (one AnyOrder node); required ones exactly once either way.
   std::vector<std::pair<ExprId, bool>> params;  // (parameter, required)
   if (props) {
     for (const auto& [name, prop] : props->members()) {
-      const std::string p = path_ + "/properties/" + JsonPointerEscape(name);
+      const std::string p = path + "/properties/" + JsonPointerEscape(name);
       const bool allowed = keys.Admits(name, prop, p);
       if (Excluded(name) || !allowed) {  // a name that cannot be written: only an optional parameter may go
         if (must.count(name))
@@ -258,11 +270,11 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
                            : "the required parameter name contains an excluded substring");
         continue;
       }
-      params.emplace_back(Parameter(name, prop, schema), must.count(name) > 0);
+      params.emplace_back(Parameter(name, prop, path), must.count(name) > 0);
     }
   }
   const ExprId extra = ExtraParameters(schema, keys);
-  const ParameterCount count = ParameterCountOf(schema);
+  const ParameterCount count = ParameterCountOf(schema, path);
   if (options_.any_order && (params.size() > 1 || (extra != kNoExpr && !params.empty()))) {
     AnyOrderSpec spec;
     spec.min_count = count.min;
@@ -281,7 +293,7 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
     }
     return g_->AddSequence({Whitespace(), g_->AddAnyOrder(spec, std::move(children)), Whitespace()});
   }
-  if (count.min > 0 || count.max >= 0) return CountedParameters(params, extra, count);
+  if (count.min > 0 || count.max >= 0) return CountedParameters(params, extra, count, path);
   std::vector<ExprId> parts{Whitespace()};
   for (const auto& [p, required] : params) {
     ExprId item = g_->AddSequence({p, Whitespace()});
@@ -293,13 +305,14 @@ ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
   return g_->AddSequence(std::move(parts));
 }
 
-XmlParameterLowering::ParameterCount XmlParameterLowering::ParameterCountOf(const JsonValue& schema) const {
+XmlParameterLowering::ParameterCount XmlParameterLowering::ParameterCountOf(const JsonValue& schema,
+                                                                            const std::string& path) const {
   ParameterCount count;
   for (const char* key : {"minProperties", "maxProperties"}) {
     const JsonValue* v = schema.Find(key);
     if (!v) continue;
     if (!v->is_number() || !v->is_integer() || v->as_number() < 0)
-      Fail(path_ + "/" + key, std::string("'") + key + "' must be a non-negative integer");
+      Fail(path + "/" + key, std::string("'") + key + "' must be a non-negative integer");
     const int64_t n = v->as_number() > 4e18 ? int64_t(4e18) : static_cast<int64_t>(v->as_number());
     (key[1] == 'i' ? count.min : count.max) = n;
   }
@@ -311,7 +324,7 @@ XmlParameterLowering::ParameterCount XmlParameterLowering::ParameterCountOf(cons
 // the undeclared parameters last, as many as the bounds leave. Counts at or above the minimum
 // are one state when there is no maximum, so at most n * (min + 1) tails.
 ExprId XmlParameterLowering::CountedParameters(const std::vector<std::pair<ExprId, bool>>& params, ExprId extra,
-                                               const ParameterCount& count) {
+                                               const ParameterCount& count, const std::string& path) {
   const int64_t n = static_cast<int64_t>(params.size());
   const int64_t cap = count.max >= 0 ? count.max + 1 : count.min;  // counts above cap are one state
   auto never = [&] { return g_->AddChoice({}); };
@@ -344,7 +357,7 @@ ExprId XmlParameterLowering::CountedParameters(const std::vector<std::pair<ExprI
   int64_t nreq = 0;
   for (const auto& pr : params) nreq += pr.second;
   if ((extra == kNoExpr && count.min > n) || (count.max >= 0 && (count.max < nreq || count.max < count.min)))
-    Fail(path_, "no parameters satisfy minProperties/maxProperties with the declared required parameters");
+    Fail(path, "no parameters satisfy minProperties/maxProperties with the declared required parameters");
   return g_->AddSequence({Whitespace(), tail(0, 0)});
 }
 
@@ -373,7 +386,7 @@ ExprId XmlParameterLowering::ExtraParameters(const JsonValue& schema, const Obje
         Fail(region.path, "excluded substring '" + e + "' cannot be enforced on parameter names a schema does not fix");
     }
     const JsonValue value = region.schema ? *region.schema : JsonValue::Object({});
-    alts.push_back(NamedParameter(g_->AddByteDfa(std::move(region.keys)), region.path, value, schema));
+    alts.push_back(NamedParameter(g_->AddByteDfa(std::move(region.keys)), region.path, value, *root_));
   }
   if (alts.empty()) return kNoExpr;
   return alts.size() == 1 ? alts[0] : g_->AddChoice(std::move(alts));
@@ -434,10 +447,10 @@ ExprId XmlParameterLowering::JsonValueOf(const JsonValue& prop, const JsonValue&
   return g_->AddRuleRef(ImportGrammar(g_, r.grammar, "arg" + std::to_string(++imports_) + "_"));
 }
 
-ExprId XmlParameterLowering::Parameter(const std::string& name, const JsonValue& prop, const JsonValue& root) {
+ExprId XmlParameterLowering::Parameter(const std::string& name, const JsonValue& prop, const std::string& path) {
   const std::string key = style_ == XmlStyle::kKimiK3 ? KimiK3Attribute(name) : name;
   return NamedParameter(key.empty() ? g_->AddEmpty() : g_->AddBytes(key),
-                        path_ + "/properties/" + JsonPointerEscape(name), prop, root);
+                        path + "/properties/" + JsonPointerEscape(name), prop, *root_);
 }
 
 // One parameter: `name` (the name's expression as written) and its value, in the style's
@@ -495,6 +508,10 @@ ExprId XmlParameterLowering::NamedParameter(ExprId name, const std::string& path
   }
   if (IsStringSchema(prop)) {
     seq.push_back(StringValue(prop, path, end, true));
+    return g_->AddSequence(std::move(seq));
+  }
+  if (style_ != XmlStyle::kKimiK3) {  // Kimi-K3's type attribute names one type per value
+    seq.push_back(RawOrJsonValue(prop, root, path, end));
     return g_->AddSequence(std::move(seq));
   }
   seq.push_back(Whitespace());

@@ -33,12 +33,15 @@ class XmlParameterLowering {
         warnings_(warnings),
         excludes_(std::move(excludes)) {}
 
-  // The parameters of an object schema, in declaration order (any order with
-  // options.any_order; optional ones may be left out), separated by optional whitespace.
+  // The parameters of the tool's argument schema: those of its object schema or, for a union
+  // at the root ($ref, anyOf, oneOf, const, enum), of one of the objects it allows.
   ExprId Lower(const JsonValue& schema);
 
  private:
-  ExprId Parameter(const std::string& name, const JsonValue& prop, const JsonValue& root);
+  // The parameters of one object schema (at `path`), in declaration order (any order with
+  // options.any_order; optional ones may be left out), separated by optional whitespace.
+  ExprId ParameterList(const JsonValue& schema, const std::string& path);
+  ExprId Parameter(const std::string& name, const JsonValue& prop, const std::string& path);
   // kimi_type: the Kimi-K3 type attribute to write (empty: the one the value's schema names).
   ExprId NamedParameter(ExprId name, const std::string& path, const JsonValue& prop, const JsonValue& root,
                         const std::string& kimi_type = "");
@@ -48,27 +51,31 @@ class XmlParameterLowering {
     int64_t min = 0;
     int64_t max = -1;
   };
-  ParameterCount ParameterCountOf(const JsonValue& schema) const;
+  ParameterCount ParameterCountOf(const JsonValue& schema, const std::string& path) const;
   // The ordered parameters (required flag each) and the undeclared ones, within `count`.
   ExprId CountedParameters(const std::vector<std::pair<ExprId, bool>>& params, ExprId extra,
-                           const ParameterCount& count);
+                           const ParameterCount& count, const std::string& path);
   ExprId RawTextUntil(const std::string& end);
   // A string value written raw, then `end`. padded: a newline may come on each side of a
   // constrained or enumerated value (Qwen's template writes them; DSML's text is the value).
   ExprId StringValue(const JsonValue& s, const std::string& path, const std::string& end, bool padded);
   // One JSON value of `prop`, whose $refs resolve against the tool's root schema `root`.
   ExprId JsonValueOf(const JsonValue& prop, const JsonValue& root, const std::string& path);
-  // DeepSeek DSML (structural_tag_dsml.cc): the leaves of a value's union by kind, string
-  // schemas (each with its path) and non-string ones.
-  struct DsmlLeaves {
+  // The leaves of a value's union by kind (structural_tag_dsml.cc), string schemas (each with
+  // its path) and non-string ones: the templates write a str raw and anything else as JSON
+  // (DeepSeek DSML also sets its string attribute by that kind).
+  struct ValueKinds {
     std::vector<std::pair<JsonValue, std::string>> strings;
     std::vector<JsonValue> json;
     std::set<std::string> refs;  // the $refs already visited
     bool revisited = false;      // a $ref was met again (its leaves are counted once)
   };
-  void CollectDsml(const JsonValue& s, const JsonValue& root, const std::string& path, DsmlLeaves* out);
+  void CollectValueKinds(const JsonValue& s, const JsonValue& root, const std::string& path, ValueKinds* out);
   // The string attribute, the value and `end`, one alternative per kind the schema allows.
   ExprId DsmlValue(const JsonValue& prop, const JsonValue& root, const std::string& path, const std::string& end);
+  // Qwen, MiniMax and GLM (no attribute): the raw text of each string leaf, or a JSON value of
+  // the others padded with whitespace, then `end`.
+  ExprId RawOrJsonValue(const JsonValue& prop, const JsonValue& root, const std::string& path, const std::string& end);
   ExprId Whitespace();
   bool Excluded(const std::string& text) const;
 
@@ -78,6 +85,7 @@ class XmlParameterLowering {
   std::string path_;
   std::vector<std::string>* warnings_;
   std::vector<std::string> excludes_;
+  const JsonValue* root_ = nullptr;  // the tool's argument schema (its $defs, the target of "#")
   int imports_ = 0;
 };
 
