@@ -530,7 +530,9 @@ def test_allowed_tools_choice(choice, same_as):
     (_allowed("required"), "at least one"),
     (_allowed("sometimes", "search"), "mode"),
     ({"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [{"type": "web_search"}]}},
-     "function references"),
+     "Allowed builtin tools are not found"),
+    ({"type": "allowed_tools", "allowed_tools": {"mode": "auto", "tools": [{"function": {}}]}},
+     "a tool reference is"),
 ])
 def test_allowed_tools_errors(choice, match):
     with pytest.raises(ValueError, match=match):

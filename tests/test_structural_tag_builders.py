@@ -200,8 +200,8 @@ def test_reasoning_block():
     ({"tool_choice": "always"}, "always"),
     ({"tool_choice": {"type": "function"}}, "tool_choice"),
     ({"tools": [TOOLS[0], TOOLS[0]]}, "duplicate"),
-    ({"tools": [{"type": "code_interpreter"}]}, "unsupported tool type"),   # a builtin tool
-    ({"tools": [{"type": "retrieval", "function": {"name": "x"}}]}, "retrieval"),
+    ({"tools": [{"type": "code_interpreter", "bogus": 1}]}, r"tools\[0\]"),   # a builtin tool
+    ({"tools": [{"type": "retrieval", "function": {"name": "x"}}]}, "function"),
     ({"tools": [], "tool_choice": "required"}, "at least one tool"),
     ({"reasoning": "maybe"}, "maybe"),
     ({"tools": {"name": "x"}}, "list"),

@@ -89,14 +89,59 @@ def test_normalize_tool_choice_errors(tools, choice, match):
         normalize_tool_choice(tools, choice)
 
 
-def test_model_structural_tag_takes_tool_objects_and_refuses_builtin_tools():
+def test_builtin_tools_are_left_out_where_the_model_has_no_format_for_them():
     objects = [FunctionToolParam(function={"name": "f", "parameters": SCHEMA})]
     assert get_model_structural_tag("qwen3", objects) == get_model_structural_tag(
         "qwen3", [_tool("f")])
-    with pytest.raises(ValueError, match="unsupported tool type"):
-        get_model_structural_tag("qwen3", [SEARCH])          # not read as a bare function
-    with pytest.raises(ValueError, match="builtin"):
-        get_qwen_3_structural_tag([_tool("f")], builtin_tools=[BuiltinToolParam(**SEARCH)])
+    # As xgrammar: a format that cannot write a builtin (hosted) call leaves the tool out.
+    assert get_model_structural_tag("qwen3", [_tool("f"), SEARCH]) == get_model_structural_tag(
+        "qwen3", [_tool("f")])
+    assert get_qwen_3_structural_tag([_tool("f")], builtin_tools=[BuiltinToolParam(**SEARCH)]) \
+        == get_qwen_3_structural_tag([_tool("f")])
+    with pytest.raises(ValueError, match="only harmony"):
+        get_model_structural_tag("qwen3", [SEARCH], "required")
+    with pytest.raises(ValueError, match="only harmony"):
+        get_model_structural_tag("qwen3", [_tool("f"), SEARCH], {"type": "web_search_preview"})
+
+
+def _harmony_accepts(tag, text) -> bool:
+    return _is_grammar_accept_string(Grammar.from_structural_tag(tag), text)
+
+
+HARMONY_CALL = '<|channel|>{channel} to=browser.search code<|message|>{{"q": "x"}}<|call|>'
+
+
+@pytest.mark.parametrize("choice, final_ok", [
+    ("auto", True), ("required", False), ({"type": "web_search_preview"}, False),
+    ({"type": "allowed_tools", "allowed_tools": {"mode": "required",
+                                                 "tools": [{"type": "web_search_preview"}]}}, False),
+])
+def test_harmony_calls_builtin_tools(choice, final_ok):
+    tag = get_model_structural_tag("harmony", [_tool("f"), SEARCH], choice, reasoning=False)
+    # gpt-oss's browser calls use the analysis channel; xgrammar writes commentary: both.
+    for channel in ("analysis", "commentary"):
+        assert _harmony_accepts(tag, HARMONY_CALL.format(channel=channel))
+        assert _harmony_accepts(tag, f' to=browser.search<|channel|>{channel} code<|message|>{{"q": "x"}}<|call|>')
+    assert not _harmony_accepts(tag, '<|channel|>analysis to=browser.search<|message|>{"q": "x"}<|call|>')
+    assert not _harmony_accepts(tag, '<|channel|>analysis to=browser.search code<|message|>{"r": 1}<|call|>')
+    assert not _harmony_accepts(tag, '<|channel|>commentary to=functions.browser.search <|constrain|>json'
+                                     '<|message|>{"q": "x"}<|call|>')
+    assert _harmony_accepts(tag, "<|channel|>final<|message|>hi<|return|>") == final_ok
+    function_call = '<|channel|>commentary to=functions.f <|constrain|>json<|message|>{"q": "x"}<|call|>'
+    assert _harmony_accepts(tag, function_call) == (choice in ("auto", "required"))
+    text = HARMONY_CALL.format(channel="analysis")
+    calls = xg2_jax.parse_structured_output(text, tag, tools=[_tool("f"), SEARCH])["tool_calls"]
+    assert [(c["function"]["name"], c["function"]["arguments"]) for c in calls] == [
+        ("browser.search", '{"q": "x"}')]
+
+
+def test_harmony_builder_takes_builtin_tools_and_the_forced_form():
+    from xg2_jax.builtin_structural_tag import get_harmony_structural_tag
+
+    tag = get_harmony_structural_tag([], builtin_tools=[BuiltinToolParam(**SEARCH)],
+                                     tool_choice="forced", reasoning="disabled")
+    assert _harmony_accepts(tag, HARMONY_CALL.format(channel="commentary"))
+    assert not _harmony_accepts(tag, "<|channel|>final<|message|>hi<|return|>")
 
 
 @pytest.mark.parametrize("tools, accepted", [([_tool("f")], True), ([], None),

@@ -24,8 +24,8 @@ Example:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Union
+from dataclasses import dataclass, field
+from typing import Any, Callable, Optional, Union
 
 from xg2_jax._src.structural_tag import StructuralTag
 from xg2_jax._src.tool_params import tool_to_dict
@@ -43,13 +43,16 @@ ReasoningMode = Union[bool, str]
 # --------------------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class FunctionTool:
-    """One function tool: its name and the JSON Schema of its arguments."""
+    """One callable tool: the name the model writes and the JSON Schema of its arguments.
+    ``builtin_type`` is a builtin (hosted) tool's provider type (``web_search_preview``, ...;
+    None for a function tool)."""
 
     name: str
     parameters: Union[dict, bool]
+    builtin_type: Optional[str] = field(default=None, repr=False)
 
 
-def normalize_tools(tools: Any) -> list[FunctionTool]:
+def normalize_tools(tools: Any, *, builtin: bool = False) -> list[FunctionTool]:
     """Reads an OpenAI-style tools list.
 
     Args:
@@ -78,8 +81,11 @@ def normalize_tools(tools: Any) -> list[FunctionTool]:
         if not isinstance(tool, dict):
             raise ValueError(f"tools[{i}] must be a dict, got {type(tool).__name__}")
         if tool.get("type", "function") != "function":     # a builtin (hosted) tool
-            raise ValueError(f"tools[{i}]: unsupported tool type {tool.get('type')!r} "
-                             "(only 'function' tools)")
+            if not builtin:
+                raise ValueError(f"tools[{i}]: unsupported tool type {tool.get('type')!r} "
+                                 "(only 'function' tools)")
+            out.append(_builtin_tool(tool, i, seen))
+            continue
         if "function" in tool:
             function = tool["function"]
         else:
@@ -104,6 +110,24 @@ def normalize_tools(tools: Any) -> list[FunctionTool]:
     return out
 
 
+def _builtin_tool(tool: dict, i: int, seen: set) -> FunctionTool:
+    """A builtin (hosted) tool ``{"type": T, "name": ..., "parameters": {...}}`` (xgrammar's
+    BuiltinToolParam): the model writes ``name`` (default ``T``)."""
+    from xg2_jax._src.tool_params import BuiltinToolParam
+
+    try:
+        param = BuiltinToolParam(**tool)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"tools[{i}]: {e}") from None
+    if param.name in seen:
+        raise ValueError(f"tools[{i}]: duplicate tool name {param.name!r}")
+    seen.add(param.name)
+    parameters = True if param.parameters is None else param.parameters
+    if not isinstance(parameters, (dict, bool)):
+        raise ValueError(f"tools[{i}].parameters ({param.name!r}): must be a JSON Schema object")
+    return FunctionTool(param.name, parameters, builtin_type=param.type)
+
+
 def resolve_tool_choice(tools: list[FunctionTool], tool_choice: Any) -> tuple[list[FunctionTool],
                                                                                str]:
     """Applies ``tool_choice`` to the tools.
@@ -126,6 +150,14 @@ def resolve_tool_choice(tools: list[FunctionTool], tool_choice: Any) -> tuple[li
         tool_choice = "auto"
     if isinstance(tool_choice, dict) and tool_choice.get("type") == "allowed_tools":
         return _allowed_tools(tools, tool_choice)
+    if isinstance(tool_choice, dict) and isinstance(tool_choice.get("type"), str) \
+            and tool_choice["type"] != "function":
+        # A builtin tool's type (xgrammar's BuiltinToolChoiceParam): a call to that tool.
+        matched = [t for t in tools if t.builtin_type == tool_choice["type"]]
+        if len(matched) != 1:
+            raise ValueError("Builtin tool choice must match exactly one builtin tool, "
+                             f"got {len(matched)} matches.")
+        return matched, "required"
     if isinstance(tool_choice, dict):
         function = tool_choice.get("function")
         if tool_choice.get("type") != "function" or not isinstance(function, dict) \
@@ -161,15 +193,23 @@ def _allowed_tools(tools: list[FunctionTool], tool_choice: dict) -> tuple[list[F
     if mode not in ("auto", "required") or not isinstance(refs, list):
         raise ValueError("tool_choice 'allowed_tools' needs {'mode': 'auto' | 'required', "
                          f"'tools': [...]}}, got {tool_choice!r}")
-    names = set()
+    names, types = set(), set()
     for ref in refs:
         function = ref.get("function") if isinstance(ref, dict) else None
-        if not isinstance(ref, dict) or ref.get("type") != "function" or not isinstance(
-                function, dict) or not isinstance(function.get("name"), str):
-            raise ValueError(f"allowed_tools: only function references are supported, got {ref!r}")
-        _named(tools, function["name"])
+        if isinstance(ref, dict) and isinstance(ref.get("type"), str) and ref["type"] != "function":
+            if not any(t.builtin_type == ref["type"] for t in tools):
+                raise ValueError(f"Allowed builtin tools are not found in the tools list: "
+                                 f"{ref['type']!r}.")
+            types.add(ref["type"])
+            continue
+        if not isinstance(ref, dict) or not isinstance(function, dict) \
+                or not isinstance(function.get("name"), str):
+            raise ValueError(f"allowed_tools: a tool reference is {{'type': 'function', "
+                             f"'function': {{'name': ...}}}} or {{'type': BUILTIN_TYPE}}, got {ref!r}")
+        _named([t for t in tools if t.builtin_type is None], function["name"])
         names.add(function["name"])
-    chosen = [t for t in tools if t.name in names]
+    chosen = [t for t in tools
+              if (t.builtin_type is None and t.name in names) or t.builtin_type in types]
     if mode == "required" and not chosen:
         raise ValueError("tool_choice 'allowed_tools' with mode 'required' needs at least one tool")
     return chosen, mode if chosen else "none"
@@ -205,6 +245,7 @@ _ALIASES = {
     "gemma4": "gemma_4", "mimo_v2_6": "mimo", "exaone4": "exaone", "exaone_4": "exaone",
 }
 _SPECIAL_MODELS = ("harmony", "kimi_k3", "mistral")
+_BUILTIN_TOOL_MODELS = ("harmony",)     # formats that write builtin (hosted) tool calls
 
 
 def supported_models() -> list[str]:
@@ -356,10 +397,13 @@ def get_model_structural_tag(
             ``mimo`` (MiMo-V2.6), ``exaone`` (EXAONE 4.0), ``cohere`` (Command, cmd5). Case, ``-`` and ``.`` do not matter.
             A name added with :func:`register_model_structural_tag` calls its builder.
         tools: OpenAI-style ``[{"type": "function", "function": {"name", "description",
-            "parameters"}}]``.
+            "parameters"}}]``, and builtin (hosted) tools ``{"type": T, "name": NAME,
+            "parameters": {...}}`` (xgrammar's BuiltinToolParam; NAME defaults to T), which
+            only ``harmony`` can call (``to=NAME code``); the other formats leave them out.
         tool_choice: ``"auto"`` (text and any number of calls; ``None`` too), ``"required"``
             (at least one call), ``"none"`` (text only; the tool-call marker is forbidden),
-            ``{"type": "function", "function": {"name": NAME}}`` (exactly one call, to NAME), or
+            ``{"type": "function", "function": {"name": NAME}}`` (exactly one call, to NAME),
+            ``{"type": T}`` (one call to the builtin tool of type T), or
             ``{"type": "allowed_tools", "allowed_tools": {"mode": "auto" | "required",
             "tools": [function references]}}`` (those tools only, in that mode).
         reasoning: for models that think: ``"enabled"``/``True`` (the turn starts with a
@@ -406,12 +450,19 @@ def get_model_structural_tag(
             **({} if reasoning_prefilled is None else {"reasoning_prefilled": reasoning_prefilled}))
     key = canonical_model_name(model)
     markers = _marker_tokens(key, token_markers)
-    callable_tools, mode = resolve_tool_choice(normalize_tools(tools), tool_choice)
+    callable_tools, mode = resolve_tool_choice(normalize_tools(tools, builtin=True), tool_choice)
+    if key not in _BUILTIN_TOOL_MODELS:
+        # Only Harmony has a wire format for builtin (hosted) tools; the others cannot call
+        # them, so they are left out, as xgrammar does.
+        callable_tools = [t for t in callable_tools if t.builtin_type is None]
+        if mode == "required" and not callable_tools:
+            raise ValueError(f"no function tool to call: model {key!r} has no format for builtin "
+                             "(hosted) tools (only harmony)")
     think = reasoning_mode(reasoning)
     if not isinstance(parallel_tool_calls, bool):
         raise ValueError(f"parallel_tool_calls must be a bool, got {parallel_tool_calls!r}")
-    if isinstance(tool_choice, dict) and tool_choice.get("type") == "function":
-        # A named function is one call to it (OpenAI's forced function, xgrammar's "forced").
+    if isinstance(tool_choice, dict) and tool_choice.get("type") != "allowed_tools":
+        # A named function or builtin tool is one call to it (xgrammar's "forced").
         parallel_tool_calls = False
     fmt = _turn_format(key, callable_tools, mode, think, parallel_tool_calls,
                        reasoning_prefilled, bool(exclude_special_tokens))

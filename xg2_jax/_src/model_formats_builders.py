@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Callable
 
 from xg2_jax._src.model_formats import get_model_structural_tag, normalize_tools
+from xg2_jax._src.tool_params import tool_to_dict
 
 # xgrammar's model key -> ours.
 XGRAMMAR_MODEL_KEYS = {
@@ -29,18 +30,20 @@ XGRAMMAR_MODEL_KEYS = {
 
 def _forced_choice(tools) -> dict:
     """xgrammar's prepared ``tool_choice="forced"``: a call to the one tool left."""
-    only = normalize_tools(tools)
+    only = normalize_tools(tools, builtin=True)
     if len(only) != 1:
         raise ValueError(f"Forced tool choice must resolve to exactly one tool, got {len(only)}.")
+    if only[0].builtin_type is not None:
+        return {"type": only[0].builtin_type}
     return {"type": "function", "function": {"name": only[0].name}}
 
 
 def _builder(model: str, family: str) -> Callable:
     def build(tools=None, tool_choice="auto", reasoning="enabled", *, builtin_tools=None,
               **options):
-        if builtin_tools:
-            raise ValueError(f"builtin (hosted) tools are not supported for {family}; declare "
-                             "them as function tools")
+        # normalize_tool_choice's split form: the builtin tools join the list (a model
+        # without a format for them leaves them out).
+        tools = [*(tools or []), *(tool_to_dict(t) for t in builtin_tools or [])]
         if tool_choice == "forced":     # normalize_tool_choice's form of a named choice
             tool_choice = _forced_choice(tools)
         return get_model_structural_tag(model, tools, tool_choice, reasoning, **options)
@@ -53,7 +56,8 @@ def _builder(model: str, family: str) -> Callable:
         tool_choice: ``"auto"``, ``"required"``, ``"none"``, a named function, or
             ``"forced"`` (a call to the only tool, as :func:`normalize_tool_choice` returns).
         reasoning: ``"enabled"``, ``"disabled"`` or ``"auto"`` (or a bool).
-        builtin_tools: xgrammar's builtin (hosted) tools; only empty is supported.
+        builtin_tools: xgrammar's builtin (hosted) tools (``BuiltinToolParam`` or dicts);
+            only formats with a wire format for them (harmony) let them be called.
         **options: the other keywords of :func:`xg2_jax.get_model_structural_tag`.
 
     Returns:

@@ -59,6 +59,15 @@ def _harmony_message(channel: str, end) -> TagFormat:
 
 def _harmony_calls(tool) -> list[TagFormat]:
     args = JSONSchemaFormat(json_schema=tool.parameters)
+    if tool.builtin_type is not None:
+        # A builtin tool keeps its own namespace and writes no <|constrain|>: gpt-oss calls
+        # its browser as "<|channel|>analysis to=browser.search code<|message|>{...}<|call|>"
+        # (openai/gpt-oss, gpt_oss/tools/simple_browser); xgrammar 0.2.9 writes the
+        # commentary channel. Both channels, and the recipient in the role header.
+        return [TagFormat(begin=begin, content=args, end="<|call|>") for channel in (
+            "analysis", "commentary") for begin in (
+            f"<|channel|>{channel} to={tool.name} code<|message|>",
+            f" to={tool.name}<|channel|>{channel} code<|message|>")]
     return [
         TagFormat(begin=f"<|channel|>commentary to=functions.{tool.name} <|constrain|>json"
                         "<|message|>", content=args, end="<|call|>"),
