@@ -13,6 +13,7 @@
 
 #include "automata/substring_dfa.h"
 #include "frontends/json_schema.h"
+#include "frontends/lark_dispatch.h"
 #include "frontends/lark_syntax.h"
 #include "frontends/regex.h"
 #include "grammar/rule_attributes.h"
@@ -107,6 +108,8 @@ class LarkConverter {
   // Checks that a temperature rule's body is made of terminals, or is one subgrammar.
   void CheckTemperatureRule(const Entry& entry);
   ExprId CompileBody(const Entry& entry);
+  // The start rule of the dynamic dispatch pattern (frontends/lark_dispatch.h).
+  ExprId CompileDispatch(const std::vector<lark::DispatchTool>& tools);
   void CheckTerminal(Entry* entry, std::map<Entry*, int>* state);
 
   ExprId Compile(const Node& node, Scope scope, bool in_terminal);
@@ -321,6 +324,10 @@ void LarkConverter::CheckTemperatureRule(const Entry& entry) {
 
 ExprId LarkConverter::CompileBody(const Entry& entry) {
   const Definition& def = *entry.definition;
+  std::vector<lark::DispatchTool> tools;
+  if (entry.scope == kUser && def.name == "start" && lark::FindDispatchPattern(user_, &tools)) {
+    return CompileDispatch(tools);
+  }
   if (def.temperature >= 0.0f) {
     CheckTemperatureRule(entry);
     // The subgrammar alone: the %ignore items after it belong to the callers (a lexeme).
@@ -355,6 +362,26 @@ void LarkConverter::ApplyAttributes() {
 ExprId LarkConverter::WithSkip(ExprId lexeme) {
   if (skip_rule_ < 0) return lexeme;
   return g_.AddSequence({lexeme, g_.AddRuleRef(skip_rule_)});
+}
+
+ExprId LarkConverter::CompileDispatch(const std::vector<lark::DispatchTool>& tools) {
+  // One child per distinct trigger: the tools it starts, each the rest of its rule's body.
+  TagDispatchSpec spec;
+  std::vector<std::vector<ExprId>> alternatives;
+  for (const lark::DispatchTool& tool : tools) {
+    size_t i = 0;
+    while (i < spec.triggers.size() && spec.triggers[i] != tool.trigger) ++i;
+    if (i == spec.triggers.size()) {
+      spec.triggers.push_back(tool.trigger);
+      alternatives.emplace_back();
+    }
+    std::vector<ExprId> parts;
+    for (const Node* n : tool.rest) parts.push_back(Compile(*n, kUser, /*in_terminal=*/false));
+    alternatives[i].push_back(parts.empty() ? g_.AddEmpty() : g_.AddSequence(std::move(parts)));
+  }
+  std::vector<ExprId> children;
+  for (auto& alts : alternatives) children.push_back(alts.size() == 1 ? alts[0] : g_.AddChoice(std::move(alts)));
+  return g_.AddTagDispatch(std::move(spec), std::move(children));
 }
 
 ExprId LarkConverter::Compile(const Node& node, Scope scope, bool in_terminal) {

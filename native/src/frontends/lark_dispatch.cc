@@ -1,0 +1,151 @@
+#include "frontends/lark_dispatch.h"
+
+#include <map>
+
+namespace xg2::lark {
+
+namespace {
+
+using Definitions = std::map<std::string, const Definition*>;
+
+// The any-text regexes xgrammar's pattern names: `.` takes newlines only under flag s; u
+// changes nothing (patterns are read as code points anyway); i is not any text's.
+const char* const kAnyTextPrefixes[] = {"(.|\\n)*", "(\\n|.)*", "(?:.|\\n)*", "(?:\\n|.)*", "[\\s\\S]*", "(?s:.*)"};
+
+bool DotMatchesNewline(const std::string& flags) { return flags.find('s') != std::string::npos; }
+bool OnlyFlags(const std::string& flags, const std::string& allowed) {
+  return flags.find_first_not_of(allowed) == std::string::npos;
+}
+
+// The length of the any-text prefix `pattern` starts with (0: none).
+size_t AnyTextPrefix(const std::string& pattern, const std::string& flags) {
+  if (!OnlyFlags(flags, "su")) return 0;
+  for (const char* p : kAnyTextPrefixes) {
+    const std::string prefix = p;
+    if (pattern.compare(0, prefix.size(), prefix) == 0) return prefix.size();
+  }
+  return DotMatchesNewline(flags) && pattern.compare(0, 2, ".*") == 0 ? 2 : 0;
+}
+
+bool IsAnyTextPattern(const std::string& pattern, const std::string& flags) {
+  const size_t n = AnyTextPrefix(pattern, flags);
+  return n > 0 && n == pattern.size();
+}
+
+// Whether `node` names (possibly through other terminal names) an any-text terminal.
+bool IsAnyText(const Node& node, const Definitions& defs, int depth = 0) {
+  if (depth > 16) return false;
+  if (node.kind == Node::Kind::kRegex) return IsAnyTextPattern(node.text, node.flags);
+  if (node.kind != Node::Kind::kName) return false;
+  auto it = defs.find(node.text);
+  if (it == defs.end() || !it->second->is_terminal) return false;
+  return IsAnyText(it->second->body, defs, depth + 1);
+}
+
+// A regex literal without metacharacters (escaped ones allowed): its text, or false.
+bool FixedRegexLiteral(const std::string& text, std::string* out) {
+  static const std::string kMeta = ".^$*+?()[]{}|";
+  out->clear();
+  for (size_t i = 0; i < text.size(); ++i) {
+    char c = text[i];
+    if (c == '\\') {
+      if (++i >= text.size()) return false;
+      const char e = text[i];
+      if (e == 'n') {
+        out->push_back('\n');
+      } else if (e == 't') {
+        out->push_back('\t');
+      } else if (e == 'r') {
+        out->push_back('\r');
+      } else if (kMeta.find(e) != std::string::npos || e == '\\' || e == '/' || e == '-' || e == '<' || e == '>' ||
+                 e == '"') {
+        out->push_back(e);
+      } else {
+        return false;  // a class (\d, \s, ...) or another escape: not fixed
+      }
+      continue;
+    }
+    if (kMeta.find(c) != std::string::npos) return false;
+    out->push_back(c);
+  }
+  return !out->empty();
+}
+
+// The trigger of a head rule (any text, then a fixed string), or "" if it is not one.
+std::string HeadTrigger(const Definition& head, const Definitions& defs) {
+  if (!head.lazy || head.is_terminal || head.max_chars >= 0 || head.max_tokens >= 0 || !head.capture.empty()) {
+    return "";
+  }
+  const Node& body = head.body;
+  if (body.kind == Node::Kind::kSequence && body.children.size() == 2 && IsAnyText(body.children[0], defs) &&
+      body.children[1].kind == Node::Kind::kString && body.children[1].flags.empty()) {
+    return body.children[1].text;  // TEXT "t", and the suffix= / stop= forms folded to it
+  }
+  if (body.kind == Node::Kind::kRegex) {
+    const size_t n = AnyTextPrefix(body.text, body.flags);
+    std::string literal;
+    if (n > 0 && FixedRegexLiteral(body.text.substr(n), &literal)) return literal;
+  }
+  return "";
+}
+
+// The tool rules the repeated part of start names: `tool` or `(tool_a | tool_b ...)`.
+bool ToolNames(const Node& repeated, std::vector<std::string>* names) {
+  if (repeated.kind == Node::Kind::kName) {
+    names->push_back(repeated.text);
+    return true;
+  }
+  if (repeated.kind == Node::Kind::kSequence && repeated.children.size() == 1) {
+    return ToolNames(repeated.children[0], names);
+  }
+  if (repeated.kind != Node::Kind::kChoice) return false;
+  for (const Node& alt : repeated.children) {
+    if (!ToolNames(alt, names)) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+bool FindDispatchPattern(const Document& doc, std::vector<DispatchTool>* tools) {
+  Definitions defs;
+  for (const Definition& d : doc.definitions) defs.emplace(d.name, &d);
+  auto start = defs.find("start");
+  if (start == defs.end()) return false;
+  const Definition& s = *start->second;
+  if (s.lazy || s.max_tokens >= 0 || !s.capture.empty() || s.temperature >= 0.0f || s.max_chars >= 0) return false;
+  const Node& body = s.body;
+  if (body.kind != Node::Kind::kSequence || body.children.size() != 2) return false;
+  const Node& loop = body.children[0];
+  const Node& tail = body.children[1];
+  if (loop.kind != Node::Kind::kRepeat || loop.min != 0 || loop.max >= 0 || loop.children.size() != 1) return false;
+  // tail: TEXT (a rule whose body is any text).
+  if (tail.kind != Node::Kind::kName) return false;
+  auto tail_def = defs.find(tail.text);
+  if (tail_def == defs.end() || tail_def->second->is_terminal || !IsAnyText(tail_def->second->body, defs)) return false;
+  std::vector<std::string> names;
+  if (!ToolNames(loop.children[0], &names) || names.empty()) return false;
+  std::vector<DispatchTool> found;
+  for (const std::string& name : names) {
+    auto tool = defs.find(name);
+    if (tool == defs.end() || tool->second->is_terminal) return false;
+    const Definition& t = *tool->second;
+    if (t.lazy || t.max_tokens >= 0 || t.max_chars >= 0 || t.temperature >= 0.0f) return false;
+    const Node& tb = t.body;
+    const Node* first = tb.kind == Node::Kind::kSequence ? (tb.children.empty() ? nullptr : &tb.children[0]) : &tb;
+    if (first == nullptr || first->kind != Node::Kind::kName) return false;
+    auto head = defs.find(first->text);
+    if (head == defs.end()) return false;
+    DispatchTool d;
+    d.trigger = HeadTrigger(*head->second, defs);
+    if (d.trigger.empty()) return false;
+    if (tb.kind == Node::Kind::kSequence) {
+      for (size_t i = 1; i < tb.children.size(); ++i) d.rest.push_back(&tb.children[i]);
+    }
+    found.push_back(std::move(d));
+  }
+  *tools = std::move(found);
+  return true;
+}
+
+}  // namespace xg2::lark

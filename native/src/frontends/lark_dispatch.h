@@ -1,0 +1,31 @@
+// xgrammar's dynamic tool-call dispatch pattern in Lark grammars:
+//
+//   start: (tool_a | tool_b | ...)* tail      tail: TEXT      (TEXT: any text)
+//   tool_a: head_a REST...                    head_a[lazy]: TEXT "<trigger>"
+//
+// Free text until a trigger string appears, then one of the tools with that trigger, then
+// free text again. As a plain context-free grammar the tail's TEXT would also take text
+// holding a complete trigger; xgrammar (and llguidance's lazy lexemes) read the trigger as
+// the start of a call, so the payload becomes mandatory once the trigger is complete. The
+// front end lowers the pattern to a TagDispatch node, which has that meaning.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "frontends/lark_syntax.h"
+
+namespace xg2::lark {
+
+struct DispatchTool {
+  std::string trigger;            // the fixed string that starts the call
+  std::vector<const Node*> rest;  // what follows the trigger in the tool rule's body
+};
+
+// The tools of `doc`'s start rule when it has the dispatch pattern (in the order written);
+// false (tools untouched) when it has not. The head forms: `head[lazy]: TEXT "t"`,
+// `head[suffix="t"]: TEXT`, `head[stop="t"]: TEXT`, and `head[lazy]: /(\n|.)*t/` (an
+// any-text regex followed by a fixed literal). Special-token triggers are not recognized.
+bool FindDispatchPattern(const Document& doc, std::vector<DispatchTool>* tools);
+
+}  // namespace xg2::lark
