@@ -194,8 +194,18 @@ def test_special_tokens():
     assert m.is_completed()
     m = xg.GrammarMatcher(compiled)
     assert not m.accept_token(0)  # the text "a" is not the special token
-    with pytest.raises(xg.GrammarSyntaxError, match="not a special token"):
-        compiler.compile_lark("start: <[0]>")
+    # A normal token by id is that token, not its text written with other tokens.
+    by_id = compiler.compile_lark('start: <[0]> "b"')
+    assert xg.GrammarMatcher(by_id).accept_token(0)
+    assert not xg.GrammarMatcher(by_id).accept_string("ab")
+    # Sets: ranges, negation (any token but those), the wildcard; stop tokens stay stop tokens.
+    for grammar, accepted, rejected in [("start: <[0-1,3]>", [0, 1, 3], [2]),
+                                        ("start: <[^0,2]>", [1, 3], [0, 2, 4]),
+                                        ("start: <[*]>", [0, 1, 2, 3], [4])]:
+        compiled = compiler.compile_lark(grammar)
+        for t in accepted + rejected:
+            m = xg.GrammarMatcher(compiled)
+            assert m.accept_token(t) == (t in accepted) and (t not in accepted or m.is_completed()), (grammar, t)
     with pytest.raises(xg.GrammarSyntaxError, match="stop token"):
         compiler.compile_lark("start: <[4]>")
     with pytest.raises(xg.GrammarSyntaxError, match="need the tokenizer"):

@@ -17,6 +17,7 @@
 #include "frontends/lark_syntax.h"
 #include "frontends/regex.h"
 #include "grammar/rule_attributes.h"
+#include "grammar/token_set.h"
 #include "xg2/errors.h"
 
 namespace xg2 {
@@ -546,10 +547,16 @@ ExprId LarkConverter::CompileSpecialToken(const Node& node, Scope scope) {
          "special tokens need the tokenizer: use GrammarCompiler.compile_lark or pass tokenizer_info");
   }
   std::vector<int32_t> ids;
+  bool excluded = false;
   const std::string& t = node.text;
-  if (t.size() >= 2 && t.front() == '[' && t.back() == ']') {
-    if (t.size() > 2 && t[1] == '^') Fail(scope, node.offset, "negated token sets <[^...]> are not supported");
+  if (t == "[*]") {
+    excluded = true;  // any one token
+  } else if (t.size() >= 2 && t.front() == '[' && t.back() == ']') {
     size_t i = 1;
+    if (t[1] == '^') {
+      excluded = true;
+      ++i;
+    }
     while (i + 1 < t.size()) {
       auto number = [&]() -> int64_t {
         while (t[i] == ' ') ++i;
@@ -572,23 +579,20 @@ ExprId LarkConverter::CompileSpecialToken(const Node& node, Scope scope) {
         Fail(scope, node.offset, "expected ',' or ']' in <[...]>");
     }
   } else {
-    int32_t id = tok->FindToken("<" + t + ">");
-    if (id < 0) Fail(scope, node.offset, "unknown special token <" + t + ">");
-    ids.push_back(id);
-  }
-  std::vector<ExprId> alternatives;
-  for (int32_t id : ids) {
-    if (!tok->is_special(id) || tok->is_stop(id)) {
-      // A normal token matched as its text would let other tokenizations of that text through.
-      Fail(scope, node.offset,
-           "token " + std::to_string(id) +
-               (tok->is_stop(id) ? " is a stop token"
-                                 : " is not a special token (only special tokens can be matched "
-                                   "as tokens)"));
+    // Every vocabulary entry with exactly this text (a vocabulary may list one twice).
+    const std::string text = "<" + t + ">";
+    for (int32_t id = 0; id < tok->num_tokens(); ++id) {
+      if (tok->token_bytes(id) == text) ids.push_back(id);
     }
-    alternatives.push_back(g_.AddBytes(VirtualTokenBytes(id)));
+    if (ids.empty()) Fail(scope, node.offset, "unknown special token " + text);
   }
-  return alternatives.size() == 1 ? alternatives[0] : g_.AddChoice(std::move(alternatives));
+  for (int32_t id : ids) {
+    // A stop token is only a stop token (it ends the output where the input can end).
+    if (!excluded && tok->is_stop(id)) Fail(scope, node.offset, "token " + std::to_string(id) + " is a stop token");
+  }
+  // Tokens are matched by id (a normal token too, never by its text, so other tokenizations
+  // of that text are not let through).
+  return g_.AddByteDfa(TokenSetDfa(std::move(ids), excluded));
 }
 
 ExprId LarkConverter::CompileGrammarRef(const Node& node, Scope scope) {
