@@ -303,7 +303,7 @@ class GrammarMatcher:
 
         Example:
             >>> from xg2_jax import Grammar, GrammarCompiler, TokenizerInfo
-            >>> g = Grammar.from_lark('start: "a" v "b"\nv[capture]: /[0-9]+/')
+            >>> g = Grammar.from_lark('start: "a" v "b"\\nv[capture]: /[0-9]+/')
             >>> m = GrammarMatcher(GrammarCompiler(TokenizerInfo([])).compile_grammar(g))
             >>> m.accept_string("a12b")
             True
