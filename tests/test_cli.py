@@ -34,7 +34,7 @@ def test_check_reads_grammar_file(tmp_path, capsys):
     (["--ebnf", 'root ::= "a\n'], "1:10"),
     (["--json-schema", '{"type": "objec'], "not JSON"),
     (["--json-schema", '{"type": "array", "uniqueItems": true}'], "uniqueItems"),
-    (["--regex", "(a)\\1"], "backreference"),
+    (["--regex", "(a)\\1"], "Backreference"),
     (["--ebnf-file", "/nonexistent/grammar.ebnf"], "No such file"),
     (["--structural-tag", '{"type": "structural_tag", "format": {"type": "triggered_tags", "triggers": ["<a"], '
       '"tags": [{"begin": "<b>", "content": {"type": "any_text"}, "end": "</b>"}]}}'], "format.tags[0].begin"),

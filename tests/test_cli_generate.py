@@ -72,7 +72,7 @@ def test_generate_reports_missing_model_directory(tmp_path):
     (["--regex", "a", "--temperature", "0.5", "--top-p", "5"], "--top-p must be in (0, 1]"),
     (["--regex", "a", "--max-whitespace", "3"], "--max-whitespace needs --whitespace any"),
     (["--json-schema", '{"type": "array", "uniqueItems": true}'], "uniqueItems"),
-    (["--regex", "(a)\\1"], "backreference"),
+    (["--regex", "(a)\\1"], "Backreference"),
     (["--ebnf", 'root ::= "a\n'], "1:10"),
     (["--ebnf-file", "/nonexistent/grammar.ebnf"], "No such file"),
     (["--regex", "a", "--max-new-tokens", "0"], "--max-new-tokens"),

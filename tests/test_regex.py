@@ -297,17 +297,19 @@ def test_inner_anchors(compiler, pattern, strings, search):
 
 
 @pytest.mark.parametrize("pattern,column,needle", [
-    (r"(a)\1", 4, "backreference"),
+    (r"(a)\1", 4, "Backreferences are not supported"),
     (r"(?<x>a)b\k<x>", 9, "backreference"),
-    ("ab(?=c)", 3, "lookahead"),
+    ("ab(?=c)", 3, "Lookahead"),
     ("a(?!c)", 2, "lookahead"),
-    ("(?<=c)a", 1, "lookbehind"),
+    ("(?<=c)a", 1, "Lookbehind"),
     ("\u00e9\u00e9(?<!c)a", 3, "lookbehind"),
     (r"a\bc", 2, r"\b"),
     (r"\p{L}", 1, "property"),
     ("(^a){17}", 1, "anchor under a repetition"),
-    ("a**", 3, "nothing to repeat"),
-    ("(ab", 1, "unterminated"),
+    ("a**", 3, "Two consecutive repetition modifiers are not allowed: nothing to repeat"),
+    ("*a", 1, "nothing to repeat"),
+    ("a)", 2, "Unmatched ')'"),
+    ("(ab", 1, "The parenthesis is not closed: unterminated group"),
     ("[z-a]", 2, "out of order"),
     (r"\q", 1, "invalid escape"),
 ])

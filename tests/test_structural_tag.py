@@ -151,11 +151,12 @@ def test_pydantic_names_round_trip(name):
                                   {"begin": "<b>", "content": {"type": "any_text"}, "end": "</b>"}]}]},
      "format.elements[1].tags[1].begin", "does not start with any trigger"),
     ({"type": "any_text", "excludes": ["ok", ""]}, "format.excludes[1]", "empty string"),
-    ({"type": "or", "elements": [{"type": "banana"}]}, "format.elements[0].type", "unknown format type"),
+    ({"type": "or", "elements": [{"type": "banana"}]}, "format.elements[0].type", "Format type not recognized"),
     ({"type": "const_string", "value": "x", "valeu": 1}, "format.valeu", "unknown field"),
     ({"type": "tag", "begin": "<a>", "end": "</a>"}, "format.content", "missing"),
     ({"type": "regex", "pattern": "(a"}, "format.pattern", ""),
-    ({"type": "grammar", "grammar": "root ::= undefined_rule"}, "format.grammar", "undefined rule"),
+    ({"type": "grammar", "grammar": "root ::= undefined_rule"}, "format.grammar",
+     'Rule "undefined_rule" is not defined'),
     ({"type": "json_schema", "json_schema": {"type": "object", "properties": {"a": {"$ref": "#/nowhere"}}}},
      "format.json_schema", ""),
     ({"type": "repeat", "min": 3, "max": 2, "content": {"type": "const_string", "value": "a"}}, "format.max", ">= min"),
@@ -165,7 +166,7 @@ def test_invalid_structural_tags_name_the_path(fmt, path, reason):
     with pytest.raises(xg.StructuralTagError) as info:
         xg.Grammar.from_structural_tag(_tag(fmt))
     message = str(info.value)
-    assert message.startswith(path + ":"), message
+    assert message.startswith("Invalid structural tag error: " + path + ":"), message
     assert reason in message
 
 
@@ -186,7 +187,8 @@ def test_tag_dispatch_ebnf_round_trip_and_serialization(compiler):
 
 
 def test_tag_dispatch_ebnf_syntax_errors_have_positions():
-    with pytest.raises(xg.GrammarSyntaxError, match=r"1:\d+: unknown TagDispatch argument 'lop'"):
+    with pytest.raises(xg.GrammarSyntaxError,
+                       match=r"line 1, column \d+: Unknown named argument for TagDispatch: lop"):
         xg.Grammar.from_ebnf('root ::= TagDispatch(("a", "b"), lop=true)')
     with pytest.raises(xg.GrammarSyntaxError, match="must not be empty"):
         xg.Grammar.from_ebnf('root ::= TagDispatch(("", "b"))')
@@ -420,7 +422,8 @@ def test_token_triggered_tags(vocab_path):
 def test_invalid_token_formats(llama3_tokenizer, fmt, path, reason):
     with pytest.raises(xg.StructuralTagError) as info:
         xg.Grammar.from_structural_tag(_tag(fmt), tokenizer_info=llama3_tokenizer)
-    assert str(info.value).startswith(path + ":") and reason in str(info.value)
+    message = str(info.value)
+    assert message.startswith("Invalid structural tag error: " + path + ":") and reason in message
 
 
 def test_token_strings_without_tokenizer_say_so():

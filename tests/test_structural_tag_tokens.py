@@ -190,7 +190,8 @@ def test_errors_name_the_field(fmt, path, reason):
     tok = xg.TokenizerInfo(VOCAB, stop_token_ids=[EOS])
     with pytest.raises(xg.StructuralTagError) as info:
         xg.Grammar.from_structural_tag(_tag(fmt), tokenizer_info=tok)
-    assert str(info.value).startswith(path + ":") and reason in str(info.value), str(info.value)
+    message = str(info.value)
+    assert message.startswith("Invalid structural tag error: " + path + ":") and reason in message, message
 
 
 def test_python_builders_carry_max_tokens(compiler):

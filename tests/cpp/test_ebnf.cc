@@ -311,32 +311,32 @@ struct ErrorCase {
 
 void TestSyntaxErrors() {
   const std::vector<ErrorCase> cases = {
-      {"root ::= \"abc", 1, 10, "unterminated string"},
-      {"root ::= \"ab\ncd\"", 1, 10, "unterminated string"},
+      {"root ::= \"abc", 1, 14, "unterminated string literal opened at 1:10"},
+      {"root ::= \"ab\ncd\"", 1, 13, "unterminated string literal opened at 1:10"},
       {"root ::= \"a\" @", 1, 14, "unexpected character '@'"},
       {"root ::= \"\xC3\xA9\" @", 1, 14, "unexpected"},  // columns count code points
       {"root \"a\"", 1, 6, "expected '::='"},
-      {"\n\n  ::= \"a\"", 3, 3, "expected a rule name"},
+      {"\n\n  ::= \"a\"", 3, 3, "Assign should not be the first token"},
       {"root ::= (\"a\"", 1, 10, "missing ')'"},
       {"root ::= (\"a\"\nb ::= \"b\")", 1, 10, "missing ')'"},
       {"root ::= \"a\")", 1, 13, "unbalanced ')'"},
-      {"root ::= \"a\\q\"", 1, 12, "invalid escape"},
+      {"root ::= \"a\\q\"", 1, 12, "Invalid escape"},
       {"root ::= \"\\x4\"", 1, 11, "hex digits"},
       {"root ::= \"\\U00110000\"", 1, 11, "out of range"},
       {"root ::= \"\\uD800\"", 1, 11, "surrogate"},
-      {"root ::= \"\xFF\"", 1, 11, "invalid UTF-8"},
-      {"root ::= \"\xC3\"", 1, 11, "invalid UTF-8"},
-      {"root ::= [a-z", 1, 10, "unterminated character class"},
-      {"root ::= [z-a]", 1, 11, "out of order"},
-      {"root ::= a\n  b\nb ::= c", 1, 10, "undefined rule 'a'"},
-      {"root ::= \"a\"\nroot ::= \"b\"", 2, 1, "duplicate definition"},
+      {"root ::= \"\xFF\"", 1, 11, "Invalid UTF8"},
+      {"root ::= \"\xC3\"", 1, 11, "Invalid UTF8"},
+      {"root ::= [a-z", 1, 14, "unterminated character class opened at 1:10"},
+      {"root ::= [z-a]", 1, 11, "lower bound is larger than upper bound"},
+      {"root ::= a\n  b\nb ::= c", 1, 10, "Rule \"a\" is not defined"},
+      {"root ::= \"a\"\nroot ::= \"b\"", 2, 1, "defined multiple times"},
       {"root ::= \"a\"{3,2}", 1, 13, "less than lower bound"},
       {"root ::= \"a\"{1000000001}", 1, 14, "exceeds"},
       {"root ::= \"a\"{1", 1, 15, "expected '}'"},
       {"root ::= \"a\"{,2}", 1, 14, "expected a number"},
       {"root ::= \"a\" (= \"b\") \"c\"", 1, 22, "lookahead"},
       {"root ::= (\"a\" (= \"b\"))", 1, 15, "lookahead"},
-      {"root ::= \"a\" ::= \"b\"", 1, 14, "unexpected character ':'"},
+      {"root ::= \"a\" ::= \"b\"", 1, 14, "Assign should be preceded by an identifier"},
   };
   for (const ErrorCase& c : cases) {
     try {

@@ -109,7 +109,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return args.func(args)
     except GrammarSyntaxError as e:
         where = getattr(args, "ebnf_file", None) or "<grammar>"
-        print(f"error: {where}:{e}", file=sys.stderr)
+        message = str(e)
+        if e.line > 0:
+            # file:line:col first, as compilers write it; a message that starts with the bare
+            # "line:col: " (regex, JSON) drops it, one that words it (EBNF, Lark) keeps it.
+            message = message.removeprefix(f"{e.line}:{e.column}: ")
+            where = f"{where}:{e.line}:{e.column}"
+        print(f"error: {where}: {message}", file=sys.stderr)
         return 2
     except (XG2Error, OSError) as e:
         print(f"error: {e}", file=sys.stderr)

@@ -70,8 +70,18 @@ class LimitExceededError(XG2Error, ValueError, RuntimeError):
 
 
 class StructuralTagError(GrammarError):
-    """An invalid structural tag; the message starts with the path of the offending field
-    (e.g. ``format.elements[1].tags[3].begin``) and gives the reason."""
+    """An invalid structural tag. The message reads ``Invalid structural tag error: PATH:
+    REASON``: xgrammar's prefix, then the path of the offending field (e.g.
+    ``format.elements[1].tags[3].begin``) and the reason."""
+
+    PREFIX = "Invalid structural tag error: "
+
+    def __init__(self, message: str = "", *args):
+        # Added here, where every structural tag error is built (the core raises through this
+        # class), so no raise site can forget it; a message that has it already keeps one.
+        if not message.startswith(self.PREFIX):
+            message = self.PREFIX + message
+        super().__init__(message, *args)
 
 
 InvalidStructuralTagError = StructuralTagError

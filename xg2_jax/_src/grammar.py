@@ -32,16 +32,20 @@ def _schema_to_text(schema: Any) -> str:
     raise TypeError("schema must be a JSON string, a dict, a bool or a pydantic model class")
 
 
-def _check_utf8(text: str) -> None:
-    """Raises GrammarSyntaxError at the first code point UTF-8 cannot encode (a lone surrogate)."""
+def _check_utf8(text: str, source: str = "") -> None:
+    """Raises GrammarSyntaxError at the first code point UTF-8 cannot encode (a lone surrogate).
+
+    ``source`` ("EBNF lexer", "Lark") words the location as that front end's native errors do.
+    """
     try:
         text.encode("utf-8")
     except UnicodeEncodeError as e:
         before = text[:e.start]
         line = before.count("\n") + 1
         column = e.start - (before.rfind("\n") + 1) + 1
+        where = f"{source} error at line {line}, column {column}" if source else f"{line}:{column}"
         raise GrammarSyntaxError(
-            f"{line}:{column}: code point U+{ord(text[e.start]):04X} cannot be encoded as UTF-8",
+            f"{where}: code point U+{ord(text[e.start]):04X} cannot be encoded as UTF-8",
             line, column) from None
 
 
@@ -84,7 +88,7 @@ class Grammar:
             GrammarSyntaxError: malformed text; ``.line`` and ``.column`` locate it.
             GrammarError: no root rule.
         """
-        _check_utf8(ebnf)
+        _check_utf8(ebnf, "EBNF lexer")
         return cls(_core.Grammar.from_ebnf(ebnf, root_rule_name))
 
     @classmethod
@@ -165,7 +169,7 @@ class Grammar:
             >>> print(str(g).splitlines()[0])
             root ::= pair ("," pair)*
         """
-        _check_utf8(lark_string)
+        _check_utf8(lark_string, "Lark")
         resolved = _resolve_named_grammars(named_grammars, tokenizer_info)
         names, grammars = list(resolved), [g._handle for g in resolved.values()]
         native_tok = getattr(tokenizer_info, "_handle", None) if tokenizer_info is not None else None
@@ -312,8 +316,9 @@ class Grammar:
             The grammar.
 
         Raises:
-            StructuralTagError: invalid structure; the message starts with the path of the
-                field (e.g. ``format.elements[1].tags[3].begin``) and says why.
+            StructuralTagError: invalid structure; the message (after xgrammar's ``Invalid
+                structural tag error:``) gives the path of the field (e.g.
+                ``format.elements[1].tags[3].begin``) and says why.
             GrammarSyntaxError: malformed JSON text.
 
         Example:

@@ -155,9 +155,12 @@ Ref Converter::Resolve(const std::string& ref, const std::string& at) {
       }
     }
     ptr = JsonPointerChild(ptr, key);
+    // xgrammar's phrase (what is missing) leads; then which $ref.
+    std::string missing = "Cannot find field '" + key + "'";
     if (cur->is_object()) {
       cur = cur->Find(key);
     } else if (cur->is_array()) {
+      missing = "Cannot find array index '" + key + "' (of " + std::to_string(cur->items().size()) + " items)";
       // RFC 6901 array-index: "0" or a digit string without a leading zero (no sign, no space).
       bool digits = !key.empty() && key.size() <= 9 && (key == "0" || key[0] != '0') &&
                     std::all_of(key.begin(), key.end(), [](char c) { return c >= '0' && c <= '9'; });
@@ -166,7 +169,7 @@ Ref Converter::Resolve(const std::string& ref, const std::string& at) {
     } else {
       cur = nullptr;
     }
-    if (!cur) Invalid(at, "$ref '" + ref + "' does not resolve");
+    if (!cur) Invalid(at, missing + ": $ref '" + ref + "' does not resolve");
   }
   return Ref{cur, ptr};
 }
@@ -191,8 +194,8 @@ const JsonValue* Converter::FindAnchor(const JsonValue& v, const std::string& na
 
 // ------------------------------------------------------------------ merging
 int64_t Converter::NonNegInt(const JsonValue& v, const std::string& ptr, const std::string& kw) {
-  if (!v.is_number() || !v.is_integer() || v.as_number() < 0)
-    Invalid(ptr, "'" + kw + "' must be a non-negative integer");
+  if (!v.is_number() || !v.is_integer()) Invalid(ptr, kw + " must be an integer (a non-negative one)");
+  if (v.as_number() < 0) Invalid(ptr, kw + " must be a non-negative integer");
   double d = v.as_number();
   return d > 4e18 ? int64_t(4e18) : static_cast<int64_t>(d);
 }
@@ -246,7 +249,7 @@ RuleId Converter::ConjRule(const std::vector<Ref>& parts, int depth) {
   // nothing: it must not silently become "any value".
   if (cycle_hits_ > cycles_before && !m.constrained && !m.is_false && m.any_of.empty()) {
     Invalid(parts.empty() ? std::string() : parts.back().ptr,
-            "$ref cycle with no base case (the schema refers to itself without constraining)");
+            "Circular $ref chain: the schema refers to itself without constraining ($ref cycle with no base case)");
   }
   g_.SetRuleBody(r, Lower(m, depth, 0));
   cur_ptr_ = saved;

@@ -33,6 +33,11 @@ constexpr int64_t kMaxPatternDfaStates = 20000;
 
 inline std::string Show(const std::string& ptr) { return ptr.empty() ? "(root)" : ptr; }
 
+// Messages for a keyword value of the wrong type, led by xgrammar's phrase for it (defined in
+// json_schema_merge.cc). `ptr` is where the value that is not a schema sits.
+std::string NotASchemaMessage(const std::string& ptr);
+std::string BadMultipleOfMessage(const JsonValue& v);
+
 // Thrown out of a conversion when a oneOf rewritten with negations needs something
 // unsupported; JsonSchemaToGrammar converts again without that rewrite.
 struct NegationFailed {

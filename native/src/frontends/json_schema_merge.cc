@@ -4,6 +4,48 @@
 
 namespace xg2::jsonschema {
 
+std::string NotASchemaMessage(const std::string& ptr) {
+  const std::string generic = "a schema must be an object or a boolean";
+  const size_t slash = ptr.rfind('/');
+  if (slash == std::string::npos) return generic;
+  const std::string last = ptr.substr(slash + 1);
+  const size_t before = slash == 0 ? std::string::npos : ptr.rfind('/', slash - 1);
+  const std::string parent = before == std::string::npos ? "" : ptr.substr(before + 1, slash - before - 1);
+  const bool index =
+      !last.empty() && std::all_of(last.begin(), last.end(), [](char c) { return c >= '0' && c <= '9'; });
+  if (index && (parent == "prefixItems" || parent == "items")) {
+    return parent + " must be an array of objects or booleans: " + generic;
+  }
+  // A keyword whose value is one schema, unless the token is a property name under a map.
+  static const char* const kSingle[] = {"items",
+                                        "additionalItems",
+                                        "unevaluatedItems",
+                                        "additionalProperties",
+                                        "unevaluatedProperties",
+                                        "contains",
+                                        "propertyNames",
+                                        "not",
+                                        "if",
+                                        "then",
+                                        "else"};
+  const bool under_map = parent == "properties" || parent == "patternProperties" || parent == "$defs" ||
+                         parent == "definitions" || parent == "dependentSchemas" || parent == "dependencies";
+  // xgrammar words the array keywords "a boolean or an object", the others "an object".
+  const bool array_keyword = last.size() > 5 && last.compare(last.size() - 5, 5, "Items") == 0;
+  for (const char* k : kSingle) {
+    if (last == k && !under_map) {
+      return last +
+             (last == "items" || array_keyword ? " must be a boolean or an object" : " must be an object or a boolean");
+    }
+  }
+  return generic;
+}
+
+std::string BadMultipleOfMessage(const JsonValue& v) {
+  return v.is_number() ? "multipleOf must be greater than 0"
+                       : "Value must be a number: multipleOf must be a positive number";
+}
+
 void Converter::MergeInto(Merged* m, const Ref& r, int guard) {
   if (guard > 64) Invalid(r.ptr, "$ref chain too deep or cyclic");
   if (r.v == nullptr) return;
@@ -12,7 +54,7 @@ void Converter::MergeInto(Merged* m, const Ref& r, int guard) {
     if (!s.as_bool()) m->is_false = true;
     return;
   }
-  if (!s.is_object()) Invalid(r.ptr, "a schema must be an object or a boolean");
+  if (!s.is_object()) Invalid(r.ptr, NotASchemaMessage(r.ptr));
   const std::string& P = r.ptr;
   bool draft4_excl_min = false, draft4_excl_max = false;
   if (const JsonValue* e = s.Find("exclusiveMinimum")) draft4_excl_min = e->is_bool() && e->as_bool();
@@ -33,7 +75,7 @@ void Converter::MergeInto(Merged* m, const Ref& r, int guard) {
       continue;
     }
     if (k == "allOf" || k == "anyOf" || k == "oneOf") {
-      if (!v.is_array() || v.items().empty()) Invalid(kp, "'" + k + "' must be a non-empty array");
+      if (!v.is_array() || v.items().empty()) Invalid(kp, k + " must be a non-empty array");
       if (k == "allOf") {
         for (size_t i = 0; i < v.items().size(); ++i)
           MergeInto(m, Ref{&v.items()[i], kp + "/" + std::to_string(i)}, guard + 1);
@@ -75,7 +117,7 @@ void Converter::MergeInto(Merged* m, const Ref& r, int guard) {
           t |= x;
         }
       } else {
-        Invalid(kp, "'type' must be a string or an array");
+        Invalid(kp, "type must be a string or an array");
       }
       m->types &= t;
     } else if (k == "enum" || k == "const") {
@@ -83,7 +125,7 @@ void Converter::MergeInto(Merged* m, const Ref& r, int guard) {
       if (k == "const") {
         vals.push_back(v);
       } else {
-        if (!v.is_array()) Invalid(kp, "'enum' must be an array");
+        if (!v.is_array()) Invalid(kp, "enum must be an array");
         vals = v.items();
       }
       if (!m->has_enum) {
@@ -114,26 +156,26 @@ void Converter::MergeInto(Merged* m, const Ref& r, int guard) {
       int64_t x = NonNegInt(v, P, k);
       m->max_len = m->max_len < 0 ? x : std::min(m->max_len, x);
     } else if (k == "pattern") {
-      if (!v.is_string()) Invalid(kp, "'pattern' must be a string");
+      if (!v.is_string()) Invalid(kp, "pattern must be a string");
       m->patterns.push_back(Ref{&v, P});
     } else if (k == "format") {
       // Unknown formats are annotations (2020-12 format-annotation): they assert nothing.
       if (v.is_string() && IsAssertedFormat(v.as_string())) m->formats.push_back(Ref{&v, P});
     } else if (k == "minimum") {
-      if (!v.is_number()) Invalid(kp, "'minimum' must be a number");
+      if (!v.is_number()) Invalid(kp, "minimum must be a number");
       Tighten(&m->lo, Bound(v, draft4_excl_min), true);
     } else if (k == "maximum") {
-      if (!v.is_number()) Invalid(kp, "'maximum' must be a number");
+      if (!v.is_number()) Invalid(kp, "maximum must be a number");
       Tighten(&m->hi, Bound(v, draft4_excl_max), false);
     } else if (k == "exclusiveMinimum") {
       if (v.is_number()) Tighten(&m->lo, Bound(v, true), true);
     } else if (k == "exclusiveMaximum") {
       if (v.is_number()) Tighten(&m->hi, Bound(v, true), false);
     } else if (k == "multipleOf") {
-      if (!v.is_number() || v.as_number() <= 0) Invalid(kp, "'multipleOf' must be a positive number");
+      if (!v.is_number() || v.as_number() <= 0) Invalid(kp, BadMultipleOfMessage(v));
       m->multiple_of.push_back(Ref{&v, P});
     } else if (k == "prefixItems" || (k == "items" && items_is_array)) {
-      if (!v.is_array()) Invalid(kp, "'" + k + "' must be an array");
+      if (!v.is_array()) Invalid(kp, k + " must be an array");
       std::vector<std::vector<Ref>> pre;
       for (size_t i = 0; i < v.items().size(); ++i) {
         std::vector<Ref> c = One(&v.items()[i], kp + "/" + std::to_string(i));
@@ -164,7 +206,7 @@ void Converter::MergeInto(Merged* m, const Ref& r, int guard) {
         m->unique_items_ptr = P;
       }
     } else if (k == "properties") {
-      if (!v.is_object()) Invalid(kp, "'properties' must be an object");
+      if (!v.is_object()) Invalid(kp, "properties must be an object");
       for (const auto& pm : v.members()) {
         Ref pr{&pm.second, JsonPointerChild(kp, pm.first)};
         auto it = std::find_if(m->props.begin(), m->props.end(), [&](const auto& x) { return x.first == pm.first; });
@@ -175,9 +217,9 @@ void Converter::MergeInto(Merged* m, const Ref& r, int guard) {
         }
       }
     } else if (k == "required") {
-      if (!v.is_array()) Invalid(kp, "'required' must be an array");
+      if (!v.is_array()) Invalid(kp, "required must be an array");
       for (const auto& it : v.items()) {
-        if (!it.is_string()) Invalid(kp, "'required' must list strings");
+        if (!it.is_string()) Invalid(kp, "required must list strings");
         if (!m->Requires(it.as_string())) m->required.push_back(it.as_string());
       }
     } else if (k == "additionalProperties") {
@@ -185,7 +227,7 @@ void Converter::MergeInto(Merged* m, const Ref& r, int guard) {
       m->additional.push_back(Ref{&v, kp});
       m->additional_parent.push_back(&s);
     } else if (k == "patternProperties") {
-      if (!v.is_object()) Invalid(kp, "'patternProperties' must be an object");
+      if (!v.is_object()) Invalid(kp, "patternProperties must be an object");
       for (const auto& pm : v.members()) {
         // The pattern text lives in the member's key; keep a pointer to a string we own.
         pattern_keys_.push_back(std::make_unique<JsonValue>(JsonValue::String(pm.first)));
@@ -234,7 +276,7 @@ const JsonValue* Converter::Synthesized(const void* source, int which, const std
 // dependentRequired / dependentSchemas / draft-7 dependencies, one anyOf per property (see
 // DependencyAlternatives).
 void Converter::MergeDependencies(Merged* m, const JsonValue& v, const std::string& kp, const std::string& k) {
-  if (!v.is_object()) Invalid(kp, "'" + k + "' must be an object");
+  if (!v.is_object()) Invalid(kp, k + " must be an object");
   m->constrained = true;
   for (const auto& dm : v.members()) {
     const std::string dp = JsonPointerChild(kp, dm.first);

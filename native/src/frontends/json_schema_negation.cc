@@ -11,7 +11,7 @@ void Converter::MergeNot(Merged* m, const Ref& r, const std::string& at) {
     if (s.as_bool()) m->is_false = true;
     return;
   }
-  if (!s.is_object()) Invalid(r.ptr, "a schema must be an object or a boolean");
+  if (!s.is_object()) Invalid(r.ptr, NotASchemaMessage(r.ptr));
   bool only_type = true, only_enum = true, empty = true, only_required = true, only_pattern = true, only_format = true,
        only_multiple = true;
   for (const auto& kv : s.members()) {
@@ -32,7 +32,7 @@ void Converter::MergeNot(Merged* m, const Ref& r, const std::string& at) {
   if (only_pattern && !(ref_overrides_siblings_ && s.Find("$ref"))) {
     // A string no match of the pattern is found in (non-strings satisfy `pattern`).
     const JsonValue& pv = *s.Find("pattern");
-    if (!pv.is_string()) Invalid(r.ptr + "/pattern", "'pattern' must be a string");
+    if (!pv.is_string()) Invalid(r.ptr + "/pattern", "pattern must be a string");
     m->constrained = true;
     m->types &= kStr;
     m->not_patterns.push_back(Ref{&pv, r.ptr});
@@ -41,8 +41,7 @@ void Converter::MergeNot(Merged* m, const Ref& r, const std::string& at) {
   if (only_multiple && !(ref_overrides_siblings_ && s.Find("$ref"))) {
     // A number no such divisor divides (non-numbers satisfy `multipleOf`).
     const JsonValue& dv = *s.Find("multipleOf");
-    if (!dv.is_number() || dv.as_number() <= 0)
-      Invalid(r.ptr + "/multipleOf", "'multipleOf' must be a positive number");
+    if (!dv.is_number() || dv.as_number() <= 0) Invalid(r.ptr + "/multipleOf", BadMultipleOfMessage(dv));
     m->constrained = true;
     m->types &= kInt | kNum;
     m->not_multiple_of.push_back(Ref{&dv, r.ptr + "/multipleOf"});
@@ -63,7 +62,7 @@ void Converter::MergeNot(Merged* m, const Ref& r, const std::string& at) {
   if (only_required) {
     // Not having all of the names: expressible as one absent property (objects only).
     const JsonValue& req = *s.Find("required");
-    if (!req.is_array()) Invalid(r.ptr + "/required", "'required' must be an array");
+    if (!req.is_array()) Invalid(r.ptr + "/required", "required must be an array");
     if (req.items().empty()) {
       m->is_false = true;
       return;

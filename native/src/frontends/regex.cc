@@ -123,7 +123,7 @@ class RegexParser {
   ExprId Parse() {
     if (inner_anchors_) {
       AnchoredLanguage paths = ParseAnchoredDisjunction();
-      if (!AtEnd()) Fail("unmatched ')'", pos_);
+      if (!AtEnd()) Fail("Unmatched ')': no '(' opens it", pos_);
       return paths.Finish(g_, options_.search_semantics, AnyString());
     }
     std::vector<ExprId> alternatives;
@@ -141,7 +141,7 @@ class RegexParser {
       }
       alternatives.push_back(alt);
       if (AtEnd()) break;
-      if (Peek() == ')') Fail("unmatched ')'", pos_);
+      if (Peek() == ')') Fail("Unmatched ')': no '(' opens it", pos_);
       ++pos_;  // '|'
     }
     return alternatives.size() == 1 ? alternatives[0] : g_->AddChoice(std::move(alternatives));
@@ -253,7 +253,7 @@ class RegexParser {
         while (Peek() == '$') ++pos_;
         if (AtQuantifier()) Fail("nothing to repeat", pos_);
         if (!AtEnd() && Peek() != '|') {
-          if (Peek() == ')') Fail("unmatched ')'", pos_);
+          if (Peek() == ')') Fail("Unmatched ')': no '(' opens it", pos_);
           Fail("unsupported anchor position for '$'", at);
         }
         *anchored_end = true;
@@ -435,6 +435,8 @@ class RegexParser {
       return false;
     }
     if (Peek() == '?') ++pos_;  // lazy: the same language
+    // xgrammar's phrase for what ECMAScript calls "nothing to repeat" after a quantifier.
+    if (AtQuantifier()) Fail("Two consecutive repetition modifiers are not allowed: nothing to repeat", pos_);
     return true;
   }
 
@@ -447,13 +449,13 @@ class RegexParser {
       if (k == ':') {
         pos_ += 2;
       } else if (k == '=') {
-        Fail("lookahead assertions (?=...) are not supported", at);
+        Fail("Lookahead assertions (?=...) are not supported", at);
       } else if (k == '!') {
-        Fail("negative lookahead assertions (?!...) are not supported", at);
+        Fail("Negative lookahead assertions (?!...) are not supported", at);
       } else if (k == '<' && Peek(2) == '=') {
-        Fail("lookbehind assertions (?<=...) are not supported", at);
+        Fail("Lookbehind assertions (?<=...) are not supported", at);
       } else if (k == '<' && Peek(2) == '!') {
-        Fail("negative lookbehind assertions (?<!...) are not supported", at);
+        Fail("Negative lookbehind assertions (?<!...) are not supported", at);
       } else if (k == '<') {
         pos_ += 2;
         size_t name_start = pos_;
@@ -476,7 +478,7 @@ class RegexParser {
     AnchoredLanguage body =
         inner_anchors_ ? ParseAnchoredDisjunction() : AnchoredLanguage::Plain(ParseDisjunction(), false);
     --depth_;
-    if (Peek() != ')') Fail("unterminated group", at);
+    if (Peek() != ')') Fail("The parenthesis is not closed: unterminated group", at);
     ++pos_;
     return body;
   }
@@ -579,7 +581,7 @@ class RegexParser {
       return static_cast<uint32_t>(v);
     }
     int64_t v = ReadHex(4);
-    if (v < 0) Fail("invalid \\u escape (expected 4 hex digits)", at);
+    if (v < 0) Fail("invalid \\u escape: \\u must be followed by four hexadecimal digits", at);
     uint32_t cp = static_cast<uint32_t>(v);
     // A surrogate pair written as two escapes is one code point.
     if (IsHighSurrogate(cp) && Peek() == '\\' && Peek(1) == 'u') {
@@ -615,8 +617,8 @@ class RegexParser {
       case 'v': return Char('\v');
       case 'b':
         if (in_class) return Char('\b');
-        Fail("word boundary assertion \\b is not supported", at);
-      case 'B': Fail("word boundary assertion \\B is not supported", at);
+        Fail("Word boundary assertion \\b is not supported", at);
+      case 'B': Fail("Word boundary assertion \\B is not supported", at);
       case '0':
         if (IsDigit(Peek())) Fail("octal escapes are not supported", at);
         return Char(0);
@@ -634,7 +636,7 @@ class RegexParser {
         }
         Fail("invalid \\c escape (expected a control letter)", at);
       case 'k':
-        if (Peek() == '<') Fail("named backreferences \\k<...> are not supported", at);
+        if (Peek() == '<') Fail("Named backreferences \\k<...> are not supported", at);
         Fail("invalid escape \\k", at);
       case 'p':
       case 'P': Fail(std::string("Unicode property escapes \\") + static_cast<char>(c) + "{...} are not supported", at);
@@ -642,7 +644,7 @@ class RegexParser {
     }
     if (c >= '1' && c <= '9') {
       if (in_class) Fail("octal escapes are not supported", at);
-      Fail("backreferences are not supported", at);
+      Fail("Backreferences are not supported", at);
     }
     if (IsAsciiLetter(c)) {
       Fail(std::string("invalid escape \\") + static_cast<char>(c), at);

@@ -22,43 +22,99 @@ namespace {
   throw Error(ErrorKind::kStructuralTag, path + ": " + reason);
 }
 
+// What is wrong with a field, for xgrammar's phrase for it (FieldPhrase).
+enum Problem : unsigned { kMissing = 1, kWrongType = 2, kEmpty = 4, kBadItem = 8, kOutOfRange = 16 };
+
+// xgrammar's message for a problem with a field of a format type, or "" where it has none
+// of its own. It leads ours ("PHRASE: our reason"), so text matched against xgrammar's
+// messages still matches and ours keeps its detail.
+std::string FieldPhrase(const std::string& type, const std::string& key, Problem problem) {
+  struct Entry {
+    const char* type;
+    const char* key;
+    unsigned problems;
+    const char* phrase;
+  };
+  static const Entry kPhrases[] = {
+      {"structural_tag", "format", kMissing, "Structural tag must have a format field"},
+      {"const_string", "value", kMissing | kWrongType, "ConstString format must have a value field with a string"},
+      {"json_schema", "json_schema", kMissing | kWrongType,
+       "JSON schema format must have a json_schema field with a object or boolean value"},
+      {"sequence", "elements", kMissing | kWrongType, "Sequence format must have an elements field with an array"},
+      {"sequence", "elements", kEmpty, "Sequence format must have at least one element"},
+      {"or", "elements", kMissing | kWrongType, "Or format must have an elements field with an array"},
+      {"or", "elements", kEmpty, "Or format must have at least one element"},
+      {"tag", "begin", kMissing | kWrongType, "Tag format's begin field must be a string"},
+      {"tag", "content", kMissing, "Tag format must have a content field"},
+      {"tag", "end", kMissing, "Tag format must have an end field"},
+      {"tag", "end", kWrongType, "Tag format's end field must be a string or array of strings"},
+      {"triggered_tags", "triggers", kMissing | kWrongType,
+       "Triggered tags format must have a triggers field with an array"},
+      {"triggered_tags", "triggers", kEmpty, "Triggered tags format's triggers must be non-empty"},
+      {"triggered_tags", "triggers", kBadItem, "Triggered tags format's triggers must be non-empty strings"},
+      {"triggered_tags", "tags", kMissing | kWrongType, "Triggered tags format must have a tags field with an array"},
+      {"triggered_tags", "tags", kEmpty, "Triggered tags format's tags must be non-empty"},
+      {"tags_with_separator", "tags", kMissing | kWrongType,
+       "Tags with separator format must have a tags field with an array"},
+      {"tags_with_separator", "tags", kEmpty, "Tags with separator format's tags must be non-empty"},
+      {"tags_with_separator", "separator", kMissing | kWrongType,
+       "Tags with separator format's separator field must be a string"},
+      {"repeat", "min", kOutOfRange, "Repeat min must be >= 0"},
+      {"repeat", "max", kOutOfRange, "Repeat max must be -1 (unbounded) or >= 0"},
+  };
+  if ((key == "at_least_one" || key == "stop_after_first") && problem == kWrongType) return key + " must be a boolean";
+  for (const Entry& e : kPhrases) {
+    if (type == e.type && key == e.key && (e.problems & problem)) return e.phrase;
+  }
+  return "";
+}
+
 // Reads the fields of one format object, rejecting unknown ones (typos would otherwise
-// silently select a default).
+// silently select a default). `type` names the format for FieldPhrase (default: its "type").
 class Fields {
  public:
-  Fields(const JsonValue& obj, std::string path, std::set<std::string> allowed) : obj_(obj), path_(std::move(path)) {
+  Fields(const JsonValue& obj, std::string path, std::set<std::string> allowed, std::string type = "")
+      : obj_(obj), path_(std::move(path)), type_(std::move(type)) {
     allowed.insert("type");
     for (const auto& [key, value] : obj.members()) {
       if (!allowed.count(key)) Fail(path_ + "." + key, "unknown field for this format type");
     }
+    const JsonValue* t = obj.Find("type");
+    if (type_.empty() && t && t->is_string()) type_ = t->as_string();
   }
   const std::string& path() const { return path_; }
   std::string At(const std::string& key) const { return path_ + "." + key; }
   const JsonValue* Get(const std::string& key) const { return obj_.Find(key); }
+  // Fails at the field (or at `at`, an item of it), xgrammar's phrase for the problem first.
+  [[noreturn]] void FailField(const std::string& key, Problem problem, const std::string& reason,
+                              const std::string& at = "") const {
+    const std::string phrase = FieldPhrase(type_, key, problem);
+    Fail(at.empty() ? At(key) : at, phrase.empty() ? reason : phrase + ": " + reason);
+  }
   const JsonValue& Require(const std::string& key) const {
     const JsonValue* v = obj_.Find(key);
-    if (!v) Fail(At(key), "required field is missing");
+    if (!v) FailField(key, kMissing, "required field is missing");
     return *v;
   }
   std::string String(const std::string& key, bool allow_empty = true) const {
     const JsonValue& v = Require(key);
-    if (!v.is_string()) Fail(At(key), "must be a string");
-    if (!allow_empty && v.as_string().empty()) Fail(At(key), "must not be empty");
+    if (!v.is_string()) FailField(key, kWrongType, "must be a string");
+    if (!allow_empty && v.as_string().empty()) FailField(key, kEmpty, "must not be empty");
     return v.as_string();
   }
   bool Bool(const std::string& key, bool fallback) const {
     const JsonValue* v = obj_.Find(key);
     if (!v || v->is_null()) return fallback;
-    if (!v->is_bool()) Fail(At(key), "must be true or false");
+    if (!v->is_bool()) FailField(key, kWrongType, "must be true or false");
     return v->as_bool();
   }
   int64_t Int(const std::string& key, int64_t fallback, int64_t lo, int64_t hi) const {
     const JsonValue* v = obj_.Find(key);
     if (!v || v->is_null()) return fallback;
-    if (!v->is_number() || !v->is_integer()) Fail(At(key), "must be an integer");
+    if (!v->is_number() || !v->is_integer()) FailField(key, kWrongType, "must be an integer");
     double d = v->as_number();
     if (d < static_cast<double>(lo) || d > static_cast<double>(hi)) {
-      Fail(At(key), "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
+      FailField(key, kOutOfRange, "must be between " + std::to_string(lo) + " and " + std::to_string(hi));
     }
     return static_cast<int64_t>(d);
   }
@@ -67,26 +123,27 @@ class Fields {
     std::vector<std::string> out;
     const JsonValue* v = obj_.Find(key);
     if (!v || v->is_null()) return out;
-    if (!v->is_array()) Fail(At(key), "must be a list of strings");
+    if (!v->is_array()) FailField(key, kWrongType, "must be a list of strings");
     for (size_t i = 0; i < v->items().size(); ++i) {
       const JsonValue& s = v->items()[i];
       std::string p = At(key) + "[" + std::to_string(i) + "]";
-      if (!s.is_string()) Fail(p, "must be a string");
-      if (s.as_string().empty()) Fail(p, "an empty string cannot be matched in text; remove it");
+      if (!s.is_string()) FailField(key, kBadItem, "must be a string", p);
+      if (s.as_string().empty()) FailField(key, kBadItem, "an empty string cannot be matched in text; remove it", p);
       out.push_back(s.as_string());
     }
     return out;
   }
   const std::vector<JsonValue>& List(const std::string& key, bool allow_empty) const {
     const JsonValue& v = Require(key);
-    if (!v.is_array()) Fail(At(key), "must be a list");
-    if (!allow_empty && v.items().empty()) Fail(At(key), "must not be empty");
+    if (!v.is_array()) FailField(key, kWrongType, "must be a list");
+    if (!allow_empty && v.items().empty()) FailField(key, kEmpty, "must not be empty");
     return v.items();
   }
 
  private:
   const JsonValue& obj_;
   std::string path_;
+  std::string type_;
 };
 
 // Text for messages: special tokens (virtual strings) shown as <token N>.
@@ -122,15 +179,20 @@ class Lowering {
   explicit Lowering(const StructuralTagOptions& options) : options_(options) {}
 
   StructuralTagResult Run(const JsonValue& tag) {
-    if (!tag.is_object()) Fail("(root)", "a structural tag must be a JSON object");
+    if (!tag.is_object()) Fail("(root)", "Structural tag must be an object (a JSON object)");
     const JsonValue* type = tag.Find("type");
     const JsonValue* format = &tag;
     std::string path = "format";
     // The envelope; its "type" may be left out (xgrammar's default), and a format always has
-    // one, so {"format": ...} alone is an envelope too.
+    // one, so {"format": ...} alone is an envelope too. No format has a "format" field, so
+    // with one, another type is a mistyped envelope.
     if ((type && type->is_string() && type->as_string() == "structural_tag") || (!type && tag.Find("format"))) {
-      Fields f(tag, "(root)", {"format"});
+      Fields f(tag, "(root)", {"format"}, "structural_tag");
       format = &f.Require("format");
+    } else if (type && tag.Find("format")) {
+      Fail("(root).type",
+           "Structural tag's type must be a string \"structural_tag\" (a structural tag holds its "
+           "format in \"format\")");
     }
     RuleId root = g_.DeclareRule("root");
     bool consumed = false;
@@ -146,10 +208,10 @@ class Lowering {
   // first end string, and *consumed_end says so.
   ExprId Lower(const JsonValue& f, const std::string& path, const std::vector<std::string>& ends, bool* consumed_end) {
     *consumed_end = false;
-    if (!f.is_object()) Fail(path, "a format must be a JSON object");
+    if (!f.is_object()) Fail(path, "Format must be an object (a JSON object with a \"type\")");
     const JsonValue* type = f.Find("type");
-    if (!type) Fail(path + ".type", "required field is missing");
-    if (!type->is_string()) Fail(path + ".type", "must be a string");
+    if (!type) Fail(path + ".type", "Invalid format: required field is missing");
+    if (!type->is_string()) Fail(path + ".type", "Format's type must be a string");
     const std::string& t = type->as_string();
     if (t == "const_string") {
       Fields fs(f, path, {"value"});
@@ -223,7 +285,9 @@ class Lowering {
         if (!fs.Get("max")) Fail(fs.At("max"), "required field is missing");
         hi = fs.Int("max", -1, -1, int64_t{1} << 31);
         if (hi == -1) hi = kUnbounded;
-        if (hi != kUnbounded && hi < lo) Fail(fs.At("max"), "must be >= min (or -1 for no bound)");
+        if (hi != kUnbounded && hi < lo) {
+          Fail(fs.At("max"), "Repeat min must be <= max: max must be >= min (or -1 for no bound)");
+        }
       }
       ExprId content = Lower(fs.Require("content"), fs.At("content"), kNoEnds, &ignored_);
       return g_.AddRepeat(content, lo, hi);
@@ -237,7 +301,7 @@ class Lowering {
     if (t == "exclude_token") return LowerExcludeToken(f, path);
     if (t == "any_tokens") return LowerAnyTokens(f, path);
     if (t == "token_triggered_tags") return LowerTokenTriggeredTags(f, path);
-    Fail(path + ".type", "unknown format type '" + t + "'");
+    Fail(path + ".type", "Format type not recognized: " + t);
   }
 
   ExprId Literal(const std::string& s) { return s.empty() ? g_.AddEmpty() : g_.AddBytes(s); }
@@ -269,7 +333,9 @@ class Lowering {
   ExprId LowerJsonSchema(const JsonValue& f, const std::string& path) {
     Fields fs(f, path, {"json_schema", "style", "any_order", "max_whitespace_cnt", "excludes"});
     const JsonValue& schema = fs.Require("json_schema");
-    if (!schema.is_object() && !schema.is_bool()) Fail(fs.At("json_schema"), "must be a JSON Schema object or boolean");
+    if (!schema.is_object() && !schema.is_bool()) {
+      fs.FailField("json_schema", kWrongType, "must be a JSON Schema object or boolean");
+    }
     std::string style = "json";
     if (fs.Get("style")) style = fs.String("style");
     std::vector<std::string> excludes = SchemaExcludes(fs);
@@ -314,7 +380,9 @@ class Lowering {
   ExprId LowerQwenXmlParameter(const JsonValue& f, const std::string& path) {
     Fields fs(f, path, {"json_schema"});
     const JsonValue& schema = fs.Require("json_schema");
-    if (!schema.is_object() && !schema.is_bool()) Fail(fs.At("json_schema"), "must be a JSON Schema object or boolean");
+    if (!schema.is_object() && !schema.is_bool()) {
+      fs.FailField("json_schema", kWrongType, "must be a JSON Schema object or boolean");
+    }
     JsonSchemaOptions o;
     o.on_unsupported_warn = options_.on_unsupported_warn;
     XmlParameterLowering lowering(&g_, XmlStyle::kQwen, o, fs.At("json_schema"), &warnings_, {});
@@ -373,7 +441,7 @@ class Lowering {
     if (!f.is_object()) Fail(path, "a tag must be a JSON object");
     const JsonValue* type = f.Find("type");
     if (type && !(type->is_string() && type->as_string() == "tag")) Fail(path + ".type", "must be \"tag\"");
-    Fields fs(f, path, {"begin", "content", "end"});
+    Fields fs(f, path, {"begin", "content", "end"}, "tag");
     TagParts t;
     t.path = path;
     const JsonValue& begin = fs.Require("begin");
@@ -390,13 +458,13 @@ class Lowering {
       t.end_token = TokenFormatId(end, fs.At("end"));
       t.ends.push_back(VirtualTokenBytes(t.end_token));
     } else if (end.is_array()) {
-      if (end.items().empty()) Fail(fs.At("end"), "must list at least one end string");
+      if (end.items().empty()) Fail(fs.At("end"), "the list is empty: list at least one end string");
       for (size_t i = 0; i < end.items().size(); ++i) {
         if (!end.items()[i].is_string()) Fail(Index(fs.At("end"), i), "must be a string");
         t.ends.push_back(end.items()[i].as_string());
       }
     } else {
-      Fail(fs.At("end"), "must be a string or a list of strings");
+      fs.FailField("end", kWrongType, "must be a string or a list of strings");
     }
     return t;
   }
@@ -445,8 +513,9 @@ class Lowering {
   ExprId LowerTriggeredTags(const JsonValue& f, const std::string& path, const std::vector<std::string>& ends,
                             bool* consumed_end) {
     Fields fs(f, path, {"triggers", "tags", "at_least_one", "stop_after_first", "excludes"});
+    fs.Require("triggers");
     std::vector<std::string> triggers = fs.Strings("triggers");
-    if (triggers.empty()) Fail(fs.At("triggers"), "must list at least one trigger");
+    if (triggers.empty()) fs.FailField("triggers", kEmpty, "must list at least one trigger");
     TagDispatchSpec spec;
     spec.excludes = fs.Strings("excludes");
     const auto& tag_items = fs.List("tags", /*allow_empty=*/false);
@@ -604,6 +673,7 @@ int32_t Lowering::ResolveToken(const JsonValue& v, const std::string& path) {
     if (d > kMaxVirtualTokenId) Fail(path, "token id " + v.number_literal() + " is beyond every vocabulary");
     return static_cast<int32_t>(d);
   }
+  if (v.is_number()) Fail(path, "a token id must be an integer, found " + v.number_literal());
   if (!v.is_string()) Fail(path, "a token is an id or a token string");
   if (!tok) {
     Fail(path,

@@ -68,7 +68,30 @@ std::pair<int, int> EbnfParser::LineColumn(size_t offset) const { return TextLin
 
 void EbnfParser::Fail(const std::string& message, size_t offset) const {
   std::pair<int, int> lc = LineColumn(offset);
-  throw SyntaxError(message, lc.first, lc.second);
+  throw SyntaxError("EBNF parser", message, lc.first, lc.second);
+}
+
+void EbnfParser::FailLexer(const std::string& message, size_t offset) const {
+  std::pair<int, int> lc = LineColumn(offset);
+  throw SyntaxError("EBNF lexer", message, lc.first, lc.second);
+}
+
+// Reported where the class ends without ']', as xgrammar; the '[' that opened it is named too.
+void EbnfParser::FailUnterminatedClass(size_t open) const {
+  std::pair<int, int> lc = LineColumn(open);
+  const std::string opened =
+      "unterminated character class opened at " + std::to_string(lc.first) + ":" + std::to_string(lc.second);
+  FailLexer(
+      AtEnd() ? "Unterminated character class: " + opened : "Character class should not contain newline: " + opened,
+      pos_);
+}
+
+// xgrammar's "but got X" shows the token's text; ours is one character, or "end of input".
+std::string EbnfParser::LexemeAt(size_t offset) const {
+  if (offset >= text_.size()) return "end of input";
+  unsigned char c = static_cast<unsigned char>(text_[offset]);
+  if (c >= 0x21 && c < 0x7F) return std::string(1, static_cast<char>(c));
+  return DescribeCharAt(offset);
 }
 
 std::string EbnfParser::DescribeCharAt(size_t offset) const {
@@ -160,7 +183,13 @@ RuleAttributes EbnfParser::ParseAttributes(const std::string& rule_name) {
       seen_temperature = true;
       SkipAttributeAssign(key);
       size_t length = TemperatureLiteralLength(text_, pos_);
-      if (length == 0) Fail("expected a number after temperature=, found " + DescribeCharAt(pos_), pos_);
+      // xgrammar reads a block that is not attributes as a character class, then finds "::="
+      // after it: its phrase comes first.
+      if (length == 0) {
+        Fail("Assign should be preceded by an identifier: expected a number after temperature=, found " +
+                 DescribeCharAt(pos_),
+             pos_);
+      }
       if (!ParseTemperatureLiteral(text_.substr(pos_, length), &attrs.temperature)) {
         Fail("temperature must be a finite non-negative number, found " + text_.substr(pos_, length), pos_);
       }
@@ -229,7 +258,7 @@ void EbnfParser::EnterNesting(size_t offset) {
 
 Grammar EbnfParser::Parse(const std::string& root_rule_name) {
   int64_t invalid = FindInvalidUtf8(text_);
-  if (invalid >= 0) Fail("invalid UTF-8 in grammar text", static_cast<size_t>(invalid));
+  if (invalid >= 0) FailLexer("Invalid UTF8 sequence in grammar text", static_cast<size_t>(invalid));
   if (text_.compare(0, 3, "\xEF\xBB\xBF") == 0) pos_ = 3;  // byte order mark
   SkipSpace();
   while (!AtEnd()) {
@@ -243,7 +272,10 @@ void EbnfParser::ParseRule() {
   size_t name_start = pos_;
   size_t name_end = NameEnd(pos_);
   if (name_end == name_start) {
-    Fail("expected a rule name, found " + DescribeCharAt(pos_), pos_);
+    if (text_.compare(pos_, 3, "::=") == 0) {
+      FailLexer("Assign should not be the first token: expected a rule name before '::='", pos_);
+    }
+    Fail("Expect rule name, found " + DescribeCharAt(pos_), pos_);
   }
   std::string name = text_.substr(name_start, name_end - name_start);
   pos_ = name_end;
@@ -256,7 +288,7 @@ void EbnfParser::ParseRule() {
   RuleId rule = ScratchRule(name);
   if (definition_[rule] != kNone) {
     std::pair<int, int> previous = LineColumn(definition_[rule]);
-    Fail("duplicate definition of rule '" + name + "' (first defined at " + std::to_string(previous.first) + ":" +
+    Fail("Rule \"" + name + "\" is defined multiple times (first defined at " + std::to_string(previous.first) + ":" +
              std::to_string(previous.second) + ")",
          name_start);
   }
@@ -273,7 +305,7 @@ void EbnfParser::ParseRule() {
     scratch_.SetRuleLookahead(rule, ParseLookahead());
     SkipSpace();
     if (!AtEnd() && !RuleStartsAt(pos_)) {
-      Fail("a lookahead assertion must be the last element of a rule body", pos_);
+      Fail("Expect rule name: a lookahead assertion must be the last element of a rule body", pos_);
     }
   }
   if (!AtEnd() && !RuleStartsAt(pos_)) ReportBadRuleEnd();
@@ -282,6 +314,14 @@ void EbnfParser::ParseRule() {
 // Called where a rule body should end but does not; names the most likely mistake.
 void EbnfParser::ReportBadRuleEnd() const {
   if (Peek() == ')') Fail("unbalanced ')'", pos_);
+  FailUnexpected();
+}
+
+// An element was expected at pos_ but nothing can start one there.
+void EbnfParser::FailUnexpected() const {
+  if (text_.compare(pos_, 3, "::=") == 0) {
+    FailLexer("Assign should be preceded by an identifier: unexpected '::=' (a rule starts with its name)", pos_);
+  }
   Fail("unexpected " + DescribeCharAt(pos_), pos_);
 }
 
@@ -308,8 +348,7 @@ ExprId EbnfParser::ParseSequence() {
     items.push_back(ParsePostfixed());
   }
   // As in xgrammar, an alternative needs an element: the empty string is written "" (or ()).
-  if (items.empty())
-    Fail("expected an element, found " + DescribeCharAt(pos_) + " (write \"\" for the empty string)", pos_);
+  if (items.empty()) Fail("Expect element, but got " + LexemeAt(pos_) + " (write \"\" for the empty string)", pos_);
   if (items.size() == 1) return items[0];
   return scratch_.AddSequence(std::move(items));
 }
@@ -334,8 +373,7 @@ ExprId EbnfParser::ParsePostfixed() {
   c = Peek();
   if (c == '*' || c == '+' || c == '?' || c == '{') {
     // As in xgrammar, one quantifier per element.
-    Fail("expected an element, found " + DescribeCharAt(pos_) +
-             " (one quantifier per element: write (x*)? to stack them)",
+    Fail("Expect element, but got " + LexemeAt(pos_) + ": one quantifier per element (write (x*)? to stack them)",
          pos_);
   }
   return scratch_.AddRepeat(expr, min, max);
@@ -403,7 +441,7 @@ ExprId EbnfParser::ParseAtom() {
     if (text_.compare(pos_, kTokenDispatch.size(), kTokenDispatch) == 0) return ParseTokenTagDispatch();
     return ParseRuleRef();
   }
-  Fail("unexpected " + DescribeCharAt(pos_), pos_);
+  FailUnexpected();
 }
 
 ExprId EbnfParser::ParseGroup() {
@@ -558,7 +596,7 @@ ExprId EbnfParser::ParseTagDispatch() {
       if (Peek() != '"' && Peek() != '\'') Fail("expected a string", pos_);
       size_t at = pos_;
       std::string bytes = ParseStringBytes();
-      if (bytes.empty()) Fail("TagDispatch strings must not be empty", at);
+      if (bytes.empty()) Fail("Exclude must be a non-empty string literal: TagDispatch strings must not be empty", at);
       out->push_back(std::move(bytes));
       SkipSpace();
       if (Peek() == ',')
@@ -576,13 +614,13 @@ ExprId EbnfParser::ParseTagDispatch() {
       SkipSpace();
       if (Peek() != '"' && Peek() != '\'') Fail("expected the trigger string", pos_);
       std::string trigger = ParseStringBytes();
-      if (trigger.empty()) Fail("a TagDispatch trigger must not be empty", at);
+      if (trigger.empty()) Fail("Tag must be a non-empty string literal: a TagDispatch trigger must not be empty", at);
       SkipSpace();
-      if (Peek() != ',') Fail("expected ',' after the trigger", pos_);
+      if (Peek() != ',') Fail("Expect , or ) in tuple: expected ',' after the trigger", pos_);
       ++pos_;
       ExprId child = ParseChoice();
       SkipSpace();
-      if (Peek() != ')') Fail("expected ')' closing the (trigger, continuation) pair", pos_);
+      if (Peek() != ')') Fail("Expect , or ) in tuple: expected ')' closing the (trigger, continuation) pair", pos_);
       ++pos_;
       spec.triggers.push_back(std::move(trigger));
       children.push_back(child);
@@ -611,10 +649,13 @@ ExprId EbnfParser::ParseTagDispatch() {
         spec.max_chars = negative ? (v == 1 ? -1 : -2) : v;
         if (spec.max_chars < -1) Fail("max_chars must be -1 or a count", at);
       } else {
-        Fail("unknown TagDispatch argument '" + key + "'", at);
+        Fail("Unknown named argument for TagDispatch: " + key +
+                 " (known: ends, excludes, loop, loop_after_dispatch, plain_end, at_least_one, max_chars)",
+             at);
       }
     } else {
-      Fail("expected a (trigger, continuation) pair or a keyword argument", pos_);
+      Fail("Each tag dispatch element must be a tuple: expected a (trigger, continuation) pair or a keyword argument",
+           pos_);
     }
     SkipSpace();
     if (Peek() == ',')
@@ -801,6 +842,9 @@ ExprId EbnfParser::ParseSubstringMacro() {
   for (;;) {
     SkipSpace();
     if (Peek() == ')') break;
+    if (IsNameStart(Peek()) && text_[SkipSpaceFrom(NameEnd(pos_))] == '=') {
+      Fail("Substring() does not accept named arguments: its arguments are the chunks, as strings", pos_);
+    }
     if (Peek() != '"' && Peek() != '\'') Fail("Substring() arguments must be strings", pos_);
     chunks.push_back(ParseStringBytes());
     SkipSpace();
@@ -855,7 +899,13 @@ std::string EbnfParser::ParseStringBytes() {
   char quote = text_[pos_++];
   std::string bytes;
   for (;;) {
-    if (AtEnd() || Peek() == '\n') Fail("unterminated string literal", open);
+    if (AtEnd() || Peek() == '\n') {
+      // Where the closing quote was expected, as xgrammar; the opening one is named too.
+      std::pair<int, int> lc = LineColumn(open);
+      FailLexer("Expect \" in string literal: unterminated string literal opened at " + std::to_string(lc.first) + ":" +
+                    std::to_string(lc.second),
+                pos_);
+    }
     char c = Peek();
     if (c == quote) {
       ++pos_;
@@ -871,7 +921,8 @@ std::string EbnfParser::ParseStringBytes() {
     } else if (c == '\\') {
       size_t escape_start = pos_;
       uint32_t cp = ParseEscape();
-      if (IsSurrogate(cp)) Fail("a surrogate code point cannot appear in a string", escape_start);
+      if (IsSurrogate(cp))
+        FailLexer("Invalid escape sequence: a surrogate code point cannot appear in a string", escape_start);
       AppendUtf8(cp, &bytes);
     } else {
       size_t length = Utf8SequenceLength(static_cast<unsigned char>(c));
@@ -892,7 +943,7 @@ ExprId EbnfParser::ParseCharClass() {
   }
   std::vector<CodepointRange> ranges;
   for (;;) {
-    if (AtEnd() || Peek() == '\n') Fail("unterminated character class", open);
+    if (AtEnd() || Peek() == '\n') FailUnterminatedClass(open);
     if (Peek() == ']') {
       ++pos_;
       break;
@@ -904,7 +955,7 @@ ExprId EbnfParser::ParseCharClass() {
     if (Peek() == '-' && Peek(1) != ']' && pos_ + 1 < text_.size()) {
       ++pos_;
       hi = ParseClassChar(open);
-      if (hi < lo) Fail("character range is out of order", range_start);
+      if (hi < lo) Fail("Invalid character class: lower bound is larger than upper bound", range_start);
     }
     ranges.push_back(CodepointRange{lo, hi});
   }
@@ -912,7 +963,7 @@ ExprId EbnfParser::ParseCharClass() {
 }
 
 uint32_t EbnfParser::ParseClassChar(size_t class_start) {
-  if (AtEnd() || Peek() == '\n') Fail("unterminated character class", class_start);
+  if (AtEnd() || Peek() == '\n') FailUnterminatedClass(class_start);
   if (Peek() == '\\') return ParseEscape();
   return ReadLiteralCodepoint();
 }
@@ -920,7 +971,7 @@ uint32_t EbnfParser::ParseClassChar(size_t class_start) {
 uint32_t EbnfParser::ParseEscape() {
   size_t start = pos_;
   ++pos_;  // the backslash
-  if (AtEnd() || Peek() == '\n') Fail("incomplete escape sequence", start);
+  if (AtEnd() || Peek() == '\n') FailLexer("Invalid escape sequence: incomplete", start);
   char c = Peek();
   ++pos_;
   switch (c) {
@@ -939,7 +990,7 @@ uint32_t EbnfParser::ParseEscape() {
     case 'x': return ParseHexDigits(2, start);
     case 'u': return ParseHexDigits(4, start);
     case 'U': return ParseHexDigits(8, start);
-    default: Fail("invalid escape sequence: backslash followed by " + DescribeCharAt(pos_ - 1), start);
+    default: FailLexer("Invalid escape sequence: backslash followed by " + DescribeCharAt(pos_ - 1), start);
   }
 }
 
@@ -948,12 +999,13 @@ uint32_t EbnfParser::ParseHexDigits(int count, size_t escape_start) {
   for (int i = 0; i < count; ++i) {
     int digit = HexValue(Peek());
     if (digit < 0) {
-      Fail("invalid escape sequence: expected " + std::to_string(count) + " hex digits", escape_start);
+      FailLexer("Invalid escape sequence: expected " + std::to_string(count) + " hex digits", escape_start);
     }
     value = value * 16 + static_cast<uint64_t>(digit);
     ++pos_;
   }
-  if (value > kMaxCodepoint) Fail("code point out of range (above U+10FFFF)", escape_start);
+  if (value > kMaxCodepoint)
+    FailLexer("Invalid escape sequence: code point out of range (above U+10FFFF)", escape_start);
   return static_cast<uint32_t>(value);
 }
 
@@ -991,11 +1043,13 @@ Grammar EbnfParser::BuildResult(const std::string& root_rule_name) const {
       undefined = r;
     }
   }
-  if (undefined >= 0) Fail("undefined rule '" + scratch_.rule(undefined).name + "'", earliest);
+  if (undefined >= 0) Fail("Rule \"" + scratch_.rule(undefined).name + "\" is not defined", earliest);
 
   RuleId scratch_root = scratch_.FindRule(root_rule_name);
   if (scratch_root < 0) {
-    throw Error(ErrorKind::kGrammarSemantic, "root rule '" + root_rule_name + "' is not defined");
+    // Not a syntax error (no place in the text is wrong), so no line:col; xgrammar's phrase.
+    throw Error(ErrorKind::kGrammarSemantic,
+                "The root rule with name \"" + root_rule_name + "\" is not found: no rule of that name is defined");
   }
 
   Grammar result;

@@ -30,9 +30,15 @@ class EbnfParser {
   char Peek(size_t ahead = 0) const { return pos_ + ahead < text_.size() ? text_[pos_ + ahead] : '\0'; }
   bool AtEnd() const { return pos_ >= text_.size(); }
   std::pair<int, int> LineColumn(size_t offset) const;
+  // Errors read as xgrammar's: "EBNF parser error at line L, column C: ..." (Fail) and, for
+  // malformed tokens (strings, classes, escapes, "::=" without a name), "EBNF lexer error".
   [[noreturn]] void Fail(const std::string& message, size_t offset) const;
+  [[noreturn]] void FailLexer(const std::string& message, size_t offset) const;
   std::string DescribeCharAt(size_t offset) const;
-  size_t SkipSpaceFrom(size_t offset) const;  // whitespace and # comments
+  std::string LexemeAt(size_t offset) const;                   // the character itself where printable
+  [[noreturn]] void FailUnterminatedClass(size_t open) const;  // at pos_, a newline or the end
+  [[noreturn]] void FailUnexpected() const;                    // nothing can start an element at pos_
+  size_t SkipSpaceFrom(size_t offset) const;                   // whitespace and # comments
   void SkipSpace() { pos_ = SkipSpaceFrom(pos_); }
   size_t NameEnd(size_t offset) const;
   bool RuleStartsAt(size_t offset) const;

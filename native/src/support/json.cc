@@ -235,7 +235,7 @@ class Parser {
         ++col;
       }
     }
-    throw SyntaxError("invalid JSON: " + message, line, col);
+    throw SyntaxError("Failed to parse JSON: " + message, line, col);  // xgrammar's phrase
   }
 
   void SkipWs() {
@@ -256,7 +256,8 @@ class Parser {
   JsonValue ParseValue(int depth) {
     const int max_depth = options_.max_depth < 0 ? MaxNestingDepth() : options_.max_depth;
     if (depth > max_depth) {
-      throw Error(ErrorKind::kLimitExceeded, "JSON nesting deeper than " + std::to_string(max_depth) + " levels" +
+      throw Error(ErrorKind::kLimitExceeded, "Maximum recursion depth exceeded: JSON nesting deeper than " +
+                                                 std::to_string(max_depth) + " levels" +
                                                  (options_.max_depth < 0 ? NestingLimitNote() : std::string()));
     }
     if (pos_ >= s_.size()) Fail("unexpected end of input");
