@@ -96,6 +96,7 @@ from xg2_jax._src.structural_tag import (
     TokenTriggeredTagsFormat,
     TriggeredTagsFormat,
 )
+from xg2_jax._src.structural_tag_legacy import StructuralTagItem
 from xg2_jax._src.tokenizer import TokenizerInfo, VocabType, greedy_tokenize
 from xg2_jax._src.tool_params import normalize_tool_choice
 from xg2_jax.config import (
@@ -250,6 +251,7 @@ __all__ = [
     "SequenceFormat",
     "StarFormat",
     "StructuralTag",
+    "StructuralTagItem",
     "TagFormat",
     "TagsWithSeparatorFormat",
     "TokenFormat",

@@ -425,11 +425,16 @@ class GrammarCompiler:
             on_unsupported=on_unsupported))
         return self._compile(grammar, lazy, 32, left or None)
 
-    def compile_structural_tag(self, structural_tag: Any, *, on_unsupported: str = "raise",
+    def compile_structural_tag(self, structural_tag: Any, triggers: Optional[list] = None, *,
+                               on_unsupported: str = "raise",
                                lazy: Optional[bool] = None) -> CompiledGrammar:
-        """Compiles a structural tag (see :meth:`Grammar.from_structural_tag`); token-level
-        formats resolve against this compiler's tokenizer; ``lazy`` as in
-        :meth:`compile_grammar`."""
+        """Compiles a structural tag (see :meth:`Grammar.from_structural_tag`, also for the
+        deprecated ``(tags, triggers)`` form); token-level formats resolve against this
+        compiler's tokenizer; ``lazy`` as in :meth:`compile_grammar`."""
+        if triggers is not None:
+            from xg2_jax._src.structural_tag_legacy import legacy_structural_tag
+
+            structural_tag = legacy_structural_tag(structural_tag, triggers)
         grammar, left = self._front_end(lambda: Grammar.from_structural_tag(
             structural_tag, tokenizer_info=self._tokenizer_info, on_unsupported=on_unsupported))
         return self._compile(grammar, lazy, 32, left or None)

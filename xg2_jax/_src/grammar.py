@@ -295,8 +295,8 @@ class Grammar:
         return cls(handle), list(warns)
 
     @classmethod
-    def from_structural_tag(cls, structural_tag: Any, *, tokenizer_info: Any = None,
-                            on_unsupported: str = "raise") -> "Grammar":
+    def from_structural_tag(cls, structural_tag: Any, triggers: Optional[list] = None, *,
+                            tokenizer_info: Any = None, on_unsupported: str = "raise") -> "Grammar":
         """Converts a structural tag (xgrammar's JSON DSL) to a grammar.
 
         Free text watched for triggers, end strings and excluded strings (``any_text``,
@@ -308,6 +308,9 @@ class Grammar:
             structural_tag: ``{"type": "structural_tag", "format": {...}}`` (or a bare
                 format) as a dict or JSON text, or an object with ``to_dict()`` (the builder
                 classes).
+            triggers: only with xgrammar's deprecated form, where ``structural_tag`` is a list
+                of ``StructuralTagItem(begin, schema, end)``: the strings that start a tag in
+                free text (a DeprecationWarning, as xgrammar).
             tokenizer_info: resolves the token-level formats (``token``, ``exclude_token``,
                 ``any_tokens``, ``token_triggered_tags``); not needed otherwise.
             on_unsupported: for ``json_schema`` contents, as in :meth:`from_json_schema`.
@@ -329,6 +332,10 @@ class Grammar:
         """
         if on_unsupported not in ("raise", "warn"):
             raise ValueError('on_unsupported must be "raise" or "warn"')
+        if triggers is not None:
+            from xg2_jax._src.structural_tag_legacy import legacy_structural_tag
+
+            structural_tag = legacy_structural_tag(structural_tag, triggers)
         text = _structural_tag_to_text(structural_tag)
         native_tok = getattr(tokenizer_info, "_handle", None) if tokenizer_info is not None else None
         handle, warns = _core.grammar_from_structural_tag(text, native_tok, on_unsupported == "warn")
