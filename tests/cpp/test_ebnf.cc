@@ -373,10 +373,10 @@ void CheckSemanticError(const std::string& text, const std::string& root, const 
 }
 
 void TestSemanticErrors() {
-  CheckSemanticError("", "root", "root rule 'root' is not defined");
-  CheckSemanticError("  # only a comment\n", "root", "root rule 'root' is not defined");
-  CheckSemanticError("main ::= \"a\"", "root", "root rule 'root' is not defined");
-  CheckSemanticError("root ::= \"a\"", "start", "root rule 'start' is not defined");
+  CheckSemanticError("", "root", "The root rule with name \"root\" is not found");
+  CheckSemanticError("  # only a comment\n", "root", "The root rule with name \"root\" is not found");
+  CheckSemanticError("main ::= \"a\"", "root", "The root rule with name \"root\" is not found");
+  CheckSemanticError("root ::= \"a\"", "start", "The root rule with name \"start\" is not found");
 }
 
 void CheckLimitExceeded(const std::string& text) {

@@ -180,13 +180,13 @@ void TestSearchSemantics() {
 }
 
 void TestErrors() {
-  EXPECT_SYNTAX("(a)\\1", 4, "backreference");
+  EXPECT_SYNTAX("(a)\\1", 4, "Backreference");
   EXPECT_SYNTAX("(?<n>a)\\k<n>", 8, "backreference");
-  EXPECT_SYNTAX("a(?=b)", 2, "lookahead");
-  EXPECT_SYNTAX("a(?!b)", 2, "negative lookahead");
-  EXPECT_SYNTAX("ab(?<=b)", 3, "lookbehind");
-  EXPECT_SYNTAX("ab(?<!b)", 3, "negative lookbehind");
-  EXPECT_SYNTAX("\xc3\xa9\xc3\xa9(?=x)", 3, "lookahead");  // columns count code points
+  EXPECT_SYNTAX("a(?=b)", 2, "Lookahead");
+  EXPECT_SYNTAX("a(?!b)", 2, "Negative lookahead");
+  EXPECT_SYNTAX("ab(?<=b)", 3, "Lookbehind");
+  EXPECT_SYNTAX("ab(?<!b)", 3, "Negative lookbehind");
+  EXPECT_SYNTAX("\xc3\xa9\xc3\xa9(?=x)", 3, "Lookahead");  // columns count code points
   EXPECT_SYNTAX("a\\b", 2, "\\b");
   EXPECT_SYNTAX("a\\B", 2, "\\B");
   EXPECT_SYNTAX("\\p{L}", 1, "property");
@@ -204,7 +204,7 @@ void TestErrors() {
   EXPECT_SYNTAX("{2}", 1, "nothing to repeat");
   EXPECT_SYNTAX("a{2}{3}", 5, "nothing to repeat");
   EXPECT_SYNTAX("(a", 1, "unterminated group");
-  EXPECT_SYNTAX("a)", 2, "unmatched ')'");
+  EXPECT_SYNTAX("a)", 2, "Unmatched ')'");
   EXPECT_SYNTAX("[ab", 1, "unterminated character class");
   EXPECT_SYNTAX("ab[z-a]", 4, "out of order");
   EXPECT_SYNTAX("a{3,2}", 2, "out of order");
