@@ -174,7 +174,7 @@ void GrammarMatcher::RecordCaptures(int32_t rows_before, const std::string& text
   }
   // Each captured occurrence that completes in a new row, once per row, inner ones first
   // (a completion enters the row after the item it completes).
-  std::vector<std::pair<RuleId, int32_t>> seen;
+  std::vector<std::pair<RuleId, int32_t>>& seen = scratch_occurrences_;
   for (int32_t r = rows_before; r < parser_.num_rows(); ++r) {
     seen.clear();
     for (const EarleyItem* it = parser_.row_items_begin(r); it != parser_.row_items_end(r); ++it) {

@@ -181,7 +181,8 @@ class GrammarMatcher {
   std::string output_;
   std::vector<int32_t> row_offset_{0};
   std::vector<CaptureEvent> capture_events_;
-  bool budget_relaxed_warned_ = false;  // warned once per matcher, as xgrammar
+  std::vector<std::pair<RuleId, int32_t>> scratch_occurrences_;  // RecordCaptures' per-row set
+  bool budget_relaxed_warned_ = false;                           // warned once per matcher, as xgrammar
   FillStats fill_stats_;
   // Scratch for mask filling.
   std::vector<uint32_t> scratch_bits_;
