@@ -110,9 +110,9 @@ def _allowed(m, V):
 
 
 # --------------------------------------------------------------------------- deep nesting
-def test_ebnf_10000_nested_parentheses():
-    res = run_isolated('call = lambda: xg.Grammar.from_ebnf("root ::= " + "(" * 10000 + '
-                       '\'"a"\' + ")" * 10000)')
+def test_ebnf_20000_nested_parentheses():
+    res = run_isolated('call = lambda: xg.Grammar.from_ebnf("root ::= " + "(" * 20000 + '
+                       '\'"a"\' + ")" * 20000)')
     assert_typed(res, xg.LimitExceededError, "nested deeper than", max_seconds=5)
 
 
@@ -124,10 +124,10 @@ def test_ebnf_10000_nested_classes_and_repeats():
         assert "XG2Error" in res["mro"], res
 
 
-def test_regex_10000_nested_groups():
-    for pattern in ('"(" * 10000 + "a" + ")" * 10000', '"(?:" * 10000 + "a" + ")*" * 10000'):
+def test_regex_20000_nested_groups():
+    for pattern in ('"(" * 20000 + "a" + ")" * 20000', '"(?:" * 20000 + "a" + ")*" * 20000'):
         res = run_isolated(f"call = lambda: xg.Grammar.from_regex({pattern})")
-        assert_typed(res, xg.LimitExceededError, "nested deeper than 1000", max_seconds=5)
+        assert_typed(res, xg.LimitExceededError, "nested deeper than 10000", max_seconds=5)
 
 
 def test_json_schema_10000_nested_arrays_text():
@@ -497,10 +497,10 @@ def test_accept_after_termination(matcher, tok):
     stop = tok.stop_token_ids[0]
     assert matcher.accept_token(0) and matcher.accept_token(1) and matcher.accept_token(stop)
     assert matcher.is_terminated()
-    for fn, arg in [(matcher.accept_token, 0), (matcher.accept_token, stop),
-                    (matcher.accept_string, "a")]:
-        e = raises_typed(xg.MatcherStateError, fn, arg)
-        assert "terminated" in str(e)
+    # Misuse leaves the matcher as it is: refused, as xgrammar; the stop token is a no-op.
+    for fn, arg, accepted in [(matcher.accept_token, 0, False), (matcher.accept_token, stop, True),
+                              (matcher.accept_string, "a", False)]:
+        assert fn(arg) is accepted
     assert matcher.num_accepted_tokens == 3 and matcher.is_terminated()
     matcher.rollback(1)  # usable again
     assert not matcher.is_terminated() and matcher.accept_token(stop)

@@ -247,8 +247,12 @@ def test_batch_accept_rollback_errors_change_nothing(json_states, gpt2):
     with pytest.raises(xg.InvalidArgumentError):
         batch.batch_accept_token(ms[:2], [ok_token])
     term = json_states[-1].fork()
-    with pytest.raises(xg.MatcherStateError, match="terminated"):
-        batch.batch_accept_token([ms[0], term], [ok_token, 0])
+    # A terminated matcher refuses a normal token and takes its stop token as a no-op.
+    term_steps = term.num_accepted_tokens
+    assert batch.batch_accept_token([term], [0]) == [False]
+    assert batch.batch_accept_string([term], ["{"]) == [False]
+    assert batch.batch_accept_token([term], [gpt2.stop_token_ids[0]]) == [True]
+    assert term.num_accepted_tokens == term_steps and term.is_terminated()
     with pytest.raises(xg.MatcherStateError, match="cannot roll back"):
         batch.batch_rollback(ms[:2], [0, steps[1] + 1])
     with pytest.raises(xg.InvalidArgumentError, match=">= 0"):

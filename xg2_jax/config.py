@@ -2,9 +2,10 @@
 
 xgrammar's "max recursion depth" is xg2-jax's front-end nesting limit (see
 :func:`xg2_jax.set_limits`): the deepest nesting of EBNF expressions, regex groups and JSON
-documents a front end accepts. The Earley parser itself does not recurse, so matching never
-hits it. The default is 1000 (xgrammar: 10000), chosen so that every front end stays within
-a native worker thread's stack.
+documents a front end accepts (a quarter of it for Lark groups, a tenth for JSON Schema
+subschemas, whose levels take more stack). The Earley parser itself does not recurse, so
+matching never hits it. The default is xgrammar's, 10000, which is also the most: every
+front end then stays within an 8 MiB thread stack.
 
 Example:
     >>> from xg2_jax import config
@@ -25,8 +26,9 @@ from xg2_jax._src.serialization_json import SERIALIZATION_VERSION
 __all__ = ["get_max_recursion_depth", "get_serialization_version", "max_recursion_depth",
            "set_max_recursion_depth"]
 
-MAX_RECURSION_DEPTH_LIMIT = 1_000_000
-"""The largest depth :func:`set_max_recursion_depth` accepts (as xgrammar)."""
+MAX_RECURSION_DEPTH_LIMIT = 10_000
+"""The largest depth :func:`set_max_recursion_depth` accepts (xgrammar: 1,000,000; deeper
+limits would let an input overflow a native thread's stack)."""
 
 
 

@@ -173,12 +173,11 @@ class BatchGrammarMatcher:
 
         Returns:
             Per matcher, whether the token was accepted (a rejected token leaves that matcher
-            unchanged).
+            unchanged; a terminated matcher accepts nothing, as xgrammar).
 
         Raises:
             InvalidArgumentError: lengths differ, a matcher repeats, or a token id is outside
-                the vocabulary.
-            MatcherStateError: a matcher has terminated. No matcher changes when this raises.
+                the vocabulary. No matcher changes when this raises.
         """
         handles = _handles(matchers)
         toks = _int32_list(tokens, "tokens")
@@ -193,12 +192,11 @@ class BatchGrammarMatcher:
 
         Returns:
             Per matcher, whether the string was accepted (a rejected one leaves that matcher
-            unchanged).
+            unchanged; a terminated matcher accepts nothing).
 
         Raises:
             InvalidArgumentError: lengths differ, a matcher repeats, or a string is neither
-                str nor bytes.
-            MatcherStateError: a matcher has terminated. No matcher changes when this raises.
+                str nor bytes. No matcher changes when this raises.
 
         Example:
             >>> import xg2_jax as xg

@@ -59,7 +59,7 @@ class InvalidArgumentError(XG2Error, ValueError, RuntimeError):
 
 
 class MatcherStateError(XG2Error, RuntimeError):
-    """A matcher was misused (accept after termination, rollback past its history).
+    """A matcher was misused (rollback past its history, use from two threads at once).
 
     The matcher is left unchanged and usable.
     """

@@ -124,9 +124,10 @@ class GrammarMatcher:
 
         Returns:
             True if accepted; False (state unchanged) if the token breaks the structure.
+            After termination only a stop token is accepted, as a no-op (the terminated
+            mask allows just the stop tokens); other tokens return False, as in xgrammar.
 
         Raises:
-            MatcherStateError: the matcher already terminated.
             InvalidArgumentError: ``token_id`` is outside the vocabulary.
         """
         token_id = int(token_id)
@@ -216,7 +217,8 @@ class GrammarMatcher:
     def has_ended(self) -> bool:
         """True when nothing more is accepted: a stop token was accepted, or, with
         ``terminate_without_stop_token``, the output is complete and nothing can follow.
-        Accepting then raises :class:`MatcherStateError`; the mask allows only stop tokens.
+        The mask then allows only the stop tokens; accepting one is a no-op, and any other
+        token returns False.
         """
         return self._handle.has_ended()
 

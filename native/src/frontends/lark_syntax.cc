@@ -387,10 +387,13 @@ void Parser::ParseImport(Document* doc, size_t at) {
 
 Node Parser::ParseExpansions() {
   size_t at = pos_;
-  if (++depth_guard_ > MaxNestingDepth()) {
+  // A level here is several deep frames (about 2 KiB of stack), hence a quarter of the limit.
+  const int max_depth = std::max(1, MaxNestingDepth() / 4);
+  if (++depth_guard_ > max_depth) {
     std::pair<int, int> lc = LineColumn(text_, at);
     throw Error(ErrorKind::kLimitExceeded, LarkWhere(lc) + ": expressions nested deeper than " +
-                                               std::to_string(MaxNestingDepth()) + " levels" + NestingLimitNote());
+                                               std::to_string(max_depth) + " levels (a quarter of max_nesting_depth=" +
+                                               std::to_string(MaxNestingDepth()) + ", see xg2_jax.set_limits)");
   }
   Node choice;
   choice.kind = Node::Kind::kChoice;

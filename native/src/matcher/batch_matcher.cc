@@ -127,10 +127,6 @@ std::vector<bool> BatchGrammarMatcher::AcceptToken(const std::vector<GrammarMatc
                                                    std::to_string(i) + ") is outside the vocabulary [0, " +
                                                    std::to_string(vocab) + ")");
     }
-    if (matchers[i]->HasEnded()) {
-      throw Error(ErrorKind::kMatcherState, "matcher " + std::to_string(i) +
-                                                " has terminated; call reset() or rollback() before accepting tokens");
-    }
   }
   std::vector<uint8_t> result(static_cast<size_t>(n), 0);
   ThreadPool::Default().ParallelFor(
@@ -143,12 +139,6 @@ std::vector<bool> BatchGrammarMatcher::AcceptString(const std::vector<GrammarMat
   CheckDistinct(matchers);
   CheckSameSize(matchers.size(), strings.size(), "strings");
   const int64_t n = static_cast<int64_t>(matchers.size());
-  for (int64_t i = 0; i < n; ++i) {
-    if (matchers[i]->HasEnded()) {
-      throw Error(ErrorKind::kMatcherState, "matcher " + std::to_string(i) +
-                                                " has terminated; call reset() or rollback() before accepting strings");
-    }
-  }
   std::vector<uint8_t> result(static_cast<size_t>(n), 0);
   ThreadPool::Default().ParallelFor(
       n, [&](int64_t i) { result[i] = matchers[i]->AcceptString(strings[i]) ? 1 : 0; }, max_threads_);

@@ -46,10 +46,10 @@ bool GrammarMatcher::AcceptToken(int32_t token_id) {
                                                  " is outside the vocabulary [0, " + std::to_string(tok.vocab_size()) +
                                                  ")");
   }
-  if (terminated_) {
-    throw Error(ErrorKind::kMatcherState, "accept_token(" + std::to_string(token_id) +
-                                              ") after the matcher terminated; call reset() or rollback() first");
-  }
+  // After termination the state stays as it is. A stop token is still accepted, as a no-op,
+  // because the mask of a terminated matcher allows exactly the stop tokens (a finished row
+  // of a batch keeps sampling them); any other token is refused, as xgrammar refuses it.
+  if (terminated_) return IsStopToken(token_id);
   if (IsStopToken(token_id)) {
     if (!parser_.CanEnd()) return false;
     history_.push_back({parser_.num_rows(), terminated_, tokens_accepted_});
@@ -109,10 +109,7 @@ int32_t GrammarMatcher::CountValidTokens(const int32_t* tokens, int64_t n) {
 
 bool GrammarMatcher::AcceptString(const std::string& bytes) {
   UseGuard guard(in_use_, "accept_string");
-  if (terminated_) {
-    throw Error(ErrorKind::kMatcherState,
-                "accept_string after the matcher terminated; call reset() or rollback() first");
-  }
+  if (terminated_) return false;
   // A string has no token boundaries, so it never matches a token read by id: its virtual
   // string's lead byte 0xFF is not text (as xgrammar, whose strings never match token edges).
   if (bytes.find(static_cast<char>(kVirtualTokenLead)) != std::string::npos) return false;

@@ -8,7 +8,7 @@
 
 namespace xg2 {
 namespace {
-std::atomic<int> g_max_nesting_depth{1000};
+std::atomic<int> g_max_nesting_depth{kMaxNestingDepthLimit};
 constexpr int64_t kNoDeadline = std::numeric_limits<int64_t>::max();
 // initial-exec: in the static TLS block, allocated with the thread (glibc would allocate a
 // dlopen'ed module's dynamic TLS lazily, and abort the process if that failed).
@@ -44,9 +44,12 @@ void CheckThreadTimeLimit() {
 int MaxNestingDepth() { return g_max_nesting_depth.load(std::memory_order_relaxed); }
 
 void SetMaxNestingDepth(int depth) {
-  // The parsers recurse once per level; far deeper than this would overflow a thread stack.
-  if (depth < 1 || depth > 100000) {
-    throw Error(ErrorKind::kInvalidArgument, "max_nesting_depth must be between 1 and 100000");
+  // The parsers recurse once per level: deeper limits would let an input overflow an 8 MiB
+  // thread stack (the Lark and JSON Schema front ends scale it down for their deeper frames).
+  if (depth < 1 || depth > kMaxNestingDepthLimit) {
+    throw Error(ErrorKind::kInvalidArgument, "max_nesting_depth must be between 1 and " +
+                                                 std::to_string(kMaxNestingDepthLimit) + ", got " +
+                                                 std::to_string(depth));
   }
   g_max_nesting_depth.store(depth, std::memory_order_relaxed);
 }

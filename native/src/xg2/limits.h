@@ -7,9 +7,13 @@
 
 namespace xg2 {
 
-// Nesting depth of EBNF expressions, regex groups and JSON documents (default 1000).
+// Nesting depth of EBNF expressions, regex groups and JSON documents; a quarter of it bounds
+// Lark groups and a tenth JSON Schema subschemas, whose levels take more stack. The default
+// is also the most (xgrammar's default recursion depth): every front end stays within an
+// 8 MiB thread stack there.
+constexpr int kMaxNestingDepthLimit = 10000;
 int MaxNestingDepth();
-void SetMaxNestingDepth(int depth);  // Error(kInvalidArgument) unless 1 <= depth <= 100000
+void SetMaxNestingDepth(int depth);  // Error(kInvalidArgument) unless 1 <= depth <= kMaxNestingDepthLimit
 
 // " (limit max_nesting_depth=N, see xg2_jax.set_limits)": the tail of a depth error.
 std::string NestingLimitNote();

@@ -1,0 +1,69 @@
+"""Nesting at the front ends' limits: at the most that can be set (xgrammar's default
+recursion depth, 10000), every front end either builds the grammar or raises a typed limit
+error; none overflows a thread's stack. Each case runs in a subprocess, on a worker thread,
+so that a crash fails the test instead of ending the test run."""
+
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+import xg2_jax as xg
+
+LIMIT = 10000
+# Per case: the source at a nesting depth, and the deepest nesting that must build.
+CASES = {
+    "ebnf": ("xg.Grammar.from_ebnf('root ::= ' + '(' * N + '\"a\"' + ')' * N)", LIMIT),
+    "regex": ("xg.Grammar.from_regex('(b|' * N + 'a' + ')' * N)", LIMIT),
+    "lark": ("xg.Grammar.from_lark('start: ' + '(' * N + '\"a\"' + ')' * N)", LIMIT // 4 - 1),
+    "schema-items": ("xg.Grammar.from_json_schema('{\"type\":\"array\",\"items\":' * N + "
+                     "'{\"type\":\"integer\"}' + '}' * N)", LIMIT // 10 - 2),
+    "schema-properties": ("xg.Grammar.from_json_schema('{\"type\":\"object\",\"properties\":"
+                          "{\"a\":' * N + '{}' + '}}' * N)", LIMIT // 10 - 3),
+    "json-const": ("xg.Grammar.from_json_schema('{\"const\": ' + '[' * N + ']' * N + '}')",
+                   LIMIT - 2),
+    "structural-tag": ("xg.Grammar.from_structural_tag('{\"type\":\"structural_tag\",\"format\":' + "
+                       "'{\"type\":\"sequence\",\"elements\":[' * N + "
+                       "'{\"type\":\"const_string\",\"value\":\"a\"}' + ']}' * N + '}')",
+                       LIMIT // 2 - 2),
+}
+
+SCRIPT = textwrap.dedent("""
+    import sys, threading
+    import xg2_jax as xg
+    assert xg.get_max_recursion_depth() == {limit}
+    compiler = xg.GrammarCompiler(xg.TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2]),
+                                  cache_enabled=False)
+    outcome = []
+    def build(N):
+        try:
+            grammar = {source}
+            compiler.compile_grammar(grammar)
+            xg.Grammar.deserialize_json(grammar.serialize_json())
+            outcome.append("built")
+        except xg.LimitExceededError:
+            outcome.append("limit")
+    for depth in ({deepest}, {deepest} + 5, 4 * {limit}):
+        worker = threading.Thread(target=build, args=(depth,))
+        worker.start()
+        worker.join()
+    print(" ".join(outcome))
+""")
+
+
+def test_default_is_the_most_that_can_be_set():
+    assert xg.get_max_recursion_depth() == LIMIT
+    with pytest.raises(xg.InvalidArgumentError, match=r"\[1, 10000\]"):
+        xg.set_max_recursion_depth(LIMIT + 1)
+    assert xg.get_max_recursion_depth() == LIMIT
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_deepest_nesting_builds_and_deeper_is_a_typed_error(case):
+    source, deepest = CASES[case]
+    script = SCRIPT.format(limit=LIMIT, source=source, deepest=deepest)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=900)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["built", "limit", "limit"]
