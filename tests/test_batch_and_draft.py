@@ -139,6 +139,8 @@ def test_batch_fill_lazy_grammar_matches_eager(gpt2, json_compiled, json_states)
         lazy_states.append(lazy_m.fork())
         ids = [t for t in allowed_ids(mask_row(eager_m, vocab), vocab).tolist()
                if t not in eager_m.stop_token_ids]
+        if not ids:  # the document is complete: only the stop token may follow
+            break
         t = rng.choice(ids)
         assert eager_m.accept_token(t) and lazy_m.accept_token(t)
     bm = xg.allocate_token_bitmask(len(lazy_states), vocab)
@@ -410,6 +412,29 @@ def test_traverse_draft_tree_deep_chain():
     valid = xg.traverse_draft_tree(m, np.zeros(n, dtype=np.int32), bm, parents=parents)
     assert valid.all()
     assert bm[0].tolist() == [1] and (bm[1:, 0] == 3).all()
+    assert m.num_accepted_tokens == 0
+
+
+@pytest.mark.parametrize("threshold", [-1.0, 0.0, 1e-9, 60.0])
+def test_traverse_draft_tree_time_threshold(threshold):
+    # A time limit stops the walk (xgrammar's time_threshold): the rows of the nodes it did
+    # reach are the full walk's, the others zero, the root's always filled; <= 0 is no limit.
+    tok = xg.TokenizerInfo(["a", "</s>"], stop_token_ids=[1])
+    m = xg.GrammarMatcher(xg.GrammarCompiler(tok).compile_grammar('root ::= "a"+'))
+    n = 3000
+    first_child = np.append(np.arange(1, n), -1)
+    next_sibling = np.full(n, -1)
+    tokens = np.zeros(n, dtype=np.int64)
+    full = xg.allocate_token_bitmask(n, 2)
+    assert m.traverse_draft_tree(first_child, next_sibling, tokens, full) is True
+    bm = xg.allocate_token_bitmask(n, 2)
+    completed = m.traverse_draft_tree(first_child, next_sibling, tokens, bm,
+                                      time_threshold=threshold)
+    assert completed is (threshold != 1e-9)
+    assert bm[0].tolist() == full[0].tolist() == [1]
+    reached = int((bm[:, 0] != 0).sum())
+    assert (bm[:reached] == full[:reached]).all() and (bm[reached:] == 0).all()
+    assert reached == n if completed else reached < n
     assert m.num_accepted_tokens == 0
 
 

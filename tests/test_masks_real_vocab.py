@@ -59,8 +59,8 @@ DOCS = {
         '{"name": "Zo\u00eb \\u00e9\\n\\"q\\"", "vals": [1, -2.5e+3, true, null, 0.25],'
         ' "nested": {"k": "\u65e5\u672c\u8a9e \U0001F389", "empty": {}, "arr": []}}',
         '[\n  {\n    "id": 17,\n    "tags": ["a", "b\\\\c", "\\/"],\n    "ok": false\n  },\n'
-        '  -0.0,\n  "\u00e7a va \u2014 \u20ac5"\n]\n',
-        '  "just a string with \\t tab and \u00fc"  ',
+        '  -0.0,\n  "\u00e7a va \u2014 \u20ac5"\n]',
+        '[  "just a string with \\t tab and \u00fc"  ]',
     ],
     "arith": [
         "3 * (4 + 5.25) - -2e10 / max(1, x_1 * 2)",

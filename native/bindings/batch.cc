@@ -3,6 +3,7 @@
 // CompiledGrammar serialization. Every heavy call releases the GIL.
 #include <nanobind/ndarray.h>
 #include <nanobind/stl/optional.h>
+#include <nanobind/stl/pair.h>
 #include <nanobind/stl/shared_ptr.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
@@ -134,7 +135,7 @@ void BindBatch(nb::module_& m) {
       "traverse_draft_tree",
       [](const GrammarMatcher& matcher, IndexArray draft_tokens, nb::ndarray<> bitmask,
          std::optional<IndexArray> parents, std::optional<IndexArray> first_child,
-         std::optional<IndexArray> next_sibling, std::optional<nb::ndarray<>> temperatures) {
+         std::optional<IndexArray> next_sibling, std::optional<nb::ndarray<>> temperatures, double time_limit_s) {
         BitmaskView v = CheckBitmask(bitmask, /*require_2d=*/true);
         const size_t n = draft_tokens.shape(0);
         float* temperature_out = nullptr;
@@ -158,11 +159,14 @@ void BindBatch(nb::module_& m) {
         DraftTree tree = parents
                              ? DraftTree::FromParents(parents->data(), static_cast<int64_t>(n))
                              : DraftTree::FromLinks(first_child->data(), next_sibling->data(), static_cast<int64_t>(n));
-        return TraverseDraftTree(matcher, tree, draft_tokens.data(), v.data, v.rows, v.words, v.row_stride,
-                                 temperature_out);
+        bool timed_out = false;
+        std::vector<bool> valid = TraverseDraftTree(matcher, tree, draft_tokens.data(), v.data, v.rows, v.words,
+                                                    v.row_stride, temperature_out, time_limit_s, &timed_out);
+        return std::make_pair(std::move(valid), !timed_out);
       },
       nb::arg("matcher"), nb::arg("draft_tokens"), nb::arg("bitmask"), nb::arg("parents") = nb::none(),
-      nb::arg("first_child") = nb::none(), nb::arg("next_sibling") = nb::none(), nb::arg("temperatures") = nb::none());
+      nb::arg("first_child") = nb::none(), nb::arg("next_sibling") = nb::none(), nb::arg("temperatures") = nb::none(),
+      nb::arg("time_limit_s") = 0.0);
 
   m.def(
       "serialize_compiled_grammar",

@@ -388,5 +388,6 @@ def traverse_draft_tree(matcher: GrammarMatcher, draft_tokens, bitmask: np.ndarr
     if not isinstance(matcher, GrammarMatcher):
         raise InvalidArgumentError(
             f"matcher is a {type(matcher).__name__}, not an xg2_jax.GrammarMatcher")
-    return walk_draft_tree(matcher._handle, draft_tokens, bitmask, parents=parents,
-                           first_child=first_child, next_sibling=next_sibling)
+    valid, _ = walk_draft_tree(matcher._handle, draft_tokens, bitmask, parents=parents,
+                               first_child=first_child, next_sibling=next_sibling)
+    return valid

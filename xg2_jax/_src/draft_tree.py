@@ -13,11 +13,14 @@ __all__ = ["walk_draft_tree"]
 
 
 def walk_draft_tree(handle, draft_tokens, bitmask: np.ndarray, *, parents=None, first_child=None,
-                    next_sibling=None, temperatures=None) -> np.ndarray:
+                    next_sibling=None, temperatures=None,
+                    time_limit_s: float = 0.0) -> tuple[np.ndarray, bool]:
     """Fills one mask row per draft-tree node from the native matcher ``handle`` (see
-    :func:`xg2_jax.traverse_draft_tree` for the layout) and returns each node's validity.
-    ``temperatures`` (a float32 host buffer of N entries, or None) gets each node's
-    temperature (-1: none, or a zero row).
+    :func:`xg2_jax.traverse_draft_tree` for the layout) and returns each node's validity,
+    and whether the walk completed. ``temperatures`` (a float32 host buffer of N entries, or
+    None) gets each node's temperature (-1: none, or a zero row). With ``time_limit_s > 0``
+    the walk stops once that many seconds have passed after a node's token was accepted;
+    the rows it did not reach stay zero (the root's is always filled).
 
     Raises:
         InvalidArgumentError: malformed tree arrays, both or neither tree forms, or a bitmask
@@ -31,12 +34,14 @@ def walk_draft_tree(handle, draft_tokens, bitmask: np.ndarray, *, parents=None, 
             "give the draft tree either as parents=... or as first_child=... and next_sibling=...")
     if temperatures is not None:
         temperatures = host_buffer(temperatures, "temperatures", "float32")
+    limit = float(time_limit_s) if time_limit_s and time_limit_s > 0 else 0.0
     if parents is not None:
-        valid = _core.traverse_draft_tree(handle, tokens, bitmask,
-                                          parents=index_array(parents, "parents"),
-                                          temperatures=temperatures)
+        valid, completed = _core.traverse_draft_tree(
+            handle, tokens, bitmask, parents=index_array(parents, "parents"),
+            temperatures=temperatures, time_limit_s=limit)
     else:
-        valid = _core.traverse_draft_tree(
+        valid, completed = _core.traverse_draft_tree(
             handle, tokens, bitmask, first_child=index_array(first_child, "first_child"),
-            next_sibling=index_array(next_sibling, "next_sibling"), temperatures=temperatures)
-    return np.asarray(valid, dtype=bool)
+            next_sibling=index_array(next_sibling, "next_sibling"), temperatures=temperatures,
+            time_limit_s=limit)
+    return np.asarray(valid, dtype=bool), bool(completed)

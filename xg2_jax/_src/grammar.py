@@ -220,7 +220,19 @@ class Grammar:
 
     @classmethod
     def builtin_json_grammar(cls) -> "Grammar":
-        """Returns the grammar of any JSON value (RFC 8259)."""
+        """Returns the grammar of a JSON (RFC 8259) object or array with no whitespace
+        around it: xgrammar's builtin JSON grammar, which serving engines use for JSON mode
+        (``response_format={"type": "json_object"}``).
+
+        Returns:
+            The grammar.
+
+        Example:
+            >>> from xg2_jax.testing import _is_grammar_accept_string
+            >>> g = Grammar.builtin_json_grammar()
+            >>> [_is_grammar_accept_string(g, s) for s in ('{"a": [1, "x"]}', '[]', '1', ' {}')]
+            [True, True, False, False]
+        """
         return cls.from_ebnf(_core.Grammar.builtin_json_ebnf())
 
     @classmethod

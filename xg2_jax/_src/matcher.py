@@ -326,19 +326,21 @@ class GrammarMatcher:
         Args:
             retrieve_next_token, retrieve_next_sibling, draft_tokens: integer arrays ``(N,)``.
             token_bitmask: int32 host buffer ``(rows >= N, ceil(vocab_size / 32))``.
-            time_threshold: xgrammar's traversal time limit; the native walk has none and
-                always completes.
+            time_threshold: seconds the walk may take (checked after each accepted draft
+                token, as xgrammar); once exceeded it stops and the rows it did not reach
+                stay zero (the root's is always filled). ``<= 0``: no limit.
             temperatures: optional float32 host buffer ``(N,)``: filled with each node's
                 :attr:`temperature` after its token, -1 where there is none and for nodes
                 whose row is zero.
 
         Returns:
-            True (the traversal completed), as xgrammar.
+            True if the traversal completed, False if it stopped at ``time_threshold``.
         """
-        walk_draft_tree(self._handle, draft_tokens, token_bitmask,
-                        first_child=retrieve_next_token, next_sibling=retrieve_next_sibling,
-                        temperatures=temperatures)
-        return True
+        _, completed = walk_draft_tree(
+            self._handle, draft_tokens, token_bitmask, first_child=retrieve_next_token,
+            next_sibling=retrieve_next_sibling, temperatures=temperatures,
+            time_limit_s=time_threshold)
+        return completed
 
     def _debug_print_internal_state(self) -> str:
         """The matcher's state as text (xgrammar's debugging call): accepted steps,

@@ -1,6 +1,7 @@
-// The builtin grammar for any JSON text (RFC 8259). Rules are few and flat because the
-// engine compiles each rule body to one DFA: keeping a whole string or number inside one
-// rule lets its token masks be decided without descending into sub-rules.
+// The builtin JSON grammar: a JSON (RFC 8259) object or array, xgrammar's language. Rules
+// are few and flat because the engine compiles each rule body to one DFA: keeping a whole
+// string or number inside one rule lets its token masks be decided without descending into
+// sub-rules.
 #include <string>
 
 #include "xg2/grammar.h"
@@ -9,8 +10,9 @@ namespace xg2 {
 
 const std::string& BuiltinJsonGrammarEbnf() {
   static const std::string kJsonGrammar =
-      "# Any JSON text: a value with optional surrounding whitespace (RFC 8259).\n"
-      "root ::= ws value ws\n"
+      "# A JSON object or array, with no whitespace around it: xgrammar's builtin JSON\n"
+      "# grammar, which serving engines use for JSON mode (response_format json_object).\n"
+      "root ::= object | array\n"
       "value ::= object | array | string | number | \"true\" | \"false\" | \"null\"\n"
       "object ::= \"{\" ws (string ws \":\" ws value"
       " (ws \",\" ws string ws \":\" ws value)* ws)? \"}\"\n"

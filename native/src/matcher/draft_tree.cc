@@ -1,6 +1,7 @@
 #include "matcher/draft_tree.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 #include <memory>
 #include <optional>
@@ -92,7 +93,9 @@ DraftTree DraftTree::FromLinks(const int64_t* first_child, const int64_t* next_s
 
 std::vector<bool> TraverseDraftTree(const GrammarMatcher& matcher, const DraftTree& tree, const int64_t* draft_tokens,
                                     int32_t* bitmask, int64_t rows, int64_t words, int64_t row_stride,
-                                    float* temperatures) {
+                                    float* temperatures, double time_limit_s, bool* timed_out) {
+  const auto start = std::chrono::steady_clock::now();
+  if (timed_out != nullptr) *timed_out = false;
   const int32_t n = tree.num_nodes();
   CheckNodeCount(n);
   if (rows < n) {
@@ -145,6 +148,11 @@ std::vector<bool> TraverseDraftTree(const GrammarMatcher& matcher, const DraftTr
     const int64_t token = draft_tokens[c];
     if (token < 0 || token >= vocab) continue;  // not a token: an invalid path
     if (!m->AcceptToken(static_cast<int32_t>(token))) continue;
+    if (time_limit_s > 0 &&
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > time_limit_s) {
+      if (timed_out != nullptr) *timed_out = true;
+      break;
+    }
     valid[c] = 1;
     if (m->HasEnded()) {  // nothing may follow: zero row, children invalid
       m->Rollback(1);

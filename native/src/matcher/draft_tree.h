@@ -47,8 +47,12 @@ struct DraftTree {
 // With `temperatures` (N floats), also writes each node's temperature after its token (the
 // matcher's Temperature() there, as xgrammar's traverse_draft_tree), -1 where it has none and
 // for the nodes whose row is zero (invalid paths, a node that terminates).
+// With time_limit_s > 0 (xgrammar's time_threshold), the walk stops once that many seconds
+// have passed after a node's token was accepted: *timed_out is set, and the rows of the
+// nodes not yet reached stay zero (the root's row is always filled).
 std::vector<bool> TraverseDraftTree(const GrammarMatcher& matcher, const DraftTree& tree, const int64_t* draft_tokens,
                                     int32_t* bitmask, int64_t rows, int64_t words, int64_t row_stride,
-                                    float* temperatures = nullptr);
+                                    float* temperatures = nullptr, double time_limit_s = 0.0,
+                                    bool* timed_out = nullptr);
 
 }  // namespace xg2
