@@ -97,7 +97,7 @@ def one_input(data: bytes) -> None:
         op = b.u8() % 11
         m, masks = cur.m, cur.masks
         allowed = masks[-1]
-        term = m.has_ended()  # accepting raises from here (is_terminated: xgrammar's notion)
+        term = m.has_ended()  # nothing is accepted from here (is_terminated: xgrammar's notion)
         if op in (0, 1, 2):
             if op == 2:
                 t = b.u32() % (V + 64) - 32  # in range, negative or past the end
@@ -109,7 +109,11 @@ def one_input(data: bytes) -> None:
             if not 0 <= t < V:
                 _expect_error(xg.InvalidArgumentError, m.accept_token, t)
             elif term:
-                _expect_error(xg.MatcherStateError, m.accept_token, t)
+                # Ended: a token is refused, but the stop tokens the mask allows (a no-op).
+                if m.accept_token(t) != bool(allowed[t]) or not m.has_ended():
+                    raise InvariantViolation(f"accept_token({t}) after the end disagrees with the mask")
+                if not np.array_equal(mask_of(m, V), allowed):
+                    raise InvariantViolation(f"accept_token({t}) after the end changed the mask")
             else:
                 got = m.accept_token(t)
                 if got != bool(allowed[t]):
@@ -149,7 +153,8 @@ def one_input(data: bytes) -> None:
         elif op == 8:
             s = b.take(b.u8() % 5)
             if term:
-                _expect_error(xg.MatcherStateError, m.accept_string, s)
+                if m.accept_string(s):
+                    raise InvariantViolation(f"accept_string({s!r}) accepted after the end")
             elif m.accept_string(s):
                 masks.append(mask_of(m, V))
         elif op == 9 and not term:

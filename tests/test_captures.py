@@ -101,7 +101,7 @@ def test_printing_serialization_and_cache_key(text, plain, sample):
     ("lark", 'start[capture=""]: "a"', 1, 15, "capture name must not be empty"),
     ("lark", 'start[capture="a b"]: "a"', 1, 15, "must only contain letters, digits"),
     ("lark", 'start[capture, capture]: "a"', 1, 16, "capture attribute is specified more than once"),
-    ("lark", 'start: v "!"\nv[capture, stop="!"]: /x*/', 2, 12, "cannot be combined with stop"),
+    ("lark", 'start: v "!"\nv[capture, stop_capture="m"]: /x*/', 2, 12, "stop_capture requires stop or suffix"),
     ("ebnf", 'root ::= v\nv[capture=""] ::= "a"', 2, 11, "capture name must not be empty"),
     ("ebnf", 'root ::= v\nv[capture=x] ::= "a"', 2, 11, "expected a quoted name"),
     ("ebnf", 'root ::= v\nv[capture, capture] ::= "a"', 2, 12, "twice"),

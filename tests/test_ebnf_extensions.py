@@ -80,7 +80,7 @@ def test_extension_languages(ebnf, accepted, rejected):
 
 @pytest.mark.parametrize("ebnf, line, column, words", [
     ('root ::= r\nr[lazy] ::= "(" r ")" | "x"', 2, 1, "recursive"),
-    ('root ::= r\nr[stop_capture="x"] ::= "a"', 2, 3, "'stop_capture' is not supported"),
+    ('root ::= r\nr[stop_capture="x"] ::= "a"', 2, 3, "stop_capture requires stop or suffix"),
     ('root ::= r\nr[bogus] ::= "a"', 2, 3, "'bogus' is not supported"),
     ('root ::= r\nr[max_tokens=x] ::= "a"', 2, 14, "expected a number after max_tokens="),
     ('root ::= r\nr[max_tokens=2147483648] ::= "a"', 2, 14, "at most 2147483647"),

@@ -311,7 +311,7 @@ def test_grammar_options_defaults_are_accepted():
     ('start: ( "a"\n "b" )', 1, 8, "unbalanced '('"),  # as in lark: a newline ends the item
     ('start: "a"~3..2', 1, 11, "repetition end"),
     ("start: sep{x}\nsep{a}: a", 1, 11, "templates"),
-    ('start[stop_capture="x"]: "a"', 1, 7, "'stop_capture' is not supported"),
+    ('start[stop_capture="x"]: "a"', 1, 7, "stop_capture requires stop or suffix"),
     ('start[bogus]: "a"', 1, 7, "'bogus' is not supported"),
     ('start[max_tokens=0]: "a"', 1, 18, "max_tokens must be positive"),
     ('start[max_tokens=1000001]: "a"', 1, 18, "at most 1000000"),

@@ -279,6 +279,17 @@ void CopyLiveStates(const Grammar& g, const std::vector<RuleDfa>& dfas, const Pr
     out->rule_capture[r] = g.rule(r).capture;
     out->has_captures = out->has_captures || g.rule(r).has_capture();
   }
+  out->rule_marker_split.resize(num_rules);
+  for (RuleId r = 0; r < num_rules && r < g.num_rules(); ++r) {
+    const MarkerSplit& split = g.rule(r).marker_split;
+    if (!g.rule(r).has_marker_split()) continue;
+    GrammarAutomaton::MarkerSplitDfas& dfas = out->rule_marker_split[r];
+    dfas.body = g.expr(split.body).dfa;
+    dfas.marker = g.expr(split.marker).dfa;
+    dfas.hides_marker = split.hides_marker;
+    dfas.stop_capture = split.stop_capture;
+    out->has_captures = out->has_captures || !split.stop_capture.empty();
+  }
   int32_t total = offset[num_rules];
   out->state_rule.resize(total);
   out->state_final.resize(total);

@@ -36,9 +36,18 @@ struct GrammarAutomaton {
   // Rule::max_tokens per rule (kNoTokenBudget: none); has_token_budgets: some rule has one.
   std::vector<int64_t> rule_max_tokens;
   bool has_token_budgets = false;
-  // Rule::capture per rule ("": none); has_captures: some rule has one.
+  // Rule::capture per rule ("": none); has_captures: some rule captures (a capture or a
+  // stop_capture name).
   std::vector<std::string> rule_capture;
   bool has_captures = false;
+  // Rule::marker_split per rule, as automata (null body: the rule has none).
+  struct MarkerSplitDfas {
+    std::shared_ptr<const ByteDfaSpec> body;
+    std::shared_ptr<const ByteDfaSpec> marker;
+    bool hides_marker = false;
+    std::string stop_capture;
+  };
+  std::vector<MarkerSplitDfas> rule_marker_split;
   // Every occurrence's completions must be on the chart (no Leo chains): budgets read the
   // occurrences, captures record their completions.
   bool needs_all_completions() const { return has_token_budgets || has_captures; }

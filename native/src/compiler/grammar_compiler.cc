@@ -41,6 +41,11 @@ Hash128 GrammarFingerprint(const Grammar& g) {
     h.Add(static_cast<uint64_t>(temperature_bits));
     h.Add(static_cast<uint64_t>(rule.max_tokens));  // the matcher enforces budgets too
     HashBytes(rule.capture, &h);                    // and records captures
+    const MarkerSplit& split = rule.marker_split;   // split as the marker says
+    h.Add(static_cast<uint64_t>(split.body));
+    h.Add(static_cast<uint64_t>(split.marker));
+    h.Add(static_cast<uint64_t>(split.hides_marker));
+    HashBytes(split.stop_capture, &h);
   }
   h.Add(static_cast<uint64_t>(g.root()));
   return h.Finish();

@@ -349,6 +349,12 @@ void LarkConverter::ApplyAttributes() {
     attrs.lazy = def->lazy;
     attrs.max_chars = def->max_chars;
     try {
+      if (!def->marker_attribute.empty()) {  // how captures split the rule's text
+        const bool lexeme = IsLexeme(kv.second);
+        const ExprId body = Compile(def->split_body, kv.second.scope, lexeme);
+        const ExprId marker = Compile(def->split_marker, kv.second.scope, lexeme);
+        SetMarkerSplit(&g_, kv.second.rule, body, marker, def->marker_attribute == "stop", def->stop_capture);
+      }
       ApplyRuleAttributes(&g_, kv.second.rule, attrs);
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kGrammarSemantic) throw;

@@ -73,7 +73,8 @@ bool FixedRegexLiteral(const std::string& text, std::string* out) {
 
 // The trigger of a head rule (any text, then a fixed string), or "" if it is not one.
 std::string HeadTrigger(const Definition& head, const Definitions& defs) {
-  if (!head.lazy || head.is_terminal || head.max_chars >= 0 || head.max_tokens >= 0 || !head.capture.empty()) {
+  if (!head.lazy || head.is_terminal || head.max_chars >= 0 || head.max_tokens >= 0 || !head.capture.empty() ||
+      !head.stop_capture.empty()) {
     return "";
   }
   const Node& body = head.body;

@@ -223,6 +223,8 @@ void Parser::ParseDefinition(Document* doc) {
   ++pos_;
   def.body = ParseExpansions();
   if (!def.marker_attribute.empty()) {  // body M, lazily: ends where a marker first ends
+    def.split_body = def.body;
+    def.split_marker = marker_;
     Node seq;
     seq.kind = Node::Kind::kSequence;
     seq.offset = def.body.offset;
@@ -237,6 +239,7 @@ void Parser::ParseDefinition(Document* doc) {
 // comma-separated (xgrammar's rule attributes).
 void Parser::ParseAttributes(Definition* def) {
   ++pos_;
+  size_t stop_capture_at = pos_;
   for (;;) {
     pos_ = SkipInlineFrom(pos_);
     size_t at = pos_;
@@ -284,21 +287,29 @@ void Parser::ParseAttributes(Definition* def) {
       def->marker_attribute = key;
       pos_ = SkipInlineFrom(pos_ + 1);
       marker_ = ParseMarker(key);
+    } else if (key == "stop_capture") {
+      if (!def->stop_capture.empty()) Fail("stop_capture attribute is specified more than once", at);
+      stop_capture_at = at;
+      if (Peek() != '=') Fail("expected '=' after stop_capture", pos_);
+      pos_ = SkipInlineFrom(pos_ + 1);
+      const size_t name_at = pos_;
+      if (Peek() != '"') Fail("expected string literal after stop_capture=, found " + Describe(pos_), pos_);
+      def->stop_capture = ParseStringLiteral();
+      const std::string why = CaptureNameError(def->stop_capture);
+      if (!why.empty()) Fail(why, name_at);
     } else {
       Fail("rule attribute '" + key +
-               "' is not supported (supported: capture, lazy, max_chars=N, max_tokens=N, stop=M, suffix=M, "
-               "temperature=T)",
+               "' is not supported (supported: capture, lazy, max_chars=N, max_tokens=N, stop=M, stop_capture=\"n\", "
+               "suffix=M, temperature=T)",
            at);
-    }
-    // A suffix/stop rule's captures hide its marker in xgrammar (stop_capture records it),
-    // which this front end does not model: refused rather than recorded with the marker.
-    if (!def->capture.empty() && !def->marker_attribute.empty()) {
-      Fail("capture cannot be combined with " + def->marker_attribute + " (not supported)", at);
     }
     pos_ = SkipInlineFrom(pos_);
     if (Peek() == ']') break;
     if (Peek() != ',') Fail("expected ',' or ']' in rule attributes, found " + Describe(pos_), pos_);
     ++pos_;
+  }
+  if (!def->stop_capture.empty() && def->marker_attribute.empty()) {
+    Fail("stop_capture requires stop or suffix", stop_capture_at);
   }
   ++pos_;
 }
@@ -536,6 +547,14 @@ Node Parser::ParseAtom() {
       return node;
     }
     node.kind = Node::Kind::kJson;
+    for (const char* boolean : {"true", "false"}) {  // the boolean schemas: any value, none
+      const size_t n = std::char_traits<char>::length(boolean);
+      if (text_.compare(pos_, n, boolean) == 0 && (pos_ + n == text_.size() || !IsNameChar(text_[pos_ + n]))) {
+        node.text = boolean;
+        pos_ += n;
+        return node;
+      }
+    }
     if (Peek() != '{')
       Fail("failed to compile inline JSON schema: expected a schema object, found " + Describe(pos_), pos_);
     node.text = ParseJsonObject();

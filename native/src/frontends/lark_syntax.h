@@ -58,8 +58,12 @@ struct Definition {
   // name[stop=M] / name[suffix=M] (llguidance's and xgrammar's): the body up to the first
   // place a marker M ends, the marker included. The parser folds it into the body as
   // `body M` with lazy set (the shortest match commits); "stop" or "suffix", else empty. The
-  // two differ only in what a capture of the rule holds (captures are refused on them).
+  // two differ in what captures hold (see MarkerSplit): split_body and split_marker keep
+  // the two parts, stop_capture (name[stop_capture="n"]) names the marker's capture.
   std::string marker_attribute;
+  std::string stop_capture;
+  Node split_body;
+  Node split_marker;
   size_t offset = 0;
   Node body;
 };

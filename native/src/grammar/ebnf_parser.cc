@@ -2,7 +2,7 @@
 //
 //   grammar   ::= rule*
 //   rule      ::= NAME attributes? "::=" choice lookahead?
-//   attributes::= "[" ("lazy" | "max_chars" "=" n) ("," ...)* "]"    (xgrammar's rule attributes)
+//   attributes::= "[" ("lazy" | "max_chars" "=" n) ("," ...)* "]"    (xgrammar's rule attributes)  (ebnf_attributes.cc)
 //   lookahead ::= "(" "=" choice ")"                 (only at the end of a rule body)
 //   choice    ::= sequence ("|" sequence)*
 //   sequence  ::= postfixed+                          (ends where "NAME ::=" starts a rule)
@@ -131,112 +131,6 @@ bool EbnfParser::RuleStartsAt(size_t offset) const {
   return text_.compare(SkipSpaceFrom(end), 3, "::=") == 0;
 }
 
-// After "name", the end of an attribute block "[...]" followed by "::=" (as in xgrammar, a
-// bracket group is a block only then; otherwise it is a character class); offset if none.
-size_t EbnfParser::AttributesEnd(size_t offset) const {
-  if (offset >= text_.size() || text_[offset] != '[') return offset;
-  size_t close = text_.find_first_of("]\n", offset);
-  if (close == std::string::npos || text_[close] != ']') return offset;
-  size_t after = close + 1;
-  while (after < text_.size() && (text_[after] == ' ' || text_[after] == '\t')) ++after;
-  return text_.compare(after, 3, "::=") == 0 ? close + 1 : offset;
-}
-
-// The " = " between an attribute's key and its value.
-void EbnfParser::SkipAttributeAssign(const std::string& key) {
-  while (Peek() == ' ' || Peek() == '\t') ++pos_;
-  if (Peek() != '=') Fail("expected '=' after " + key, pos_);
-  ++pos_;
-  while (Peek() == ' ' || Peek() == '\t') ++pos_;
-}
-
-RuleAttributes EbnfParser::ParseAttributes(const std::string& rule_name) {
-  RuleAttributes attrs;
-  size_t end = AttributesEnd(pos_);
-  if (end == pos_) return attrs;
-  ++pos_;
-  bool seen_lazy = false, seen_max_chars = false, seen_temperature = false, seen_max_tokens = false;
-  bool seen_capture = false;
-  for (;;) {
-    while (Peek() == ' ' || Peek() == '\t') ++pos_;
-    size_t at = pos_;
-    pos_ = NameEnd(pos_);
-    std::string key = text_.substr(at, pos_ - at);
-    if (key == "lazy" && !seen_lazy) {
-      seen_lazy = attrs.lazy = true;
-    } else if (key == "max_chars" && !seen_max_chars) {
-      seen_max_chars = true;
-      SkipAttributeAssign(key);
-      attrs.max_chars = ParseBound();
-    } else if (key == "max_tokens" && !seen_max_tokens) {
-      seen_max_tokens = true;
-      SkipAttributeAssign(key);
-      const size_t value_at = pos_;
-      if (!IsDigit(Peek())) Fail("expected a number after max_tokens=, found " + DescribeCharAt(pos_), pos_);
-      int64_t value = 0;
-      for (; IsDigit(Peek()); ++pos_) {
-        value = value * 10 + (Peek() - '0');
-        if (value > INT32_MAX) Fail("max_tokens must be at most 2147483647", value_at);
-      }
-      attrs.max_tokens = value;
-    } else if (key == "temperature" && !seen_temperature) {
-      seen_temperature = true;
-      SkipAttributeAssign(key);
-      size_t length = TemperatureLiteralLength(text_, pos_);
-      // xgrammar reads a block that is not attributes as a character class, then finds "::="
-      // after it: its phrase comes first.
-      if (length == 0) {
-        Fail("Assign should be preceded by an identifier: expected a number after temperature=, found " +
-                 DescribeCharAt(pos_),
-             pos_);
-      }
-      if (!ParseTemperatureLiteral(text_.substr(pos_, length), &attrs.temperature)) {
-        Fail("temperature must be a finite non-negative number, found " + text_.substr(pos_, length), pos_);
-      }
-      pos_ += length;
-    } else if (key == "capture" && !seen_capture) {
-      seen_capture = true;
-      attrs.capture = ParseCaptureName(rule_name);
-    } else if (key == "lazy" || key == "max_chars" || key == "temperature" || key == "max_tokens" || key == "capture") {
-      Fail("rule attribute '" + key + "' is given twice", at);
-    } else if (key.empty()) {
-      Fail("expected a rule attribute, found " + DescribeCharAt(at), at);
-    } else {
-      Fail("rule attribute '" + key +
-               "' is not supported (supported: capture, lazy, max_chars, max_tokens, temperature)",
-           at);
-    }
-    while (Peek() == ' ' || Peek() == '\t') ++pos_;
-    if (Peek() == ',') {
-      ++pos_;
-      continue;
-    }
-    if (Peek() != ']') Fail("expected ',' or ']' in rule attributes, found " + DescribeCharAt(pos_), pos_);
-    ++pos_;
-    return attrs;
-  }
-}
-
-// After `capture`: `="name"`, or nothing (the rule's own name).
-std::string EbnfParser::ParseCaptureName(const std::string& rule_name) {
-  const size_t key_at = pos_;
-  while (Peek() == ' ' || Peek() == '\t') ++pos_;
-  std::string name = rule_name;
-  size_t at = key_at;
-  if (Peek() == '=') {
-    SkipAttributeAssign("capture");
-    at = pos_;
-    if (Peek() != '"') Fail("expected a quoted name after capture=, found " + DescribeCharAt(pos_), pos_);
-    const size_t close = text_.find_first_of("\"\n", pos_ + 1);
-    if (close == std::string::npos || text_[close] != '"') Fail("unterminated capture name", at);
-    name = text_.substr(pos_ + 1, close - pos_ - 1);
-    pos_ = close + 1;
-  }
-  const std::string why = CaptureNameError(name);
-  if (!why.empty()) Fail(why, at);
-  return name;
-}
-
 bool EbnfParser::LookaheadStartsAt(size_t offset) const {
   if (offset >= text_.size() || text_[offset] != '(') return false;
   size_t next = SkipSpaceFrom(offset + 1);
@@ -294,7 +188,7 @@ void EbnfParser::ParseRule() {
   }
   definition_[rule] = name_start;
   definition_order_.push_back(rule);
-  if (attrs.any()) attributes_.push_back({rule, attrs});
+  if (attrs.any() || attrs.split_body != kNoExpr) attributes_.push_back({rule, attrs});
   scratch_.SetRuleTemperature(rule, attrs.temperature);
   scratch_.SetRuleMaxTokens(rule, attrs.max_tokens);
   scratch_.SetRuleCapture(rule, attrs.capture);
@@ -1090,6 +984,10 @@ Grammar EbnfParser::BuildResult(const std::string& root_rule_name) const {
   }
   for (const auto& [rule, attrs] : attributes_) {
     try {
+      if (attrs.split_body != kNoExpr) {
+        SetMarkerSplit(&result, renumbered[rule], map[attrs.split_body], map[attrs.split_marker], attrs.hides_marker,
+                       attrs.stop_capture);
+      }
       ApplyRuleAttributes(&result, renumbered[rule], attrs);
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kGrammarSemantic) throw;

@@ -68,7 +68,8 @@ class EbnfParser {
   ExprId WithoutJsonSpecialCharacters(ExprId regex);
   size_t AttributesEnd(size_t offset) const;
   RuleAttributes ParseAttributes(const std::string& rule_name);
-  std::string ParseCaptureName(const std::string& rule_name);
+  std::string ParseCaptureName(const std::string& key, const std::string& default_name);
+  void ParseMarkerSplit(const std::string& key, RuleAttributes* attrs);
   void SkipAttributeAssign(const std::string& key);
   int64_t ParseDfaNumber(int64_t max);
   std::string ParseStringBytes();

@@ -365,6 +365,32 @@ void Grammar::SetRuleCapture(RuleId rule, const std::string& name) {
   rules_[rule].capture = name;
 }
 
+MarkerSplit MapMarkerSplit(const MarkerSplit& split, const std::vector<ExprId>& map) {
+  MarkerSplit out = split;
+  if (split.body != kNoExpr) out.body = map[split.body];
+  if (split.marker != kNoExpr) out.marker = map[split.marker];
+  return out;
+}
+
+void Grammar::SetRuleMarkerSplit(RuleId rule, const MarkerSplit& split) {
+  if (rule < 0 || rule >= num_rules()) {
+    throw Error(ErrorKind::kInvalidArgument, "rule id out of range");
+  }
+  const bool none = split.body == kNoExpr && split.marker == kNoExpr;
+  auto is_dfa = [&](ExprId id) { return id >= 0 && id < num_exprs() && expr(id).kind == ExprKind::kByteDfa; };
+  if (!none && !(is_dfa(split.body) && is_dfa(split.marker))) {
+    throw Error(ErrorKind::kInvalidArgument, "a marker split's body and marker must be byte automata");
+  }
+  if (none && (split.hides_marker || !split.stop_capture.empty())) {
+    throw Error(ErrorKind::kInvalidArgument, "stop_capture requires stop or suffix");
+  }
+  if (!split.stop_capture.empty()) {
+    const std::string why = CaptureNameError(split.stop_capture);
+    if (!why.empty()) throw Error(ErrorKind::kInvalidArgument, why + ", not '" + split.stop_capture + "'");
+  }
+  rules_[rule].marker_split = split;
+}
+
 RuleId Grammar::FindRule(const std::string& name) const {
   auto it = rule_index_.find(name);
   return it == rule_index_.end() ? -1 : it->second;
@@ -404,6 +430,7 @@ RuleId ImportGrammar(Grammar* dst, const Grammar& src, const std::string& prefix
     dst->SetRuleTemperature(rules[r], src.rule(r).temperature);
     dst->SetRuleMaxTokens(rules[r], src.rule(r).max_tokens);
     dst->SetRuleCapture(rules[r], src.rule(r).capture);
+    dst->SetRuleMarkerSplit(rules[r], MapMarkerSplit(src.rule(r).marker_split, map));
   }
   return rules[src.root()];
 }

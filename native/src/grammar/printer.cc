@@ -180,12 +180,22 @@ class EbnfPrinter {
     out->push_back('\n');
   }
 
-  // `[max_tokens=N, capture="name", temperature=T]`, in xgrammar's order; nothing when the rule sets neither.
-  static void AppendRuleOptions(const Rule& rule, std::string* out) {
+  // `[max_tokens=N, capture="name", stop=(body, marker), stop_capture="name", temperature=T]`,
+  // in xgrammar's order; nothing when the rule sets none.
+  void AppendRuleOptions(const Rule& rule, std::string* out) const {
     std::vector<std::string> options;
     if (rule.has_token_budget()) options.push_back("max_tokens=" + std::to_string(rule.max_tokens));
     // Capture names are letters, digits, '_', '-' and '.': no escaping needed.
     if (rule.has_capture()) options.push_back("capture=\"" + rule.capture + "\"");
+    if (rule.has_marker_split()) {
+      const MarkerSplit& split = rule.marker_split;
+      std::string option = split.hides_marker ? "stop=(" : "suffix=(";
+      AppendExpr(split.body, &option);
+      option += ", ";
+      AppendExpr(split.marker, &option);
+      options.push_back(option + ")");
+      if (!split.stop_capture.empty()) options.push_back("stop_capture=\"" + split.stop_capture + "\"");
+    }
     if (rule.has_temperature()) {
       // The shortest text that reads back as the same float, so printing round-trips.
       char buf[32];

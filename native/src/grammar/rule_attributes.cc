@@ -132,6 +132,26 @@ bool ParseTemperatureLiteral(const std::string& literal, float* value) {
   return true;
 }
 
+ExprId ByteDfaExprOf(Grammar* g, ExprId expr, RuleId owner_rule, int64_t max_states) {
+  if (g->expr(expr).kind == ExprKind::kByteDfa) return expr;
+  const std::string owner = g->rule(owner_rule).name;
+  std::vector<uint8_t> open(static_cast<size_t>(g->num_rules()), 0);
+  open[owner_rule] = 1;
+  std::map<RuleId, ExprId> done;
+  ExprId expanded = ExpandReferences(g, expr, owner, &open, &done);
+  return g->AddByteDfa(TrimAndMinimize(ByteDfaOfExpr(*g, expanded, max_states)));
+}
+
+void SetMarkerSplit(Grammar* g, RuleId rule, ExprId body, ExprId marker, bool hides_marker,
+                    const std::string& stop_capture) {
+  MarkerSplit split;
+  split.body = ByteDfaExprOf(g, body, rule);
+  split.marker = ByteDfaExprOf(g, marker, rule);
+  split.hides_marker = hides_marker;
+  split.stop_capture = stop_capture;
+  g->SetRuleMarkerSplit(rule, split);
+}
+
 void ApplyRuleAttributes(Grammar* g, RuleId rule, const RuleAttributes& attrs, int64_t max_states) {
   if (!attrs.any()) return;
   const std::string owner = g->rule(rule).name;

@@ -20,6 +20,11 @@ struct RuleAttributes {
   // Not a transform either: enforced by the matcher (Rule::max_tokens).
   int64_t max_tokens = Rule::kNoTokenBudget;
   std::string capture;  // Rule::capture (`capture` alone names it after the rule)
+  // stop=(body, marker) / suffix=(body, marker): Rule::marker_split (kNoExpr: none).
+  ExprId split_body = kNoExpr;
+  ExprId split_marker = kNoExpr;
+  bool hides_marker = false;
+  std::string stop_capture;
   // Whether the body is transformed.
   bool any() const { return lazy || max_chars >= 0; }
 };
@@ -28,6 +33,15 @@ struct RuleAttributes {
 // naming the rule when the body is not regular, and Error(kLimitExceeded) when the automaton
 // has more than max_states states.
 void ApplyRuleAttributes(Grammar* g, RuleId rule, const RuleAttributes& attrs, int64_t max_states = 200000);
+
+// The byte automaton of `expr` (rule references expanded) as an expression of g: expr itself
+// when it is one. Throws as ApplyRuleAttributes, naming owner_rule, when it is not regular.
+ExprId ByteDfaExprOf(Grammar* g, ExprId expr, RuleId owner_rule, int64_t max_states = 200000);
+
+// Gives the suffix/stop rule `rule` (whose text is body then marker) its MarkerSplit, with
+// body and marker made byte automata (ByteDfaExprOf).
+void SetMarkerSplit(Grammar* g, RuleId rule, ExprId body, ExprId marker, bool hides_marker,
+                    const std::string& stop_capture);
 
 // `temperature=T` (EBNF and Lark): the length of the number literal at text[at..]
 // (digits, an optional fraction and exponent, an optional leading sign; 0 if there is none),

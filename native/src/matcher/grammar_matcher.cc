@@ -5,7 +5,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
-#include <unordered_map>
 
 #include "support/token_bits.h"
 #include "xg2/errors.h"
@@ -158,65 +157,15 @@ void GrammarMatcher::Rollback(int32_t n) {
 }
 
 void GrammarMatcher::RecordCaptures(int32_t rows_before, const std::string& text) {
-  const GrammarAutomaton& g = *compiled_->automaton();
-  if (!g.has_captures) return;
-  const int32_t base = static_cast<int32_t>(output_.size());
-  output_ += text;
-  // Text is read one byte a row; a token read by id (its virtual string) has its rows at its
-  // start but the last, which is after its text.
-  const int32_t new_rows = parser_.num_rows() - rows_before;
-  const bool by_text = new_rows == static_cast<int32_t>(text.size());
-  for (int32_t k = 1; k <= new_rows; ++k) {
-    row_offset_.push_back(by_text ? base + k : (k == new_rows ? base + static_cast<int32_t>(text.size()) : base));
-  }
-  // Each captured occurrence that completes in a new row, once per row, inner ones first
-  // (a completion enters the row after the item it completes).
-  std::vector<std::pair<RuleId, int32_t>>& seen = scratch_occurrences_;
-  for (int32_t r = rows_before; r < parser_.num_rows(); ++r) {
-    seen.clear();
-    for (const EarleyItem* it = parser_.row_items_begin(r); it != parser_.row_items_end(r); ++it) {
-      if (!g.IsFinal(it->state)) continue;
-      const RuleId rule = g.RuleOf(it->state);
-      if (g.rule_capture[rule].empty()) continue;
-      const std::pair<RuleId, int32_t> occurrence{rule, std::max(it->origin, 0)};
-      if (std::find(seen.begin(), seen.end(), occurrence) != seen.end()) continue;
-      seen.push_back(occurrence);
-      capture_events_.push_back({rule, occurrence.second, r});
-    }
-  }
+  captures_.Record(*compiled_->automaton(), parser_, rows_before, text);
 }
 
 void GrammarMatcher::ForgetCapturesFrom(int32_t rows) {
-  if (!compiled_->automaton()->has_captures) return;
-  row_offset_.resize(static_cast<size_t>(rows));
-  output_.resize(static_cast<size_t>(row_offset_.back()));
-  while (!capture_events_.empty() && capture_events_.back().end_row >= rows) capture_events_.pop_back();
+  if (compiled_->automaton()->has_captures) captures_.ForgetFrom(rows);
 }
 
 std::vector<std::pair<std::string, std::string>> GrammarMatcher::Captures(bool deduplicate) const {
-  const GrammarAutomaton& g = *compiled_->automaton();
-  std::vector<bool> keep(capture_events_.size(), true);
-  if (deduplicate) {
-    // An occurrence completes at every end the parse still considers: keep its last (longest).
-    std::unordered_map<uint64_t, size_t> last;
-    for (size_t i = 0; i < capture_events_.size(); ++i) {
-      const CaptureEvent& e = capture_events_[i];
-      const uint64_t key = (static_cast<uint64_t>(e.rule) << 32) | static_cast<uint32_t>(e.start_row);
-      auto [it, inserted] = last.emplace(key, i);
-      if (!inserted) {
-        keep[it->second] = false;
-        it->second = i;
-      }
-    }
-  }
-  std::vector<std::pair<std::string, std::string>> out;
-  for (size_t i = 0; i < capture_events_.size(); ++i) {
-    if (!keep[i]) continue;
-    const CaptureEvent& e = capture_events_[i];
-    const int32_t begin = row_offset_[e.start_row], end = row_offset_[e.end_row];
-    out.emplace_back(g.rule_capture[e.rule], output_.substr(begin, end - begin));
-  }
-  return out;
+  return captures_.Captures(*compiled_->automaton(), deduplicate);
 }
 
 GrammarMatcher::UseGuard::UseGuard(const InUse& flag, const char* call) : flag_(flag) {

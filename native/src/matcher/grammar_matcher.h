@@ -12,6 +12,7 @@
 
 #include "compiler/grammar_compiler.h"
 #include "matcher/active_temperature.h"
+#include "matcher/capture_recorder.h"
 #include "parser/earley_parser.h"
 
 namespace xg2 {
@@ -170,19 +171,9 @@ class GrammarMatcher {
   EarleyParser parser_;
   std::vector<Step> history_;
   bool terminated_ = false;
-  int32_t tokens_accepted_ = 0;  // tokens in history_ (strings and stop tokens not counted)
-  // Captures (automaton().has_captures): the bytes accepted, each parser row's offset in
-  // them, and the completions of captured rules in order (end rows ascending).
-  struct CaptureEvent {
-    RuleId rule;
-    int32_t start_row;
-    int32_t end_row;
-  };
-  std::string output_;
-  std::vector<int32_t> row_offset_{0};
-  std::vector<CaptureEvent> capture_events_;
-  std::vector<std::pair<RuleId, int32_t>> scratch_occurrences_;  // RecordCaptures' per-row set
-  bool budget_relaxed_warned_ = false;                           // warned once per matcher, as xgrammar
+  int32_t tokens_accepted_ = 0;         // tokens in history_ (strings and stop tokens not counted)
+  CaptureRecorder captures_;            // automaton().has_captures
+  bool budget_relaxed_warned_ = false;  // warned once per matcher, as xgrammar
   FillStats fill_stats_;
   // Scratch for mask filling.
   std::vector<uint32_t> scratch_bits_;

@@ -135,6 +135,25 @@ struct Expr {
   std::shared_ptr<const AnyOrderSpec> any_order;    // kAnyOrder
 };
 
+// How captures see a suffix/stop rule, whose text is a body followed by a marker (its own
+// body is the lazy automaton of both). The split of an occurrence's text is its first place
+// where the text before is in `body` and the text after in `marker` (ByteDfa expressions):
+// the rule's own capture holds the body, a `stop_capture` name the marker, and with
+// `hides_marker` (stop=) captures of enclosing rules leave the marker out too.
+struct MarkerSplit {
+  ExprId body = kNoExpr;
+  ExprId marker = kNoExpr;
+  bool hides_marker = false;
+  std::string stop_capture;  // "" when the marker is not captured
+  bool operator==(const MarkerSplit& o) const {
+    return body == o.body && marker == o.marker && hides_marker == o.hides_marker && stop_capture == o.stop_capture;
+  }
+};
+
+// `split` with its expressions renumbered through map (old id -> new id), for passes that
+// copy a grammar's expressions.
+MarkerSplit MapMarkerSplit(const MarkerSplit& split, const std::vector<ExprId>& map);
+
 struct Rule {
   std::string name;
   ExprId body = kNoExpr;
@@ -157,9 +176,12 @@ struct Rule {
   // span of every completion of the rule under this name. Empty when the rule captures none.
   std::string capture;
   bool has_capture() const { return !capture.empty(); }
-  // The matcher reads this rule's identity on the parse (temperature, token budget, capture),
+  // A suffix/stop rule's split (xgrammar's `[suffix=M]` / `[stop=M]`, see MarkerSplit).
+  MarkerSplit marker_split;
+  bool has_marker_split() const { return marker_split.body != kNoExpr; }
+  // The matcher reads this rule's identity on the parse (temperature, token budget, captures),
   // so passes keep it a rule of its own: not inlined into callers, not merged with equal ones.
-  bool keeps_identity() const { return has_temperature() || has_token_budget() || has_capture(); }
+  bool keeps_identity() const { return has_temperature() || has_token_budget() || has_capture() || has_marker_split(); }
 };
 
 // Why `name` is not a valid capture name (non-empty; letters, digits, '_', '-', '.'), or "".
@@ -205,6 +227,9 @@ class Grammar {
   // Throws Error(kInvalidArgument) unless `name` is empty (none) or made of letters, digits,
   // '_', '-' and '.' (CaptureNameError says what is wrong with a name, or "" if it is valid).
   void SetRuleCapture(RuleId rule, const std::string& name);
+  // Throws Error(kInvalidArgument) unless body and marker are ByteDfa expressions of this
+  // grammar (or both kNoExpr: none) and stop_capture is empty or a valid capture name.
+  void SetRuleMarkerSplit(RuleId rule, const MarkerSplit& split);
   // Gives the rule a new name (made valid and unique as DeclareRule does).
   void RenameRule(RuleId rule, const std::string& name);
   // Returns the id of the rule with this name, or -1.
