@@ -22,7 +22,7 @@ XGRAMMAR_MODEL_KEYS = {
     "llama": "llama3", "qwen_3": "qwen3", "qwen_3_5": "qwen3_coder", "qwen_3_coder": "qwen3_coder",
     "deepseek_r1": "deepseek_r1", "deepseek_v3_1": "deepseek_v3_1",
     "deepseek_v3_2": "deepseek_v3_2", "deepseek_v4": "deepseek_v4",
-    "deepseek_v4_1": "deepseek_v4_1", "kimi": "kimi_k2", "kimi_k3": "kimi_k3", "glm_4_7": "glm4",
+    "deepseek_v4_1": "deepseek_v4_1", "kimi": "kimi_k2", "kimi_k3": "kimi_k3", "glm_4_7": "glm4_7",
     "minimax": "minimax", "harmony": "harmony", "gemma_4": "gemma_4", "mimo": "mimo",
     "exaone": "exaone", "cohere": "cohere", "minimax_m3": "minimax_m3",
 }
