@@ -286,9 +286,10 @@ def _turn_format(key: str, tools: list[FunctionTool], mode: str, think: str, par
     if key == "kimi_k3":
         return model_formats_special.kimi_k3_format(
             tools, mode, think, parallel, exclude_special_tokens=exclude_special_tokens)
-    build = {"harmony": model_formats_special.harmony_format,
-             "mistral": model_formats_special.mistral_format}[key]
-    return build(tools, mode, think, parallel)
+    if key == "harmony":
+        return model_formats_special.harmony_format(
+            tools, mode, think, parallel, exclude_special_tokens=exclude_special_tokens)
+    return model_formats_special.mistral_format(tools, mode, think, parallel)
 
 
 def _marker_tokens(key: str, token_markers: bool | None) -> tuple[str, ...]:
