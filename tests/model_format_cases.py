@@ -257,7 +257,7 @@ RENDERERS: dict[str, Renderer] = {
                      "</tool_call>", "<tool_call>"),
     "glm4_7": Renderer(lambda r: f"{r}</think>", _glm47_calls, "<|im_end|>", "qwen3",  # prompt
                        "</tool_call>", "<tool_call>"),                               # opens it
-    "minimax": Renderer(_think_tags, _minimax_calls, "<|im_end|>", "qwen3",
+    "minimax": Renderer(_prefilled_think, _minimax_calls, "<|im_end|>", "qwen3",
                         "</minimax:tool_call>", "<minimax:tool_call>"),
     "harmony": Renderer(_harmony_think, _harmony_calls, "<|eot_id|>", "llama3", "<|call|>",
                         "<|channel|>commentary to=", parallel=False),

@@ -122,6 +122,18 @@ def test_cohere_reasoning_then_calls(vocabs):
     assert _run(vocabs, "cohere", text, tool_choice="required")
 
 
+@pytest.mark.parametrize("model, opener", [
+    ("minimax", "<think>\n"), ("cohere", "<|START_THINKING|>"), ("glm4_7", "<think>"),
+    ("minimax_m3", "<mm:think>")])
+def test_prompt_opened_reasoning_is_not_opened_again(vocabs, model, opener):
+    """Templates whose generation prompt opens the block (MiniMax-M2: ']~b]ai\n<think>\n'):
+    the turn is the reasoning's rest, its end marker and the calls."""
+    text = RENDERERS[model].think("I should search.") + _calls(model)
+    assert not text.startswith(opener)
+    assert _run(vocabs, model, text, tool_choice="required")
+    assert not _run(vocabs, model, opener + text, tool_choice="required")
+
+
 @pytest.mark.parametrize("text, ok", [
     ("</mm:think>The answer.", True),                       # reasoning skipped by its end marker
     ("</mm:think>" + _calls("minimax_m3"), True),

@@ -236,13 +236,15 @@ TEXT_SYNTAXES: dict[str, ToolCallSyntax] = {
                                   reasoning_prefilled=True, required_lead=""),
     # MiniMax-M2 chat_template.jinja / docs/tool_calling_guide.md:
     # <minimax:tool_call>\n<invoke name="NAME">\n<parameter name="P">V</parameter>\n</invoke>\n
-    # </minimax:tool_call>; reasoning in <think>...</think>.
+    # </minimax:tool_call>; reasoning in <think>...</think>. The generation prompt always ends
+    # with ']~b]ai' ~ '\n' ~ '<think>' ~ '\n' (the template has no thinking switch), and a
+    # turn's reasoning is written '<think>' ~ '\n' ~ reasoning ~ '\n</think>' ~ '\n\n'.
     "minimax": ToolCallSyntax(
         source="MiniMaxAI/MiniMax-M2 chat_template.jinja; docs/tool_calling_guide.md",
         call_tag=_call(lambda name: f'<invoke name="{name}">\n', _styled_args("minimax_xml"),
                        "</invoke>\n"),
         trigger="<minimax:tool_call>", section=("<minimax:tool_call>\n", "", "</minimax:tool_call>"),
-        reasoning_excludes=("<minimax:tool_call>",)),
+        reasoning_prefilled=True, think_suffix="\n\n", reasoning_excludes=("<minimax:tool_call>",)),
     # Gemma 4: Google, "Gemma 4 prompt formatting" (https://ai.google.dev/gemma/docs/core/
     # prompt-formatting-gemma4) and the google/gemma-4-31B-it chat_template.jinja (its
     # message loop and format_argument macro): a call is "<|tool_call>call:" + NAME + "{" +
