@@ -184,6 +184,12 @@ def _glm4_calls(calls):
     return "\n".join(out)
 
 
+def _glm47_calls(calls):         # GLM-4.7's template writes no newline around arguments
+    return "".join(f"<tool_call>{n}" + "".join(
+        f"<arg_key>{k}</arg_key><arg_value>{_xml_value(v)}</arg_value>" for k, v in a.items())
+        + "</tool_call>" for n, a in calls)
+
+
 def _minimax_calls(calls):
     out = ["<minimax:tool_call>\n"]
     for n, a in calls:
@@ -240,7 +246,7 @@ RENDERERS: dict[str, Renderer] = {
                      "<tool_call>"),
     "minimax_m3": Renderer(lambda r: f"{r}</mm:think>", _m3_calls, "<|im_end|>", "qwen3",
                            f"{M3}</tool_call>", f"{M3}<tool_call>", think_marker="<mm:think>"),
-    "cohere": Renderer(lambda r: f"<|START_THINKING|>{r}<|END_THINKING|>", _cohere_calls,
+    "cohere": Renderer(lambda r: f"{r}<|END_THINKING|>", _cohere_calls,   # prompt opens it
                        "<|im_end|>", "qwen3", "</cofl:tool_calls>", "<cofl:tool_calls>",
                        think_marker="<|START_THINKING|>"),
     "exaone": Renderer(lambda r: f"{r}\n</think>\n\n", _exaone_calls, "<|im_end|>", "qwen3", "</tool_call>",
@@ -249,7 +255,9 @@ RENDERERS: dict[str, Renderer] = {
                         "<|tool_calls_section_end|>", "<|tool_calls_section_begin|>"),
     "glm4": Renderer(lambda r: f"<think>{r}</think>\n", _glm4_calls, "<|im_end|>", "qwen3",
                      "</tool_call>", "<tool_call>"),
-    "minimax": Renderer(_think_tags, _minimax_calls, "<|im_end|>", "qwen3",
+    "glm4_7": Renderer(lambda r: f"{r}</think>", _glm47_calls, "<|im_end|>", "qwen3",  # prompt
+                       "</tool_call>", "<tool_call>"),                               # opens it
+    "minimax": Renderer(_prefilled_think, _minimax_calls, "<|im_end|>", "qwen3",
                         "</minimax:tool_call>", "<minimax:tool_call>"),
     "harmony": Renderer(_harmony_think, _harmony_calls, "<|eot_id|>", "llama3", "<|call|>",
                         "<|channel|>commentary to=", parallel=False),

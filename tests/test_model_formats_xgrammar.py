@@ -358,7 +358,7 @@ NEW_FORMAT_TURNS = {
     "kimi_k3": ("qwen3", K3_THINK + K3_REPLY + _k3_tools(K3_CALLS) + K3_END + "<|im_end|>"),
     "minimax_m3": ("qwen3", f'hm</mm:think>Sure.{M3}<tool_call>\n{M3}<invoke name="search">{M3}<query>q{M3}</query>'
                    f'{M3}<limit>2{M3}</limit>{M3}</invoke>\n{M3}</tool_call><|im_end|>'),
-    "cohere": ("qwen3", '<|START_THINKING|>hm<|END_THINKING|>Sure.<cofl:tool_calls><cofl:tool_call id="0" '
+    "cohere": ("qwen3", 'hm<|END_THINKING|>Sure.<cofl:tool_calls><cofl:tool_call id="0" '
                'name="search"><cofl:value name="query" type="raw">q</cofl:value><cofl:value name="limit" '
                'type="json">2</cofl:value></cofl:tool_call></cofl:tool_calls><|im_end|>'),
 }

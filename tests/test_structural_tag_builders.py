@@ -155,7 +155,7 @@ def test_every_model_has_cases():
 @pytest.mark.parametrize("alias, canonical", [
     ("Llama-3.1", "llama3"), ("llama3.2", "llama3"), ("Qwen3.5", "qwen3_coder"),
     ("qwen3-coder", "qwen3_coder"), ("gpt-oss", "harmony"), ("DeepSeek-V3.1", "deepseek_v3_1"),
-    ("GLM-4.7", "glm4"), ("MiniMax-M2", "minimax"), ("kimi-k2", "kimi_k2"),
+    ("GLM-4.5", "glm4"), ("GLM-4.7", "glm4_7"), ("MiniMax-M2", "minimax"), ("kimi-k2", "kimi_k2"),
 ])
 def test_aliases(alias, canonical):
     assert xg.get_model_structural_tag(alias, TOOLS) == \
@@ -181,10 +181,12 @@ def test_reasoning_block():
     def build(*args, **kwargs):
         return xg.get_model_structural_tag(*args, **kwargs).to_dict()
 
-    required = build("qwen3", TOOLS)["format"]["elements"][0]
-    assert required["type"] == "tag" and required["begin"] == "<think>"
+    required = build("qwen3", TOOLS)["format"]["elements"][0]     # the block, then "\n\n"
+    assert required["type"] == "sequence" and required["elements"][0]["begin"] == "<think>"
+    assert required["elements"][1] == {"type": "const_string", "value": "\n\n"}
     optional = build("qwen3", TOOLS, reasoning="optional")
     assert optional["format"]["elements"][0]["type"] == "optional"
+    assert optional["format"]["elements"][0]["content"] == required
     prefilled = build("deepseek_v3.2", TOOLS)["format"]["elements"][0]
     assert prefilled["begin"] == "" and prefilled["end"] == "</think>"
     own = build("deepseek_v3.2", TOOLS, reasoning_prefilled=False)

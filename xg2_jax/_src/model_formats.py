@@ -240,8 +240,9 @@ _ALIASES = {
     "deepseek_v3_1_terminus": "deepseek_v3_1", "deepseek_v31": "deepseek_v3_1",
     "deepseek_v32": "deepseek_v3_2", "deepseek_v41": "deepseek_v4_1", "kimi3": "kimi_k3",
     "gpt_oss": "harmony", "kimi": "kimi_k2", "kimi_k2_thinking": "kimi_k2",
-    "glm4_5": "glm4", "glm4_6": "glm4", "glm4_7": "glm4", "glm_4": "glm4", "glm_4_5": "glm4",
-    "glm_4_6": "glm4", "glm_4_7": "glm4", "minimax_m2": "minimax",
+    "glm4_5": "glm4", "glm4_6": "glm4", "glm_4": "glm4", "glm_4_5": "glm4",
+    "glm_4_6": "glm4", "glm_4_7": "glm4_7",
+    "minimax_m2": "minimax",
     "gemma4": "gemma_4", "mimo_v2_6": "mimo", "exaone4": "exaone", "exaone_4": "exaone",
 }
 _SPECIAL_MODELS = ("harmony", "kimi_k3", "mistral")
@@ -285,9 +286,10 @@ def _turn_format(key: str, tools: list[FunctionTool], mode: str, think: str, par
     if key == "kimi_k3":
         return model_formats_special.kimi_k3_format(
             tools, mode, think, parallel, exclude_special_tokens=exclude_special_tokens)
-    build = {"harmony": model_formats_special.harmony_format,
-             "mistral": model_formats_special.mistral_format}[key]
-    return build(tools, mode, think, parallel)
+    if key == "harmony":
+        return model_formats_special.harmony_format(
+            tools, mode, think, parallel, exclude_special_tokens=exclude_special_tokens)
+    return model_formats_special.mistral_format(tools, mode, think, parallel)
 
 
 def _marker_tokens(key: str, token_markers: bool | None) -> tuple[str, ...]:
@@ -393,7 +395,7 @@ def get_model_structural_tag(
             (``qwen_3``), ``qwen3_coder`` (``qwen_3_5``, ``qwen_3_coder``), ``deepseek_r1``,
             ``deepseek_v3_1``, ``deepseek_v3_2``, ``deepseek_v4``, ``deepseek_v4_1``,
             ``harmony`` (``gpt-oss``), ``mistral``, ``kimi_k2`` (``kimi``), ``glm4``
-            (``glm_4_7``; GLM-4.5/4.6/4.7), ``minimax`` (MiniMax-M2), ``minimax_m3``, ``gemma_4``, ``kimi_k3``,
+            (GLM-4.5/4.6), ``glm4_7`` (``glm_4_7``; GLM-4.7, whose prompt opens the think block), ``minimax`` (MiniMax-M2), ``minimax_m3``, ``gemma_4``, ``kimi_k3``,
             ``mimo`` (MiMo-V2.6), ``exaone`` (EXAONE 4.0), ``cohere`` (Command, cmd5). Case, ``-`` and ``.`` do not matter.
             A name added with :func:`register_model_structural_tag` calls its builder.
         tools: OpenAI-style ``[{"type": "function", "function": {"name", "description",
@@ -420,10 +422,11 @@ def get_model_structural_tag(
         token_markers: match the model's control markers as their special tokens instead of
             as text (compile with the model's tokenizer). ``None``: the model's default, True
             for ``gemma_4`` (every Gemma 4 marker is a special token of its tokenizer), False
-            for the others. Supported for qwen3, qwen3_coder, glm4 and gemma_4.
+            for the others. Supported for qwen3, qwen3_coder, glm4, glm4_7 and gemma_4.
         reasoning_prefilled: the prompt already ends with the opening think tag, so the
             output starts inside the reasoning; ``None`` uses the model's chat-template default
-            (True for deepseek_r1/v3.1/v3.2/v4/v4.1, minimax_m3 and exaone with reasoning on;
+            (True for deepseek_r1/v3.1/v3.2/v4/v4.1, glm4_7, minimax_m3, exaone and cohere with
+            reasoning on;
             False otherwise: with ``reasoning="auto"`` the model opens the block itself).
 
     Returns:

@@ -22,7 +22,7 @@ XGRAMMAR_MODEL_KEYS = {
     "llama": "llama3", "qwen_3": "qwen3", "qwen_3_5": "qwen3_coder", "qwen_3_coder": "qwen3_coder",
     "deepseek_r1": "deepseek_r1", "deepseek_v3_1": "deepseek_v3_1",
     "deepseek_v3_2": "deepseek_v3_2", "deepseek_v4": "deepseek_v4",
-    "deepseek_v4_1": "deepseek_v4_1", "kimi": "kimi_k2", "kimi_k3": "kimi_k3", "glm_4_7": "glm4",
+    "deepseek_v4_1": "deepseek_v4_1", "kimi": "kimi_k2", "kimi_k3": "kimi_k3", "glm_4_7": "glm4_7",
     "minimax": "minimax", "harmony": "harmony", "gemma_4": "gemma_4", "mimo": "mimo",
     "exaone": "exaone", "cohere": "cohere", "minimax_m3": "minimax_m3",
 }
@@ -38,8 +38,8 @@ def _forced_choice(tools) -> dict:
     return {"type": "function", "function": {"name": only[0].name}}
 
 
-def _builder(model: str, family: str) -> Callable:
-    def build(tools=None, tool_choice="auto", reasoning="enabled", *, builtin_tools=None,
+def _builder(model: str, family: str, default_reasoning: str = "enabled") -> Callable:
+    def build(tools=None, tool_choice="auto", reasoning=default_reasoning, *, builtin_tools=None,
               **options):
         # normalize_tool_choice's split form: the builtin tools join the list (a model
         # without a format for them leaves them out).
@@ -55,7 +55,8 @@ def _builder(model: str, family: str) -> Callable:
         tools: OpenAI-style function tools.
         tool_choice: ``"auto"``, ``"required"``, ``"none"``, a named function, or
             ``"forced"`` (a call to the only tool, as :func:`normalize_tool_choice` returns).
-        reasoning: ``"enabled"``, ``"disabled"`` or ``"auto"`` (or a bool).
+        reasoning: ``"enabled"``, ``"disabled"`` or ``"auto"`` (or a bool); default
+            ``"{default_reasoning}"``.
         builtin_tools: xgrammar's builtin (hosted) tools (``BuiltinToolParam`` or dicts);
             only formats with a wire format for them (harmony) let them be called.
         **options: the other keywords of :func:`xg2_jax.get_model_structural_tag`.
@@ -83,7 +84,8 @@ get_kimi_structural_tag = _builder("kimi", "Kimi-K2")
 get_kimi_k3_structural_tag = _builder("kimi_k3", "Kimi-K3")
 get_glm_4_7_structural_tag = _builder("glm_4_7", "GLM-4.5/4.6/4.7")
 get_minimax_structural_tag = _builder("minimax", "MiniMax-M2")
-get_minimax_m3_structural_tag = _builder("minimax_m3", "MiniMax-M3")
+# xgrammar's M3 builder defaults to "auto" (the adaptive template), unlike get_model_structural_tag.
+get_minimax_m3_structural_tag = _builder("minimax_m3", "MiniMax-M3", "auto")
 get_harmony_structural_tag = _builder("harmony", "gpt-oss Harmony")
 get_mistral_structural_tag = _builder("mistral", "Mistral")
 get_gemma_4_structural_tag = _builder("gemma_4", "Gemma 4")

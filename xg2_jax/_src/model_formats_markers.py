@@ -15,12 +15,17 @@ from __future__ import annotations
 
 import dataclasses
 
+from xg2_jax._src.errors import StructuralTagError
 from xg2_jax._src.structural_tag import (
+    AnyTextFormat,
+    AnyTokensFormat,
     ConstStringFormat,
+    DispatchFormat,
     JSONSchemaFormat,
     OptionalFormat,
     OrFormat,
     PlusFormat,
+    RepeatFormat,
     SequenceFormat,
     StarFormat,
     TagFormat,
@@ -59,8 +64,31 @@ def _map_children(fmt, fn):
     return fmt
 
 
+def _same(fmt, field: str, value):
+    """``fmt`` with ``field`` set to ``value``, or ``fmt`` itself when nothing changed (so a
+    subtree without markers stays the same object)."""
+    old = getattr(fmt, field)
+    if isinstance(value, list):
+        unchanged = len(value) == len(old) and all(a is b for a, b in zip(value, old))
+    else:
+        unchanged = value is old
+    return fmt if unchanged else dataclasses.replace(fmt, **{field: value})
+
+
+def _recurse(fmt, fn, path: str):
+    """``fn(child, child_path)`` over the children of a sequence, or or optional / star / plus
+    (other formats are returned as they are)."""
+    if isinstance(fmt, (SequenceFormat, OrFormat)):
+        return _same(fmt, "elements", [fn(e, f"{path}.elements[{i}]")
+                                       for i, e in enumerate(fmt.elements)])
+    if isinstance(fmt, _CONTAINERS):
+        return _same(fmt, "content", fn(fmt.content, f"{path}.content"))
+    return fmt
+
+
 class _Binder:
     def __init__(self, markers):
+        # Longest first: a marker that extends another one wins.
         self.markers = sorted({m for m in markers if m}, key=len, reverse=True)
 
     def split(self, text: str) -> list:
@@ -78,49 +106,84 @@ class _Binder:
             text = text[index + len(marker):]
         return parts
 
-    def bind(self, fmt):
+    def bind(self, fmt, path: str):
         if isinstance(fmt, ConstStringFormat):
             parts = self.split(fmt.value)
-            return parts[0] if len(parts) == 1 else SequenceFormat(elements=parts) if parts else fmt
+            if not parts or (len(parts) == 1 and isinstance(parts[0], ConstStringFormat)):
+                return fmt
+            return parts[0] if len(parts) == 1 else SequenceFormat(elements=parts)
         if isinstance(fmt, TagFormat):
-            return self.tag(fmt)
+            return self.tag(fmt, path)
         if isinstance(fmt, TriggeredTagsFormat):
-            return self.triggered(fmt)
+            return self.triggered(fmt, path)
         if isinstance(fmt, TagsWithSeparatorFormat):
-            return dataclasses.replace(fmt, tags=[self.tag(t) for t in fmt.tags])
-        return _map_children(fmt, self.bind)
+            return _same(fmt, "tags", [self.tag(t, f"{path}.tags[{i}]")
+                                       for i, t in enumerate(fmt.tags)])
+        # A repeat's content is not resolved against the tokenizer: its markers stay text.
+        return _recurse(fmt, self.bind, path)
 
-    def tag(self, tag: TagFormat, *, keep_begin: bool = False) -> TagFormat:
+    def _marker_at_end(self, text: str):
+        return next((m for m in self.markers if text.endswith(m)), None)
+
+    def tag(self, tag: TagFormat, path: str, *, keep_begin: bool = False,
+            begin_marker: str | None = None) -> TagFormat:
         """A leading begin marker and a trailing end marker become tokens; the rest of
-        ``begin``/``end`` moves into the content, so the text matched stays the same."""
+        ``begin``/``end`` moves into the content, so the text matched stays the same. Free text
+        under an end token becomes token-level, so that token ends it."""
         begin, end, lead, tail = tag.begin, tag.end, [], []
         if isinstance(begin, str) and not keep_begin:
-            marker = next((m for m in self.markers if begin.startswith(m)), None)
+            marker = begin_marker or next((m for m in self.markers if begin.startswith(m)), None)
             if marker is not None:
                 lead, begin = self.split(begin[len(marker):]), TokenFormat(token=marker)
-        if isinstance(end, str):
-            marker = next((m for m in self.markers if end.endswith(m)), None)
-            if marker is not None:
-                tail, end = self.split(end[:-len(marker)]), TokenFormat(token=marker)
-        content = self.bind(tag.content)
+        if isinstance(end, (list, tuple)) and any(self._marker_at_end(e) for e in end):
+            raise StructuralTagError(
+                f"{path}.end: token markers cannot bind a tag whose end is a list of "
+                f"alternatives when one of them ends with a marker (got {list(end)!r}); use "
+                "one end string or leave the tag unbound")
+        end_marker = self._marker_at_end(end) if isinstance(end, str) else None
+        if end_marker is not None:
+            tail, end = self.split(end[:-len(end_marker)]), TokenFormat(token=end_marker)
+        content = self.bind(tag.content, f"{path}.content")
+        if end_marker is not None:
+            content = self.token_level(content, f"{path}.content")
         if lead or tail:
             content = SequenceFormat(elements=[*lead, content, *tail])
+        if begin is tag.begin and end is tag.end and content is tag.content:
+            return tag
         return TagFormat(begin=begin, content=content, end=end)
 
-    def triggered(self, fmt: TriggeredTagsFormat):
+    def triggered(self, fmt: TriggeredTagsFormat, path: str):
         """Dispatch on the marker token when every trigger and tag begins with it."""
         marker = next((m for m in self.markers
                        if all(t.startswith(m) for t in fmt.triggers)
                        and all(isinstance(t.begin, str) and t.begin.startswith(m) for t in fmt.tags)),
                       None)
         if marker is None:
-            return dataclasses.replace(fmt, tags=[self.tag(t, keep_begin=True) for t in fmt.tags])
+            return _same(fmt, "tags", [self.tag(t, f"{path}.tags[{i}]", keep_begin=True)
+                                       for i, t in enumerate(fmt.tags)])
         # The free text of a token-triggered format never holds special tokens but its
         # triggers; string excludes that are not markers cannot be said at the token level.
         return TokenTriggeredTagsFormat(
-            trigger_tokens=[marker], tags=[self.tag(t) for t in fmt.tags],
+            trigger_tokens=[marker],
+            tags=[self.tag(t, f"{path}.tags[{i}]", begin_marker=marker)
+                  for i, t in enumerate(fmt.tags)],
             exclude_tokens=[e for e in fmt.excludes if e in self.markers and e != marker],
             at_least_one=fmt.at_least_one, stop_after_first=fmt.stop_after_first)
+
+    def token_level(self, fmt, path: str):
+        """The free text under an end token as token-level formats (nested tags keep theirs)."""
+        if isinstance(fmt, AnyTextFormat):
+            strays = [e for e in fmt.excludes if e not in self.markers]
+            if strays or fmt.max_chars is not None:
+                raise StructuralTagError(
+                    f"{path}: free text under an end token must be token-level: its excludes "
+                    f"must be markers (not {strays!r}) and max_chars unset")
+            return AnyTokensFormat(exclude_tokens=list(fmt.excludes), max_tokens=fmt.max_tokens)
+        if isinstance(fmt, (TriggeredTagsFormat, RepeatFormat, DispatchFormat)):
+            raise StructuralTagError(
+                f"{path}: an end token cannot close a {fmt.type} format (Repeat or Dispatch "
+                "content, or string-triggered tags, would keep its free text string-level)")
+        return _recurse(fmt, self.token_level, path)
 
 
 def bind_marker_tokens(fmt, markers):
@@ -132,6 +195,12 @@ def bind_marker_tokens(fmt, markers):
         markers: marker strings that are single special tokens of the model's tokenizer.
 
     Returns:
-        The rewritten tree (markers inside JSON schemas and free text stay text).
+        The rewritten tree (markers inside JSON schemas and free text stay text; free text
+        under an end token becomes :class:`AnyTokensFormat`, so that token ends it).
+
+    Raises:
+        StructuralTagError: (a ValueError) an end token over free text whose excludes are not
+            markers or that has ``max_chars``, over a repeat, dispatch or string-triggered
+            format, or a list of end alternatives one of which ends with a marker.
     """
-    return _Binder(markers).bind(fmt)
+    return _Binder(markers).bind(fmt, "format")

@@ -47,14 +47,11 @@ HARMONY_MARKERS = ["<|start|>", "<|channel|>", "<|message|>", "<|end|>", "<|call
                    "<|return|>", "<|constrain|>"]
 
 
-def _harmony_text(end_markers: list[str]) -> AnyTextFormat:
-    return AnyTextFormat(excludes=[m for m in HARMONY_MARKERS if m not in end_markers])
-
-
-def _harmony_message(channel: str, end) -> TagFormat:
+def _harmony_message(channel: str, end, exclude_special_tokens: bool) -> TagFormat:
     ends = end if isinstance(end, list) else [end]
-    return TagFormat(begin=f"<|channel|>{channel}<|message|>", content=_harmony_text(ends),
-                     end=end)
+    excludes = [m for m in HARMONY_MARKERS if m not in ends] if exclude_special_tokens else []
+    return TagFormat(begin=f"<|channel|>{channel}<|message|>",
+                     content=AnyTextFormat(excludes=excludes), end=end)
 
 
 def _harmony_calls(tool) -> list[TagFormat]:
@@ -68,15 +65,20 @@ def _harmony_calls(tool) -> list[TagFormat]:
             "analysis", "commentary") for begin in (
             f"<|channel|>{channel} to={tool.name} code<|message|>",
             f" to={tool.name}<|channel|>{channel} code<|message|>")]
+    # The third form is how gpt-oss's chat_template.jinja renders a call: "<|start|>assistant
+    # to=" + "functions." + NAME + "<|channel|>commentary " + "json" + "<|message|>".
     return [
         TagFormat(begin=f"<|channel|>commentary to=functions.{tool.name} <|constrain|>json"
                         "<|message|>", content=args, end="<|call|>"),
         TagFormat(begin=f" to=functions.{tool.name}<|channel|>commentary <|constrain|>json"
                         "<|message|>", content=args, end="<|call|>"),
+        TagFormat(begin=f" to=functions.{tool.name}<|channel|>commentary json<|message|>",
+                  content=args, end="<|call|>"),
     ]
 
 
-def harmony_format(tools: list, mode: str, reasoning: str, parallel_tool_calls: bool):
+def harmony_format(tools: list, mode: str, reasoning: str, parallel_tool_calls: bool, *,
+                   exclude_special_tokens: bool = True):
     """The gpt-oss Harmony format for one assistant turn.
 
     Args:
@@ -86,19 +88,20 @@ def harmony_format(tools: list, mode: str, reasoning: str, parallel_tool_calls: 
         reasoning: ``"required"`` (the turn starts with an analysis message), ``"optional"``
             or ``"none"`` (no analysis messages).
         parallel_tool_calls: no effect: a Harmony turn ends at its first ``<|call|>``.
+        exclude_special_tokens: keep the other Harmony markers out of message text.
 
     Returns:
         The format object.
     """
     del parallel_tool_calls
-    analysis = _harmony_message("analysis", "<|end|>")
-    final = _harmony_message("final", ["<|return|>", "<|end|>"])
+    analysis = _harmony_message("analysis", "<|end|>", exclude_special_tokens)
+    final = _harmony_message("final", ["<|return|>", "<|end|>"], exclude_special_tokens)
     calls = [tag for tool in tools for tag in _harmony_calls(tool)] if mode != "none" else []
     interim = []                       # messages that may come before the last one
     if reasoning != "none":
         interim.append(analysis)
     if calls:
-        interim.append(_harmony_message("commentary", "<|end|>"))
+        interim.append(_harmony_message("commentary", "<|end|>", exclude_special_tokens))
     last = calls if mode == "required" else [final, *calls]
     elements = []
     if reasoning == "required":

@@ -16,6 +16,7 @@ Example:
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Callable
 
@@ -24,6 +25,7 @@ from xg2_jax._src.structural_tag import (
     ConstStringFormat,
     JSONSchemaFormat,
     OptionalFormat,
+    OrFormat,
     RegexFormat,
     SequenceFormat,
     TagFormat,
@@ -59,6 +61,9 @@ class ToolCallSyntax:
         marker_tokens: the markers that are single special tokens in the model's tokenizer
             (``token_markers`` binds them as tokens); None: not declared.
         token_markers_default: bind the markers as tokens unless the caller says otherwise.
+        think_suffix: the text the template writes right after the reasoning block's end marker.
+        lone_think_end: with optional reasoning, the model may skip the block by writing its
+            end marker alone.
     """
 
     source: str
@@ -73,6 +78,8 @@ class ToolCallSyntax:
     required_lead: str | None = None
     marker_tokens: tuple[str, ...] | None = None
     token_markers_default: bool = False
+    think_suffix: str = ""
+    lone_think_end: bool = False
 
 
 def _json_args(tool) -> JSONSchemaFormat:
@@ -101,7 +108,7 @@ _DS_CALLS_BEGIN, _DS_CALLS_END = "<｜tool▁calls▁begin｜>", "<｜tool▁cal
 _DS_CALL_BEGIN, _DS_CALL_END, _DS_SEP = "<｜tool▁call▁begin｜>", "<｜tool▁call▁end｜>", "<｜tool▁sep｜>"
 _GLM_ARG_MARKERS = ("<arg_key>", "</arg_key>", "<arg_value>", "</arg_value>")
 _QWEN_MARKERS = ("<think>", "</think>", "<tool_call>", "</tool_call>")
-_GEMMA_MARKERS = ("<|tool_call>", "<tool_call|>", "<|channel>", "<channel|>")
+_GEMMA_MARKERS = ("<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>")
 
 
 def _xml_attribute(value: str) -> str:
@@ -124,6 +131,13 @@ def _gemma_args(tool) -> JSONSchemaFormat:
     # engine's parser. (With the markers bound as tokens, text cannot hold them anyway.)
     return JSONSchemaFormat(json_schema=tool.parameters, style="gemma", excludes=_GEMMA_MARKERS)
 
+
+_GLM4 = ToolCallSyntax(
+    source="zai-org/GLM-4.5 chat_template.jinja; GLM-4.7 chat_template.jinja",
+    call_tag=_call(lambda name: f"<tool_call>{name}", _styled_args("glm_xml"), "</tool_call>"),
+    trigger="<tool_call>", text_excludes=("</tool_call>", *_GLM_ARG_MARKERS),
+    reasoning_excludes=("<tool_call>", "</tool_call>", *_GLM_ARG_MARKERS),
+    marker_tokens=("<think>", "</think>", "<tool_call>", "</tool_call>", *_GLM_ARG_MARKERS))
 
 _M3 = "]<]minimax[>["     # MiniMax-M3's namespace marker, before every tag
 
@@ -151,21 +165,24 @@ TEXT_SYNTAXES: dict[str, ToolCallSyntax] = {
         call_tag=_call(lambda name: f'{{"name": "{name}", "parameters": ', _json_args, "}"),
         trigger='{"name": ', reasoning=False),
     # Qwen3 tokenizer_config.json chat_template (Hermes-style tool calls):
-    # <tool_call>\n{"name": NAME, "arguments": {...}}\n</tool_call>, reasoning <think>..</think>.
+    # <tool_call>\n{"name": NAME, "arguments": {...}}\n</tool_call>, reasoning <think>..</think>;
+    # the template writes an assistant turn as '<think>\n' + reasoning + '\n</think>\n\n' +
+    # content, so "\n\n" always follows the block's end.
     "qwen3": ToolCallSyntax(
         source="Qwen/Qwen3-8B tokenizer_config.json chat_template",
         call_tag=_call(lambda name: f'<tool_call>\n{{"name": "{name}", "arguments": ',
                        _json_args, "}\n</tool_call>"),
         trigger="<tool_call>", reasoning_excludes=("<tool_call>",),
-        text_excludes=("</tool_call>",), marker_tokens=_QWEN_MARKERS),
+        text_excludes=("</tool_call>",), marker_tokens=_QWEN_MARKERS, think_suffix="\n\n"),
     # Qwen3-Coder chat_template.jinja (and Qwen3.5, which adopted the same XML form):
-    # <tool_call>\n<function=NAME>\n<parameter=P>\nVALUE\n</parameter>\n</function>\n</tool_call>
+    # <tool_call>\n<function=NAME>\n<parameter=P>\nVALUE\n</parameter>\n</function>\n</tool_call>;
+    # Qwen3.5's template closes reasoning with '\n</think>\n\n' as Qwen3's.
     "qwen3_coder": ToolCallSyntax(
         source="Qwen/Qwen3-Coder-30B-A3B-Instruct chat_template.jinja; qwen3coder_tool_parser",
         call_tag=_call(lambda name: f"<tool_call>\n<function={name}>\n", _styled_args("qwen_xml"),
                        "</function>\n</tool_call>"),
         trigger="<tool_call>", reasoning_excludes=("<tool_call>",),
-        text_excludes=("</tool_call>",), marker_tokens=_QWEN_MARKERS),
+        text_excludes=("</tool_call>",), marker_tokens=_QWEN_MARKERS, think_suffix="\n\n"),
     # DeepSeek-R1 tokenizer_config.json chat_template (the 0528 template prefills "<think>\n"):
     # <｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>NAME\n```json\n{..}\n```
     # <｜tool▁call▁end｜> joined by "\n", then <｜tool▁calls▁end｜>.
@@ -211,21 +228,23 @@ TEXT_SYNTAXES: dict[str, ToolCallSyntax] = {
         reasoning_excludes=("<|tool_calls_section_begin|>", "<|tool_call_begin|>")),
     # GLM-4.5/4.6 chat_template.jinja: <tool_call>NAME\n<arg_key>K</arg_key>\n<arg_value>V
     # </arg_value>\n</tool_call> (GLM-4.7 drops the newlines; glm_xml accepts both).
-    "glm4": ToolCallSyntax(
-        source="zai-org/GLM-4.5 chat_template.jinja; GLM-4.7 chat_template.jinja",
-        call_tag=_call(lambda name: f"<tool_call>{name}", _styled_args("glm_xml"), "</tool_call>"),
-        trigger="<tool_call>", text_excludes=("</tool_call>", *_GLM_ARG_MARKERS),
-        reasoning_excludes=("<tool_call>", "</tool_call>", *_GLM_ARG_MARKERS),
-        marker_tokens=("<think>", "</think>", "<tool_call>", "</tool_call>", *_GLM_ARG_MARKERS)),
+    "glm4": _GLM4,
+    # GLM-4.7 chat_template.jinja: the generation prompt ends with "<think>" when thinking
+    # ('<|assistant|>' + ('</think>' if not enable_thinking else '<think>')), so the output
+    # starts inside the block; the calls follow "</think>" and the content with no newline.
+    "glm4_7": dataclasses.replace(_GLM4, source="zai-org/GLM-4.7 chat_template.jinja",
+                                  reasoning_prefilled=True, required_lead=""),
     # MiniMax-M2 chat_template.jinja / docs/tool_calling_guide.md:
     # <minimax:tool_call>\n<invoke name="NAME">\n<parameter name="P">V</parameter>\n</invoke>\n
-    # </minimax:tool_call>; reasoning in <think>...</think>.
+    # </minimax:tool_call>; reasoning in <think>...</think>. The generation prompt always ends
+    # with ']~b]ai' ~ '\n' ~ '<think>' ~ '\n' (the template has no thinking switch), and a
+    # turn's reasoning is written '<think>' ~ '\n' ~ reasoning ~ '\n</think>' ~ '\n\n'.
     "minimax": ToolCallSyntax(
         source="MiniMaxAI/MiniMax-M2 chat_template.jinja; docs/tool_calling_guide.md",
         call_tag=_call(lambda name: f'<invoke name="{name}">\n', _styled_args("minimax_xml"),
                        "</invoke>\n"),
         trigger="<minimax:tool_call>", section=("<minimax:tool_call>\n", "", "</minimax:tool_call>"),
-        reasoning_excludes=("<minimax:tool_call>",)),
+        reasoning_prefilled=True, think_suffix="\n\n", reasoning_excludes=("<minimax:tool_call>",)),
     # Gemma 4: Google, "Gemma 4 prompt formatting" (https://ai.google.dev/gemma/docs/core/
     # prompt-formatting-gemma4) and the google/gemma-4-31B-it chat_template.jinja (its
     # message loop and format_argument macro): a call is "<|tool_call>call:" + NAME + "{" +
@@ -267,13 +286,15 @@ TEXT_SYNTAXES: dict[str, ToolCallSyntax] = {
     # MiniMax-M3 chat_template.jinja (its to_xml macro and tool_calls branch, as the M3 tool
     # parsers of mlx_lm / vLLM-based servers quote it): ]<]minimax[>[<tool_call>\n, per call
     # ]<]minimax[>[<invoke name="NAME"> + argument tags + ]<]minimax[>[</invoke>\n, then
-    # ]<]minimax[>[</tool_call>; the generation prompt ends with <mm:think> when thinking.
+    # ]<]minimax[>[</tool_call>; the generation prompt ends with <mm:think> when thinking. A
+    # reply that skips reasoning may open with a lone </mm:think> (M3 prefixes earlier
+    # non-thinking turns with one: sglang's MiniMaxM3Detector reasoning parser).
     "minimax_m3": ToolCallSyntax(
         source="MiniMaxAI/MiniMax-M3 chat_template.jinja (to_xml)",
         call_tag=_call(lambda name: f'{_M3}<invoke name="{name}">', _styled_args("minimax_m3_xml"),
                        f"{_M3}</invoke>\n"),
         trigger=f"{_M3}<tool_call>", section=(f"{_M3}<tool_call>\n", "", f"{_M3}</tool_call>"),
-        think=("<mm:think>", "</mm:think>"), reasoning_prefilled=True,
+        think=("<mm:think>", "</mm:think>"), reasoning_prefilled=True, lone_think_end=True,
         text_excludes=(f"{_M3}</tool_call>", f"{_M3}<invoke", f"{_M3}</invoke>"),
         reasoning_excludes=(f"{_M3}<tool_call>", f"{_M3}</tool_call>", f"{_M3}<invoke",
                             f"{_M3}</invoke>")),
@@ -281,33 +302,54 @@ TEXT_SYNTAXES: dict[str, ToolCallSyntax] = {
     # format (Cohere's cofl tool-call parsing, nested-xml module, and its test fixtures; the
     # template itself is not in the offline corpus): <|START_THINKING|>...<|END_THINKING|>,
     # then <cofl:tool_calls><cofl:tool_call id="0" name="NAME"> value nodes
-    # </cofl:tool_call>...</cofl:tool_calls>, names XML-escaped.
+    # </cofl:tool_call>...</cofl:tool_calls>, names XML-escaped. Cohere's reasoning templates
+    # end the generation prompt with <|START_THINKING|> when thinking (and with
+    # <|START_THINKING|><|END_THINKING|> when not; llama.cpp's server tests of the Command R7B
+    # template), so with reasoning on the output starts inside the block.
     "cohere": ToolCallSyntax(
         source="Cohere cmd5 nested-XML tool calls (cofl response parser)",
         call_tag=_cohere_call, trigger="<cofl:tool_calls>",
         section=("<cofl:tool_calls>", "", "</cofl:tool_calls>"),
-        think=("<|START_THINKING|>", "<|END_THINKING|>"),
+        think=("<|START_THINKING|>", "<|END_THINKING|>"), reasoning_prefilled=True,
         reasoning_excludes=("<cofl:tool_calls>",)),
 }
 
 
 def reasoning_block(mode: str, *, prefilled: bool, excludes: list[str],
-                    think: tuple[str, str] = THINK_TAGS):
+                    think: tuple[str, str] = THINK_TAGS, suffix: str = "",
+                    lone_end: bool = False):
     """The leading reasoning block for a reasoning mode (None for ``"none"``).
 
     ``prefilled``: the chat template already ends the prompt with ``think[0]``, so the output
-    starts inside the block (only ``think[1]`` is generated).
+    starts inside the block (only ``think[1]`` is generated). ``suffix``: the text that follows
+    the end marker. ``lone_end``: an optional block may be skipped with ``think[1]`` alone.
     """
     if mode == "none":
         return None
     block = TagFormat(begin="" if prefilled else think[0],
-                      content=AnyTextFormat(excludes=excludes), end=think[1])
-    return OptionalFormat(content=block) if mode == "optional" else block
+                      content=AnyTextFormat(excludes=_minimal(excludes)), end=think[1])
+    if suffix:
+        block = SequenceFormat(elements=[block, ConstStringFormat(value=suffix)])
+    if mode != "optional":
+        return block
+    if lone_end:
+        block = OrFormat(elements=[block, ConstStringFormat(value=think[1] + suffix)])
+    return OptionalFormat(content=block)
+
+
+def _minimal(excludes: list[str]) -> list[str]:
+    """``excludes`` without duplicates and without the strings that hold another one (text
+    that avoids the shorter one avoids them too), so marker binding sees only the markers."""
+    unique = list(dict.fromkeys(excludes))
+    return [e for e in unique if not any(o != e and o in e for o in unique)]
 
 
 def _calls_body(syntax: ToolCallSyntax, tools: list, mode: str, parallel: bool,
                 excludes: list[str]):
     calls = [syntax.call_tag(tool) for tool in tools]
+    if syntax.section is None and len(calls) == 1 and mode == "required" and not parallel:
+        # Exactly one call (a named tool_choice): the call itself, nothing around it.
+        return calls[0]
     if syntax.section is None:
         return TriggeredTagsFormat(triggers=[syntax.trigger], tags=calls,
                                    at_least_one=mode == "required", stop_after_first=not parallel,
@@ -341,9 +383,9 @@ def text_syntax_format(syntax: ToolCallSyntax, tools: list, mode: str, reasoning
         The format object.
     """
     think = list(syntax.think) if syntax.reasoning else []
-    text_excludes = [*think, *syntax.text_excludes] if exclude_special_tokens else []
+    text_excludes = _minimal([*think, *syntax.text_excludes]) if exclude_special_tokens else []
     if mode == "none" or not tools:
-        body = AnyTextFormat(excludes=[*text_excludes, syntax.trigger])
+        body = AnyTextFormat(excludes=_minimal([*text_excludes, syntax.trigger]))
     else:
         body = _calls_body(syntax, tools, mode, parallel_tool_calls, text_excludes)
     block = None
@@ -354,7 +396,8 @@ def text_syntax_format(syntax: ToolCallSyntax, tools: list, mode: str, reasoning
             else reasoning_prefilled
         excludes = [*syntax.think, *syntax.reasoning_excludes] if exclude_special_tokens else []
         block = reasoning_block(reasoning, prefilled=prefilled, excludes=excludes,
-                                think=syntax.think)
+                                think=syntax.think, suffix=syntax.think_suffix,
+                                lone_end=syntax.lone_think_end)
     elements = [] if block is None else [block]
     if mode == "required" and tools:
         # With at_least_one the first call starts right away: let through what the template

@@ -469,8 +469,8 @@ class TagFormat(_FormatBase):
         if not isinstance(self.begin, (str, TokenFormat)):
             _fail("TagFormat", "begin", "str or TokenFormat", self.begin)
         _check_format("TagFormat", "content", self.content)
-        if isinstance(self.end, list):
-            object.__setattr__(self, "end", tuple(self.end))
+        if isinstance(self.end, (list, tuple)):
+            object.__setattr__(self, "end", FieldList(self.end))
         if isinstance(self.end, tuple):
             _check_str_list("TagFormat", "end", self.end)
         elif not isinstance(self.end, (str, TokenFormat)):
