@@ -391,12 +391,13 @@ void CheckLimitExceeded(const std::string& text) {
 
 void TestNestingLimit() {
   Grammar g;
-  CHECK(TryParse("root ::= " + std::string(1000, '(') + "\"a\"" + std::string(1000, ')'), &g));
-  CheckLimitExceeded("root ::= " + std::string(1001, '(') + "\"a\"" + std::string(1001, ')'));
+  // The default limit (kMaxNestingDepthLimit, xgrammar's 10000).
+  CHECK(TryParse("root ::= " + std::string(10000, '(') + "\"a\"" + std::string(10000, ')'), &g));
+  CheckLimitExceeded("root ::= " + std::string(10001, '(') + "\"a\"" + std::string(10001, ')'));
   CheckLimitExceeded("root ::= " + std::string(1000000, '('));
   std::string starred;  // ("a")*)*...: quantified groups
-  for (int i = 0; i < 1200; ++i) starred += ")*";
-  CheckLimitExceeded("root ::= a\na ::= " + std::string(1200, '(') + "\"a\"" + starred);
+  for (int i = 0; i < 12000; ++i) starred += ")*";
+  CheckLimitExceeded("root ::= a\na ::= " + std::string(12000, '(') + "\"a\"" + starred);
   // Long flat sequences and choices are not nesting.
   std::string wide = "root ::= \"a\"";
   for (int i = 0; i < 20000; ++i) wide += " | \"a\" \"b\"";

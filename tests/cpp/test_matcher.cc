@@ -110,7 +110,7 @@ int main() {
     std::vector<std::string> texts;
   };
   std::vector<Case> cases = {
-      {xg2::BuiltinJsonGrammarEbnf(), {"{\"a\": [1, -12.5e1, true, null, \"\\n\\u00e9\"]}", "[]", "\"é\""}},
+      {xg2::BuiltinJsonGrammarEbnf(), {"{\"a\": [1, -12.5e1, true, null, \"\\n\\u00e9\"]}", "[]", "[\"é\"]"}},
       {"root ::= \"yes\" | \"no\" | [0-9]{1,3}", {"yes", "12", "no"}},
       {"root ::= item (\",\" item)*\nitem ::= [a-b]+ | \"\\\"\" [^\"]* \"\\\"\"", {"ab,\"x,y\",a"}},
       {"root ::= e\ne ::= t | e \"-\" t\nt ::= \"1\" | \"(\" e \")\"", {"1-(1-1)"}},

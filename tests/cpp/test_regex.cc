@@ -241,11 +241,11 @@ void TestLimits() {
   }
   CHECK(threw);
 
-  std::string deep1000 = std::string(1000, '(') + "a" + std::string(1000, ')');
-  TryConvert(deep1000, &g);
-  EXPECT_LIMIT(std::string(1001, '(') + "a" + std::string(1001, ')'));
+  std::string deep = std::string(10000, '(') + "a" + std::string(10000, ')');  // the default limit
+  TryConvert(deep, &g);
+  EXPECT_LIMIT(std::string(10001, '(') + "a" + std::string(10001, ')'));
   EXPECT_LIMIT(std::string(100000, '('));  // no stack overflow on unterminated nesting
-  EXPECT_LIMIT(std::string(5000, '(') + std::string(5000, '['));
+  EXPECT_LIMIT(std::string(15000, '(') + std::string(15000, '['));
   // Long inputs convert in linear time.
   if (TryConvert(std::string(200000, '^') + std::string(200000, 'a') + std::string(200000, '$'), &g)) {
     CHECK_EQ(RootBody(g).bytes.size(), 200000u);
