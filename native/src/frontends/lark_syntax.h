@@ -55,6 +55,8 @@ struct Definition {
   // under this name (the rule's own for `capture` alone); empty: none.
   std::string capture;
   size_t temperature_offset = 0;
+  size_t max_tokens_offset = 0;  // where the max_tokens / capture attributes are written
+  size_t capture_offset = 0;
   // name[stop=M] / name[suffix=M] (llguidance's and xgrammar's): the body up to the first
   // place a marker M ends, the marker included. The parser folds it into the body as
   // `body M` with lazy set (the shortest match commits); "stop" or "suffix", else empty. The
