@@ -339,7 +339,7 @@ def test_grammar_options_defaults_are_accepted():
     ('%declare X\nstart: "a"', 1, 1, "%declare is not supported"),
     ('%import foo.X\nstart: "a"', 1, 9, "unknown import 'foo.X'"),
     ('start: /a/x', 1, 8, "flag 'x'"),
-    ('start: /a(?=b)/', 1, 8, "in regular expression"),
+    ('start: /a(?=b)/', 1, 8, "failed to compile regular expression /a(?=b)/ at character 2: Lookahead"),
     ('start: "\u00e9"i', 1, 8, "ASCII"),
     ('start: "ab".."c"', 1, 8, "one character"),
     ('start: "a" @', 1, 12, "empty grammar reference"),

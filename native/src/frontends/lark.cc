@@ -523,7 +523,7 @@ ExprId LarkConverter::CompileRegex(const Node& node, Scope scope) {
     std::string what = e.what();
     size_t colon = what.find(": ");
     Fail(scope, node.offset,
-         "in regular expression /" + node.text + "/ at character " + std::to_string(e.column()) + ": " +
+         "failed to compile regular expression /" + node.text + "/ at character " + std::to_string(e.column()) + ": " +
              (colon == std::string::npos ? what : what.substr(colon + 2)));
   }
 }

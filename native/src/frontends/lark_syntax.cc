@@ -548,10 +548,9 @@ Node Parser::ParseAtom() {
     node.kind = Node::Kind::kSpecialToken;
     node.text = text_.substr(pos_ + 1, close - pos_ - 1);
     if (node.text.empty()) Fail("invalid special token: nothing between '<' and '>'", at);
-    for (char t : node.text) {
-      if (t == ' ' || t == '\t' || t == '\r' || t == '\f' || t == '\v' || t == '<') {
-        Fail("invalid special token: whitespace and '<' cannot appear in <...>", at);
-      }
+    // A named token has no whitespace or '<' (xgrammar's rule); <[...]> lists may hold spaces.
+    if (node.text.front() != '[' && node.text.find_first_of(" \t\r\f\v<") != std::string::npos) {
+      Fail("invalid special token: a named special token cannot hold whitespace or '<'", at);
     }
     pos_ = close + 1;
     return node;

@@ -493,7 +493,8 @@ class RegexParser {
     }
     if (Peek() == ']' && options_.python_dialect) {
       Fail(std::string("Empty character class ") + (negated ? "[^]" : "[]") +
-               " is not supported: Python reads a ']' right after the '[' as a literal, JavaScript as an empty class "
+               " is not supported: Python reads a ']' right after '[' or '[^' as a literal, JavaScript as an empty "
+               "class "
                "(write \\] for the literal)",
            at);
     }
