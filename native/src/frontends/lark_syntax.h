@@ -91,6 +91,8 @@ std::pair<int, int> LineColumn(const std::string& text, size_t offset);
 
 // "Lark error at line L, column C": the head of every located Lark error (xgrammar's wording).
 std::string LarkWhere(std::pair<int, int> line_column);
+// Throws SyntaxError at `offset`: LarkWhere's head, the message, then (as xgrammar) the source
+// line and a caret under the column.
 [[noreturn]] void FailAt(const std::string& text, size_t offset, const std::string& message);
 
 }  // namespace xg2::lark
