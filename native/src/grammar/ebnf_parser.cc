@@ -586,7 +586,6 @@ ExprId EbnfParser::ParseTagDispatch() {
   EnterNesting(open);
   TagDispatchSpec spec;
   std::vector<ExprId> children;
-  size_t excludes_at = open;
   auto string_list = [&](std::vector<std::string>* out) {
     SkipSpace();
     if (Peek() != '(') Fail("expected '(' starting a list of strings", pos_);
@@ -634,10 +633,9 @@ ExprId EbnfParser::ParseTagDispatch() {
       ++pos_;
       if (key == "ends")
         string_list(&spec.ends);
-      else if (key == "excludes") {
-        excludes_at = at;
+      else if (key == "excludes")
         string_list(&spec.excludes);
-      } else if (key == "loop" || key == "loop_after_dispatch")  // the latter: xgrammar's name
+      else if (key == "loop" || key == "loop_after_dispatch")  // the latter: xgrammar's name
         spec.loop = ParseKeywordBool();
       else if (key == "plain_end")
         spec.plain_end = ParseKeywordBool();
@@ -667,17 +665,6 @@ ExprId EbnfParser::ParseTagDispatch() {
   }
   ++pos_;
   --depth_;
-  // An exclude inside a trigger is met before the trigger completes: the trigger could never
-  // fire (or, equal to it, both would apply).
-  for (const std::string& exclude : spec.excludes) {
-    for (const std::string& trigger : spec.triggers) {
-      const size_t inside = trigger.find(exclude);
-      if (inside == 0) Fail("Exclude string must not be a prefix of trigger string: " + exclude, excludes_at);
-      if (inside != std::string::npos) {
-        Fail("Exclude string must not occur in trigger string: " + exclude + " is inside " + trigger, excludes_at);
-      }
-    }
-  }
   return scratch_.AddTagDispatch(std::move(spec), std::move(children));
 }
 
