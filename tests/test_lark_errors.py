@@ -23,6 +23,7 @@ TEXT = r"TEXT: /(\n|.)*/"
     ('start: A & B\nA: "a"\nB: "b"', 1, 10, "terminal intersection '&' is not supported"),
     ("start: ~/[a]/", 1, 8, "regular-expression complement '~' is not supported"),
     ("start: $", 1, 8, "unexpected character '$'"),
+    ("start: \x01", 1, 8, "unexpected a control character"),
     ("start: -", 1, 8, "unexpected '-' character"),
     ("start: !", 1, 8, "unexpected '!' character"),
     ('start: ("a"', 1, 12, "expected ')' after group, found end of input (the '(' at line 1, column 8"),

@@ -583,7 +583,8 @@ Node Parser::ParseAtom() {
   if (c == '&') Fail("terminal intersection '&' is not supported", at);
   if (c == '~') Fail("regular-expression complement '~' is not supported", at);
   if (c == '-' || c == '!') Fail(std::string("unexpected '") + c + "' character (expected an expression)", at);
-  Fail("unexpected character " + Describe(at) + " (expected an expression)", at);
+  const std::string found = Describe(at);  // a quoted character, or "a control character"
+  Fail((found[0] == '\'' ? "unexpected character " : "unexpected ") + found + " (expected an expression)", at);
 }
 
 Node Parser::ParseBracketed(char close, bool optional) {
