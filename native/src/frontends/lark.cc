@@ -6,6 +6,7 @@
 #include "frontends/lark.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <utility>
@@ -72,6 +73,53 @@ bool SingleCodepoint(const std::string& s, uint32_t* cp) {
   return true;
 }
 
+// The comma-separated ids and lo-hi ranges between <[ and ]> (spaces allowed, empty items
+// skipped): "" on success, else the error (xgrammar's phrases).
+std::string ParseTokenRanges(const std::string& contents, std::vector<std::pair<int64_t, int64_t>>* ranges) {
+  constexpr int64_t kMaxRangeSpan = 1000000;
+  size_t begin = 0;
+  for (;;) {
+    const size_t comma = std::min(contents.find(',', begin), contents.size());
+    const size_t first = contents.find_first_not_of(' ', begin);
+    const size_t last = contents.find_last_not_of(' ', comma - 1);
+    const std::string item = first < comma && last != std::string::npos && last >= first
+                                 ? contents.substr(first, last - first + 1)
+                                 : std::string();
+    if (!item.empty()) {
+      const std::string bad = "invalid numeric special-token range '" + item + "'";
+      int64_t bounds[2] = {-1, -1};
+      int which = 0;
+      bool gap = false;  // a space after the current number's digits
+      for (char c : item) {
+        if (c == '-' && which == 0 && bounds[0] >= 0) {
+          which = 1;
+          gap = false;
+        } else if (c >= '0' && c <= '9') {
+          int64_t& v = bounds[which];
+          if (gap && v >= 0) return bad + " (expected ',' between ids)";
+          v = (v < 0 ? 0 : v) * 10 + (c - '0');
+          if (v > INT32_MAX) return bad + " (ids are below 2^31)";
+        } else if (c == ' ') {
+          gap = true;
+        } else {
+          return bad + (c == '-' && which == 1 ? " (one '-' per range)" : " (expected ids and lo-hi ranges)");
+        }
+      }
+      if (bounds[which] < 0) return bad + " (a range needs both ends)";
+      if (which == 0) bounds[1] = bounds[0];
+      if (bounds[1] < bounds[0]) return bad + " (its start exceeds its end)";
+      if (bounds[1] - bounds[0] > kMaxRangeSpan) {
+        return "special-token range is too large: '" + item + "' spans more than 1000000 ids";
+      }
+      ranges->emplace_back(bounds[0], bounds[1]);
+    }
+    if (comma == contents.size()) break;
+    begin = comma + 1;
+  }
+  if (ranges->empty()) return "empty numeric special-token range";
+  return "";
+}
+
 enum Scope : int { kUser = 0, kCommon = 1 };
 
 class LarkConverter {
@@ -136,6 +184,7 @@ class LarkConverter {
   Grammar g_;
   RuleId skip_rule_ = -1;
   int imports_ = 0;
+  const Definition* body_of_ = nullptr;  // the definition whose body CompileBody compiles
 };
 
 void LarkConverter::Fail(Scope scope, size_t offset, const std::string& message) const {
@@ -207,7 +256,7 @@ void LarkConverter::Define(Scope scope, const Definition& def) {
   if (it != entries_.end()) {
     std::pair<int, int> first = lark::LineColumn(SourceOf(scope), it->second.offset);
     Fail(scope, def.offset,
-         "duplicate definition of '" + def.name + "' (first defined at " + std::to_string(first.first) + ":" +
+         "duplicate rule or terminal '" + def.name + "' (first defined at " + std::to_string(first.first) + ":" +
              std::to_string(first.second) + ")");
   }
   Entry e;
@@ -230,7 +279,8 @@ void LarkConverter::AddImports() {
                "' (available: the common terminals, e.g. common.WS, common.NUMBER)");
     }
     if (entries_.count({kUser, import.local_name})) {
-      Fail(kUser, import.offset, "duplicate definition of '" + import.local_name + "'");
+      Fail(kUser, import.offset,
+           "duplicate rule or terminal '" + import.local_name + "' (the import defines it, and so does the grammar)");
     }
     Entry e;
     e.scope = kUser;
@@ -277,7 +327,7 @@ void LarkConverter::CheckTerminal(Entry* entry, std::map<Entry*, int>* state) {
     if (n->kind != Node::Kind::kName) continue;
     if (!IsTerminalEntry(n->text)) {
       Fail(entry->scope, n->offset,
-           "terminal '" + entry->definition->name + "' cannot refer to rule '" + n->text +
+           "terminal '" + entry->definition->name + "' cannot reference rule '" + n->text +
                "' (terminals are built from terminals, strings and regexes)");
     }
     Entry* target = Lookup(entry->scope, n->text, n->offset);
@@ -326,7 +376,7 @@ void LarkConverter::CheckTemperatureRule(const Entry& entry) {
 ExprId LarkConverter::CompileBody(const Entry& entry) {
   const Definition& def = *entry.definition;
   std::vector<lark::DispatchTool> tools;
-  if (entry.scope == kUser && def.name == "start" && lark::FindDispatchPattern(user_, &tools)) {
+  if (entry.scope == kUser && def.name == "start" && lark::FindDispatchPattern(text_, user_, &tools)) {
     return CompileDispatch(tools);
   }
   if (def.temperature >= 0.0f) {
@@ -338,6 +388,7 @@ ExprId LarkConverter::CompileBody(const Entry& entry) {
       return CompileGrammarRef(*sub, entry.scope);
     }
   }
+  body_of_ = &def;
   return Compile(def.body, entry.scope, IsLexeme(entry));
 }
 
@@ -422,7 +473,16 @@ ExprId LarkConverter::Compile(const Node& node, Scope scope, bool in_terminal) {
     case Node::Kind::kJson:
     case Node::Kind::kSpecialToken:
     case Node::Kind::kGrammarRef: {
-      if (in_terminal) Fail(scope, node.offset, "%json, <special tokens> and @grammars cannot be used in terminals");
+      const bool lazy_body = body_of_ != nullptr && body_of_->lazy && !body_of_->is_terminal;
+      if (in_terminal && lazy_body && node.kind == Node::Kind::kSpecialToken && node.text.compare(0, 2, "[^") == 0) {
+        Fail(scope, node.offset, "lazy special-token trigger cannot be negated");
+      }
+      if (in_terminal) {
+        Fail(scope, node.offset,
+             node.kind == Node::Kind::kJson           ? "%json cannot be used in terminals"
+             : node.kind == Node::Kind::kSpecialToken ? "special tokens cannot be used in terminals"
+                                                      : "named grammars cannot be used in terminals");
+      }
       if (node.kind == Node::Kind::kJson) return lexeme(CompileJson(node, scope));
       if (node.kind == Node::Kind::kSpecialToken) return lexeme(CompileSpecialToken(node, scope));
       return lexeme(CompileGrammarRef(node, scope));
@@ -436,7 +496,7 @@ ExprId LarkConverter::CompileString(const Node& node, Scope scope) {
   if (node.flags.empty()) return g_.AddBytes(node.text);
   for (unsigned char c : node.text) {
     // As in xgrammar: case folding beyond ASCII would need Unicode case tables.
-    if (c >= 0x80) Fail(scope, node.offset, "case-insensitive strings support ASCII characters only");
+    if (c >= 0x80) Fail(scope, node.offset, "case-insensitive string literals currently support ASCII characters only");
   }
   return FoldAsciiCase(&g_, g_.AddBytes(node.text));
 }
@@ -446,7 +506,7 @@ ExprId LarkConverter::CompileRange(const Node& node, Scope scope) {
   if (!SingleCodepoint(node.text, &lo) || !SingleCodepoint(node.text_hi, &hi)) {
     Fail(scope, node.offset, "character range endpoints must be one character");
   }
-  if (lo > hi) Fail(scope, node.offset, "character range start must not exceed its end");
+  if (lo > hi) Fail(scope, node.offset, "character range start must not exceed end");
   return g_.AddCharClass({{lo, hi}}, false);
 }
 
@@ -469,7 +529,7 @@ ExprId LarkConverter::CompileRegex(const Node& node, Scope scope) {
     std::string what = e.what();
     size_t colon = what.find(": ");
     Fail(scope, node.offset,
-         "in regular expression /" + node.text + "/ at character " + std::to_string(e.column()) + ": " +
+         "failed to compile regular expression /" + node.text + "/ at character " + std::to_string(e.column()) + ": " +
              (colon == std::string::npos ? what : what.substr(colon + 2)));
   }
 }
@@ -483,9 +543,9 @@ ExprId LarkConverter::CompileJson(const Node& node, Scope scope) {
     JsonSchemaResult r = JsonSchemaToGrammar(node.text, part);
     return g_.AddRuleRef(ImportGrammar(&g_, r.grammar, "json" + std::to_string(++imports_) + "_"));
   } catch (const SyntaxError& e) {
-    Fail(scope, node.offset, std::string("in %json schema: ") + e.what());
+    Fail(scope, node.offset, std::string("failed to compile inline JSON schema: ") + e.what());
   } catch (const Error& e) {
-    throw Error(e.kind(), where + ": in %json schema: " + e.what());
+    throw Error(e.kind(), where + ": failed to compile inline JSON schema: " + e.what());
   }
 }
 
@@ -540,57 +600,57 @@ ExprId LarkConverter::CompileNestedLark(const Node& node, Scope scope) {
     nested = LarkToGrammar(node.text, options_);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::kGrammarSyntax && e.kind() != ErrorKind::kGrammarSemantic) throw;
-    Fail(scope, node.offset, std::string("failed to compile nested Lark grammar: ") + e.what());
+    const std::string what = e.what();  // its first line (the source context is the nested text's)
+    Fail(scope, node.offset, "failed to compile nested Lark grammar: " + what.substr(0, what.find('\n')));
   }
   return g_.AddRuleRef(ImportGrammar(&g_, nested, "lark" + std::to_string(++imports_) + "_"));
 }
 
-// <[12]>, <[12, 15-17]>: special tokens by id; <|name|>: the special token with that text.
+// <[12]>, <[12, 15-17]>, <[^12]>, <[*]>: tokens by id (^: any token but those; *: any one
+// token); <|name|>: the special token with that text.
 ExprId LarkConverter::CompileSpecialToken(const Node& node, Scope scope) {
   const TokenizerInfo* tok = options_.tokenizer;
-  if (tok == nullptr) {
-    Fail(scope, node.offset,
-         "special tokens need the tokenizer: use GrammarCompiler.compile_lark or pass tokenizer_info");
-  }
+  const std::string& t = node.text;
+  const std::string shown = "<" + t + ">";
   std::vector<int32_t> ids;
   bool excluded = false;
-  const std::string& t = node.text;
-  if (t == "[*]") {
-    excluded = true;  // any one token
-  } else if (t.size() >= 2 && t.front() == '[' && t.back() == ']') {
-    size_t i = 1;
-    if (t[1] == '^') {
+  if (t.size() >= 2 && t.front() == '[' && t.back() == ']') {
+    std::string contents = t.substr(1, t.size() - 2);
+    if (!contents.empty() && contents[0] == '^') {
       excluded = true;
-      ++i;
+      contents.erase(0, 1);
     }
-    while (i + 1 < t.size()) {
-      auto number = [&]() -> int64_t {
-        while (t[i] == ' ') ++i;
-        if (!(t[i] >= '0' && t[i] <= '9')) Fail(scope, node.offset, "expected a token id in <[...]>");
-        int64_t v = 0;
-        while (t[i] >= '0' && t[i] <= '9' && v < (int64_t{1} << 31)) v = v * 10 + (t[i++] - '0');
-        while (t[i] == ' ') ++i;
-        return v;
-      };
-      int64_t lo = number(), hi = lo;
-      if (t[i] == '-') {
-        ++i;
-        hi = number();
+    if (contents.find('*') != std::string::npos) {
+      if (contents.find_first_not_of(" *") != std::string::npos || contents.find('*') != contents.rfind('*')) {
+        Fail(scope, node.offset, "wildcard cannot be mixed with token ranges in " + shown);
       }
-      if (hi < lo || hi >= tok->num_tokens()) Fail(scope, node.offset, "token id outside the vocabulary in <[...]>");
+      if (excluded) Fail(scope, node.offset, "negated wildcard special token is not supported (it matches no token)");
+      if (tok == nullptr) Fail(scope, node.offset, "wildcard special token requires tokenizer_info");
+      return g_.AddByteDfa(TokenSetDfa({}, /*excluded=*/true));  // any one token
+    }
+    std::vector<std::pair<int64_t, int64_t>> ranges;
+    const std::string why = ParseTokenRanges(contents, &ranges);
+    if (!why.empty()) Fail(scope, node.offset, why);
+    if (tok == nullptr) {
+      Fail(scope, node.offset,
+           "numeric special token " + shown +
+               " requires tokenizer_info (to check its ids): use GrammarCompiler.compile_lark or pass tokenizer_info");
+    }
+    for (const auto& [lo, hi] : ranges) {
+      if (hi >= tok->num_tokens()) {
+        Fail(scope, node.offset,
+             "token id " + std::to_string(hi) + " in " + shown + " is outside the vocabulary (" +
+                 std::to_string(tok->num_tokens()) + " tokens)");
+      }
       for (int64_t id = lo; id <= hi; ++id) ids.push_back(static_cast<int32_t>(id));
-      if (t[i] == ',')
-        ++i;
-      else if (i + 1 < t.size())
-        Fail(scope, node.offset, "expected ',' or ']' in <[...]>");
     }
   } else {
+    if (tok == nullptr) Fail(scope, node.offset, "named special token " + shown + " requires tokenizer_info");
     // Every vocabulary entry with exactly this text (a vocabulary may list one twice).
-    const std::string text = "<" + t + ">";
     for (int32_t id = 0; id < tok->num_tokens(); ++id) {
-      if (tok->token_bytes(id) == text) ids.push_back(id);
+      if (tok->token_bytes(id) == shown) ids.push_back(id);
     }
-    if (ids.empty()) Fail(scope, node.offset, "unknown special token " + text);
+    if (ids.empty()) Fail(scope, node.offset, "unknown special token " + shown);
   }
   for (int32_t id : ids) {
     // A stop token is only a stop token (it ends the output where the input can end).

@@ -71,12 +71,10 @@ bool FixedRegexLiteral(const std::string& text, std::string* out) {
   return !out->empty();
 }
 
-// The trigger of a head rule (any text, then a fixed string), or "" if it is not one.
+// The trigger of a head rule (any text, then a fixed string), or "" if it is not one. Its
+// max_tokens, capture and stop_capture are checked once the pattern is found (ConsumedRuleCheck).
 std::string HeadTrigger(const Definition& head, const Definitions& defs) {
-  if (!head.lazy || head.is_terminal || head.max_chars >= 0 || head.max_tokens >= 0 || !head.capture.empty() ||
-      !head.stop_capture.empty()) {
-    return "";
-  }
+  if (!head.lazy || head.is_terminal || head.max_chars >= 0) return "";
   const Node& body = head.body;
   if (body.kind == Node::Kind::kSequence && body.children.size() == 2 && IsAnyText(body.children[0], defs) &&
       body.children[1].kind == Node::Kind::kString && body.children[1].flags.empty()) {
@@ -106,15 +104,42 @@ bool ToolNames(const Node& repeated, std::vector<std::string>* names) {
   return true;
 }
 
+// A tool `tool: TEXT <token> ...` (xgrammar's token-level trigger, not lowered here): its
+// special-token node, else null.
+const Node* TokenTrigger(const Node& tool_body, const Definitions& defs) {
+  if (tool_body.kind != Node::Kind::kSequence || tool_body.children.size() < 2) return nullptr;
+  const Node& second = tool_body.children[1];
+  if (second.kind != Node::Kind::kSpecialToken || !IsAnyText(tool_body.children[0], defs)) return nullptr;
+  return &second;
+}
+
+// A rule the dispatch consumes (a tool or its head) is not compiled on its own, so the
+// attributes that would act on it there cannot be honoured: refused, as in xgrammar.
+void ConsumedRuleCheck(const std::string& text, const Definition& def) {
+  if (def.max_tokens >= 0) {
+    FailAt(text, def.max_tokens_offset,
+           "max_tokens is not supported on rules consumed by dynamic dispatch (rule '" + def.name + "')");
+  }
+  if (!def.capture.empty()) {
+    FailAt(text, def.capture_offset,
+           "capture is not supported on rules consumed by dynamic dispatch (rule '" + def.name + "')");
+  }
+  // The dispatch reads a head's marker as its trigger, inside free text, where no split is kept.
+  if (!def.stop_capture.empty()) {
+    FailAt(text, def.stop_capture_offset,
+           "stop_capture is not supported on rules consumed by dynamic dispatch (rule '" + def.name + "')");
+  }
+}
+
 }  // namespace
 
-bool FindDispatchPattern(const Document& doc, std::vector<DispatchTool>* tools) {
+bool FindDispatchPattern(const std::string& text, const Document& doc, std::vector<DispatchTool>* tools) {
   Definitions defs;
   for (const Definition& d : doc.definitions) defs.emplace(d.name, &d);
   auto start = defs.find("start");
   if (start == defs.end()) return false;
   const Definition& s = *start->second;
-  if (s.lazy || s.max_tokens >= 0 || !s.capture.empty() || s.temperature >= 0.0f || s.max_chars >= 0) return false;
+  if (s.lazy || !s.capture.empty() || s.temperature >= 0.0f || s.max_chars >= 0) return false;
   const Node& body = s.body;
   if (body.kind != Node::Kind::kSequence || body.children.size() != 2) return false;
   const Node& loop = body.children[0];
@@ -127,12 +152,21 @@ bool FindDispatchPattern(const Document& doc, std::vector<DispatchTool>* tools) 
   std::vector<std::string> names;
   if (!ToolNames(loop.children[0], &names) || names.empty()) return false;
   std::vector<DispatchTool> found;
+  std::vector<const Definition*> consumed;
+  bool token_triggers = false;
   for (const std::string& name : names) {
     auto tool = defs.find(name);
     if (tool == defs.end() || tool->second->is_terminal) return false;
     const Definition& t = *tool->second;
-    if (t.lazy || t.max_tokens >= 0 || t.max_chars >= 0 || t.temperature >= 0.0f) return false;
+    if (t.lazy || t.max_chars >= 0 || t.temperature >= 0.0f) return false;
     const Node& tb = t.body;
+    if (const Node* token = TokenTrigger(tb, defs)) {
+      if (token->text.compare(0, 2, "[^") == 0) {
+        FailAt(text, token->offset, "dynamic special-token trigger cannot be negated");
+      }
+      token_triggers = true;
+      continue;
+    }
     const Node* first = tb.kind == Node::Kind::kSequence ? (tb.children.empty() ? nullptr : &tb.children[0]) : &tb;
     if (first == nullptr || first->kind != Node::Kind::kName) return false;
     auto head = defs.find(first->text);
@@ -144,7 +178,20 @@ bool FindDispatchPattern(const Document& doc, std::vector<DispatchTool>* tools) 
       for (size_t i = 1; i < tb.children.size(); ++i) d.rest.push_back(&tb.children[i]);
     }
     found.push_back(std::move(d));
+    consumed.push_back(&t);
+    consumed.push_back(head->second);
   }
+  // Read as a plain grammar, the tail's TEXT would take text holding a complete trigger (a
+  // widening of what the dispatch means), so an unusable dispatch is an error, not a fallback.
+  if (token_triggers && !found.empty()) {
+    FailAt(text, s.offset,
+           "a dynamic Lark start rule cannot mix string and token triggers (token-triggered tools are not "
+           "dispatched here)");
+  }
+  if (token_triggers) return false;  // xgrammar's token-level dispatch: read as the grammar it is
+  if (s.max_tokens >= 0)
+    FailAt(text, s.max_tokens_offset, "max_tokens is not supported on a dynamic dispatch start rule");
+  for (const Definition* def : consumed) ConsumedRuleCheck(text, *def);
   *tools = std::move(found);
   return true;
 }

@@ -25,7 +25,9 @@ struct DispatchTool {
 // The tools of `doc`'s start rule when it has the dispatch pattern (in the order written);
 // false (tools untouched) when it has not. The head forms: `head[lazy]: TEXT "t"`,
 // `head[suffix="t"]: TEXT`, `head[stop="t"]: TEXT`, and `head[lazy]: /(\n|.)*t/` (an
-// any-text regex followed by a fixed literal). Special-token triggers are not recognized.
-bool FindDispatchPattern(const Document& doc, std::vector<DispatchTool>* tools);
+// any-text regex followed by a fixed literal). Special-token triggers (`tool: TEXT <token> ...`)
+// are not lowered (false); mixed with string triggers, negated, or with max_tokens or capture
+// on a consumed tool or head, the pattern is a SyntaxError located in `text`.
+bool FindDispatchPattern(const std::string& text, const Document& doc, std::vector<DispatchTool>* tools);
 
 }  // namespace xg2::lark

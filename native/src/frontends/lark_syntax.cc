@@ -12,6 +12,7 @@
 // with // or #.
 #include "frontends/lark_syntax.h"
 
+#include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
@@ -32,7 +33,15 @@ std::string LarkWhere(std::pair<int, int> line_column) {
 
 void FailAt(const std::string& text, size_t offset, const std::string& message) {
   std::pair<int, int> lc = LineColumn(text, offset);
-  throw SyntaxError("Lark", message, lc.first, lc.second);
+  // The source line and a caret under the column (as xgrammar's Lark errors).
+  const size_t at = std::min(offset, text.size());
+  const size_t newline = at == 0 ? std::string::npos : text.rfind('\n', at - 1);
+  const size_t begin = newline == std::string::npos ? 0 : newline + 1;
+  size_t end = std::min(text.find('\n', begin), text.size());
+  if (end > begin && text[end - 1] == '\r') --end;
+  const std::string line = text.substr(begin, end - begin);
+  if (line.empty()) throw SyntaxError("Lark", message, lc.first, lc.second);
+  throw SyntaxError("Lark", message + "\n" + line + "\n" + std::string(lc.second - 1, ' ') + "^", lc.first, lc.second);
 }
 
 bool IsTerminalName(const std::string& name) {
@@ -48,6 +57,8 @@ bool IsNameStart(char c) { return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z
 bool IsNameChar(char c) { return IsNameStart(c) || (c >= '0' && c <= '9') || c == '-'; }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
 constexpr int64_t kMaxTokenBudget = 1000000;  // xgrammar's bound on a Lark rule's max_tokens
+constexpr const char* kBadCount = "invalid repetition count";
+constexpr const char* kReversedRepeat = "repetition end must be greater than or equal to start";
 
 int HexValue(char c) {
   if (c >= '0' && c <= '9') return c - '0';
@@ -73,7 +84,8 @@ class Parser {
   void SkipSpace();                            // inside an expression (see the file comment)
   bool AtItemEnd();                            // at a newline or the end (consumes nothing)
   std::string ParseName();
-  int64_t ParseInt();
+  // A decimal number; `phrase` (xgrammar's, e.g. "invalid repetition count") leads its errors.
+  int64_t ParseInt(const std::string& phrase = "");
 
   // ---- Items ----
   void ParseItem(Document* doc);
@@ -95,7 +107,7 @@ class Parser {
   void ParseGrammarOptions(const std::string& json, size_t at, Document* doc);
   std::string ParseStringLiteral();
   Node ParseRegex();
-  std::string ParseJsonObject();
+  std::string ParseJsonObject(const std::string& directive);  // directive: "%json", "%lark", ...
   uint32_t ParseHex(int count, size_t escape_start);
 
   const std::string& text_;
@@ -159,13 +171,14 @@ std::string Parser::ParseName() {
   return text_.substr(start, pos_ - start);
 }
 
-int64_t Parser::ParseInt() {
+int64_t Parser::ParseInt(const std::string& phrase) {
   size_t start = pos_;
-  if (!IsDigit(Peek())) Fail("expected a number, found " + Describe(pos_), pos_);
+  const std::string lead = phrase.empty() ? "" : phrase + ": ";
+  if (!IsDigit(Peek())) Fail(lead + "expected a number, found " + Describe(pos_), pos_);
   int64_t value = 0;
   while (IsDigit(Peek())) {
     value = value * 10 + (Peek() - '0');
-    if (value > 1000000000) Fail("number too large (above 10^9)", start);
+    if (value > 1000000000) Fail(lead + "number too large (above 10^9)", start);
     ++pos_;
   }
   return value;
@@ -209,6 +222,7 @@ void Parser::ParseDefinition(Document* doc) {
   def.name = ParseName();
   def.is_terminal = IsTerminalName(def.name);
   if (Peek() == '{') Fail("Lark templates are not supported", pos_);
+  if (Peek() == ':' && Peek(1) == ':') Fail("parametric grammar is not supported (name::...)", pos_);
   if (Peek() == '[') {
     if (def.is_terminal) Fail("attributes are only supported on rules (a terminal is matched whole)", pos_);
     ParseAttributes(&def);
@@ -219,7 +233,7 @@ void Parser::ParseDefinition(Document* doc) {
     ParseInt();
   }
   pos_ = SkipInlineFrom(pos_);
-  if (Peek() != ':') Fail("expected ':' after '" + def.name + "', found " + Describe(pos_), pos_);
+  if (Peek() != ':') Fail("expected ':' after rule name '" + def.name + "', found " + Describe(pos_), pos_);
   ++pos_;
   def.body = ParseExpansions();
   if (!def.marker_attribute.empty()) {  // body M, lazily: ends where a marker first ends
@@ -252,6 +266,7 @@ void Parser::ParseAttributes(Definition* def) {
       def->max_chars = ParseInt();
     } else if (key == "max_tokens") {
       if (def->max_tokens >= 0) Fail("max_tokens attribute is specified more than once", at);
+      def->max_tokens_offset = at;
       if (Peek() != '=') Fail("expected '=' after max_tokens attribute", pos_);
       pos_ = SkipInlineFrom(pos_ + 1);
       const size_t value_at = pos_;
@@ -260,6 +275,7 @@ void Parser::ParseAttributes(Definition* def) {
       if (def->max_tokens > kMaxTokenBudget) Fail("max_tokens must be at most 1000000", value_at);
     } else if (key == "capture") {
       if (!def->capture.empty()) Fail("capture attribute is specified more than once", at);
+      def->capture_offset = at;
       def->capture = def->name;
       size_t name_at = at;
       if (Peek() == '=') {
@@ -289,8 +305,8 @@ void Parser::ParseAttributes(Definition* def) {
       marker_ = ParseMarker(key);
     } else if (key == "stop_capture") {
       if (!def->stop_capture.empty()) Fail("stop_capture attribute is specified more than once", at);
-      stop_capture_at = at;
-      if (Peek() != '=') Fail("expected '=' after stop_capture", pos_);
+      stop_capture_at = def->stop_capture_offset = at;
+      if (Peek() != '=') Fail("expected '=' after stop_capture attribute", pos_);
       pos_ = SkipInlineFrom(pos_ + 1);
       const size_t name_at = pos_;
       if (Peek() != '"') Fail("expected string literal after stop_capture=, found " + Describe(pos_), pos_);
@@ -325,7 +341,8 @@ void Parser::ParseDirective(Document* doc) {
   } else if (word == "grammar_options") {
     pos_ = SkipInlineFrom(pos_);
     size_t json_at = pos_;
-    ParseGrammarOptions(ParseJsonObject(), json_at, doc);
+    if (Peek() != '{') Fail("%grammar_options value must be an object, found " + Describe(pos_), pos_);
+    ParseGrammarOptions(ParseJsonObject("%grammar_options"), json_at, doc);
   } else {
     Fail("directive %" + word + " is not supported", at);
   }
@@ -431,6 +448,7 @@ Node Parser::ParseAlias() {
     if (AtEnd() || c == '\n' || c == '|' || c == ')' || c == ']') break;
     if (c == '-' && Peek(1) == '>') {  // an alias names the tree node: no effect on the language
       pos_ = SkipInlineFrom(pos_ + 2);
+      if (!IsNameStart(Peek())) Fail("expected alias name after '->', found " + Describe(pos_), pos_);
       ParseName();
       break;
     }
@@ -458,11 +476,11 @@ Node Parser::ParseExpr() {
     repeat.max = c == '?' ? 1 : -1;
   } else if (c == '~') {
     pos_ = SkipInlineFrom(pos_ + 1);
-    repeat.min = repeat.max = ParseInt();
+    repeat.min = repeat.max = ParseInt(kBadCount);
     if (Peek() == '.' && Peek(1) == '.') {
       pos_ += 2;
-      repeat.max = ParseInt();
-      if (repeat.max < repeat.min) Fail("repetition end must not be below its start", op);
+      repeat.max = ParseInt(kBadCount);
+      if (repeat.max < repeat.min) Fail(kReversedRepeat, op);
     }
   } else if (c == '{') {
     ParseBraces(&repeat);
@@ -477,18 +495,20 @@ Node Parser::ParseExpr() {
 void Parser::ParseBraces(Node* repeat) {
   size_t open = pos_;
   pos_ = SkipInlineFrom(pos_ + 1);
+  if (Peek() == '-') Fail(std::string(kBadCount) + ": a repetition count cannot be negative", pos_);
   if (!IsDigit(Peek()) && Peek() != ',') Fail("Lark templates are not supported", open);
-  repeat->min = Peek() == ',' ? 0 : ParseInt();
+  repeat->min = Peek() == ',' ? 0 : ParseInt(kBadCount);
   repeat->max = repeat->min;
   pos_ = SkipInlineFrom(pos_);
   if (Peek() == ',') {
     pos_ = SkipInlineFrom(pos_ + 1);
-    repeat->max = Peek() == '}' ? -1 : ParseInt();
+    if (Peek() == '-') Fail(std::string(kBadCount) + ": a repetition count cannot be negative", pos_);
+    repeat->max = Peek() == '}' ? -1 : ParseInt(kBadCount);
     pos_ = SkipInlineFrom(pos_);
   }
   if (Peek() != '}') Fail("expected '}' in repetition, found " + Describe(pos_), pos_);
   ++pos_;
-  if (repeat->max >= 0 && repeat->max < repeat->min) Fail("repetition end must not be below its start", open);
+  if (repeat->max >= 0 && repeat->max < repeat->min) Fail(kReversedRepeat, open);
 }
 
 Node Parser::ParseAtom() {
@@ -503,6 +523,7 @@ Node Parser::ParseAtom() {
   if (IsNameStart(c)) {
     node.kind = Node::Kind::kName;
     node.text = ParseName();
+    if (Peek() == ':' && Peek(1) == ':') Fail("parametric grammar is not supported (name::...)", pos_);
     if (Peek() == '{') {  // a repetition {n,m} or a template use name{args}
       size_t next = SkipInlineFrom(pos_ + 1);
       if (next >= text_.size() || (!IsDigit(text_[next]) && text_[next] != ',')) {
@@ -513,6 +534,7 @@ Node Parser::ParseAtom() {
   }
   if (c == '@') {
     ++pos_;
+    if (!IsNameStart(Peek())) Fail("empty grammar reference: expected a grammar name after '@'", at);
     node.kind = Node::Kind::kGrammarRef;
     node.text = ParseName();
     return node;
@@ -523,45 +545,44 @@ Node Parser::ParseAtom() {
     if (close == std::string::npos || close > newline) Fail("unterminated special token", at);
     node.kind = Node::Kind::kSpecialToken;
     node.text = text_.substr(pos_ + 1, close - pos_ - 1);
-    if (node.text.empty()) Fail("empty special token", at);
+    if (node.text.empty()) Fail("invalid special token: nothing between '<' and '>'", at);
+    // A named token has no whitespace or '<' (xgrammar's rule); <[...]> lists may hold spaces.
+    if (node.text.front() != '[' && node.text.find_first_of(" \t\r\f\v<") != std::string::npos) {
+      Fail("invalid special token: a named special token cannot hold whitespace or '<'", at);
+    }
     pos_ = close + 1;
     return node;
   }
   if (c == '%') {
     ++pos_;
     std::string word = IsNameStart(Peek()) ? ParseName() : std::string();
+    if (word == "if") Fail("parametric %if conditions are not supported", at);
     if (word != "json" && word != "regex" && word != "lark")
       Fail("%" + word + " is not supported inside an expression", at);
     pos_ = SkipInlineFrom(pos_);
     if (word == "lark") {  // balanced braces; strings may hold braces
       if (Peek() != '{') Fail("expected '{' after %lark, found " + Describe(pos_), pos_);
       node.kind = Node::Kind::kNestedLark;
-      std::string block = ParseJsonObject();
+      std::string block = ParseJsonObject("%lark");
       node.text = block.substr(1, block.size() - 2);
       return node;
     }
     if (word == "regex") {  // its fields are read by the converter
       if (Peek() != '{') Fail("%regex value must be an object", pos_);
       node.kind = Node::Kind::kSubstrings;
-      node.text = ParseJsonObject();
+      node.text = ParseJsonObject("%regex");
       return node;
     }
     node.kind = Node::Kind::kJson;
-    for (const char* boolean : {"true", "false"}) {  // the boolean schemas: any value, none
-      const size_t n = std::char_traits<char>::length(boolean);
-      if (text_.compare(pos_, n, boolean) == 0 && (pos_ + n == text_.size() || !IsNameChar(text_[pos_ + n]))) {
-        node.text = boolean;
-        pos_ += n;
-        return node;
-      }
-    }
-    if (Peek() != '{')
-      Fail("failed to compile inline JSON schema: expected a schema object, found " + Describe(pos_), pos_);
-    node.text = ParseJsonObject();
+    node.text = ParseJsonObject("%json");
     return node;
   }
   if (c == '\'') Fail("Lark strings use double quotes", at);
-  Fail("expected an expression, found " + Describe(at), at);
+  if (c == '&') Fail("terminal intersection '&' is not supported", at);
+  if (c == '~') Fail("regular-expression complement '~' is not supported", at);
+  if (c == '-' || c == '!') Fail(std::string("unexpected '") + c + "' character (expected an expression)", at);
+  const std::string found = Describe(at);  // a quoted character, or "a control character"
+  Fail((found[0] == '\'' ? "unexpected character " : "unexpected ") + found + " (expected an expression)", at);
 }
 
 Node Parser::ParseBracketed(char close, bool optional) {
@@ -572,7 +593,13 @@ Node Parser::ParseBracketed(char close, bool optional) {
   inner.offset = open;
   if (Peek() != close) inner = ParseExpansions();
   SkipSpace();
-  if (Peek() != close) Fail(std::string("unbalanced '") + text_[open] + "': missing '" + close + "'", open);
+  if (Peek() != close) {
+    const std::pair<int, int> lc = LineColumn(text_, open);
+    Fail(std::string("expected '") + close + (optional ? "' after optional group" : "' after group") + ", found " +
+             Describe(pos_) + " (the '" + text_[open] + "' at line " + std::to_string(lc.first) + ", column " +
+             std::to_string(lc.second) + " is not closed)",
+         pos_);
+  }
   ++pos_;
   if (!optional) return inner;
   Node repeat;
@@ -666,9 +693,14 @@ std::string Parser::ParseStringLiteral() {
       case 'x': cp = ParseHex(2, esc); break;
       case 'u': cp = ParseHex(4, esc); break;
       case 'U': cp = ParseHex(8, esc); break;
-      default: Fail("invalid escape sequence in string", esc);
+      default: {
+        const bool printable = e > ' ' && e < 0x7f;
+        Fail("invalid string literal: invalid escape sequence " +
+                 (printable ? std::string("'\\") + e + "'" : "'\\' followed by " + Describe(esc + 1)),
+             esc);
+      }
     }
-    if (cp >= 0xD800 && cp <= 0xDFFF) Fail("a surrogate code point cannot appear in a string", esc);
+    if (cp >= 0xD800 && cp <= 0xDFFF) Fail("invalid string literal: a surrogate code point cannot appear", esc);
     AppendUtf8(cp, &out);
   }
 }
@@ -677,11 +709,14 @@ uint32_t Parser::ParseHex(int count, size_t escape_start) {
   uint64_t value = 0;
   for (int i = 0; i < count; ++i) {
     int digit = HexValue(Peek());
-    if (digit < 0) Fail("invalid escape sequence: expected " + std::to_string(count) + " hex digits", escape_start);
+    if (digit < 0) {
+      Fail("invalid string literal: invalid escape sequence: expected " + std::to_string(count) + " hex digits",
+           escape_start);
+    }
     value = value * 16 + static_cast<uint64_t>(digit);
     ++pos_;
   }
-  if (value > 0x10FFFF) Fail("code point out of range (above U+10FFFF)", escape_start);
+  if (value > 0x10FFFF) Fail("invalid string literal: code point out of range (above U+10FFFF)", escape_start);
   return static_cast<uint32_t>(value);
 }
 
@@ -692,8 +727,17 @@ Node Parser::ParseRegex() {
   node.kind = Node::Kind::kRegex;
   ++pos_;
   bool in_class = false;
+  size_t class_slash = std::string::npos;  // the first '/' read inside a character class
   for (;;) {
-    if (AtEnd() || Peek() == '\n') Fail("unterminated regular expression", node.offset);
+    if (AtEnd() || Peek() == '\n') {
+      // Lark ends a regex at its first unescaped '/'; this reader lets a class hold one.
+      if (in_class && class_slash != std::string::npos) {
+        Fail("failed to compile regular expression /" + text_.substr(node.offset + 1, class_slash - node.offset - 1) +
+                 "/: unterminated character class (missing ']')",
+             node.offset);
+      }
+      Fail("unterminated regular expression", node.offset);
+    }
     char c = Peek();
     if (c == '\\' && Peek(1) == '/') {
       node.text += '/';
@@ -709,6 +753,7 @@ Node Parser::ParseRegex() {
     if (c == '[') in_class = true;
     if (c == ']') in_class = false;
     if (c == '/' && !in_class) break;
+    if (c == '/' && class_slash == std::string::npos) class_slash = pos_;
     node.text += c;
     ++pos_;
   }
@@ -717,10 +762,21 @@ Node Parser::ParseRegex() {
   return node;
 }
 
-// A balanced {...} object (strings may hold braces); returns its text.
-std::string Parser::ParseJsonObject() {
+// A balanced {...} object (strings may hold braces); after %json also [...] or a scalar
+// (true, 1.5, "text"), which the JSON reader checks later. Returns its text.
+std::string Parser::ParseJsonObject(const std::string& directive) {
   size_t open = pos_;
-  if (Peek() != '{') Fail("expected '{' starting a JSON object, found " + Describe(pos_), pos_);
+  const bool arrays = directive != "%lark";  // a %lark block is Lark text: only braces count
+  if (directive == "%json" && Peek() != '{' && Peek() != '[') {
+    if (Peek() == '"') {
+      ParseStringLiteral();
+    } else {
+      while (IsNameChar(Peek()) || Peek() == '+' || Peek() == '.') ++pos_;
+    }
+    if (pos_ == open)
+      Fail("failed to parse JSON value after %json: expected a JSON value, found " + Describe(pos_), pos_);
+    return text_.substr(open, pos_ - open);
+  }
   int braces = 0;
   bool in_string = false;
   for (; pos_ < text_.size(); ++pos_) {
@@ -733,14 +789,15 @@ std::string Parser::ParseJsonObject() {
       }
     } else if (c == '"') {
       in_string = true;
-    } else if (c == '{') {
+    } else if (c == '{' || (arrays && c == '[')) {
       ++braces;
-    } else if (c == '}' && --braces == 0) {
+    } else if ((c == '}' || (arrays && c == ']')) && --braces == 0) {
       ++pos_;
       return text_.substr(open, pos_ - open);
     }
   }
-  Fail("unterminated JSON object", open);
+  if (directive == "%lark") Fail("unterminated %lark { ... } block (missing '}')", open);
+  Fail("failed to parse JSON value after " + directive + ": unterminated JSON value (a bracket is not closed)", open);
 }
 
 }  // namespace

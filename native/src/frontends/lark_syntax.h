@@ -55,6 +55,8 @@ struct Definition {
   // under this name (the rule's own for `capture` alone); empty: none.
   std::string capture;
   size_t temperature_offset = 0;
+  size_t max_tokens_offset = 0;  // where the max_tokens / capture attributes are written
+  size_t capture_offset = 0;
   // name[stop=M] / name[suffix=M] (llguidance's and xgrammar's): the body up to the first
   // place a marker M ends, the marker included. The parser folds it into the body as
   // `body M` with lazy set (the shortest match commits); "stop" or "suffix", else empty. The
@@ -62,6 +64,7 @@ struct Definition {
   // the two parts, stop_capture (name[stop_capture="n"]) names the marker's capture.
   std::string marker_attribute;
   std::string stop_capture;
+  size_t stop_capture_offset = 0;
   Node split_body;
   Node split_marker;
   size_t offset = 0;
@@ -93,6 +96,8 @@ std::pair<int, int> LineColumn(const std::string& text, size_t offset);
 
 // "Lark error at line L, column C": the head of every located Lark error (xgrammar's wording).
 std::string LarkWhere(std::pair<int, int> line_column);
+// Throws SyntaxError at `offset`: LarkWhere's head, the message, then (as xgrammar) the source
+// line and a caret under the column.
 [[noreturn]] void FailAt(const std::string& text, size_t offset, const std::string& message);
 
 }  // namespace xg2::lark

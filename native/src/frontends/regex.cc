@@ -491,6 +491,13 @@ class RegexParser {
       negated = true;
       ++pos_;
     }
+    if (Peek() == ']' && options_.python_dialect) {
+      Fail(std::string("Empty character class ") + (negated ? "[^]" : "[]") +
+               " is not supported: Python reads a ']' right after '[' or '[^' as a literal, JavaScript as an empty "
+               "class "
+               "(write \\] for the literal)",
+           at);
+    }
     Ranges ranges;
     auto add = [&](const CharOrSet& x) {
       if (x.is_set) {
@@ -572,7 +579,7 @@ class RegexParser {
       size_t digits = 0;
       while (HexValue(Peek()) >= 0) {
         v = v * 16 + HexValue(Peek());
-        if (v > kMaxCodepoint) Fail("code point in \\u{...} escape is larger than 0x10FFFF", at);
+        if (v > kMaxCodepoint) Fail("Unicode escape \\u{...} is beyond the Unicode range (above 0x10FFFF)", at);
         ++pos_;
         ++digits;
       }
@@ -624,7 +631,7 @@ class RegexParser {
         return Char(0);
       case 'x': {
         int64_t v = ReadHex(2);
-        if (v < 0) Fail("invalid \\x escape (expected 2 hex digits)", at);
+        if (v < 0) Fail("invalid \\x escape: \\x must be followed by two hexadecimal digits", at);
         return Char(static_cast<uint32_t>(v));
       }
       case 'u': return Char(ParseUnicodeEscape(at));
@@ -636,7 +643,7 @@ class RegexParser {
         }
         Fail("invalid \\c escape (expected a control letter)", at);
       case 'k':
-        if (Peek() == '<') Fail("Named backreferences \\k<...> are not supported", at);
+        if (Peek() == '<') Fail("Backreferences are not supported: named backreference \\k<...>", at);
         Fail("invalid escape \\k", at);
       case 'p':
       case 'P': Fail(std::string("Unicode property escapes \\") + static_cast<char>(c) + "{...} are not supported", at);
@@ -724,6 +731,7 @@ ExprId FoldAsciiCase(Grammar* g, ExprId id) {
 
 std::string AdaptPythonRegex(const std::string& pattern, RegexOptions* options) {
   std::string out = pattern;
+  options->python_dialect = true;
   if (out.compare(0, 2, "(?") == 0) {
     size_t end = 2;
     while (end < out.size() && (out[end] == 'i' || out[end] == 's' || out[end] == 'u')) ++end;

@@ -24,6 +24,9 @@ struct RegexOptions {
   // ASCII letters match both cases (literals and classes; a negated class excludes both cases
   // of the letters it names). Other letters keep their case, as in xgrammar's Lark `i` flag.
   bool ascii_case_insensitive = false;
+  // Set by AdaptPythonRegex: `[]` and `[^]` are refused ("Empty character class"), since Python
+  // reads a ']' right after '[' or '[^' as a literal and ECMAScript as an empty class.
+  bool python_dialect = false;
 };
 
 // Adds an expression matching the pattern to g and returns its id (no rules are created

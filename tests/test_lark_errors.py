@@ -1,0 +1,177 @@
+"""Errors of the Lark front end, of TagDispatch's arguments and of the Python-flavoured regex
+readers: each a typed exception whose message leads with xgrammar's phrase, keeps our detail
+after it, and locates the error (line:col, then the source line and a caret under the column).
+"""
+
+import pytest
+
+import xg2_jax as xg
+
+TEXT = r"TEXT: /(\n|.)*/"
+
+
+@pytest.mark.parametrize("grammar, line, column, phrase", [
+    # names and definitions
+    ('start: foo\nfoo: "a"\nfoo: "b"', 3, 1, "duplicate rule or terminal 'foo' (first defined at 2:1)"),
+    ('%import common.INT\nINT: "x"\nstart: INT', 1, 9, "duplicate rule or terminal 'INT'"),
+    ('start: TOKEN\nTOKEN: rule\nrule: "a"', 2, 8, "terminal 'TOKEN' cannot reference rule 'rule'"),
+    ('start "a"', 1, 7, "expected ':' after rule name 'start', found '\"'"),
+    ('start::0: "a"', 1, 6, "parametric grammar is not supported"),
+    ("start: foo::0", 1, 11, "parametric grammar is not supported"),
+    ('start: "a" %if enabled', 1, 12, "parametric %if conditions are not supported"),
+    # expressions
+    ('start: A & B\nA: "a"\nB: "b"', 1, 10, "terminal intersection '&' is not supported"),
+    ("start: ~/[a]/", 1, 8, "regular-expression complement '~' is not supported"),
+    ("start: $", 1, 8, "unexpected character '$'"),
+    ("start: \x01", 1, 8, "unexpected a control character"),
+    ("start: -", 1, 8, "unexpected '-' character"),
+    ("start: !", 1, 8, "unexpected '!' character"),
+    ('start: ("a"', 1, 12, "expected ')' after group, found end of input (the '(' at line 1, column 8"),
+    ('start: ["a" | "b"\n', 1, 18, "expected ']' after optional group, found end of line"),
+    ('start: "a" ->', 1, 14, "expected alias name after '->'"),
+    ('start: "a"{3,2}', 1, 11, "repetition end must be greater than or equal to start"),
+    ('start: "a"~3..2', 1, 11, "repetition end must be greater than or equal to start"),
+    ('start: "a"{-1,}', 1, 12, "invalid repetition count"),
+    ('start: "a"{2,-1}', 1, 14, "invalid repetition count"),
+    ('start: "a"{99999999999}', 1, 12, "invalid repetition count: number too large"),
+    ('start: "z".."a"', 1, 8, "character range start must not exceed end"),
+    # literals
+    ('start: "\\q"', 1, 9, "invalid string literal: invalid escape sequence '\\q'"),
+    ('start: "\\x4"', 1, 9, "invalid string literal"),
+    ('start: "\u00c4"i', 1, 8, "case-insensitive string literals currently support ASCII characters only"),
+    ("start: /[abc/", 1, 8, "failed to compile regular expression /[abc/: unterminated character class"),
+    ("start: /[]a]/", 1, 8, "failed to compile regular expression /[]a]/ at character 1: Empty character class []"),
+    ("start: /[^]/", 1, 8, "failed to compile regular expression /[^]/ at character 1: Empty character class [^]"),
+    ("start: <bad token>", 1, 8, "invalid special token"),
+    ("start: @", 1, 8, "empty grammar reference"),
+    # directives and JSON values
+    ("start: %json {", 1, 14, "failed to parse JSON value after %json"),
+    ("start: %json [", 1, 14, "failed to parse JSON value after %json"),
+    ("start: %json []", 1, 8, "failed to compile inline JSON schema"),
+    ('%grammar_options []\nstart: "a"', 1, 18, "%grammar_options value must be an object"),
+    ("start: TOKEN\nTOKEN: <[1]>", 2, 8, "special tokens cannot be used in terminals"),
+    ("start: TOKEN\nTOKEN: %json {}", 2, 8, "%json cannot be used in terminals"),
+    # special tokens without a tokenizer: the syntax is checked first
+    ("start: <[1-2-3]>", 1, 8, "invalid numeric special-token range '1-2-3'"),
+    ("start: <[3-1]>", 1, 8, "invalid numeric special-token range '3-1'"),
+    ("start: <[1 2]>", 1, 8, "invalid numeric special-token range '1 2'"),
+    ("start: <[1, 2-3 ,x]>", 1, 8, "invalid numeric special-token range 'x'"),
+    ("start: <[a]>", 1, 8, "invalid numeric special-token range 'a'"),
+    ("start: <[,]>", 1, 8, "empty numeric special-token range"),
+    ("start: <[0-1000001]>", 1, 8, "special-token range is too large"),
+    ("start: <[*]>", 1, 8, "wildcard special token requires tokenizer_info"),
+    ("start: <[^*]>", 1, 8, "negated wildcard special token is not supported"),
+    ("start: <[*,1]>", 1, 8, "wildcard cannot be mixed with token ranges"),
+    ("start: <|tool|>", 1, 8, "named special token <|tool|> requires tokenizer_info"),
+    ("start: <[1]>", 1, 8, "numeric special token <[1]> requires tokenizer_info"),
+    # stop_capture's value
+    (f'start: head\nhead[stop_capture="m"]: TEXT\n{TEXT}', 2, 6, "stop_capture requires stop or suffix"),
+    (f'start: head\nhead[stop="x", stop_capture="bad name"]: TEXT\n{TEXT}', 2, 29, "capture name must only contain"),
+    (f'start: head\nhead[stop="x", stop_capture=M]: TEXT\n{TEXT}', 2, 29,
+     "expected string literal after stop_capture="),
+    (f'start: head\nhead[stop="x", stop_capture="a", stop_capture="b"]: TEXT\n{TEXT}', 2, 34,
+     "stop_capture attribute is specified more than once"),
+
+])
+def test_lark_errors(grammar, line, column, phrase):
+    with pytest.raises((xg.GrammarSyntaxError, xg.GrammarError)) as info:
+        xg.Grammar.from_lark(grammar)
+    message = str(info.value)
+    assert isinstance(info.value, RuntimeError)
+    assert message.startswith(f"Lark error at line {line}, column {column}: {phrase}"), message
+
+
+def test_lark_error_shows_the_source_line_and_a_caret():
+    with pytest.raises(xg.GrammarSyntaxError) as info:
+        xg.Grammar.from_lark('# comment\r\nstart: "a"\r\nitem missing')
+    assert (info.value.line, info.value.column) == (3, 6)
+    assert str(info.value) == ("Lark error at line 3, column 6: expected ':' after rule name 'item', found 'm'\n"
+                               "item missing\n     ^")
+
+
+def test_nested_lark_error_keeps_one_context():
+    with pytest.raises(xg.GrammarSyntaxError) as info:
+        xg.Grammar.from_lark('start: %lark { start: $ }')
+    message = str(info.value)
+    assert message.startswith("Lark error at line 1, column 8: failed to compile nested Lark grammar: "
+                              "Lark error at line 1, column 9: unexpected character '$'"), message
+    assert message.count("\n") == 2
+
+
+def test_json_directive_takes_any_json_value():
+    accepts = xg.GrammarCompiler(xg.TokenizerInfo([]), cache_enabled=False).compile_grammar(
+        xg.Grammar.from_lark('start: "<" %json true ">"'))
+    matcher = xg.GrammarMatcher(accepts)
+    assert matcher.accept_string('<{"a": [1]}>') and matcher.is_completed()
+
+
+TOOLS = xg.TokenizerInfo(["<|bar|>", "x", "a"])
+
+
+@pytest.mark.parametrize("grammar, tokenizer, line, column, phrase", [
+    # A dispatch the front end cannot honour would be read as the plain grammar, whose tail
+    # TEXT also takes text holding a complete trigger: refused instead.
+    (f'start: tool* tail\ntail: TEXT\ntool_head[lazy]: TEXT "<t>"\ntool[max_tokens=3]: tool_head "x"\n{TEXT}',
+     None, 4, 6, "max_tokens is not supported on rules consumed by dynamic dispatch (rule 'tool')"),
+    (f'start: tool* tail\ntail: TEXT\ntool_head[lazy]: TEXT "<t>"\ntool[capture]: tool_head "x"\n{TEXT}',
+     None, 4, 6, "capture is not supported on rules consumed by dynamic dispatch (rule 'tool')"),
+    (f'start: tool* tail\ntail: TEXT\ntool_head[lazy, capture]: TEXT "<t>"\ntool: tool_head "x"\n{TEXT}',
+     None, 3, 17, "capture is not supported on rules consumed by dynamic dispatch (rule 'tool_head')"),
+    (f'start: tool* tail\ntail: TEXT\ntool_head[stop="<t>", stop_capture="m"]: TEXT\ntool: tool_head "x"\n{TEXT}',
+     None, 3, 23, "stop_capture is not supported on rules consumed by dynamic dispatch (rule 'tool_head')"),
+    (f'start[max_tokens=5]: tool* tail\ntail: TEXT\ntool_head[lazy]: TEXT "<t>"\ntool: tool_head "x"\n{TEXT}',
+     None, 1, 7, "max_tokens is not supported on a dynamic dispatch start rule"),
+    (f'start: (foo | bar)* tail\ntail: TEXT\nfoo_head[lazy]: TEXT "<foo>"\nfoo: foo_head "x"\n'
+     f'bar: TEXT <|bar|> "x"\n{TEXT}', TOOLS, 1, 1, "a dynamic Lark start rule cannot mix string and token triggers"),
+    (f'start: tool* tail\ntail: TEXT\ntool: TEXT <[^1]> "x"\n{TEXT}', TOOLS, 3, 12,
+     "dynamic special-token trigger cannot be negated"),
+    (f"start: head\nhead[lazy]: TEXT <[^1]>\n{TEXT}", TOOLS, 2, 18, "lazy special-token trigger cannot be negated"),
+])
+def test_lark_dispatch_errors(grammar, tokenizer, line, column, phrase):
+    with pytest.raises(xg.GrammarSyntaxError) as info:
+        xg.Grammar.from_lark(grammar, tokenizer_info=tokenizer)
+    assert str(info.value).startswith(f"Lark error at line {line}, column {column}: {phrase}"), str(info.value)
+
+
+@pytest.mark.parametrize("grammar", [
+    # Decided to keep: a priority picks among parses (the language stays), a standalone lazy
+    # regex ends at its first match, a stop/suffix body of non-recursive rules is regular.
+    'start.2: "a"',
+    "start: head\nhead[lazy]: /(\\n|.)*END/",
+    'start: r\nr[suffix="!"]: sub\nsub: /[a-z]*/',
+])
+def test_lark_constructs_kept(grammar):
+    xg.Grammar.from_lark(grammar)
+
+
+@pytest.mark.parametrize("ebnf, line, column, phrase", [
+    ('root ::= Regex("[]")', 1, 10, "in Regex pattern at character 1: Empty character class []"),
+    ('root ::= Regex("[^]")', 1, 10, "in Regex pattern at character 1: Empty character class [^]"),
+    ('root ::= Regex("\\\\u{110000}")', 1, 10, "beyond the Unicode range"),
+    ('root ::= Regex("\\\\x4")', 1, 10, "must be followed by two hexadecimal digits"),
+    ('root ::= Regex("(?<n>a)\\\\k<n>")', 1, 10, "Backreferences are not supported: named backreference"),
+])
+def test_ebnf_macro_errors(ebnf, line, column, phrase):
+    with pytest.raises(xg.GrammarSyntaxError) as info:
+        xg.Grammar.from_ebnf(ebnf)
+    message = str(info.value)
+    assert message.startswith(f"EBNF parser error at line {line}, column {column}: "), message
+    assert phrase in message, message
+
+
+def test_tag_dispatch_exclude_inside_a_trigger_is_kept():
+    # xgrammar refuses an exclude that is a prefix of a trigger; here an occurrence inside the
+    # trigger that ends the free text is not text (tests/test_structural_tag.py's reference).
+    compiled = xg.GrammarCompiler(xg.TokenizerInfo([]), cache_enabled=False).compile_grammar(
+        xg.Grammar.from_ebnf('root ::= TagDispatch(("tag1", r), excludes=("tag"))\nr ::= "!"'))
+    for text, ok in [("x tag1!", True), ("x tag", False), ("tag1", False)]:
+        matcher = xg.GrammarMatcher(compiled)
+        assert (matcher.accept_string(text) and matcher.is_completed()) == ok, text
+
+
+def test_ecmascript_readers_keep_empty_classes():
+    # from_regex reads ECMAScript: [] matches nothing, [^] any character.
+    compiled = xg.GrammarCompiler(xg.TokenizerInfo([]), cache_enabled=False).compile_grammar(
+        xg.Grammar.from_regex("[^]x|[]y"))
+    matcher = xg.GrammarMatcher(compiled)
+    assert matcher.accept_string("\nx") and matcher.is_completed()
