@@ -16,7 +16,7 @@ LIMIT = 10000
 CASES = {
     "ebnf": ("xg.Grammar.from_ebnf('root ::= ' + '(' * N + '\"a\"' + ')' * N)", LIMIT),
     "regex": ("xg.Grammar.from_regex('(b|' * N + 'a' + ')' * N)", LIMIT),
-    "lark": ("xg.Grammar.from_lark('start: ' + '(' * N + '\"a\"' + ')' * N)", LIMIT // 4 - 1),
+    "lark": ("xg.Grammar.from_lark('start: ' + '(' * N + '\"a\"' + ')' * N)", LIMIT // 10 - 1),
     "schema-items": ("xg.Grammar.from_json_schema('{\"type\":\"array\",\"items\":' * N + "
                      "'{\"type\":\"integer\"}' + '}' * N)", LIMIT // 10 - 2),
     "schema-properties": ("xg.Grammar.from_json_schema('{\"type\":\"object\",\"properties\":"

@@ -415,12 +415,13 @@ void Parser::ParseImport(Document* doc, size_t at) {
 
 Node Parser::ParseExpansions() {
   size_t at = pos_;
-  // A level here is several deep frames (about 2 KiB of stack), hence a quarter of the limit.
-  const int max_depth = std::max(1, MaxNestingDepth() / 4);
+  // A level here is several deep frames (about 2 KiB of stack), hence a tenth of the limit
+  // (1000 groups by default, as xgrammar's Lark front end).
+  const int max_depth = std::max(1, MaxNestingDepth() / 10);
   if (++depth_guard_ > max_depth) {
     std::pair<int, int> lc = LineColumn(text_, at);
     throw Error(ErrorKind::kLimitExceeded, LarkWhere(lc) + ": expressions nested deeper than " +
-                                               std::to_string(max_depth) + " levels (a quarter of max_nesting_depth=" +
+                                               std::to_string(max_depth) + " levels (a tenth of max_nesting_depth=" +
                                                std::to_string(MaxNestingDepth()) + ", see xg2_jax.set_limits)");
   }
   Node choice;
