@@ -114,7 +114,7 @@ class Grammar:
                 ``\\b``, ``\\p{...}``, anchors elsewhere); ``.column`` is the 1-based
                 character position of the construct.
             LimitExceededError: a repetition bound above 100000 or groups nested deeper
-                than 1000 levels.
+                than the nesting limit (:func:`xg2_jax.set_limits`, 10000 by default).
 
         Example:
             >>> print(Grammar.from_regex(r"[a-z]+@\\d{2,3}"))
