@@ -60,10 +60,11 @@ def test_default_is_the_most_that_can_be_set():
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_deepest_nesting_builds_and_deeper_is_a_typed_error(case):
+def test_deepest_nesting_builds_and_deeper_is_a_typed_error(case, tmp_path):
     source, deepest = CASES[case]
     script = SCRIPT.format(limit=LIMIT, source=source, deepest=deepest)
+    # Run outside the repository root, whose xg2_jax/ folder would shadow the installed package.
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
-                          timeout=900)
+                          timeout=900, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["built", "limit", "limit"]
