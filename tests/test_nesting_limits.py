@@ -18,9 +18,9 @@ CASES = {
     "regex": ("xg.Grammar.from_regex('(b|' * N + 'a' + ')' * N)", LIMIT),
     "lark": ("xg.Grammar.from_lark('start: ' + '(' * N + '\"a\"' + ')' * N)", LIMIT // 10 - 1),
     "schema-items": ("xg.Grammar.from_json_schema('{\"type\":\"array\",\"items\":' * N + "
-                     "'{\"type\":\"integer\"}' + '}' * N)", LIMIT // 10 - 2),
+                     "'{\"type\":\"integer\"}' + '}' * N)", LIMIT // 40 - 2),
     "schema-properties": ("xg.Grammar.from_json_schema('{\"type\":\"object\",\"properties\":"
-                          "{\"a\":' * N + '{}' + '}}' * N)", LIMIT // 10 - 3),
+                          "{\"a\":' * N + '{}' + '}}' * N)", LIMIT // 40 - 3),
     "json-const": ("xg.Grammar.from_json_schema('{\"const\": ' + '[' * N + ']' * N + '}')",
                    LIMIT - 2),
     "structural-tag": ("xg.Grammar.from_structural_tag('{\"type\":\"structural_tag\",\"format\":' + "
@@ -68,3 +68,40 @@ def test_deepest_nesting_builds_and_deeper_is_a_typed_error(case, tmp_path):
                           timeout=900, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() == ["built", "limit", "limit"]
+
+
+# Github_easy o78062 (JSONSchemaBench): allOf and oneOf through $ref recursion, whose levels
+# take the most stack; at a tenth of the limit it overflowed the main thread's 8 MiB.
+RECURSIVE_ALL_OF = {
+    "definitions": {
+        "named": {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]},
+        "node": {"allOf": [{"$ref": "#/definitions/named"}, {"oneOf": [
+            {"properties": {"children": {"type": "array", "items": {"$ref": "#/definitions/node"}}},
+             "required": ["children"]},
+            {"properties": {"leaves": {"type": "array", "items": {"type": "string"}}},
+             "required": ["leaves"]}]}]},
+    },
+    "allOf": [{"$ref": "#/definitions/node"}, {"properties": {"note": {"type": "string"}}}],
+}
+
+
+def test_recursive_all_of_is_a_grammar_or_a_typed_error_on_a_worker_thread(tmp_path):
+    script = textwrap.dedent(f"""
+        import json, threading
+        import xg2_jax as xg
+        outcome = []
+        def build():
+            try:
+                xg.Grammar.from_json_schema(json.dumps({RECURSIVE_ALL_OF!r}), strict_mode=False)
+                outcome.append("built")
+            except (xg.LimitExceededError, xg.UnsupportedSchemaError):
+                outcome.append("refused")
+        worker = threading.Thread(target=build)
+        worker.start()
+        worker.join()
+        print(outcome[0])
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=900, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() in (["built"], ["refused"])
