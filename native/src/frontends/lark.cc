@@ -400,10 +400,10 @@ void LarkConverter::ApplyAttributes() {
     attrs.lazy = def->lazy;
     attrs.max_chars = def->max_chars;
     try {
-      if (!def->marker_attribute.empty()) {  // how captures split the rule's text
+      if (!def->marker_attribute.empty()) {  // how captures split the rule's text: body M
         const bool lexeme = IsLexeme(kv.second);
-        const ExprId body = Compile(def->split_body, kv.second.scope, lexeme);
-        const ExprId marker = Compile(def->split_marker, kv.second.scope, lexeme);
+        const ExprId body = Compile(def->body.children[0], kv.second.scope, lexeme);
+        const ExprId marker = Compile(def->body.children[1], kv.second.scope, lexeme);
         SetMarkerSplit(&g_, kv.second.rule, body, marker, def->marker_attribute == "stop", def->stop_capture);
       }
       ApplyRuleAttributes(&g_, kv.second.rule, attrs);

@@ -237,8 +237,6 @@ void Parser::ParseDefinition(Document* doc) {
   ++pos_;
   def.body = ParseExpansions();
   if (!def.marker_attribute.empty()) {  // body M, lazily: ends where a marker first ends
-    def.split_body = def.body;
-    def.split_marker = marker_;
     Node seq;
     seq.kind = Node::Kind::kSequence;
     seq.offset = def.body.offset;

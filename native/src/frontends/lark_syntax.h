@@ -60,13 +60,11 @@ struct Definition {
   // name[stop=M] / name[suffix=M] (llguidance's and xgrammar's): the body up to the first
   // place a marker M ends, the marker included. The parser folds it into the body as
   // `body M` with lazy set (the shortest match commits); "stop" or "suffix", else empty. The
-  // two differ in what captures hold (see MarkerSplit): split_body and split_marker keep
-  // the two parts, stop_capture (name[stop_capture="n"]) names the marker's capture.
+  // two differ in what captures hold (see MarkerSplit): body's two children are the parts,
+  // stop_capture (name[stop_capture="n"]) names the marker's capture.
   std::string marker_attribute;
   std::string stop_capture;
   size_t stop_capture_offset = 0;
-  Node split_body;
-  Node split_marker;
   size_t offset = 0;
   Node body;
 };
