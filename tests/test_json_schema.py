@@ -236,7 +236,13 @@ def test_date_format_follows_the_calendar(compiler, year):
     check(compiler, {"type": "string", "format": "ipv4"}, ["192.168.0.255"], ["256.1.1.1", "1.2.3"])
     check(compiler, {"type": "string", "format": "ipv6"}, ["::1", "fe80::1:2", "2001:db8:0:0:0:0:2:1"], ["1:2"])
     check(compiler, {"type": "string", "format": "email"}, ["a.b@example.com"], ["ab", "a@"])
-    check(compiler, {"type": "string", "format": "duration"}, ["P1Y2M", "PT5S", "P3W"], ["P", "PT"])
+    check(
+        compiler,
+        {"type": "string", "format": "duration"},
+        ["P1Y2M", "PT5S", "P3W", "P1Y2M3DT4H5M6S", "P2MT1M", "PT9H6M54S"],
+        # RFC 3339 appendix A: a unit is followed only by the next one.
+        ["P", "PT", "P1Y456D", "PT9H654S", "P1YT", "P1W2D"],
+    )
     check(compiler, {"type": "string", "format": "hostname"}, ["a-b.example"], ["-a"])
     check(compiler, {"type": "string", "format": "uri-reference"}, ["a/b", "../x?y#z", "#f", "./a:b", "http://h/p"],
           ["://", "a b"])
@@ -279,6 +285,20 @@ def test_any_whitespace_and_max_whitespace(compiler):
     g = Grammar.from_json_schema(s, max_whitespace_cnt=2)
     assert accepts_text(compiler, g, '{  "a":1}')
     assert not accepts_text(compiler, g, '{   "a":1}')
+
+
+@pytest.mark.parametrize("separators,valid,invalid", [
+    (None, ['{"a":1,"b":[2,3]}', '{\n"a" : 1 ,\t"b" : [2,\r\n3]\n}'], []),
+    ((", ", ":"), ['{"a":1, "b":[2, 3]}', '{"a" : 1 , "b":[2, \n3]}'], ['{"a":1,"b":[2,3]}', '{"a":1 ,"b":[2, 3]}']),
+    ((",", ": "), ['{"a": 1,"b":  [2,3]}'], ['{"a":1,"b": [2,3]}']),
+])
+def test_any_whitespace_keeps_the_whitespace_written_in_separators(compiler, separators, valid, invalid):
+    # With any_whitespace, a separator's own whitespace is the least there is (xgrammar's meaning).
+    g = Grammar.from_json_schema({}, separators=separators)
+    for text in valid:
+        assert accepts_text(compiler, g, text), text
+    for text in invalid:
+        assert not accepts_text(compiler, g, text), text
 
 
 def test_unsupported_raise_and_warn(compiler):

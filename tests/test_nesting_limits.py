@@ -105,3 +105,21 @@ def test_recursive_all_of_is_a_grammar_or_a_typed_error_on_a_worker_thread(tmp_p
                           timeout=900, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() in (["built"], ["refused"])
+
+
+def test_a_low_limit_bounds_every_front_end_at_itself():
+    # The Lark and JSON Schema caps only ever lower the limit: at 50, ordinary schemas and
+    # grammars still build, and the 50 levels are what each front end takes.
+    nested_schema = {"type": "object", "properties": {"a": {"type": "object", "properties": {
+        "b": {"type": "array", "items": {"type": "integer"}}}}}}
+    with xg.max_recursion_depth(50):
+        xg.Grammar.from_json_schema(nested_schema)
+        xg.Grammar.from_json_schema('{"unused": ' + "[" * 40 + "0" + "]" * 40 + "}")
+        xg.Grammar.from_json_schema("{\"type\":\"array\",\"items\":" * 45 + "{}" + "}" * 45)
+        xg.Grammar.from_lark("start: " + "(" * 45 + '"a"' + ")" * 45)
+        with pytest.raises(xg.LimitExceededError, match="max_nesting_depth=50"):
+            xg.Grammar.from_json_schema('{"unused": ' + "[" * 60 + "0" + "]" * 60 + "}")
+        with pytest.raises(xg.LimitExceededError, match="max_nesting_depth"):
+            xg.Grammar.from_json_schema("{\"type\":\"array\",\"items\":" * 60 + "{}" + "}" * 60)
+        with pytest.raises(xg.LimitExceededError, match="max_nesting_depth=50"):
+            xg.Grammar.from_lark("start: " + "(" * 60 + '"a"' + ")" * 60)

@@ -207,8 +207,9 @@ def set_limits(*, max_nesting_depth: Optional[int] = None) -> dict:
 
     Args:
         max_nesting_depth: deepest nesting of EBNF expressions, regex groups and JSON
-            documents (schemas, structural tags); deeper input raises
-            :class:`LimitExceededError` naming this limit. Default 1000.
+            documents (schemas, structural tags), 1 to 10000; Lark groups and JSON
+            Schema subschemas nest to it but at most 1000 and 250 deep. Deeper input
+            raises :class:`LimitExceededError` naming this limit. Default 10000.
 
     Returns:
         ``{"max_nesting_depth": ...}`` after the change.

@@ -251,8 +251,9 @@ class Grammar:
                 formatted exactly like ``json.dumps(obj, indent=indent, separators=separators)``.
             indent: with ``any_whitespace=False``, the indentation (None: one line).
             separators: ``(item_separator, key_separator)``; default ``(", ", ": ")``
-                without indent, ``(",", ": ")`` with indent; with ``any_whitespace`` only
-                the punctuation is used.
+                without indent, ``(",", ": ")`` with indent; with ``any_whitespace``
+                (default ``(",", ":")``) any whitespace may surround them, and the
+                whitespace written in one is the least there is.
             strict_mode: properties and array items the schema does not declare are
                 forbidden unless it explicitly allows them (xgrammar's meaning). When
                 False, the schema's own defaults apply (extra properties allowed).

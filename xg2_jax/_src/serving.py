@@ -86,7 +86,8 @@ def compile_request(compiler: GrammarCompiler, kind: str, spec: Any, *,
         grammar_syntax: ``"ebnf"`` or ``"lark"`` for ``grammar`` requests (Lark needs a
             ``Grammar.from_lark`` front end).
         any_whitespace: JSON kinds: allow any whitespace between tokens.
-        separators: JSON kinds: item and key separators when ``any_whitespace`` is False.
+        separators: JSON kinds: item and key separators (with ``any_whitespace``, the least
+            whitespace around them).
 
     Returns:
         The compiled grammar.

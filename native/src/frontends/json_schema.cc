@@ -24,11 +24,6 @@ JsonSchemaResult Converter::Run() {
   return r;
 }
 
-std::string Converter::Trim(const std::string& s) {
-  size_t a = s.find_first_not_of(" \t\n\r"), b = s.find_last_not_of(" \t\n\r");
-  return a == std::string::npos ? "" : s.substr(a, b - a + 1);
-}
-
 // Declares a rule named base, base_2, base_3, ... Grammar::DeclareRule alone would probe every
 // taken suffix, which is quadratic for schemas with thousands of objects.
 RuleId Converter::NewRule(const std::string& base) {
@@ -226,8 +221,8 @@ RuleId Converter::ConjRule(const std::vector<Ref>& parts, int depth) {
   // Rules are lowered depth-first, so a long chain of distinct $refs nests this call; bound
   // it (the native stack is finite) as the JSON parser bounds document nesting. Each level
   // is several deep frames (8 KiB of stack and more where allOf merges through $ref
-  // recursion, more under sanitizers), hence a fortieth: 250 by default.
-  const int kMaxRuleNesting = std::max(1, MaxNestingDepth() / 40);
+  // recursion, more under sanitizers), hence the cap of 250.
+  const int kMaxRuleNesting = CappedNestingDepth(kMaxSchemaNestingDepth);
   struct NestingGuard {
     int* n;
     explicit NestingGuard(int* c) : n(c) { ++*n; }
@@ -237,7 +232,8 @@ RuleId Converter::ConjRule(const std::vector<Ref>& parts, int depth) {
     throw Error(ErrorKind::kLimitExceeded,
                 "schema nests more than " + std::to_string(kMaxRuleNesting) + " subschemas deep at " +
                     (parts.empty() || parts.back().ptr.empty() ? std::string("(root)") : parts.back().ptr) +
-                    " (a fortieth of max_nesting_depth, see xg2_jax.set_limits)");
+                    " (max_nesting_depth, at most " + std::to_string(kMaxSchemaNestingDepth) +
+                    " here; see xg2_jax.set_limits)");
   }
   RuleId r = NewRule(RuleName(parts));
   rules_[key] = r;

@@ -19,8 +19,8 @@
 namespace xg2 {
 
 struct JsonSchemaOptions {
-  // Whitespace of any kind and amount between tokens (ignores indent; separators only give
-  // the punctuation). When false, the output is formatted exactly like Python's
+  // Whitespace of any kind and amount between tokens (ignores indent; a separator's own
+  // whitespace is then the least allowed, as in xgrammar). When false, the output is formatted exactly like Python's
   // json.dumps(obj, indent=indent, separators=(item_separator, key_separator)).
   bool any_whitespace = true;
   int indent = -1;  // -1: no newlines

@@ -62,8 +62,9 @@ class Converter {
       }
     }
     if (o_.any_whitespace) {
-      item_sep_ = Trim(o_.item_separator.empty() ? "," : o_.item_separator);
-      key_sep_ = Trim(o_.key_separator.empty() ? ":" : o_.key_separator);
+      // Whitespace written in a separator is the least there is: (", ", ":") needs the space.
+      item_sep_ = o_.item_separator.empty() ? "," : o_.item_separator;
+      key_sep_ = o_.key_separator.empty() ? ":" : o_.key_separator;
     } else {
       item_sep_ = !o_.item_separator.empty() ? o_.item_separator : (o_.indent >= 0 ? "," : ", ");
       key_sep_ = !o_.key_separator.empty() ? o_.key_separator : ": ";
@@ -78,8 +79,6 @@ class Converter {
                                const std::string& b_ptr);
 
  private:
-  static std::string Trim(const std::string& s);
-
   // Declares a rule named base, base_2, base_3, ... Grammar::DeclareRule alone would probe every
   // taken suffix, which is quadratic for schemas with thousands of objects.
   RuleId NewRule(const std::string& base);

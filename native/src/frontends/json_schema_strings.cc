@@ -514,10 +514,12 @@ ExprId DurationExpr(Grammar* g) {
   auto n = [&](const char* unit) {
     return g->AddSequence({g->AddRepeat(Cls(g, {{'0', '9'}}), 1, kUnbounded), Lit(g, unit)});
   };
-  ExprId time = g->AddSequence({Lit(g, "T"), g->AddChoice({g->AddSequence({n("H"), Opt(g, n("M")), Opt(g, n("S"))}),
-                                                           g->AddSequence({n("M"), Opt(g, n("S"))}), n("S")})});
-  ExprId date = g->AddChoice(
-      {g->AddSequence({n("Y"), Opt(g, n("M")), Opt(g, n("D"))}), g->AddSequence({n("M"), Opt(g, n("D"))}), n("D")});
+  // RFC 3339 appendix A: each unit may be followed only by the next one (P1Y2M3D, not P1Y3D).
+  auto then = [&](const char* unit, ExprId next) { return g->AddSequence({n(unit), Opt(g, next)}); };
+  ExprId minute = then("M", n("S"));
+  ExprId time = g->AddSequence({Lit(g, "T"), g->AddChoice({then("H", minute), minute, n("S")})});
+  ExprId month = then("M", n("D"));
+  ExprId date = g->AddChoice({then("Y", month), month, n("D")});
   return g->AddSequence({Lit(g, "P"), g->AddChoice({g->AddSequence({date, Opt(g, time)}), time, n("W")})});
 }
 

@@ -413,14 +413,15 @@ void Parser::ParseImport(Document* doc, size_t at) {
 
 Node Parser::ParseExpansions() {
   size_t at = pos_;
-  // A level here is several deep frames (about 2 KiB of stack), hence a tenth of the limit
-  // (1000 groups by default, as xgrammar's Lark front end).
-  const int max_depth = std::max(1, MaxNestingDepth() / 10);
+  // A level here is several deep frames (about 2 KiB of stack), hence the cap of 1000 groups
+  // (as xgrammar's Lark front end).
+  const int max_depth = CappedNestingDepth(kMaxLarkGroupDepth);
   if (++depth_guard_ > max_depth) {
     std::pair<int, int> lc = LineColumn(text_, at);
-    throw Error(ErrorKind::kLimitExceeded, LarkWhere(lc) + ": expressions nested deeper than " +
-                                               std::to_string(max_depth) + " levels (a tenth of max_nesting_depth=" +
-                                               std::to_string(MaxNestingDepth()) + ", see xg2_jax.set_limits)");
+    throw Error(ErrorKind::kLimitExceeded,
+                LarkWhere(lc) + ": expressions nested deeper than " + std::to_string(max_depth) +
+                    " levels (max_nesting_depth=" + std::to_string(MaxNestingDepth()) + ", at most " +
+                    std::to_string(kMaxLarkGroupDepth) + " here; see xg2_jax.set_limits)");
   }
   Node choice;
   choice.kind = Node::Kind::kChoice;

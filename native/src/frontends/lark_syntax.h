@@ -83,7 +83,7 @@ struct Document {
 };
 
 // Throws SyntaxError (line:col) for malformed or unsupported syntax and Error(kLimitExceeded)
-// for groups nested deeper than MaxNestingDepth().
+// for groups nested deeper than CappedNestingDepth(kMaxLarkGroupDepth).
 Document ParseDocument(const std::string& text);
 
 // A name is a terminal when its first letter (after leading underscores) is uppercase.

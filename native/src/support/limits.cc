@@ -1,5 +1,6 @@
 #include "xg2/limits.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <limits>
@@ -43,9 +44,11 @@ void CheckThreadTimeLimit() {
 
 int MaxNestingDepth() { return g_max_nesting_depth.load(std::memory_order_relaxed); }
 
+int CappedNestingDepth(int cap) { return std::min(MaxNestingDepth(), cap); }
+
 void SetMaxNestingDepth(int depth) {
   // The parsers recurse once per level: deeper limits would let an input overflow an 8 MiB
-  // thread stack (the Lark and JSON Schema front ends scale it down for their deeper frames).
+  // thread stack (the Lark and JSON Schema front ends cap it for their deeper frames).
   if (depth < 1 || depth > kMaxNestingDepthLimit) {
     throw Error(ErrorKind::kInvalidArgument, "max_nesting_depth must be between 1 and " +
                                                  std::to_string(kMaxNestingDepthLimit) + ", got " +

@@ -7,12 +7,17 @@
 
 namespace xg2 {
 
-// Nesting depth of EBNF expressions, regex groups and JSON documents; a tenth of it bounds
-// Lark groups and a fortieth JSON Schema subschemas, whose levels take more stack. The default
-// is also the most (xgrammar's default recursion depth): every front end stays within an
-// 8 MiB thread stack there.
+// Nesting depth of EBNF expressions, regex groups and JSON documents. The default is also the
+// most (xgrammar's default recursion depth): every front end stays within an 8 MiB thread
+// stack there.
 constexpr int kMaxNestingDepthLimit = 10000;
+// Lark groups and JSON Schema subschemas take more stack a level, so they nest to the limit
+// but never beyond these caps (a tenth and a fortieth of the most).
+constexpr int kMaxLarkGroupDepth = kMaxNestingDepthLimit / 10;
+constexpr int kMaxSchemaNestingDepth = kMaxNestingDepthLimit / 40;
 int MaxNestingDepth();
+// MaxNestingDepth(), at most cap.
+int CappedNestingDepth(int cap);
 void SetMaxNestingDepth(int depth);  // Error(kInvalidArgument) unless 1 <= depth <= kMaxNestingDepthLimit
 
 // " (limit max_nesting_depth=N, see xg2_jax.set_limits)": the tail of a depth error.
