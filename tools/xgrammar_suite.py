@@ -13,7 +13,11 @@ writing a JUnit XML report, from which the runner prints a table of passed / fai
 Usage (a venv with torch, transformers and pytest; xg2-jax installed into it):
 
     python tools/xgrammar_suite.py --tests /tmp/xgr-api/xgrammar-0.2.9/tests/python \\
-        --python /work/venv-api-suite/bin/python [--target xg2_jax|xgrammar] [--files a.py b.py]
+        --python /work/venv-api-suite/bin/python [--target xg2_jax|xgrammar] [--files a.py b.py] \\
+        [--bitmask numpy|torch]
+
+``--bitmask torch`` runs xg2-jax as a torch caller configures it (``XG2_JAX_BITMASK=torch``:
+``allocate_token_bitmask`` returns torch tensors, as xgrammar's); the default is numpy.
 
 The sdist (``pip download --no-deps --no-binary :all: xgrammar==0.2.9``) is not part of the
 repository: point ``--tests`` at its unpacked ``tests/python`` folder.
@@ -111,6 +115,7 @@ def run_file(args, test_file: Path, shim_dir: Path, report: Path) -> dict:
            "-W", "ignore", str(test_file)]
     if args.target == "xg2_jax":
         env["PYTHONPATH"] = os.pathsep.join([str(shim_dir), env.get("PYTHONPATH", "")])
+        env["XG2_JAX_BITMASK"] = args.bitmask
         cmd[3:3] = ["-p", "xgrammar_shim"]
     started = time.monotonic()
     try:
@@ -195,6 +200,9 @@ def main() -> None:
     parser.add_argument("--tests", required=True, type=Path, help="the sdist's tests/python")
     parser.add_argument("--python", default=sys.executable, help="interpreter of the suite venv")
     parser.add_argument("--target", choices=("xg2_jax", "xgrammar"), default="xg2_jax")
+    parser.add_argument("--bitmask", choices=("numpy", "torch"), default="numpy",
+                        help="xg2-jax's XG2_JAX_BITMASK: what allocate_token_bitmask returns "
+                             "(torch: xgrammar's torch tensors, as a torch caller sets it)")
     parser.add_argument("--files", nargs="*", help="test file names (default: all test_*.py)")
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds per file")
     parser.add_argument("--top", type=int, default=25, help="failure classes to print")

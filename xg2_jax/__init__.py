@@ -30,6 +30,7 @@ from xg2_jax import builtin_structural_tag
 from xg2_jax._src.batch import BatchGrammarMatcher, traverse_draft_tree
 from xg2_jax._src.batch_job import RequestLineError
 from xg2_jax._src.bitmask import (
+    BITMASK_BACKEND,
     allocate_token_bitmask,
     apply_token_bitmask_inplace,
     bitmask_dtype,
@@ -228,6 +229,7 @@ __all__ = [
     "VocabType",
     "XG2Error",
     "allocate_token_bitmask",
+    "BITMASK_BACKEND",
     "clear_cross_grammar_cache",
     "cross_grammar_cache_stats",
     "set_cross_grammar_cache_limit",

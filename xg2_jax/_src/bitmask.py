@@ -5,16 +5,47 @@ Token ``t`` of row ``b`` is allowed iff bit ``t % 32`` of ``mask[b, t // 32]`` i
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 
 from xg2_jax._src.errors import InvalidArgumentError
 
-__all__ = ["allocate_token_bitmask", "apply_token_bitmask_inplace", "bitmask_dtype", "bitmask_to_bool",
-           "get_bitmask_shape",
+__all__ = ["BITMASK_BACKEND", "HOST_BITMASK_DTYPE", "allocate_host_bitmask", "allocate_token_bitmask",
+           "apply_token_bitmask_inplace", "bitmask_dtype", "bitmask_to_bool", "get_bitmask_shape",
            "host_bitmask", "host_buffer", "index_array", "reset_token_bitmask"]
 
-bitmask_dtype = np.dtype(np.int32)
-"""The dtype of packed token bitmasks (xgrammar's ``bitmask_dtype`` is ``torch.int32``)."""
+HOST_BITMASK_DTYPE = np.dtype(np.int32)
+"""The dtype every host bitmask has, whatever kind of array holds it."""
+
+
+def _bitmask_backend() -> str:
+    """``XG2_JAX_BITMASK`` (``numpy`` by default, or ``torch``), checked."""
+    backend = os.environ.get("XG2_JAX_BITMASK", "") or "numpy"
+    if backend not in ("numpy", "torch"):
+        raise InvalidArgumentError(f"XG2_JAX_BITMASK must be 'numpy' or 'torch'; got {backend!r}")
+    if backend == "torch":
+        try:
+            import torch  # noqa: F401 - the caller asked for torch bitmasks
+        except ImportError:
+            raise InvalidArgumentError("XG2_JAX_BITMASK=torch needs torch installed") from None
+    return backend
+
+
+BITMASK_BACKEND = _bitmask_backend()
+"""What :func:`allocate_token_bitmask` returns: ``"numpy"`` arrays (the default), or
+``"torch"`` CPU tensors as xgrammar does, when the process starts with
+``XG2_JAX_BITMASK=torch`` (torch callers: serving engines, HF transformers). Every call
+that fills or applies a bitmask takes either kind."""
+
+if BITMASK_BACKEND == "torch":
+    import torch as _torch
+
+    bitmask_dtype = _torch.int32
+else:
+    bitmask_dtype = HOST_BITMASK_DTYPE
+"""The dtype of :func:`allocate_token_bitmask`'s bitmasks: ``numpy.int32``, or
+``torch.int32`` with ``XG2_JAX_BITMASK=torch`` (xgrammar's)."""
 
 _DLPACK_CPU = 1  # kDLCPU in DLPack's device-type enum
 
@@ -76,7 +107,7 @@ def reset_token_bitmask(bitmask) -> None:
         [[-1, -1]]
     """
     view = host_bitmask(bitmask)
-    if view.dtype != bitmask_dtype:
+    if view.dtype != HOST_BITMASK_DTYPE:
         raise InvalidArgumentError(f"bitmask dtype must be int32; got {view.dtype}")
     view.fill(-1)
 
@@ -86,7 +117,7 @@ def get_bitmask_shape(batch_size: int, vocab_size: int) -> tuple[int, int]:
     return (batch_size, (vocab_size + 31) // 32)
 
 
-def allocate_token_bitmask(batch_size: int, vocab_size: int) -> np.ndarray:
+def allocate_token_bitmask(batch_size: int, vocab_size: int):
     """Allocates a packed token bitmask, every token allowed.
 
     Token ``t`` of row ``b`` is allowed iff bit ``t % 32`` of ``mask[b, t // 32]`` is 1.
@@ -96,11 +127,27 @@ def allocate_token_bitmask(batch_size: int, vocab_size: int) -> np.ndarray:
         vocab_size: the model's logits width.
 
     Returns:
-        ``np.ndarray`` of dtype int32 and shape ``(batch_size, ceil(vocab_size / 32))``.
+        An int32 array of shape ``(batch_size, ceil(vocab_size / 32))``: numpy, or a torch
+        CPU tensor (pinned where CUDA is available, as xgrammar's) when the process started
+        with ``XG2_JAX_BITMASK=torch`` (see :data:`BITMASK_BACKEND`).
 
     Example:
         >>> allocate_token_bitmask(2, 100).shape
         (2, 4)
+    """
+    if BITMASK_BACKEND == "torch":
+        return _torch.full(get_bitmask_shape(batch_size, vocab_size), -1, dtype=_torch.int32,
+                           pin_memory=_torch.cuda.is_available())
+    return allocate_host_bitmask(batch_size, vocab_size)
+
+
+def allocate_host_bitmask(batch_size: int, vocab_size: int) -> np.ndarray:
+    """:func:`allocate_token_bitmask` as a numpy array whatever the backend (for xg2-jax's
+    own loops, which hand it to JAX).
+
+    Example:
+        >>> allocate_host_bitmask(1, 33).tolist()
+        [[-1, -1]]
     """
     return np.full(get_bitmask_shape(batch_size, vocab_size), -1, dtype=np.int32)
 
@@ -156,9 +203,10 @@ def apply_token_bitmask_inplace(logits, bitmask, *, vocab_size: int | None = Non
     """
     if type(logits).__module__.startswith("torch"):
         return _apply_torch(logits, bitmask, vocab_size, indices)
-    if not isinstance(logits, np.ndarray) or not isinstance(bitmask, np.ndarray):
-        raise InvalidArgumentError("logits and bitmask must both be numpy arrays (or torch "
-                                   "tensors)")
+    if not isinstance(logits, np.ndarray):
+        raise InvalidArgumentError("logits must be a numpy array or a torch tensor")
+    if not isinstance(bitmask, np.ndarray):  # a torch bitmask with numpy logits, for one
+        bitmask = host_bitmask(bitmask)
     if not np.issubdtype(logits.dtype, np.floating):
         raise InvalidArgumentError(f"logits must be a float array; got {logits.dtype}")
     rows_logits, rows_mask = _mask_rows(logits, bitmask, vocab_size, indices)
@@ -170,7 +218,7 @@ def apply_token_bitmask_inplace(logits, bitmask, *, vocab_size: int | None = Non
 
 def _mask_rows(logits, bitmask, vocab_size, indices):
     """(logits, bitmask) as 2-D views cut to the masked vocabulary width, after checks."""
-    if bitmask.dtype != bitmask_dtype:
+    if bitmask.dtype != HOST_BITMASK_DTYPE:
         raise InvalidArgumentError(f"bitmask dtype must be int32; got {bitmask.dtype}")
     logits2 = logits[None] if logits.ndim == 1 else logits  # views: written in place
     mask2 = bitmask[None] if bitmask.ndim == 1 else bitmask

@@ -22,7 +22,7 @@ from typing import Optional, Sequence
 
 import numpy as np
 
-from xg2_jax._src.bitmask import allocate_token_bitmask
+from xg2_jax._src.bitmask import allocate_host_bitmask
 from xg2_jax._src.cli_batch import add_batch_parser
 from xg2_jax._src.cli_generate import add_generate_parser, add_structure_options, build_grammar
 from xg2_jax._src.compiler import GrammarCompiler
@@ -56,7 +56,7 @@ def run_check(args: argparse.Namespace) -> int:
     data = args.sample.encode("utf-8")
     ids = greedy_tokenize(tok, data)
     matcher = GrammarMatcher(compiled)
-    mask = allocate_token_bitmask(1, tok.vocab_size)
+    mask = allocate_host_bitmask(1, tok.vocab_size)
     decoded = tok.decoded_vocab
     print(f"\n{'step':>4} {'allowed':>8} {'mask µs':>9}  next token")
     times = []

@@ -17,7 +17,7 @@ from typing import Any, Optional, Union
 import numpy as np
 
 from xg2_jax import _core
-from xg2_jax._src.bitmask import bitmask_dtype, host_bitmask
+from xg2_jax._src.bitmask import HOST_BITMASK_DTYPE, host_bitmask
 from xg2_jax._src.compiler import GrammarCompiler
 from xg2_jax._src.errors import InvalidArgumentError
 from xg2_jax._src.grammar import Grammar, _schema_to_text
@@ -166,7 +166,7 @@ def _is_rule_fsm_accept_string(grammar: Grammar, rule_id: int, input_str: str) -
 
 def _bitmask_row(bitmask, vocab_size: int, index: int) -> np.ndarray:
     view = host_bitmask(bitmask)
-    if view.dtype != bitmask_dtype:
+    if view.dtype != HOST_BITMASK_DTYPE:
         raise InvalidArgumentError(f"bitmask dtype must be int32; got {view.dtype}")
     rows = view.reshape(1, -1) if view.ndim == 1 else view
     if not 0 <= index < rows.shape[0]:
@@ -223,7 +223,7 @@ def bitmask_to_bool_mask(bit_mask, vocab_size: Optional[int] = None):
     """Unpacks an int32 bitmask ``(batch, W)`` to booleans ``(batch, vocab_size or 32 W)``.
     Returns the kind it was given (numpy, or torch)."""
     view = host_bitmask(bit_mask) if not _is_torch(bit_mask) else np.asarray(bit_mask.cpu())
-    if view.dtype != bitmask_dtype or view.ndim != 2:
+    if view.dtype != HOST_BITMASK_DTYPE or view.ndim != 2:
         raise InvalidArgumentError("bit_mask must be an int32 array of shape (batch, W)")
     width = 32 * view.shape[1] if vocab_size is None else int(vocab_size)
     if width > 32 * view.shape[1]:

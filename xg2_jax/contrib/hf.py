@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Sequence, Union
 
-from xg2_jax._src.bitmask import allocate_token_bitmask, apply_token_bitmask_inplace
+from xg2_jax._src.bitmask import allocate_host_bitmask, apply_token_bitmask_inplace
 from xg2_jax._src.compiler import CompiledGrammar
 from xg2_jax._src.errors import InvalidArgumentError, MatcherStateError
 from xg2_jax._src.matcher import GrammarMatcher
@@ -54,7 +54,7 @@ class LogitsProcessor:
                                              else 1)
         self.matchers = [GrammarMatcher(g) for g in grammars]
         vocab_size = max(g.tokenizer_info.vocab_size for g in grammars)
-        self._bitmask = allocate_token_bitmask(batch_size, vocab_size)
+        self._bitmask = allocate_host_bitmask(batch_size, vocab_size)
 
     def __call__(self, input_ids, scores):
         """Masks ``scores`` (torch ``(batch, V)``) in place and returns it.
