@@ -6,7 +6,9 @@ import os
 import subprocess
 import sys
 import textwrap
+import warnings
 
+import numpy as np
 import pytest
 
 import xg2_jax as xg
@@ -80,3 +82,15 @@ def test_an_unknown_backend_fails_the_import_saying_why(tmp_path):
     proc = run_python("import xg2_jax", tmp_path, "tensorflow")
     assert proc.returncode != 0
     assert "XG2_JAX_BITMASK must be 'numpy' or 'torch'; got 'tensorflow'" in proc.stderr
+
+
+def test_an_undersized_bitmask_warns_that_the_tail_is_left_unmasked():
+    logits = np.ones((2, 70), dtype=np.float32)
+    bitmask = np.zeros((2, 2), dtype=np.int32)  # 64 bits < 70 columns
+    with pytest.warns(UserWarning, match=r"logits\[\.\.\., 64:\] are left unmasked"):
+        xg.apply_token_bitmask_inplace(logits, bitmask)
+    assert np.isinf(logits[:, :64]).all() and np.isfinite(logits[:, 64:]).all()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # vocab_size says where the vocabulary ends: no warning
+        xg.apply_token_bitmask_inplace(np.ones((2, 70), dtype=np.float32), bitmask, vocab_size=40)
+        xg.apply_token_bitmask_inplace(np.ones((2, 64), dtype=np.float32), bitmask)

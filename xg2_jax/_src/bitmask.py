@@ -6,6 +6,7 @@ Token ``t`` of row ``b`` is allowed iff bit ``t % 32`` of ``mask[b, t // 32]`` i
 from __future__ import annotations
 
 import os
+import warnings
 
 import numpy as np
 
@@ -189,7 +190,8 @@ def apply_token_bitmask_inplace(logits, bitmask, *, vocab_size: int | None = Non
         logits: float ``(batch, V)`` or ``(V,)``; numpy or torch.
         bitmask: int32 ``(batch, W)`` or ``(W,)``, same kind as ``logits``.
         vocab_size: the real vocabulary size when logits or bitmask are padded (default:
-            ``min(V, 32 * W)``).
+            ``min(V, 32 * W)``; a ``UserWarning`` when ``32 * W < V``, whose logits past the
+            bitmask stay unmasked).
         indices: rows to mask (default: all rows, and then the batch sizes must match).
 
     Raises:
@@ -224,7 +226,7 @@ def _mask_rows(logits, bitmask, vocab_size, indices):
     mask2 = bitmask[None] if bitmask.ndim == 1 else bitmask
     if logits2.ndim != 2 or mask2.ndim != 2:
         raise InvalidArgumentError("logits and bitmask must be 1-D or 2-D")
-    width = min(logits2.shape[1], 32 * mask2.shape[1]) if vocab_size is None else int(vocab_size)
+    width = _masked_width(logits2.shape[1], mask2.shape[1], vocab_size)
     if not 0 <= width <= min(logits2.shape[1], 32 * mask2.shape[1]):
         raise InvalidArgumentError(f"vocab_size {width} exceeds logits width {logits2.shape[1]}"
                                    f" or the bitmask's {32 * mask2.shape[1]} bits")
@@ -232,6 +234,20 @@ def _mask_rows(logits, bitmask, vocab_size, indices):
         raise InvalidArgumentError(f"logits have {logits2.shape[0]} rows but the bitmask "
                                    f"{mask2.shape[0]}; pass indices to mask some rows")
     return logits2[:, :width], mask2
+
+
+def _masked_width(logits_width: int, mask_words: int, vocab_size) -> int:
+    """The columns to mask: ``vocab_size``, or all the bitmask covers. A bitmask narrower than
+    the logits without ``vocab_size`` leaves the tail unmasked (xgrammar's rule), which can let
+    padded ids be sampled, so that warns."""
+    if vocab_size is not None:
+        return int(vocab_size)
+    if 32 * mask_words < logits_width:
+        warnings.warn(f"the bitmask covers {32 * mask_words} tokens but the logits have "
+                      f"{logits_width}, so logits[..., {32 * mask_words}:] are left unmasked; "
+                      "pass vocab_size to mask only the real vocabulary, or a wider bitmask",
+                      UserWarning, stacklevel=4)
+    return min(logits_width, 32 * mask_words)
 
 
 def _row_pairs(num_logit_rows: int, num_mask_rows: int, indices):
@@ -255,7 +271,7 @@ def _apply_torch(logits, bitmask, vocab_size, indices) -> None:
         raise InvalidArgumentError(f"logits must be a float tensor; got {logits.dtype}")
     logits2 = logits.unsqueeze(0) if logits.dim() == 1 else logits  # a view: written in place
     mask2 = (bitmask.unsqueeze(0) if bitmask.dim() == 1 else bitmask).to(logits.device)
-    width = min(logits2.shape[1], 32 * mask2.shape[1]) if vocab_size is None else int(vocab_size)
+    width = _masked_width(logits2.shape[1], mask2.shape[1], vocab_size)
     if not 0 <= width <= min(logits2.shape[1], 32 * mask2.shape[1]):
         raise InvalidArgumentError(f"vocab_size {width} exceeds the logits or bitmask width")
     if indices is None and logits2.shape[0] != mask2.shape[0]:
