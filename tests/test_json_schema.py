@@ -691,6 +691,25 @@ def test_schema_no_value_satisfies_is_refused_at_conversion(schema):
         Grammar.from_json_schema(schema)
 
 
+@pytest.mark.parametrize("schema,why", [
+    ({"type": "integer", "minimum": 5, "maximum": 3}, "(root): minimum is greater than maximum: 5 > 3"),
+    ({"type": "integer", "minimum": 1, "maximum": 4, "multipleOf": 5}, "(root): range contains no multipleOf value"),
+    ({"type": "integer", "minimum": 1.2, "maximum": 1.5}, "(root): the range contains no integer"),
+    ({"type": "array", "minItems": 5, "maxItems": 3}, "(root): minItems is greater than maxItems: 5 > 3"),
+    ({"type": "array", "prefixItems": [{}, {}], "minItems": 3, "items": False},
+     "(root): minItems is greater than the number of prefixItems, but additional items are not allowed: 3 > 2"),
+    ({"type": "string", "minLength": 3, "maxLength": 1}, "(root): minLength is greater than maxLength: 3 > 1"),
+    ({"type": "object", "properties": {"a": {}, "b": {}}, "required": ["a", "b"], "maxProperties": 1},
+     "(root): maxProperties is less than the number of required properties: 1 < 2"),
+    ({"type": "object", "properties": {"a": {"type": "array", "minItems": 2, "maxItems": 1}}, "required": ["a"]},
+     "/properties/a: minItems is greater than maxItems: 2 > 1"),
+])
+def test_an_empty_schema_error_says_where_and_why(schema, why):
+    with pytest.raises(xg.GrammarError) as info:
+        Grammar.from_json_schema(schema)
+    assert str(info.value) == f"invalid schema at (root): no JSON value satisfies the schema (at {why})"
+
+
 def test_unsatisfiable_parts_stay_where_they_can_be_left_out():
     # An optional property whose schema no value satisfies is left out, not an error.
     Grammar.from_json_schema({"type": "object", "properties": {"a": {"type": "integer", "minimum": 3, "maximum": 1}}})

@@ -16,12 +16,19 @@ JsonSchemaResult Converter::Run() {
   g_.SetRuleBody(root, body);
   // A schema no JSON value satisfies (minimum above maximum, a false root) is refused here,
   // where the schema is named, rather than by the compile.
-  if (o_.refuse_empty_language && !Productivity(g_).Rule(root))
-    throw Error(ErrorKind::kGrammarSemantic, "invalid schema at (root): no JSON value satisfies the schema");
+  if (o_.refuse_empty_language && !Productivity(g_).Rule(root)) {
+    std::string why = empty_reason_.empty() ? "" : " (at " + empty_reason_ + ")";
+    throw Error(ErrorKind::kGrammarSemantic, "invalid schema at (root): no JSON value satisfies the schema" + why);
+  }
   JsonSchemaResult r;
   r.grammar = std::move(g_);
   r.warnings = warnings_;
   return r;
+}
+
+ExprId Converter::NeverBecause(const std::string& why) {
+  if (empty_reason_.empty()) empty_reason_ = (cur_ptr_.empty() ? std::string("(root)") : cur_ptr_) + ": " + why;
+  return Never();
 }
 
 // Declares a rule named base, base_2, base_3, ... Grammar::DeclareRule alone would probe every

@@ -169,6 +169,10 @@ class Converter {
   RuleId ConjRule(const std::vector<Ref>& parts, int depth);
 
   ExprId Never() { return g_.AddChoice({}); }
+  // Never(), noting why at the subschema being lowered (the first such note names the cause
+  // when no JSON value satisfies the whole schema).
+  ExprId NeverBecause(const std::string& why);
+  bool IsNever(ExprId e) const { return g_.expr(e).kind == ExprKind::kChoice && g_.expr(e).children.empty(); }
 
   ExprId Lower(const Merged& m, int depth, int expansion);
 
@@ -232,6 +236,7 @@ class Converter {
   ExprId QuotedLiteral(const std::string& s);
 
   ExprId NumericExpr(const Merged& m, bool integer);
+  ExprId NumericExprOf(const Merged& m, bool integer);  // NumericExpr before the emptiness note
   // The numbers of `e` (a number language without rule references) other than the excluded
   // values m.not_values, in every plain spelling; exponent spellings are dropped (they are
   // not compared with the values). Throws UnsupportedKeyword when the automaton is too large.
@@ -331,8 +336,9 @@ class Converter {
   std::unordered_map<std::string, ExprId> pattern_contents_, format_contents_;
   int neg_depth_ = 0;
   std::string cur_ptr_;
-  int rule_nesting_ = 0;  // ConjRule calls in progress
-  int cycle_hits_ = 0;    // $ref cycles met while merging
+  std::string empty_reason_;  // "PTR: why" of the first NeverBecause
+  int rule_nesting_ = 0;      // ConjRule calls in progress
+  int cycle_hits_ = 0;        // $ref cycles met while merging
   bool ref_overrides_siblings_ = false;
   bool conditions_ignored_ = false;  // a draft 3-6 schema: if/then/else are not keywords
   std::unordered_map<std::string, int64_t> rule_name_count_;

@@ -76,8 +76,15 @@ ExprId Converter::AnyOrderObject(const std::vector<PropT>& props, ExprId extra, 
     }
   }
   if (extra != kNoExpr) children.push_back(extra);
-  if (max_p >= 0 && max_p < nreq) return Never();
-  if (extra == kNoExpr && min_p > static_cast<int64_t>(props.size())) return Never();
+  if (max_p >= 0 && max_p < nreq) {
+    return NeverBecause("maxProperties is less than the number of required properties: " + std::to_string(max_p) +
+                        " < " + std::to_string(nreq));
+  }
+  if (extra == kNoExpr && min_p > static_cast<int64_t>(props.size())) {
+    return NeverBecause(
+        "minProperties is greater than the number of properties, but additional properties are not allowed: " +
+        std::to_string(min_p) + " > " + std::to_string(props.size()));
+  }
   AnyOrderSpec spec;
   spec.num_required = static_cast<int32_t>(nreq);
   spec.num_optional = static_cast<int32_t>(props.size() - nreq);
@@ -352,7 +359,10 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth, const std::vector<Merge
     }
   }
   if (max_p >= 0) {
-    if (max_p < nreq) return Never();
+    if (max_p < nreq) {
+      return NeverBecause("maxProperties is less than the number of required properties: " + std::to_string(max_p) +
+                          " < " + std::to_string(nreq));
+    }
     if (!(extra == kNoExpr && max_p >= n))
       Unsupported("maxProperties", m.max_props_ptr, "with declared optional properties");
   }

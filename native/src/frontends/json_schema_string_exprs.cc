@@ -54,7 +54,9 @@ ExprId Converter::BoundedClassPattern(const Ref& pat, int64_t min_len, int64_t m
   }
   int64_t nlo = std::max(lo, min_len);
   int64_t nhi = hi == kUnbounded ? max_len : (max_len < 0 ? hi : std::min(hi, max_len));
-  if (nhi != kUnbounded && nlo > nhi) return Never();
+  if (nhi != kUnbounded && nlo > nhi) {
+    return NeverBecause("the pattern's lengths and minLength/maxLength leave no string");
+  }
   return RegexToJsonContent(&g_, g_.AddRepeat(cls, nlo, nhi));
 }
 
@@ -177,7 +179,10 @@ ExprId Converter::StringExpr(const Merged& m) {
     }
   }
   if (contents.empty()) {
-    if (m.max_len >= 0 && m.min_len > m.max_len) return Never();
+    if (m.max_len >= 0 && m.min_len > m.max_len) {
+      return NeverBecause("minLength is greater than maxLength: " + std::to_string(m.min_len) + " > " +
+                          std::to_string(m.max_len));
+    }
     return AnyString(m.min_len, m.max_len);
   }
   return g_.AddSequence({Lit(&g_, "\""), contents[0], Lit(&g_, "\"")});

@@ -66,14 +66,25 @@ ExprId Converter::QuotedLiteral(const std::string& s) {
 }
 
 ExprId Converter::NumericExpr(const Merged& m, bool integer) {
+  ExprId e = NumericExprOf(m, integer);
+  if (e == kNoExpr || !IsNever(e)) return e;
+  if (m.lo.present && m.hi.present &&
+      (m.lo.value > m.hi.value || (m.lo.value == m.hi.value && (m.lo.exclusive || m.hi.exclusive)))) {
+    return NeverBecause("minimum is greater than maximum: " + m.lo.literal + " > " + m.hi.literal);
+  }
+  if (!m.multiple_of.empty()) return NeverBecause("range contains no multipleOf value");
+  return NeverBecause(integer ? "the range contains no integer" : "no number is left");
+}
+
+ExprId Converter::NumericExprOf(const Merged& m, bool integer) {
   if (std::any_of(m.not_values.begin(), m.not_values.end(), [](const JsonValue& v) { return v.is_number(); })) {
     Merged rest = m;
     rest.not_values.clear();
     try {
-      return WithoutNumbers(m, NumericExpr(rest, integer));
+      return WithoutNumbers(m, NumericExprOf(rest, integer));
     } catch (const UnsupportedKeyword& u) {
       Unsupported(u.keyword, cur_ptr_, u.detail);
-      return NumericExpr(rest, integer);
+      return NumericExprOf(rest, integer);
     }
   }
   try {
@@ -150,8 +161,14 @@ ExprId Converter::ArrayExpr(const Merged& m, int depth) {
     }
     pre.push_back(e);
   }
-  if (m.min_items > p && item == kNoExpr) return Never();
-  if (max >= 0 && m.min_items > max) return Never();
+  if (m.min_items > p && item == kNoExpr) {
+    return NeverBecause("minItems is greater than the number of prefixItems, but additional items are not allowed: " +
+                        std::to_string(m.min_items) + " > " + std::to_string(p));
+  }
+  if (max >= 0 && m.min_items > max) {
+    return NeverBecause("minItems is greater than maxItems: " + std::to_string(m.min_items) + " > " +
+                        std::to_string(max));
+  }
   if (!m.contains.empty()) {
     ExprId e = ContainsArrayExpr(m, items, item, p, depth);
     if (e != kNoExpr) return e;  // else reported; on "warn" contains is not enforced
@@ -194,7 +211,9 @@ ExprId Converter::ContainsArrayExpr(const Merged& m, const std::vector<Ref>& ite
         "together with prefixItems, another contains, or minItems/maxItems above " + std::to_string(kMaxPositions));
     return kNoExpr;
   }
-  if (hi >= 0 && lo > hi) return Never();
+  if (hi >= 0 && lo > hi) {
+    return NeverBecause("minItems is greater than maxItems: " + std::to_string(lo) + " > " + std::to_string(hi));
+  }
   std::vector<Ref> c = items;
   c.push_back(m.contains[0]);
   ExprId ce = ValueRef(c, depth + 1);
