@@ -331,7 +331,7 @@ void TestSyntaxErrors() {
       {"root ::= a\n  b\nb ::= c", 1, 10, "Rule \"a\" is not defined"},
       {"root ::= \"a\"\nroot ::= \"b\"", 2, 1, "defined multiple times"},
       {"root ::= \"a\"{3,2}", 1, 13, "less than lower bound"},
-      {"root ::= \"a\"{1000000001}", 1, 14, "exceeds"},
+      {"root ::= \"a\"{1000000000000000001}", 1, 14, "exceeds"},
       {"root ::= \"a\"{1", 1, 15, "expected '}'"},
       {"root ::= \"a\"{,2}", 1, 14, "expected a number"},
       {"root ::= \"a\" (= \"b\") \"c\"", 1, 22, "lookahead"},

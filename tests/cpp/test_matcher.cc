@@ -101,6 +101,41 @@ void CheckLoopCores(const std::shared_ptr<xg2::CompiledGrammar>& compiled) {
 
 }  // namespace
 
+// Counted loops of more than max_counted_span counts are split into loops over blocks (here
+// with spans of at most 4, splitting again where a block loop is long): each count is accepted
+// exactly when it is within the bounds, and masks agree with accept_token along a text.
+void CheckSplitCountedLoops(xg2::GrammarCompiler& compiler) {
+  struct Bounds {
+    int64_t lo, hi;
+  };
+  for (Bounds b : {Bounds{0, 20}, Bounds{3, 20}, Bounds{7, 7}, Bounds{0, 9}, Bounds{13, 13}, Bounds{2, 40},
+                   Bounds{5, xg2::kUnbounded}, Bounds{11, xg2::kUnbounded}}) {
+    const std::string hi = b.hi == xg2::kUnbounded ? "" : std::to_string(b.hi);
+    const std::string ebnf = "root ::= (\"a\" | \"b\" \"a\"){" + std::to_string(b.lo) + "," + hi + "} \"x\"";
+    for (bool eager : {true, false}) {
+      xg2::CompileOptions options;
+      options.precompute_masks = eager;
+      options.limits.max_unrolled_repeat = 2;
+      options.limits.max_counted_span = 4;
+      auto compiled = compiler.Compile(xg2::ParseEbnf(ebnf), options);
+      const int64_t top = (b.hi == xg2::kUnbounded ? b.lo : b.hi) + 3;
+      std::string items, valid;
+      for (int64_t n = 0; n <= top; items += n % 3 == 1 ? "ba" : "a", ++n) {
+        xg2::GrammarMatcher m(compiled, {}, false);
+        const bool accepted = m.AcceptString(items + "x") && m.IsCompleted();
+        const bool want = n >= b.lo && (b.hi == xg2::kUnbounded || n <= b.hi);
+        if (accepted != want) {
+          std::fprintf(stderr, "%s: %lld items accepted=%d expected=%d\n", ebnf.c_str(), static_cast<long long>(n),
+                       accepted, want);
+          ++g_failures;
+        }
+        if (want) valid = items + "x";
+      }
+      CheckAlong(compiled, valid);
+    }
+  }
+}
+
 int main() {
   auto tok = std::make_shared<xg2::TokenizerInfo>(Vocab(), xg2::VocabType::kRaw, 64, std::vector<int32_t>{0},
                                                   std::vector<int32_t>{}, false);
@@ -169,6 +204,7 @@ int main() {
     }
   }
   CHECK(g_loop_cores > 100);
+  CheckSplitCountedLoops(compiler);
   // Misuse raises and leaves the matcher usable.
   auto compiled = compiler.Compile(xg2::ParseEbnf("root ::= \"a\""), xg2::CompileOptions());
   xg2::GrammarMatcher m(compiled, {}, false);

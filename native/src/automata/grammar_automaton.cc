@@ -80,7 +80,7 @@ LoweredGrammar LowerGrammar(const Grammar& source, const AutomatonLimits& limits
   // After inlining, so that repeat and any-order rules are never inlined back into their
   // callers; any-order first, so that large repeats in its members are lowered too.
   out.any_order = LowerAnyOrder(&g);
-  out.repeats = LowerLargeRepeats(&g, limits.max_unrolled_repeat);
+  out.repeats = LowerLargeRepeats(&g, limits.max_unrolled_repeat, limits.max_counted_span);
   return out;
 }
 

@@ -85,6 +85,9 @@ struct AutomatonLimits {
   int64_t max_nfa_states = 4'000'000;
   int64_t max_dfa_states = 1'000'000;
   int64_t max_unrolled_repeat = 32;  // larger repetition bounds become counted loops
+  // Counts of one counted loop; a larger bound is split into loops over blocks (see
+  // grammar/repeat_lowering.h), so no bound exceeds the automaton's state ids.
+  int64_t max_counted_span = int64_t{1} << 24;
   // Minimise each rule DFA. A lazily compiled grammar skips it: its masks are made per state
   // reached, so duplicate states cost little there, while minimising was a quarter of its
   // automaton time (every automaton is correct either way).

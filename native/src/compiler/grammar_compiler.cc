@@ -194,7 +194,7 @@ std::shared_ptr<CompiledGrammar> GrammarCompiler::Compile(const Grammar& grammar
     key = hex;
     key.push_back(options.precompute_masks ? 'E' : 'L');
     key += std::to_string(options.limits.max_unrolled_repeat) + "/" + std::to_string(options.limits.max_nfa_states) +
-           "/" + std::to_string(options.limits.max_dfa_states);
+           "/" + std::to_string(options.limits.max_dfa_states) + "/" + std::to_string(options.limits.max_counted_span);
     std::lock_guard<std::mutex> lock(mu_);
     auto it = cache_.find(key);
     if (it != cache_.end()) {

@@ -36,7 +36,9 @@ namespace xg2 {
 
 namespace {
 
-constexpr int64_t kMaxRepeatBound = 1000000000;  // larger bounds are almost surely mistakes
+// Bounds as large as the grammar holds (a JSON Schema's maxLength 4294967295 prints as one),
+// so every grammar reads back from its printing.
+constexpr int64_t kMaxRepeatBound = 1000000000000000000;
 constexpr uint32_t kMaxCodepoint = 0x10FFFF;
 constexpr size_t kNone = static_cast<size_t>(-1);
 
@@ -299,10 +301,11 @@ int64_t EbnfParser::ParseBound() {
   if (!IsDigit(Peek())) Fail("expected a number, found " + DescribeCharAt(pos_), pos_);
   int64_t value = 0;
   while (IsDigit(Peek())) {
-    value = value * 10 + (Peek() - '0');
-    if (value > kMaxRepeatBound) {
+    const int digit = Peek() - '0';
+    if (value > (kMaxRepeatBound - digit) / 10) {
       Fail("repetition bound exceeds " + std::to_string(kMaxRepeatBound), start);
     }
+    value = value * 10 + digit;
     ++pos_;
   }
   return value;
