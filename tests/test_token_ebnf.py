@@ -162,3 +162,23 @@ def test_id_outside_the_vocabulary_is_refused_at_compile(vocab, request):
     grammar = xg.Grammar.from_ebnf(f'root ::= Token(1, {tokenizer.vocab_size}) "a"')
     with pytest.raises(xg.GrammarError, match="out of the vocabulary range"):
         xg.GrammarCompiler(tokenizer).compile_grammar(grammar)
+
+
+def test_excluded_token_set_mask_is_every_other_id_on_gemma(vocab_path):
+    """An ExcludeToken region over Gemma 4's 262,144 ids (four high id bytes): the fill reads
+    the middle and low id bytes off the automaton; every id's bit equals accept_token."""
+    tokenizer = xg.TokenizerInfo.from_vocab_file(vocab_path("gemma4"))
+    n = tokenizer.num_tokens
+    # Excluded ids at byte boundaries: the first and last of a middle block and a high block.
+    excluded = sorted({5, 255, 256, 65535, 65536, 70000, 131071, 200000, n - 1} - set(tokenizer.stop_token_ids))
+    token = 131072 + 300
+    compiled = xg.GrammarCompiler(tokenizer).compile_grammar(
+        f'root ::= "a" (ExcludeToken({", ".join(map(str, excluded))}) | Token({token}) "b")*')
+    matcher = xg.GrammarMatcher(compiled)
+    assert matcher.accept_string("a")
+    bitmask = xg.allocate_token_bitmask(1, tokenizer.vocab_size)
+    matcher.fill_next_token_bitmask(bitmask)
+    allowed = xg.bitmask_to_bool(bitmask[0], tokenizer.vocab_size)
+    assert not allowed[excluded].any() and allowed[token]
+    for t in range(n):
+        assert bool(allowed[t]) == matcher.fork().accept_token(t), t

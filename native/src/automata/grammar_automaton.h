@@ -2,6 +2,7 @@
 // states, with the per-rule facts the Earley parser needs (start state, nullable).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -93,6 +94,16 @@ struct GrammarAutomaton {
   bool has_byte_edges(int32_t s) const { return !is_virtual(s) && byte_edge_begin[s + 1] > byte_edge_begin[s]; }
   const CountedRepeat& RepeatOf(int32_t virtual_state) const;
   // The target of a real state's byte edge on `byte`, or -1 (edges are sorted and disjoint).
+  // Adds the bytes state s has edges on to a 256-bit set (four 64-bit words), a word at a time.
+  void AddByteEdges(int32_t s, uint64_t set[4]) const {
+    for (int32_t k = byte_edge_begin[s]; k < byte_edge_begin[s + 1]; ++k) {
+      const int lo = byte_edges[k].lo, hi = byte_edges[k].hi;
+      for (int w = lo >> 6; w <= hi >> 6; ++w) {
+        const int a = std::max(lo, w << 6) & 63, b = std::min(hi, (w << 6) | 63) & 63;
+        set[w] |= (b - a == 63 ? ~uint64_t{0} : ((uint64_t{1} << (b - a + 1)) - 1)) << a;
+      }
+    }
+  }
   int32_t ByteTarget(int32_t state, uint8_t byte) const {
     for (int32_t k = byte_edge_begin[state]; k < byte_edge_begin[state + 1]; ++k) {
       const DfaByteEdge& e = byte_edges[k];

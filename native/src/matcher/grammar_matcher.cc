@@ -489,26 +489,67 @@ void GrammarMatcher::AddTokensById(uint32_t* words) {
   if (num_tokens == 0) return;
   const int32_t rows = parser_.num_rows();
   parser_.Advance(kVirtualTokenLead);
-  uint64_t high[kByteSetWords], middle[kByteSetWords], low[kByteSetWords];
+  uint64_t high[kByteSetWords];
   parser_.NextBytes(high);
   for (int32_t h = 0; h <= ((num_tokens - 1) >> 16); ++h) {
     if (!ByteSetHas(high, h)) continue;
     parser_.Advance(static_cast<uint8_t>(h));
-    parser_.NextBytes(middle);
-    for (int32_t m = 0; m < 256 && ((h << 16) | (m << 8)) < num_tokens; ++m) {
-      if (!ByteSetHas(middle, m)) continue;
-      parser_.Advance(static_cast<uint8_t>(m));
-      parser_.NextBytes(low);
-      for (int32_t l = 0; l < 256; ++l) {
-        const int32_t id = (h << 16) | (m << 8) | l;
-        if (id >= num_tokens) break;
-        if (ByteSetHas(low, l) && !IsStopToken(id)) SetTokenBit(words, id);
-      }
-      parser_.TruncateRows(rows + 2);
-    }
+    AddTokenIdsBelow(h << 16, num_tokens, words);
     parser_.TruncateRows(rows + 1);
   }
   parser_.TruncateRows(rows);
+  // Stop tokens among them are set or cleared by ApplyStopTokens, which follows.
+}
+
+// Inside a virtual token string the parser only scans: its states there neither complete nor
+// predict. So the middle and low id bytes are read off the automaton's byte edges, with the
+// low byte sets of equal target sets shared (an ExcludeToken set sends almost every middle
+// byte to one state), instead of a parser step per middle byte; a target that would need a
+// closure goes through the parser.
+void GrammarMatcher::AddTokenIdsBelow(int32_t base, int32_t num_tokens, uint32_t* words) {
+  const GrammarAutomaton& a = parser_.automaton();
+  std::vector<int32_t> from, to, shared_to;
+  for (const EarleyItem* it = parser_.last_row_begin(); it != parser_.last_row_end(); ++it) {
+    if (!a.is_virtual(it->state)) from.push_back(it->state);
+  }
+  std::sort(from.begin(), from.end());
+  from.erase(std::unique(from.begin(), from.end()), from.end());
+  uint64_t shared_low[kByteSetWords] = {0, 0, 0, 0};
+  for (int32_t m = 0; m < 256 && base + (m << 8) < num_tokens; ++m) {
+    to.clear();
+    bool needs_closure = false;
+    for (int32_t s : from) {
+      const int32_t t = a.ByteTarget(s, static_cast<uint8_t>(m));
+      if (t < 0) continue;
+      to.push_back(t);
+      needs_closure |= a.closure_trivial[t] != 3;  // predicts a rule, or may complete
+    }
+    if (to.empty()) continue;
+    uint64_t low[kByteSetWords];
+    if (needs_closure) {
+      const int32_t rows = parser_.num_rows();
+      parser_.Advance(static_cast<uint8_t>(m));
+      parser_.NextBytes(low);
+      parser_.TruncateRows(rows);
+    } else {
+      std::sort(to.begin(), to.end());
+      to.erase(std::unique(to.begin(), to.end()), to.end());
+      if (to != shared_to) {
+        shared_to = to;
+        std::fill(shared_low, shared_low + kByteSetWords, 0);
+        for (int32_t t : to) a.AddByteEdges(t, shared_low);
+      }
+      std::copy(shared_low, shared_low + kByteSetWords, low);
+    }
+    // Ids base | m << 8 | l for the bytes l in `low`: 256 ids, eight whole bitmask words.
+    const int32_t first = base + (m << 8);
+    for (int32_t j = 0; j < 8 && first + 32 * j < num_tokens; ++j) {
+      uint32_t bits = static_cast<uint32_t>(low[j >> 1] >> (32 * (j & 1)));
+      const int32_t left = num_tokens - (first + 32 * j);
+      if (left < 32) bits &= (1u << left) - 1;
+      words[(first >> kTokenWordShift) + j] |= bits;
+    }
+  }
 }
 
 std::string GrammarMatcher::FindJumpForwardString() {

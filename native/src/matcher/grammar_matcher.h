@@ -142,6 +142,8 @@ class GrammarMatcher {
   // Sets the bits of the tokens a token-level grammar node (Token, ExcludeToken, a special
   // token) accepts by id now.
   void AddTokensById(uint32_t* words);
+  // AddTokensById's ids with high byte base >> 16, from the row after the lead and high bytes.
+  void AddTokenIdsBelow(int32_t base, int32_t num_tokens, uint32_t* words);
   // Stop tokens are decided by the stop rule alone (allowed iff the input can end), whatever
   // the mask cache decided for their text (an override may make a text token a stop token).
   void ApplyStopTokens(uint32_t* words) const;

@@ -322,11 +322,7 @@ bool EarleyParser::CanContinue() const {
 void EarleyParser::NextBytes(uint64_t out[4]) const {
   out[0] = out[1] = out[2] = out[3] = 0;
   for (const EarleyItem* it = last_row_begin(); it != last_row_end(); ++it) {
-    if (g_->is_virtual(it->state)) continue;
-    for (int32_t k = g_->byte_edge_begin[it->state]; k < g_->byte_edge_begin[it->state + 1]; ++k) {
-      const DfaByteEdge& e = g_->byte_edges[k];
-      for (int b = e.lo; b <= e.hi; ++b) out[b >> 6] |= 1ull << (b & 63);
-    }
+    if (!g_->is_virtual(it->state)) g_->AddByteEdges(it->state, out);
   }
 }
 
