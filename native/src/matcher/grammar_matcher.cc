@@ -183,7 +183,9 @@ std::string GrammarMatcher::DebugState() const {
     if (it != parser_.last_row_begin()) out += ' ';
     out += std::to_string(it->state) + '@' + std::to_string(it->origin);
   }
-  return out + "]";
+  out += "]";
+  const std::string budgets = parser_.DescribeBudgets();
+  return budgets.empty() ? out : out + " budgets=[" + budgets + "]";
 }
 
 std::unique_ptr<GrammarMatcher> GrammarMatcher::Fork() const {

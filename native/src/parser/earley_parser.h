@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "automata/grammar_automaton.h"
@@ -80,6 +81,9 @@ class EarleyParser {
   // scanning or the input can end here; otherwise relaxes them for this step. A closed
   // occurrence never advances again: completions skip it (until rollback pops the row).
   BudgetOutcome EnforceTokenBudgets(int32_t next_token);
+  // For the debug print: each budgeted occurrence among the last row's items, as
+  // "budget_deadline=T (rule R@O)" with T the first token it may not consume.
+  std::string DescribeBudgets() const;
   const GrammarAutomaton& automaton() const { return *g_; }
   const std::shared_ptr<const GrammarAutomaton>& automaton_ptr() const { return g_; }
   size_t MemoryBytes() const;
