@@ -162,3 +162,25 @@ def test_id_outside_the_vocabulary_is_refused_at_compile(vocab, request):
     grammar = xg.Grammar.from_ebnf(f'root ::= Token(1, {tokenizer.vocab_size}) "a"')
     with pytest.raises(xg.GrammarError, match="out of the vocabulary range"):
         xg.GrammarCompiler(tokenizer).compile_grammar(grammar)
+
+
+def test_text_and_id_readings_of_a_token_both_go_on():
+    # ")" closes tool_fn as text and is also a free token of `inner` by id: after it both
+    # parses go on, so "<o_block>" (excluded only outside `inner`) may follow, and the mask
+    # follows the merged parse; rollback leaves the state as before.
+    vocab = ["<s>", "</s>", "<outer>", "<inner>", "<o_block>", "<i_block>", "hello", "world", "fn(", ")", "x"]
+    tok = xg.TokenizerInfo(vocab, stop_token_ids=[1])
+    grammar = xg.Grammar.from_ebnf(
+        'leaf ::= Token(10)\ninner ::= TokenTagDispatch((3, leaf), excludes=(5,))\n'
+        'tool_fn ::= "fn(" inner ")"\nroot ::= TokenTagDispatch((2, tool_fn), excludes=(4,))')
+    matcher = xg.GrammarMatcher(xg.GrammarCompiler(tok).compile_grammar(grammar))
+    for token in [2, 8, 6, 3, 10]:
+        assert matcher.accept_token(token)
+    before = allowed_ids(matcher, tok)
+    assert matcher.accept_token(9)
+    after = check_mask_agrees(matcher, tok)
+    assert after == set(range(len(vocab)))  # outside: all but 4; inside `inner`: all but 1 and 5
+    matcher.rollback(1)
+    assert allowed_ids(matcher, tok) == before
+    assert matcher.accept_token(9) and matcher.accept_token(4) and not matcher.accept_token(1)
+    assert matcher.accept_token(9) and matcher.accept_token(1) and matcher.is_terminated()

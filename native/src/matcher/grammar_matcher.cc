@@ -56,16 +56,30 @@ bool GrammarMatcher::AcceptToken(int32_t token_id) {
     return true;
   }
   if (token_id >= tok.num_tokens()) return false;
-  // A token is read as its text, or else by id as its virtual string (see VirtualTokenBytes),
-  // which only token-level grammar nodes read (Token(...), ExcludeToken(...), special tokens).
-  // Where both readings fit, the text one is taken.
+  // A token is read as its text, or by id as its virtual string (see VirtualTokenBytes), which
+  // only token-level grammar nodes read (Token(...), ExcludeToken(...), special tokens). Where
+  // both readings fit, the parse goes on from both (as xgrammar merges them): a text token
+  // may close a literal and also be a free token of an ExcludeToken region.
   int32_t rows = parser_.num_rows();
   const std::string& text = tok.token_bytes(token_id);
-  const bool by_text = tok.is_text_token(token_id) && AdvanceToken(text);
-  if (!by_text) {
-    if (!compiled_->automaton()->scans_virtual_tokens) return false;
-    if (!AdvanceToken(VirtualTokenBytes(token_id))) return false;
+  const bool text_token = tok.is_text_token(token_id);
+  EarleyParser::RowSnapshot by_id;
+  if (compiled_->automaton()->scans_virtual_tokens && AdvanceToken(VirtualTokenBytes(token_id))) {
+    if (!text_token) return AcceptedToken(rows, text);
+    by_id = parser_.SnapshotLastRow();
+    parser_.TruncateRows(rows);
   }
+  const bool by_text = text_token && AdvanceToken(text);
+  if (!by_text) {
+    if (by_id.row < 0 || !AdvanceToken(VirtualTokenBytes(token_id))) return false;
+  } else if (by_id.row >= 0 && !compiled_->automaton()->has_captures) {
+    // (Captures read one derivation of the token's rows, so a capturing grammar keeps the text.)
+    parser_.MergeIntoLastRow(by_id, rows);
+  }
+  return AcceptedToken(rows, text);
+}
+
+bool GrammarMatcher::AcceptedToken(int32_t rows, const std::string& text) {
   history_.push_back({rows, false, tokens_accepted_});
   ++tokens_accepted_;
   RecordCaptures(rows, text);

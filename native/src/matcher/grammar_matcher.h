@@ -124,6 +124,9 @@ class GrammarMatcher {
   // Advances the parser over a token's bytes (its text or its virtual string); false (parser
   // unchanged) if they do not fit.
   bool AdvanceToken(const std::string& bytes);
+  // The bookkeeping of a token accepted from `rows` rows on (history, count, captures, the
+  // end without a stop token); true.
+  bool AcceptedToken(int32_t rows, const std::string& text);
   // Fill helpers: walk a suffix trie from a pushed context row (rows_ctx rows), or the
   // vocabulary trie from the last row for some tokens, setting the bits of accepted tokens.
   void WalkSuffixes(const SuffixTrie& trie, int32_t rows_ctx, uint32_t* words, int32_t max_token_len);
