@@ -145,6 +145,16 @@ class GrammarMatcher {
   // Sets the bits of the tokens a token-level grammar node (Token, ExcludeToken, a special
   // token) accepts by id now.
   void AddTokensById(uint32_t* words);
+  // Tokens a token-level free region takes whole after their first bytes finish the text
+  // before it (see MidTokenEntryBytes): a walk of the token trie with the parser, only as deep
+  // as the automaton's mid_token_distance lets an entry lie inside a token.
+  void AddTokensEnteringMidToken(uint32_t* words);
+  void MarkMidTokenEntries(int32_t node, uint32_t* words);
+  // The last row's least mid_token_distance.
+  int32_t MidTokenEntryDistance() const;
+  // accept_token's last reading: the longest text prefix (1 .. all but one byte) after which
+  // a free region takes the token; false (parser unchanged) if none.
+  bool AdvanceMidTokenEntry(int32_t token_id, const std::string& text);
   // Stop tokens are decided by the stop rule alone (allowed iff the input can end), whatever
   // the mask cache decided for their text (an override may make a text token a stop token).
   void ApplyStopTokens(uint32_t* words) const;
