@@ -135,3 +135,65 @@ def test_mask_agrees_with_acceptance():
         for t in range(len(vocab) - 1):
             fork = matcher.fork()
             assert fork.accept_token(t) == (t not in row), (prefix, vocab[t])
+
+
+# Kimi-K3 writes `<|open|>argument key="NAME" type="TYPE"<|sep|>VALUE<|close|>argument<|sep|>`,
+# the name escaped as an attribute (" -> &quot;) and a string value raw.
+def _k3(key, value, type_="string"):
+    return f'<|open|>argument key="{key}" type="{type_}"<|sep|>{value}<|close|>argument<|sep|>'
+
+
+def test_k3_name_excludes_read_the_escaped_name():
+    # The name is written quo&quot;ted, which holds no '"'; the unwritable branch goes.
+    for keyword in ("const", "enum"):
+        literal = {'quo"ted': "safe"}
+        schema = {keyword: literal if keyword == "const" else [literal, {'quo"ted': "BAD"}]}
+        grammar = _grammar(schema, ['"', "BAD"], style="kimi_k3_xml")
+        assert _is_grammar_accept_string(grammar, _k3("quo&quot;ted", "safe"))
+        assert not _is_grammar_accept_string(grammar, _k3("quo&quot;ted", "BAD"))
+    # A name whose escaped text holds an excluded string cannot be written.
+    schema = {"type": "object", "properties": {"a&b": {"type": "string"}, "ok": {"type": "string"}}}
+    grammar = _grammar(schema, ["&amp;"], style="kimi_k3_xml")
+    assert _is_grammar_accept_string(grammar, _k3("ok", "x"))
+    assert not _is_grammar_accept_string(grammar, _k3("a&amp;b", "x"))
+
+
+@pytest.mark.parametrize("style", ["kimi_k3_xml", "qwen_xml"])
+def test_xml_unwritable_alternatives_are_left_out(style):
+    # Each alternative whose values are all excluded goes; with none left the tag is refused.
+    schema = {"type": "object", "properties": {"v": {"anyOf": [{"const": "BAD"}, {"const": "safe"}]},
+                                               "w": {"const": "BAD"}},
+              "required": ["v"], "additionalProperties": False}
+    grammar = _grammar(schema, ["BAD"], style=style)
+    if style == "kimi_k3_xml":
+        ok, bad, unwritable = _k3("v", "safe"), _k3("v", "BAD"), _k3("v", "safe") + _k3("w", "BAD")
+    else:
+        ok, bad = "<parameter=v>\nsafe\n</parameter>\n", "<parameter=v>\nBAD\n</parameter>\n"
+        unwritable = ok + "<parameter=w>\nBAD\n</parameter>\n"
+    assert _is_grammar_accept_string(grammar, ok)
+    assert not _is_grammar_accept_string(grammar, bad)
+    assert not _is_grammar_accept_string(grammar, unwritable)
+    schema["properties"]["v"] = {"enum": ["xBADy", "BAD"]}
+    with pytest.raises(xg.StructuralTagError, match="properties/v: every value contains an excluded substring"):
+        _grammar(schema, ["BAD"], style=style)
+
+
+def test_k3_type_attribute_follows_refs_and_unions():
+    # A value with no "type" of its own takes the attribute of each leaf of its union: the
+    # referenced array's "array", a string constant's "string" (written raw).
+    schema = {"type": "object",
+              "properties": {"list": {"$ref": "#/$defs/list"},
+                             "mixed": {"anyOf": [{"const": "auto"}, {"type": "integer"}, {"$ref": "#/$defs/list"}]}},
+              "$defs": {"list": {"type": "array", "items": {"type": "integer"}}},
+              "additionalProperties": False}
+    grammar = _grammar(schema, ["BAD"], style="kimi_k3_xml")
+    for text in (_k3("list", "[1, 2]", "array"), _k3("mixed", "auto"), _k3("mixed", "7", "number"),
+                 _k3("mixed", "[3]", "array")):
+        assert _is_grammar_accept_string(grammar, text), text
+    for text in (_k3("list", "[1]", "string"), _k3("mixed", '"auto"'), _k3("mixed", "auto", "number"),
+                 _k3("mixed", "7", "array")):
+        assert not _is_grammar_accept_string(grammar, text), text
+    # A leaf that may take several types leaves the attribute undetermined: refused as before.
+    schema["properties"]["mixed"] = {"anyOf": [{"const": "auto"}, {"type": ["integer", "null"]}]}
+    with pytest.raises(xg.StructuralTagError, match="needs one 'type' per property"):
+        _grammar(schema, [], style="kimi_k3_xml")

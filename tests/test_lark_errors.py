@@ -161,12 +161,14 @@ def test_ebnf_macro_errors(ebnf, line, column, phrase):
     assert phrase in message, message
 
 
-def test_tag_dispatch_exclude_inside_a_trigger_is_kept():
-    # xgrammar refuses an exclude that is a prefix of a trigger; here an occurrence inside the
-    # trigger that ends the free text is not text (tests/test_structural_tag.py's reference).
+def test_tag_dispatch_excludes_take_precedence_over_triggers():
+    # As xgrammar: an exclude that starts a trigger is refused at parse time, and a trigger
+    # holding one never fires (tests/test_structural_tag.py's reference checks the language).
+    with pytest.raises(xg.GrammarSyntaxError, match="Exclude string must not be a prefix of trigger string: tag "):
+        xg.Grammar.from_ebnf('root ::= TagDispatch(("tag1", r), excludes=("tag"))\nr ::= "!"')
     compiled = xg.GrammarCompiler(xg.TokenizerInfo([]), cache_enabled=False).compile_grammar(
-        xg.Grammar.from_ebnf('root ::= TagDispatch(("tag1", r), excludes=("tag"))\nr ::= "!"'))
-    for text, ok in [("x tag1!", True), ("x tag", False), ("tag1", False)]:
+        xg.Grammar.from_ebnf('root ::= TagDispatch(("<tag1", r), excludes=("tag"))\nr ::= "!"'))
+    for text, ok in [("x ta <", True), ("x <tag1!", False), ("x tag", False)]:
         matcher = xg.GrammarMatcher(compiled)
         assert (matcher.accept_string(text) and matcher.is_completed()) == ok, text
 

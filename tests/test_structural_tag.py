@@ -194,14 +194,66 @@ def test_tag_dispatch_ebnf_syntax_errors_have_positions():
         xg.Grammar.from_ebnf('root ::= TagDispatch(("", "b"))')
 
 
+def test_tag_dispatch_argument_errors_are_located_at_the_argument_list():
+    # As xgrammar: misuse of the arguments is reported at TagDispatch's '(' (column 21 here),
+    # with the exact place after the message.
+    cases = {
+        'root ::= TagDispatch(("", r))\nr ::= "a"': "Tag must be a non-empty string literal: .*column 23",
+        'root ::= TagDispatch(("t", undefined_rule))': 'Rule "undefined_rule" is not defined .*column 28',
+        'root ::= TagDispatch("t", r)\nr ::= "a"': "Each tag dispatch element must be a tuple",
+        'root ::= TagDispatch(("t", r), stop_eos=false)\nr ::= "a"': "Unknown named argument for TagDispatch: stop_eos",
+        'root ::= TagDispatch(("tag1", r), excludes=("tag"))\nr ::= "a"':
+            "Exclude string must not be a prefix of trigger string: tag ",
+    }
+    for text, message in cases.items():
+        with pytest.raises(xg.GrammarSyntaxError, match="line 1, column 21: " + message) as info:
+            xg.Grammar.from_ebnf(text)
+        assert (info.value.line, info.value.column) == (1, 21)
+    # A reference outside any TagDispatch stays located at itself.
+    with pytest.raises(xg.GrammarSyntaxError, match=r'column 14: Rule "nope" is not defined$'):
+        xg.Grammar.from_ebnf('root ::= "a" nope')
+
+
+@pytest.mark.parametrize("trigger", ["xabc", "xabcq", "zabcz"])
+def test_tag_dispatch_excludes_take_precedence_over_triggers(trigger):
+    # A trigger holding an excluded string never fires: the string stays out of the output.
+    vocab = list("xzabcq!hel")
+    tok = xg.TokenizerInfo(vocab, stop_token_ids=[])
+    grammar = xg.Grammar.from_ebnf(f'root ::= TagDispatch(("{trigger}", body), excludes=("abc"))\nbody ::= "!"')
+    compiled = xg.GrammarCompiler(tok).compile_grammar(grammar)
+    assert not _complete(compiled, trigger + "!")
+    assert _complete(compiled, "hello xab!")
+    # Mask and parser agree on every character along the trigger; "c" (ending "abc") is refused.
+    m = xg.GrammarMatcher(compiled)
+    for ch in trigger:
+        row = mask_row(m, len(vocab))
+        allowed = {t for t in range(len(vocab)) if (int(row[t // 32]) >> (t % 32)) & 1}
+        assert allowed == {t for t in range(len(vocab)) if m.fork().accept_token(t)}
+        assert (vocab.index(ch) in allowed) == (ch != "c")
+        if ch == "c":
+            break
+        assert m.accept_token(vocab.index(ch))
+
+
+def test_triggered_tags_refuse_an_exclude_that_starts_a_trigger():
+    fmt = {"type": "triggered_tags", "triggers": ["<tool"], "excludes": ["<to"],
+           "tags": [{"begin": "<tool>", "content": {"type": "const_string", "value": "x"}, "end": "</tool>"}]}
+    with pytest.raises(xg.StructuralTagError, match=r"excludes.*Exclude string must not be a prefix of trigger"):
+        xg.Grammar.from_structural_tag(_tag(fmt))
+    fmt = {"type": "dispatch", "rules": [["<f", {"type": "const_string", "value": ">"}]], "excludes": ["<f"]}
+    with pytest.raises(xg.StructuralTagError, match="Exclude string must not be a prefix of trigger"):
+        xg.Grammar.from_structural_tag(_tag(fmt))
+
+
 # ----------------------------------------------------------------- TagDispatch vs a reference
 
 
 def _reference_dispatch(s, *, triggers, conts, ends, excludes, loop, plain_end, at_least_one):
     """Whether ``s`` is in the language of a TagDispatch whose continuations are constants:
     free text until the first trigger or end string; a trigger must be followed by its
-    continuation. No excluded string may occur in the text (an occurrence entirely inside the
-    trigger or end string that closes it is not text; one straddling both counts as text)."""
+    continuation. No excluded string may occur in the text, nor inside a trigger (excludes take
+    precedence over triggers); an occurrence entirely inside the end string that closes the
+    text is not text (one straddling both counts as text)."""
 
     def clean(i, j, p_start):
         # No exclude occurrence in s[i:j] except inside s[p_start:j].
@@ -224,7 +276,7 @@ def _reference_dispatch(s, *, triggers, conts, ends, excludes, loop, plain_end, 
                 continue
             ok = False
             for k, t in enumerate(triggers):
-                if t in exits and clean(i, j, j - len(t)) and s.startswith(conts[k], j):
+                if t in exits and clean(i, j, j) and s.startswith(conts[k], j):
                     after = j + len(conts[k])
                     ok = ok or (text(after, 1) if loop else after == len(s))
             for e in ends:
@@ -240,8 +292,10 @@ DISPATCH_SPECS = [
     dict(triggers=["<a", "a<"], conts=["1>", "2"], ends=["</b>"], excludes=[], loop=True, plain_end=False,
          at_least_one=False),
     dict(triggers=["<a"], conts=["1>"], ends=[], excludes=["é<"], loop=True, plain_end=True, at_least_one=True),
-    dict(triggers=["<a"], conts=["1>"], ends=["</b>"], excludes=["</b>", "a", "<a"], loop=True, plain_end=False,
+    dict(triggers=["<a"], conts=["1>"], ends=["</b>"], excludes=["</b>", "a"], loop=True, plain_end=False,
          at_least_one=False),
+    dict(triggers=["a<a", "1"], conts=["1>", "2"], ends=["</b>"], excludes=["<a", "/b"], loop=True,
+         plain_end=False, at_least_one=False),
     dict(triggers=["ab", "b"], conts=["!", "?"], ends=[], excludes=[], loop=False, plain_end=True,
          at_least_one=False),
     dict(triggers=[], conts=[], ends=["</b>", "b>"], excludes=["aa"], loop=True, plain_end=False,

@@ -201,3 +201,104 @@ def test_python_builders_carry_max_tokens(compiler):
     compiled = compiler.compile_structural_tag(xg.StructuralTag(format=fmt))
     assert _run(compiled, ["<begin>", "x", "<end>"])[0] and not _run(compiled, ["<begin>", "x", "y", "<end>"])[0]
     assert "max_tokens" not in xg.AnyTokensFormat().to_dict()
+
+
+# ------------------------------------------------- free regions entered in the middle of a token
+
+MID_VOCAB = ["<s>", "</s>", "<tool>", "<end>", "\n\n", "\n\n\n", "hi", "<", "<hi", "\n\n\n\n", "a<hi"]
+NN = {"type": "const_string", "value": "\n\n"}
+ANY = {"type": "any_tokens", "exclude_tokens": ["<end>"]}
+
+
+def _mid_token_case(elements, vocab=MID_VOCAB):
+    tok = xg.TokenizerInfo(vocab, stop_token_ids=[1])
+    m = xg.GrammarMatcher(xg.GrammarCompiler(tok).compile_structural_tag(
+        _tag({"type": "sequence", "elements": elements})))
+    bits = np.unpackbits(mask_row(m, len(vocab)).view(np.uint8), bitorder="little")[:len(vocab)]
+    allowed = {i for i in range(len(vocab)) if bits[i]}
+    assert allowed == {i for i in range(len(vocab)) if m.fork().accept_token(i)}
+    return m, allowed
+
+
+@pytest.mark.parametrize("elements, token, taken", [
+    # "\n\n\n" finishes the literal with "\n\n" and is the region's first token, whole.
+    ([NN, ANY, _tok("<end>")], "\n\n\n", True),
+    # The region follows the rule holding the literal.
+    ([{"type": "or", "elements": [NN, {"type": "const_string", "value": "x"}]}, ANY], "\n\n\n", True),
+    # The token must be one the region takes: "<end>" is excluded there, "<hi" is not.
+    ([{"type": "const_string", "value": "<"}, ANY], "<end>", False),
+    ([{"type": "const_string", "value": "<"}, ANY], "<hi", True),
+    # A token excluded by id does not take another token down with it.
+    ([NN, {"type": "any_tokens", "exclude_tokens": ["\n\n\n"]}, _tok("<end>")], "\n\n\n\n", True),
+    # Two text bytes before the region: "a<" then the rest of "a<hi".
+    ([{"type": "const_string", "value": "a<"}, ANY], "a<hi", True),
+    # A token edge starts at a token boundary: it is never entered mid-token.
+    ([{"type": "const_string", "value": "<"}, _tok("<hi")], "<hi", False),
+])
+def test_free_region_entered_mid_token(elements, token, taken):
+    m, allowed = _mid_token_case(elements)
+    token_id = MID_VOCAB.index(token)
+    assert (token_id in allowed) == taken
+    assert m.accept_token(token_id) == taken
+    if taken:  # the region goes on after the token
+        assert m.accept_token(MID_VOCAB.index("hi"))
+        m.rollback(2)
+        assert _mid_token_case(elements)[1] == allowed
+
+
+def test_mid_token_entry_on_a_real_vocabulary(gpt2_tokenizer):
+    # After the text "Answer", a token such as ":\n" finishes the literal ":" and is the
+    # region's first token.
+    fmt = {"type": "sequence", "elements": [{"type": "const_string", "value": "Answer:"},
+                                             {"type": "any_tokens", "max_tokens": 3}]}
+    m = xg.GrammarMatcher(xg.GrammarCompiler(gpt2_tokenizer).compile_structural_tag(_tag(fmt)))
+    assert m.accept_string("Answer")
+    row = mask_row(m, gpt2_tokenizer.vocab_size)
+    bits = np.unpackbits(row.view(np.uint8), bitorder="little")[:gpt2_tokenizer.vocab_size]
+    allowed = set(np.flatnonzero(bits).tolist())
+    entering = [i for i, t in enumerate(gpt2_tokenizer.decoded_vocab) if t.startswith(b":") and len(t) > 1]
+    assert entering and allowed == {gpt2_tokenizer.decoded_vocab.index(b":"), *entering}
+    rng = np.random.default_rng(0)
+    for t in [*entering[:200], *rng.choice(gpt2_tokenizer.vocab_size, 300, replace=False).tolist()]:
+        assert m.fork().accept_token(int(t)) == (t in allowed), t
+
+
+def test_free_text_before_a_token_begin_is_not_walked(llama3_tokenizer):
+    # The region is reached from the free text only through a token read by id: no text
+    # prefix can enter it, so the walk is skipped and the mask stays the free text's.
+    header = llama3_tokenizer.decoded_vocab.index(b"<|start_header_id|>")
+    tag = {"type": "tag", "begin": _tok(header), "content": {"type": "any_tokens"}, "end": "."}
+    fmt = {"type": "triggered_tags", "triggers": ["@"], "tags": [
+        {"begin": "@call", "content": {"type": "const_string", "value": "()"}, "end": ";"}]}
+    compiled = xg.GrammarCompiler(llama3_tokenizer).compile_structural_tag(
+        _tag({"type": "sequence", "elements": [fmt, {"type": "optional", "content": tag}]}))
+    m = xg.GrammarMatcher(compiled)
+    assert m.accept_string("some text")
+    row = mask_row(m, llama3_tokenizer.vocab_size)
+    for t in (0, 13, 198, header, 1000, 20000):
+        assert m.fork().accept_token(t) == bool((int(row[t // 32]) >> (t % 32)) & 1), t
+
+
+@pytest.mark.parametrize("elements", [
+    [NN, ANY, _tok("<end>")],
+    [{"type": "or", "elements": [{"type": "const_string", "value": "<"}, NN]}, ANY, _tok("<end>")],
+    [{"type": "triggered_tags", "triggers": ["<t"], "tags": [
+        {"begin": "<tool>", "content": {"type": "any_tokens", "max_tokens": 2}, "end": "\n\n"}]}],
+    [{"type": "regex", "pattern": "[a-z<]+"}, {"type": "any_tokens", "exclude_tokens": ["a<hi"], "max_tokens": 2}],
+])
+def test_mask_agrees_with_accept_along_random_paths(elements):
+    vocab = [*MID_VOCAB, "<t", "ool>", "<tool>hi", "ool>\n\n\n", "x"]
+    tok = xg.TokenizerInfo(vocab, stop_token_ids=[1])
+    compiled = xg.GrammarCompiler(tok).compile_structural_tag(_tag({"type": "sequence", "elements": elements}))
+    rng = np.random.default_rng(len(elements))
+    for _ in range(30):
+        m = xg.GrammarMatcher(compiled)
+        for _ in range(6):
+            if m.is_terminated():
+                break
+            bits = np.unpackbits(mask_row(m, len(vocab)).view(np.uint8), bitorder="little")[:len(vocab)]
+            allowed = [i for i in range(len(vocab)) if bits[i]]
+            assert allowed == [i for i in range(len(vocab)) if m.fork().accept_token(i)]
+            if not allowed:
+                break
+            assert m.accept_token(int(rng.choice(allowed)))

@@ -108,6 +108,24 @@ def test_budget_closes_any_text_in_a_think_tag():
     assert m.accept_token(5) and m.accept_token(7) and m.is_completed()
 
 
+@pytest.mark.parametrize("budget, deadline", [(2, 4), (2**31 - 1, 2**31 - 1)])
+def test_debug_state_shows_the_deadline_without_overflow(budget, deadline):
+    # The region opens at token 2 (after "prefix" and "<think>"): its deadline is 2 + budget,
+    # read as the largest token index when that sum passes it (never reached, never wrapped).
+    vocab = ["prefix", "<think>", "a", "</think>", "<eos>"]
+    tok = xg.TokenizerInfo(vocab, stop_token_ids=[4])
+    text = {"type": "tag", "begin": "<think>", "end": "</think>", "content": {"type": "any_text", "max_tokens": budget}}
+    fmt = {"type": "sequence", "elements": [{"type": "const_string", "value": "prefix"}, text]}
+    compiled = xg.GrammarCompiler(tok, cache_enabled=False).compile_structural_tag(
+        {"type": "structural_tag", "format": fmt})
+    m = xg.GrammarMatcher(compiled)
+    assert "budget_deadline" not in m._debug_print_internal_state()
+    assert m.accept_token(0) and m.accept_token(1)
+    assert f"budget_deadline={deadline} " in m._debug_print_internal_state()
+    assert m.accept_token(2) and m.accept_token(2)
+    assert (2 in allowed(m, len(vocab))) == (budget > 2)
+
+
 def test_zero_budget_text_ends_at_once():
     vocab = ["<think>", "a", "</", "think>"]
     tok = xg.TokenizerInfo(vocab, stop_token_ids=[])

@@ -182,3 +182,25 @@ def test_excluded_token_set_mask_is_every_other_id_on_gemma(vocab_path):
     assert not allowed[excluded].any() and allowed[token]
     for t in range(n):
         assert bool(allowed[t]) == matcher.fork().accept_token(t), t
+
+
+def test_text_and_id_readings_of_a_token_both_go_on():
+    # ")" closes tool_fn as text and is also a free token of `inner` by id: after it both
+    # parses go on, so "<o_block>" (excluded only outside `inner`) may follow, and the mask
+    # follows the merged parse; rollback leaves the state as before.
+    vocab = ["<s>", "</s>", "<outer>", "<inner>", "<o_block>", "<i_block>", "hello", "world", "fn(", ")", "x"]
+    tok = xg.TokenizerInfo(vocab, stop_token_ids=[1])
+    grammar = xg.Grammar.from_ebnf(
+        'leaf ::= Token(10)\ninner ::= TokenTagDispatch((3, leaf), excludes=(5,))\n'
+        'tool_fn ::= "fn(" inner ")"\nroot ::= TokenTagDispatch((2, tool_fn), excludes=(4,))')
+    matcher = xg.GrammarMatcher(xg.GrammarCompiler(tok).compile_grammar(grammar))
+    for token in [2, 8, 6, 3, 10]:
+        assert matcher.accept_token(token)
+    before = allowed_ids(matcher, tok)
+    assert matcher.accept_token(9)
+    after = check_mask_agrees(matcher, tok)
+    assert after == set(range(len(vocab)))  # outside: all but 4; inside `inner`: all but 1 and 5
+    matcher.rollback(1)
+    assert allowed_ids(matcher, tok) == before
+    assert matcher.accept_token(9) and matcher.accept_token(4) and not matcher.accept_token(1)
+    assert matcher.accept_token(9) and matcher.accept_token(1) and matcher.is_terminated()

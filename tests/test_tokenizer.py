@@ -81,9 +81,9 @@ def test_vocab_file_loads(vocab):
     assert info.token_bytes(n - 1) == decoded[n - 1]
     assert decoded is info.decoded_vocab  # cached
     stats = info._handle.trie_stats()
-    # Normal tokens holding byte 0xFF are left out of the trie (no UTF-8 text contains it;
-    # it marks special tokens in token-level grammars).
-    holding_ff = sum(1 for i in range(n) if i not in special and b"\xff" in decoded[i])
+    # Normal tokens holding byte 0xFF or 0xFE are left out of the trie (no UTF-8 text contains
+    # them; they lead the virtual strings of token-level grammars).
+    holding_ff = sum(1 for i in range(n) if i not in special and (b"\xff" in decoded[i] or b"\xfe" in decoded[i]))
     assert stats["num_normal_tokens"] == n - len(special) - holding_ff
     assert stats["num_nodes"] > stats["num_normal_tokens"] // 2
 

@@ -5,6 +5,7 @@
 #include <functional>
 #include <unordered_set>
 
+#include "automata/mid_token_distance.h"
 #include "automata/rule_dfa_cache.h"
 #include "grammar/any_order_lowering.h"
 #include "grammar/reachable_rules.h"
@@ -535,6 +536,7 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
   SummariseStates(out.get());
   ComputeRulePredictions(out.get());
   ComputeFollowTargets(out.get());
+  out->mid_token_distance = MidTokenEntryDistances(*out);
   return out;
 }
 

@@ -63,6 +63,10 @@ struct GrammarAutomaton {
   // Some byte edge reads 0xFF, the lead of a special token's virtual string (see
   // VirtualTokenBytes): only then can a special token be accepted or allowed by a mask.
   bool scans_virtual_tokens = false;
+  // Per state, where some state reads kMidTokenLead (a token-level free region a token may
+  // enter mid-token, see MidTokenEntryBytes): a lower bound on the text bytes before such an
+  // entry (automata/mid_token_distance.h); empty where no state reads it.
+  std::vector<uint8_t> mid_token_distance;
 
   // Counted repetitions (see grammar/repeat_lowering.h). Their loop states are virtual ids at
   // and above num_states(): base + c is the loop after c completed iterations (0 <= c < span;

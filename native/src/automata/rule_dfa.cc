@@ -259,10 +259,12 @@ class NfaBuilder {
   // The product of the Aho-Corasick automaton of all the node's strings, the UTF-8 decoder,
   // a phase (before / after the first dispatch, for at_least_one), a character count (for
   // max_chars) and a pending exclude, explored from the start. A trigger or end string in
-  // the text leaves free text; an excluded string kills, unless it lies inside a trigger or
-  // end string still being matched: then it is pending (its start, in bytes back from the
-  // current position) until that match completes (fine: it was part of the trigger or end,
-  // not of the text) or falls short of covering it (it was text after all).
+  // the text leaves free text; an excluded string kills. Excludes take precedence over
+  // triggers (as in xgrammar): a trigger that contains an excluded string never fires, so it
+  // cannot carry that string through. An end string closes the text from outside it (the
+  // enclosing tag's delimiter), so an exclude inside one is pending (its start, in bytes back
+  // from the current position) until the end completes (fine: it was the delimiter, not
+  // text) or falls short of covering it (it was text after all).
   void BuildTagDispatch(const Expr& e, int32_t a, int32_t b) {
     const TagDispatchSpec& d = *e.dispatch;
     std::vector<std::string> patterns = d.triggers;
@@ -271,11 +273,11 @@ class NfaBuilder {
     patterns.insert(patterns.end(), d.ends.begin(), d.ends.end());
     patterns.insert(patterns.end(), d.excludes.begin(), d.excludes.end());
     AhoCorasick ac(patterns);
-    // Nodes on the path of a trigger or end string (prefixes of one).
-    std::vector<uint8_t> exit_prefix(ac.num_nodes(), 0);
-    for (int32_t p = 0; p < first_exclude; ++p) {
+    // Nodes on the path of an end string (prefixes of one): where an exclude may be pending.
+    std::vector<uint8_t> end_prefix(ac.num_nodes(), 0);
+    for (int32_t p = num_triggers; p < first_exclude; ++p) {
       int32_t node = ac.root();
-      for (unsigned char c : patterns[p]) exit_prefix[node = ac.Next(node, c)] = 1;
+      for (unsigned char c : patterns[p]) end_prefix[node = ac.Next(node, c)] = 1;
     }
     const bool two_phases = d.at_least_one && d.loop && num_triggers > 0;
     const int64_t max_chars = d.max_chars;
@@ -355,6 +357,7 @@ class NfaBuilder {
           for (int32_t m : ac.Matches(node2)) {
             if (m >= first_exclude || pending2 > static_cast<int64_t>(patterns[m].size())) continue;
             if (m < num_triggers) {
+              if (pending2 > 0) continue;  // the trigger holds an excluded string
               edges.emplace_back(static_cast<uint8_t>(c), dispatch(k.phase, m));
             } else if (!d.at_least_one || k.phase == 1 || num_triggers == 0) {
               edges.emplace_back(static_cast<uint8_t>(c), b);  // an end string
@@ -362,8 +365,8 @@ class NfaBuilder {
           }
           continue;
         }
-        // A pending exclude must still lie inside a prefix of a trigger or end string.
-        if (pending2 > 0 && (!exit_prefix[node2] || ac.Depth(node2) < pending2)) continue;
+        // A pending exclude must still lie inside a prefix of an end string.
+        if (pending2 > 0 && (!end_prefix[node2] || ac.Depth(node2) < pending2)) continue;
         edges.emplace_back(static_cast<uint8_t>(c), state({k.phase, node2, u2, max_chars < 0 ? 0 : count2, pending2}));
       }
       std::sort(edges.begin(), edges.end(), [](const auto& x, const auto& y) {

@@ -537,6 +537,7 @@ class Lowering {
     const bool at_least_one = fs.Bool("at_least_one", false);
     spec.loop = !fs.Bool("stop_after_first", false);
     spec.triggers = triggers;
+    CheckExcludesSpareTriggers(fs, spec);
     const std::vector<int> match = TriggerIndices(triggers, tags, fs.path());
     if (at_least_one) {
       // The first tag, whole; then (unless one is all) the usual dispatch.
@@ -603,8 +604,23 @@ class Lowering {
       if (!spec.loop && !ends.empty()) child = g_.AddSequence({child, EndChoice(ends)});
       children.push_back(child);
     }
+    CheckExcludesSpareTriggers(fs, spec);
     SetEnds(&spec, ends, consumed_end);
     return DispatchRule(std::move(spec), std::move(children));
+  }
+
+  // Excludes take precedence over triggers in the free text (a trigger holding an excluded
+  // string never fires), so an exclude that starts a trigger would leave it dead: refused, as
+  // the EBNF TagDispatch refuses it.
+  static void CheckExcludesSpareTriggers(const Fields& fs, const TagDispatchSpec& spec) {
+    for (const std::string& exclude : spec.excludes) {
+      for (const std::string& trigger : spec.triggers) {
+        if (trigger.compare(0, exclude.size(), exclude) == 0) {
+          Fail(fs.At("excludes"), "Exclude string must not be a prefix of trigger string: " + Show(exclude) +
+                                      " (the trigger '" + Show(trigger) + "' would never fire)");
+        }
+      }
+    }
   }
 
   // Each dispatch gets a rule of its own, so its automaton (text states x pattern prefixes)

@@ -251,37 +251,45 @@ ExprId XmlParameterLowering::DsmlValue(const JsonValue& prop, const JsonValue& r
                                        const std::string& end) {
   ValueKinds leaves;
   CollectValueKinds(prop, root, path, &leaves);
-  std::vector<ExprId> alts;
+  std::vector<std::function<ExprId()>> alts;
   for (const auto& [leaf, leaf_path] : leaves.strings) {
     // string="true": the text between the tags is the value, whitespace included.
-    alts.push_back(g_->AddSequence({g_->AddBytes("\" string=\"true\">"), StringValue(leaf, leaf_path, end, false)}));
+    alts.push_back([&, leaf = leaf, leaf_path = leaf_path] {
+      return g_->AddSequence({g_->AddBytes("\" string=\"true\">"), StringValue(leaf, leaf_path, end, false)});
+    });
   }
   if (!leaves.json.empty()) {
     JsonValue value =
         leaves.json.size() == 1 ? leaves.json[0] : JsonValue::Object({{"anyOf", JsonValue::Array(leaves.json)}});
     // string="false": a JSON value, which may be padded with whitespace.
-    alts.push_back(g_->AddSequence({g_->AddBytes("\" string=\"false\">"), Whitespace(), JsonValueOf(value, root, path),
-                                    Whitespace(), g_->AddBytes(end)}));
+    alts.push_back([&, value] {
+      return g_->AddSequence({g_->AddBytes("\" string=\"false\">"), Whitespace(), JsonValueOf(value, root, path),
+                              Whitespace(), g_->AddBytes(end)});
+    });
   }
   if (alts.empty()) Fail(path, "no value satisfies the schema");
-  return alts.size() == 1 ? alts[0] : g_->AddChoice(std::move(alts));
+  return WritableChoice(alts);
 }
 
 ExprId XmlParameterLowering::RawOrJsonValue(const JsonValue& prop, const JsonValue& root, const std::string& path,
                                             const std::string& end) {
   ValueKinds leaves;
   CollectValueKinds(prop, root, path, &leaves);
-  std::vector<ExprId> alts;
-  for (const auto& [leaf, leaf_path] : leaves.strings) alts.push_back(StringValue(leaf, leaf_path, end, true));
+  std::vector<std::function<ExprId()>> alts;
+  for (const auto& [leaf, leaf_path] : leaves.strings) {
+    alts.push_back([&, leaf = leaf, leaf_path = leaf_path] { return StringValue(leaf, leaf_path, end, true); });
+  }
   if (!leaves.json.empty()) {
     // With no string leaf the schema is lowered whole (no split was needed).
     JsonValue value = leaves.strings.empty()    ? prop
                       : leaves.json.size() == 1 ? leaves.json[0]
                                                 : JsonValue::Object({{"anyOf", JsonValue::Array(leaves.json)}});
-    alts.push_back(g_->AddSequence({Whitespace(), JsonValueOf(value, root, path), Whitespace(), g_->AddBytes(end)}));
+    alts.push_back([&, value] {
+      return g_->AddSequence({Whitespace(), JsonValueOf(value, root, path), Whitespace(), g_->AddBytes(end)});
+    });
   }
   if (alts.empty()) Fail(path, "no value satisfies the schema");
-  return alts.size() == 1 ? alts[0] : g_->AddChoice(std::move(alts));
+  return WritableChoice(alts);
 }
 
 }  // namespace xg2

@@ -154,6 +154,35 @@ bool KimiK3TypeChoices(const JsonValue& prop, std::vector<std::pair<std::string,
   return !out->empty();
 }
 
+bool NamesOneType(const JsonValue& prop) {
+  const JsonValue* type = prop.is_object() ? prop.Find("type") : nullptr;
+  return type && type->is_string();
+}
+
+// The Kimi-K3 type attribute every value of a JSON leaf (CollectValueKinds) is written with,
+// or "" where its values may have several: one "type", or literals of one JSON type.
+std::string KimiK3LeafType(const JsonValue& leaf) {
+  if (leaf.Find("$ref")) return leaf.Find("$ref")->is_string() && leaf.Find("$ref")->as_string() == "#" ? "object" : "";
+  const JsonValue* type = leaf.Find("type");
+  if (type && type->is_array() && type->items().size() == 1) type = &type->items()[0];
+  std::string out;
+  if (type && type->is_string()) out = type->as_string() == "integer" ? "number" : type->as_string();
+  for (const char* key : {"const", "enum"}) {
+    const JsonValue* v = leaf.Find(key);
+    if (!v || (key[0] == 'e' && !v->is_array())) continue;
+    for (const JsonValue& value : key[0] == 'c' ? std::vector<JsonValue>{*v} : v->items()) {
+      const std::string t = value.is_number()  ? "number"
+                            : value.is_bool()  ? "boolean"
+                            : value.is_null()  ? "null"
+                            : value.is_array() ? "array"
+                                               : "object";
+      if (!out.empty() && out != t) return "";
+      out = t;
+    }
+  }
+  return out;
+}
+
 // Kimi-K3's type attribute of a non-string value: its renderer names the JSON type of the
 // value, every number "number". The property must pin one type.
 std::string KimiK3Type(const JsonValue& prop, const std::string& path) {
@@ -201,10 +230,24 @@ bool XmlParameterLowering::Excluded(const std::string& text) const {
 ExprId XmlParameterLowering::Lower(const JsonValue& schema) {
   root_ = &schema;
   if (!IsArgumentUnion(schema)) return ParameterList(schema, path_);
-  // A union at the root: one parameter list per object schema it allows.
-  std::vector<ExprId> alts;
+  // A union at the root: one parameter list per object schema it allows (that can be written).
+  std::vector<std::function<ExprId()>> alts;
   for (const ArgumentAlternative& alt : ArgumentAlternatives(schema, path_, options_, "XML argument styles"))
-    alts.push_back(ParameterList(alt.schema, alt.path));
+    alts.push_back([this, alt] { return ParameterList(alt.schema, alt.path); });
+  return WritableChoice(alts);
+}
+
+ExprId XmlParameterLowering::WritableChoice(const std::vector<std::function<ExprId()>>& alternatives) {
+  std::vector<ExprId> alts;
+  std::string first_failure;
+  for (const auto& build : alternatives) {
+    try {
+      alts.push_back(build());
+    } catch (const UnwritableValue& e) {
+      if (first_failure.empty()) first_failure = e.what();
+    }
+  }
+  if (alts.empty()) throw UnwritableValue(first_failure);
   return alts.size() == 1 ? alts[0] : g_->AddChoice(std::move(alts));
 }
 
@@ -264,13 +307,17 @@ ExprId XmlParameterLowering::ParameterList(const JsonValue& schema, const std::s
     for (const auto& [name, prop] : props->members()) {
       const std::string p = path + "/properties/" + JsonPointerEscape(name);
       const bool allowed = keys.Admits(name, prop, p);
-      if (Excluded(name) || !allowed) {  // a name that cannot be written: only an optional parameter may go
-        if (must.count(name))
-          Fail(p, !allowed ? "the required parameter name does not satisfy propertyNames"
-                           : "the required parameter name contains an excluded substring");
-        continue;
+      // A name that cannot be written (its text as the style writes it holds an excluded
+      // substring), or whose every value is excluded: only an optional parameter may go.
+      if (!allowed && must.count(name)) Fail(p, "the required parameter name does not satisfy propertyNames");
+      if (Excluded(EmittedName(name)) && must.count(name))
+        throw UnwritableValue(p + ": the required parameter name contains an excluded substring");
+      if (!allowed || Excluded(EmittedName(name))) continue;
+      try {
+        params.emplace_back(Parameter(name, prop, path), must.count(name) > 0);
+      } catch (const UnwritableValue&) {
+        if (must.count(name)) throw;
       }
-      params.emplace_back(Parameter(name, prop, path), must.count(name) > 0);
     }
   }
   const ExprId extra = ExtraParameters(schema, keys);
@@ -447,8 +494,12 @@ ExprId XmlParameterLowering::JsonValueOf(const JsonValue& prop, const JsonValue&
   return g_->AddRuleRef(ImportGrammar(g_, r.grammar, "arg" + std::to_string(++imports_) + "_"));
 }
 
+std::string XmlParameterLowering::EmittedName(const std::string& name) const {
+  return style_ == XmlStyle::kKimiK3 ? KimiK3Attribute(name) : name;
+}
+
 ExprId XmlParameterLowering::Parameter(const std::string& name, const JsonValue& prop, const std::string& path) {
-  const std::string key = style_ == XmlStyle::kKimiK3 ? KimiK3Attribute(name) : name;
+  const std::string key = EmittedName(name);
   return NamedParameter(key.empty() ? g_->AddEmpty() : g_->AddBytes(key),
                         path + "/properties/" + JsonPointerEscape(name), prop, *root_);
 }
@@ -492,6 +543,10 @@ ExprId XmlParameterLowering::NamedParameter(ExprId name, const std::string& path
       end = "</arg_value>";
       break;
     case XmlStyle::kKimiK3:
+      if (kimi_type.empty() && !IsStringSchema(prop) && !NamesOneType(prop)) {
+        const ExprId split = KimiK3SplitValue(name, path, prop, root);
+        if (split != kNoExpr) return split;
+      }
       before = "<|open|>argument key=\"";
       after = "\" type=\"" +
               (!kimi_type.empty()     ? kimi_type
@@ -521,6 +576,26 @@ ExprId XmlParameterLowering::NamedParameter(ExprId name, const std::string& path
   return g_->AddSequence(std::move(seq));
 }
 
+// The leaves of the value's union (anyOf, $ref, enums, ...; see CollectValueKinds): a string
+// leaf is written raw under type="string", a JSON leaf under the one type its values have.
+ExprId XmlParameterLowering::KimiK3SplitValue(ExprId name, const std::string& path, const JsonValue& prop,
+                                              const JsonValue& root) {
+  ValueKinds leaves;
+  CollectValueKinds(prop, root, path, &leaves);
+  std::vector<std::function<ExprId()>> alts;
+  for (const auto& [leaf, leaf_path] : leaves.strings) {
+    alts.push_back(
+        [&, leaf = leaf, leaf_path = leaf_path] { return NamedParameter(name, leaf_path, leaf, root, "string"); });
+  }
+  for (const JsonValue& leaf : leaves.json) {
+    const std::string type = KimiK3LeafType(leaf);
+    if (type.empty()) return kNoExpr;
+    alts.push_back([&, type] { return NamedParameter(name, path, leaf, root, type); });
+  }
+  if (alts.empty()) return kNoExpr;
+  return WritableChoice(alts);
+}
+
 ExprId XmlParameterLowering::StringValue(const JsonValue& s, const std::string& path, const std::string& end,
                                          bool padded) {
   std::vector<std::string> choices;
@@ -535,7 +610,7 @@ ExprId XmlParameterLowering::StringValue(const JsonValue& s, const std::string& 
   for (const auto& c : choices) {
     if (!Excluded(c)) alts.push_back(c.empty() ? g_->AddEmpty() : g_->AddBytes(c));
   }
-  if (alts.empty()) Fail(path, "every value contains an excluded substring");
+  if (alts.empty()) throw UnwritableValue(path + ": every value contains an excluded substring");
   ExprId pad = padded ? g_->AddRepeat(g_->AddBytes("\n"), 0, 1) : g_->AddEmpty();
   return g_->AddSequence({pad, g_->AddChoice(std::move(alts)), pad, g_->AddBytes(end)});
 }

@@ -3,6 +3,7 @@
 // value raw text for string properties and JSON otherwise.
 #pragma once
 
+#include <functional>
 #include <set>
 #include <string>
 #include <vector>
@@ -10,9 +11,18 @@
 #include "frontends/json_schema.h"
 #include "frontends/structural_tag_keys.h"
 #include "support/json.h"
+#include "xg2/errors.h"
 #include "xg2/grammar.h"
 
 namespace xg2 {
+
+// A value or parameter that no text can be written for (each value, or the required name,
+// holds an excluded substring): a located StructuralTagError where nothing else is left, but
+// an optional parameter or one alternative of a union is only left out.
+class UnwritableValue : public Error {
+ public:
+  explicit UnwritableValue(const std::string& message) : Error(ErrorKind::kStructuralTag, message) {}
+};
 
 enum class XmlStyle { kQwen, kMiniMax, kDeepSeek, kDeepSeekV41, kGlm, kKimiK3 };
 
@@ -42,6 +52,8 @@ class XmlParameterLowering {
   // options.any_order; optional ones may be left out), separated by optional whitespace.
   ExprId ParameterList(const JsonValue& schema, const std::string& path);
   ExprId Parameter(const std::string& name, const JsonValue& prop, const std::string& path);
+  // A declared name as the style writes it (Kimi-K3 escapes attribute text).
+  std::string EmittedName(const std::string& name) const;
   // kimi_type: the Kimi-K3 type attribute to write (empty: the one the value's schema names).
   ExprId NamedParameter(ExprId name, const std::string& path, const JsonValue& prop, const JsonValue& root,
                         const std::string& kimi_type = "");
@@ -76,6 +88,13 @@ class XmlParameterLowering {
   // Qwen, MiniMax and GLM (no attribute): the raw text of each string leaf, or a JSON value of
   // the others padded with whitespace, then `end`.
   ExprId RawOrJsonValue(const JsonValue& prop, const JsonValue& root, const std::string& path, const std::string& end);
+  // Kimi-K3 with no single type named: the value's union split by the type attribute each leaf
+  // is written with (strings raw), one alternative per leaf; kNoExpr where a leaf may take
+  // several types (its attribute is then not determined).
+  ExprId KimiK3SplitValue(ExprId name, const std::string& path, const JsonValue& prop, const JsonValue& root);
+  // The choice of the alternatives that can be written (see UnwritableValue); the first
+  // failure is rethrown when none can.
+  ExprId WritableChoice(const std::vector<std::function<ExprId()>>& alternatives);
   ExprId Whitespace();
   bool Excluded(const std::string& text) const;
 

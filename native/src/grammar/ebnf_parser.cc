@@ -382,7 +382,10 @@ ExprId EbnfParser::ParseRuleRef() {
   size_t start = pos_;
   pos_ = NameEnd(pos_);
   RuleId rule = ScratchRule(text_.substr(start, pos_ - start));
-  if (first_reference_[rule] == kNone) first_reference_[rule] = start;
+  if (first_reference_[rule] == kNone) {
+    first_reference_[rule] = start;
+    reported_reference_[rule] = reference_anchor_ == kNone ? start : reference_anchor_;
+  }
   return scratch_.AddRuleRef(rule);
 }
 
@@ -477,10 +480,21 @@ ExprId EbnfParser::ParseByteDfa() {
 
 // TagDispatch(("trigger", continuation), ..., ends=("..."), excludes=("..."), loop=true,
 // plain_end=true, at_least_one=false, max_chars=-1); the keyword arguments are optional.
+//
+// Misuse of the arguments (an empty or non-tuple element, an unknown keyword, an exclude that
+// starts a trigger, an undefined continuation rule) is reported at the argument list's '(',
+// as xgrammar does, with the exact place after the message.
 ExprId EbnfParser::ParseTagDispatch() {
   size_t open = pos_;
-  pos_ += std::string("TagDispatch(").size();
+  const size_t args_at = open + std::string("TagDispatch").size();
+  pos_ = args_at + 1;
   EnterNesting(open);
+  const size_t outer_anchor = reference_anchor_;
+  reference_anchor_ = args_at;
+  auto fail_argument = [&](const std::string& message, size_t at) {
+    std::pair<int, int> lc = LineColumn(at);
+    Fail(message + " (at line " + std::to_string(lc.first) + ", column " + std::to_string(lc.second) + ")", args_at);
+  };
   TagDispatchSpec spec;
   std::vector<ExprId> children;
   auto string_list = [&](std::vector<std::string>* out) {
@@ -493,7 +507,9 @@ ExprId EbnfParser::ParseTagDispatch() {
       if (Peek() != '"' && Peek() != '\'') Fail("expected a string", pos_);
       size_t at = pos_;
       std::string bytes = ParseStringBytes();
-      if (bytes.empty()) Fail("Exclude must be a non-empty string literal: TagDispatch strings must not be empty", at);
+      if (bytes.empty()) {
+        fail_argument("Exclude must be a non-empty string literal: TagDispatch strings must not be empty", at);
+      }
       out->push_back(std::move(bytes));
       SkipSpace();
       if (Peek() == ',')
@@ -511,7 +527,8 @@ ExprId EbnfParser::ParseTagDispatch() {
       SkipSpace();
       if (Peek() != '"' && Peek() != '\'') Fail("expected the trigger string", pos_);
       std::string trigger = ParseStringBytes();
-      if (trigger.empty()) Fail("Tag must be a non-empty string literal: a TagDispatch trigger must not be empty", at);
+      if (trigger.empty())
+        fail_argument("Tag must be a non-empty string literal: a TagDispatch trigger must not be empty", at);
       SkipSpace();
       if (Peek() != ',') Fail("Expect , or ) in tuple: expected ',' after the trigger", pos_);
       ++pos_;
@@ -546,13 +563,14 @@ ExprId EbnfParser::ParseTagDispatch() {
         spec.max_chars = negative ? (v == 1 ? -1 : -2) : v;
         if (spec.max_chars < -1) Fail("max_chars must be -1 or a count", at);
       } else {
-        Fail("Unknown named argument for TagDispatch: " + key +
-                 " (known: ends, excludes, loop, loop_after_dispatch, plain_end, at_least_one, max_chars)",
-             at);
+        fail_argument("Unknown named argument for TagDispatch: " + key +
+                          " (known: ends, excludes, loop, loop_after_dispatch, plain_end, at_least_one, max_chars)",
+                      at);
       }
     } else {
-      Fail("Each tag dispatch element must be a tuple: expected a (trigger, continuation) pair or a keyword argument",
-           pos_);
+      fail_argument(
+          "Each tag dispatch element must be a tuple: expected a (trigger, continuation) pair or a keyword argument",
+          pos_);
     }
     SkipSpace();
     if (Peek() == ',')
@@ -562,6 +580,18 @@ ExprId EbnfParser::ParseTagDispatch() {
   }
   ++pos_;
   --depth_;
+  reference_anchor_ = outer_anchor;
+  // Excludes take precedence over triggers, so a trigger that starts with an exclude could
+  // never fire; one that merely contains an exclude is left to that precedence, as xgrammar.
+  for (const std::string& exclude : spec.excludes) {
+    for (const std::string& trigger : spec.triggers) {
+      if (trigger.compare(0, exclude.size(), exclude) == 0) {
+        Fail("Exclude string must not be a prefix of trigger string: " + exclude + " (the trigger '" + trigger +
+                 "' would never fire)",
+             args_at);
+      }
+    }
+  }
   return scratch_.AddTagDispatch(std::move(spec), std::move(children));
 }
 
@@ -926,6 +956,7 @@ RuleId EbnfParser::ScratchRule(const std::string& name) {
   if (rule >= 0) return rule;
   rule = scratch_.DeclareRule(name);  // a valid identifier, so stored unchanged
   first_reference_.push_back(kNone);
+  reported_reference_.push_back(kNone);
   definition_.push_back(kNone);
   return rule;
 }
@@ -940,7 +971,15 @@ Grammar EbnfParser::BuildResult(const std::string& root_rule_name) const {
       undefined = r;
     }
   }
-  if (undefined >= 0) Fail("Rule \"" + scratch_.rule(undefined).name + "\" is not defined", earliest);
+  if (undefined >= 0) {
+    std::string message = "Rule \"" + scratch_.rule(undefined).name + "\" is not defined";
+    const size_t reported = reported_reference_[undefined];
+    if (reported != earliest) {
+      std::pair<int, int> lc = LineColumn(earliest);
+      message += " (referenced at line " + std::to_string(lc.first) + ", column " + std::to_string(lc.second) + ")";
+    }
+    Fail(message, reported);
+  }
 
   RuleId scratch_root = scratch_.FindRule(root_rule_name);
   if (scratch_root < 0) {

@@ -95,7 +95,11 @@ class EbnfParser {
   int depth_ = 0;
   Grammar scratch_;
   std::vector<size_t> first_reference_;  // per scratch rule: offset of first reference
-  std::vector<size_t> definition_;       // per scratch rule: offset of its definition
+  // Per scratch rule: where an undefined first reference is reported (the TagDispatch
+  // argument list holding it, as xgrammar, else the reference itself).
+  std::vector<size_t> reported_reference_;
+  size_t reference_anchor_ = static_cast<size_t>(-1);  // the enclosing TagDispatch's '(', if any
+  std::vector<size_t> definition_;                     // per scratch rule: offset of its definition
   std::vector<RuleId> definition_order_;
   std::vector<std::pair<RuleId, RuleAttributes>> attributes_;  // scratch rules with attributes
 };

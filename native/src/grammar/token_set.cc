@@ -10,7 +10,8 @@ namespace xg2 {
 
 namespace {
 
-// Builds the trie of the ids' 3 id bytes below a 0xFF edge. Each trie node (a prefix of 1..2
+// Builds the trie of the ids' 3 id bytes below a 0xFF edge (and, for an excluded set, a free
+// region, below a 0xFE edge too: see MidTokenEntryBytes). Each trie node (a prefix of 1..2
 // id bytes, or none) gets an edge per child byte; in the excluded form every other byte goes
 // on to a state that takes any remaining bytes, so the automaton stays deterministic with
 // O(3 * |ids|) states.
@@ -28,7 +29,8 @@ class TokenSetBuilder {
       spec_.edges[any_[1]].push_back({0x00, 0xFF, final_});
       spec_.edges[any_[2]].push_back({0x00, 0xFF, any_[1]});
     }
-    spec_.edges[start].push_back({kVirtualTokenLead, kVirtualTokenLead, root});
+    const uint8_t lead = excluded_ ? kMidTokenLead : kVirtualTokenLead;
+    spec_.edges[start].push_back({lead, kVirtualTokenLead, root});
     size_t end = 0;
     while (end < ids_.size() && ids_[end] <= kMaxVirtualTokenId) ++end;
     AddChildren(root, 0, end, 2);

@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <cstring>
 
+#include "automata/mid_token_distance.h"
 #include "support/token_bits.h"
 #include "xg2/errors.h"
 
@@ -56,21 +57,56 @@ bool GrammarMatcher::AcceptToken(int32_t token_id) {
     return true;
   }
   if (token_id >= tok.num_tokens()) return false;
-  // A token is read as its text, or else by id as its virtual string (see VirtualTokenBytes),
-  // which only token-level grammar nodes read (Token(...), ExcludeToken(...), special tokens).
-  // Where both readings fit, the text one is taken.
+  // A token is read as its text, or by id as its virtual string (see VirtualTokenBytes), which
+  // only token-level grammar nodes read (Token(...), ExcludeToken(...), special tokens). Where
+  // both readings fit, the parse goes on from both (as xgrammar merges them): a text token
+  // may close a literal and also be a free token of an ExcludeToken region.
   int32_t rows = parser_.num_rows();
   const std::string& text = tok.token_bytes(token_id);
-  const bool by_text = tok.is_text_token(token_id) && AdvanceToken(text);
-  if (!by_text) {
-    if (!compiled_->automaton()->scans_virtual_tokens) return false;
-    if (!AdvanceToken(VirtualTokenBytes(token_id))) return false;
+  const bool text_token = tok.is_text_token(token_id);
+  EarleyParser::RowSnapshot by_id;
+  if (compiled_->automaton()->scans_virtual_tokens && AdvanceToken(VirtualTokenBytes(token_id))) {
+    if (!text_token) return AcceptedToken(rows, text);
+    by_id = parser_.SnapshotLastRow();
+    parser_.TruncateRows(rows);
   }
+  const bool by_text = text_token && AdvanceToken(text);
+  if (!by_text) {
+    if (by_id.row >= 0 && AdvanceToken(VirtualTokenBytes(token_id))) return AcceptedToken(rows, text);
+    return text_token && AdvanceMidTokenEntry(token_id, text) && AcceptedToken(rows, text);
+  } else if (by_id.row >= 0 && !compiled_->automaton()->has_captures) {
+    // (Captures read one derivation of the token's rows, so a capturing grammar keeps the text.)
+    parser_.MergeIntoLastRow(by_id, rows);
+  }
+  return AcceptedToken(rows, text);
+}
+
+bool GrammarMatcher::AcceptedToken(int32_t rows, const std::string& text) {
   history_.push_back({rows, false, tokens_accepted_});
   ++tokens_accepted_;
   RecordCaptures(rows, text);
   if (terminate_without_stop_token_ && parser_.CanEnd() && !parser_.CanContinue()) terminated_ = true;
   return true;
+}
+
+bool GrammarMatcher::AdvanceMidTokenEntry(int32_t token_id, const std::string& text) {
+  if (compiled_->automaton()->mid_token_distance.empty() || text.size() < 2) return false;
+  const int32_t rows = parser_.num_rows();
+  parser_.set_row_token(tokens_accepted_);
+  int32_t k = 0;
+  while (k + 1 < static_cast<int32_t>(text.size()) && parser_.Advance(static_cast<uint8_t>(text[k]))) ++k;
+  // The longest prefix first, as xgrammar takes the latest row where the region could start.
+  const std::string entry = MidTokenEntryBytes(token_id);
+  const auto* data = reinterpret_cast<const uint8_t*>(entry.data());
+  for (; k >= 1; --k) {
+    parser_.TruncateRows(rows + k);
+    if (!parser_.AdvanceBytes(data, entry.size() - 1)) continue;
+    parser_.set_row_token(tokens_accepted_ + 1);
+    if (parser_.Advance(data[entry.size() - 1])) return true;
+    parser_.set_row_token(tokens_accepted_);
+  }
+  parser_.TruncateRows(rows);
+  return false;
 }
 
 bool GrammarMatcher::AdvanceToken(const std::string& bytes) {
@@ -183,7 +219,9 @@ std::string GrammarMatcher::DebugState() const {
     if (it != parser_.last_row_begin()) out += ' ';
     out += std::to_string(it->state) + '@' + std::to_string(it->origin);
   }
-  return out + "]";
+  out += "]";
+  const std::string budgets = parser_.DescribeBudgets();
+  return budgets.empty() ? out : out + " budgets=[" + budgets + "]";
 }
 
 std::unique_ptr<GrammarMatcher> GrammarMatcher::Fork() const {
@@ -236,6 +274,7 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
     WalkTokens(scratch_long_, words);
   }
   AddTokensById(words);
+  AddTokensEnteringMidToken(words);
   ApplyStopTokens(words);
   return RowNeedsMasking(words);
 }
@@ -552,6 +591,70 @@ void GrammarMatcher::AddTokenIdsBelow(int32_t base, int32_t num_tokens, uint32_t
   }
 }
 
+int32_t GrammarMatcher::MidTokenEntryDistance() const {
+  const std::vector<uint8_t>& dist = compiled_->automaton()->mid_token_distance;
+  int32_t best = kFarMidTokenEntry;
+  for (const EarleyItem* it = parser_.last_row_begin(); it != parser_.last_row_end() && best > 0; ++it) {
+    best = std::min<int32_t>(best, parser_.automaton().is_virtual(it->state) ? 0 : dist[it->state]);
+  }
+  return best;
+}
+
+void GrammarMatcher::AddTokensEnteringMidToken(uint32_t* words) {
+  if (compiled_->automaton()->mid_token_distance.empty()) return;
+  const TokenTrie& trie = compiled_->tokenizer()->trie();
+  // An entry follows k >= 1 text bytes of a token of more than k bytes.
+  const int32_t deepest = trie.max_token_bytes - 1;
+  if (MidTokenEntryDistance() > deepest) return;
+  const int32_t rows0 = parser_.num_rows();
+  parser_.set_row_token(tokens_accepted_);
+  // Depth-first over the trie nodes with tokens below them, as far as the text goes and an
+  // entry may still lie within reach.
+  std::vector<std::pair<int32_t, int32_t>> stack{{0, 1}};  // (node, next child)
+  while (!stack.empty()) {
+    auto& [node, child] = stack.back();
+    if (child >= trie.subtree_end[node]) {
+      stack.pop_back();
+      if (!stack.empty()) parser_.TruncateRows(rows0 + trie.depth[stack.back().first]);
+      continue;
+    }
+    const int32_t c = child;
+    child = trie.subtree_end[c];
+    // Nothing to find below c: no longer token, every one allowed already (most of a free
+    // text's vocabulary), or no text goes on with c's byte.
+    const int32_t* below = trie.sorted_tokens.data() + trie.token_begin[c + 1];
+    const int32_t* below_end = trie.sorted_tokens.data() + trie.token_begin[trie.subtree_end[c]];
+    if (std::all_of(below, below_end, [&](int32_t t) { return HasTokenBit(words, t) || IsStopToken(t); })) continue;
+    if (!parser_.Advance(trie.byte[c])) continue;
+    uint64_t next[kByteSetWords];
+    parser_.NextBytes(next);
+    if (ByteSetHas(next, kMidTokenLead)) MarkMidTokenEntries(c, words);
+    if (trie.depth[c] < deepest && MidTokenEntryDistance() <= deepest - trie.depth[c]) {
+      stack.emplace_back(c, c + 1);
+    } else {
+      parser_.TruncateRows(rows0 + trie.depth[c] - 1);
+    }
+  }
+  parser_.TruncateRows(rows0);
+}
+
+// The tokens longer than node c's prefix, below it, that the region entered at c takes.
+void GrammarMatcher::MarkMidTokenEntries(int32_t c, uint32_t* words) {
+  const TokenTrie& trie = compiled_->tokenizer()->trie();
+  const int32_t rows = parser_.num_rows();
+  if (!parser_.Advance(kMidTokenLead)) return;
+  for (int32_t k = trie.token_begin[c + 1]; k < trie.token_begin[trie.subtree_end[c]]; ++k) {
+    const int32_t t = trie.sorted_tokens[k];
+    if (HasTokenBit(words, t) || IsStopToken(t)) continue;
+    const std::string id = MidTokenEntryBytes(t);
+    if (parser_.AdvanceBytes(reinterpret_cast<const uint8_t*>(id.data()) + 1, id.size() - 1)) {
+      SetTokenBit(words, t);
+      parser_.TruncateRows(rows + 1);
+    }
+  }
+  parser_.TruncateRows(rows);
+}
+
 std::string GrammarMatcher::FindJumpForwardString() {
   UseGuard guard(in_use_, "find_jump_forward_string");
   std::string out = ForcedBytes();
@@ -578,8 +681,8 @@ std::string GrammarMatcher::ForcedBytes() {
       count += __builtin_popcountll(next[w]);
       if (next[w] && byte < 0) byte = w * kByteSetWordBits + __builtin_ctzll(next[w]);
     }
-    // A virtual special-token string is never text to jump over.
-    if (count != 1 || byte == kVirtualTokenLead || !parser_.Advance(static_cast<uint8_t>(byte))) break;
+    // A virtual special-token string (or a region's mid-token entry) is never text to jump over.
+    if (count != 1 || byte >= kMidTokenLead || !parser_.Advance(static_cast<uint8_t>(byte))) break;
     out.push_back(static_cast<char>(byte));
   }
   parser_.TruncateRows(rows0);

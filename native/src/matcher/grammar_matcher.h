@@ -124,6 +124,9 @@ class GrammarMatcher {
   // Advances the parser over a token's bytes (its text or its virtual string); false (parser
   // unchanged) if they do not fit.
   bool AdvanceToken(const std::string& bytes);
+  // The bookkeeping of a token accepted from `rows` rows on (history, count, captures, the
+  // end without a stop token); true.
+  bool AcceptedToken(int32_t rows, const std::string& text);
   // Fill helpers: walk a suffix trie from a pushed context row (rows_ctx rows), or the
   // vocabulary trie from the last row for some tokens, setting the bits of accepted tokens.
   void WalkSuffixes(const SuffixTrie& trie, int32_t rows_ctx, uint32_t* words, int32_t max_token_len);
@@ -144,6 +147,16 @@ class GrammarMatcher {
   void AddTokensById(uint32_t* words);
   // AddTokensById's ids with high byte base >> 16, from the row after the lead and high bytes.
   void AddTokenIdsBelow(int32_t base, int32_t num_tokens, uint32_t* words);
+  // Tokens a token-level free region takes whole after their first bytes finish the text
+  // before it (see MidTokenEntryBytes): a walk of the token trie with the parser, only as deep
+  // as the automaton's mid_token_distance lets an entry lie inside a token.
+  void AddTokensEnteringMidToken(uint32_t* words);
+  void MarkMidTokenEntries(int32_t node, uint32_t* words);
+  // The last row's least mid_token_distance.
+  int32_t MidTokenEntryDistance() const;
+  // accept_token's last reading: the longest text prefix (1 .. all but one byte) after which
+  // a free region takes the token; false (parser unchanged) if none.
+  bool AdvanceMidTokenEntry(int32_t token_id, const std::string& text);
   // Stop tokens are decided by the stop rule alone (allowed iff the input can end), whatever
   // the mask cache decided for their text (an override may make a text token a stop token).
   void ApplyStopTokens(uint32_t* words) const;

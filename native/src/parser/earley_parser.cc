@@ -312,6 +312,36 @@ void EarleyParser::PopRows(int32_t n) {
   while (!budget_commits_.empty() && budget_commits_.back().row >= rows) budget_commits_.pop_back();
 }
 
+EarleyParser::RowSnapshot EarleyParser::SnapshotLastRow() const {
+  return RowSnapshot{std::vector<EarleyItem>(last_row_begin(), last_row_end()), num_rows() - 1, row_can_end_.back()};
+}
+
+bool EarleyParser::MergeIntoLastRow(const RowSnapshot& other, int32_t shared_rows) {
+  const int32_t last = num_rows() - 1;
+  std::vector<EarleyItem> added;
+  for (EarleyItem it : other.items) {
+    if (it.origin == other.row) {
+      it.origin = last;
+    } else if (it.origin >= shared_rows) {
+      return false;  // a rule started inside the other reading
+    }
+    added.push_back(it);
+  }
+  auto key = [](const EarleyItem& it) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(it.state)) << 32) | static_cast<uint32_t>(it.origin);
+  };
+  std::vector<uint64_t> present;
+  for (const EarleyItem* it = last_row_begin(); it != last_row_end(); ++it) present.push_back(key(*it));
+  std::sort(present.begin(), present.end());
+  for (const EarleyItem& it : added) {
+    if (std::binary_search(present.begin(), present.end(), key(it))) continue;
+    items_.push_back(it);
+  }
+  row_begin_.back() = static_cast<int32_t>(items_.size());
+  row_can_end_.back() |= other.can_end;
+  return true;
+}
+
 bool EarleyParser::CanContinue() const {
   for (const EarleyItem* it = last_row_begin(); it != last_row_end(); ++it) {
     if (g_->has_byte_edges(it->state)) return true;

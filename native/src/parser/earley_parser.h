@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "automata/grammar_automaton.h"
@@ -55,6 +56,21 @@ class EarleyParser {
   // Truncates to the given number of rows (>= 1).
   void TruncateRows(int32_t rows) { PopRows(num_rows() - rows); }
 
+  // Another reading of the input since row `shared_rows` - 1 (a token read by id as well as by
+  // its text), as a closed last row made by Advance from that row: its items, and whether the
+  // input could end there. Taken off (TruncateRows) before the other reading is advanced.
+  struct RowSnapshot {
+    std::vector<EarleyItem> items;
+    int32_t row = -1;  // the row the snapshot was the last row of
+    uint8_t can_end = 0;
+  };
+  RowSnapshot SnapshotLastRow() const;
+  // Adds a snapshot's items to the (closed) last row, the union of two closed rows being
+  // closed: items predicted in the snapshot's own row move to the last row, the others keep
+  // their origin, which must lie before `shared_rows`. False (nothing changed) if an item
+  // started inside the other reading.
+  bool MergeIntoLastRow(const RowSnapshot& other, int32_t shared_rows);
+
   int32_t num_rows() const { return static_cast<int32_t>(row_begin_.size()) - 1; }
   bool CanEnd() const { return (row_can_end_.back() & 1) != 0; }
   // Items of the last row.
@@ -80,6 +96,9 @@ class EarleyParser {
   // scanning or the input can end here; otherwise relaxes them for this step. A closed
   // occurrence never advances again: completions skip it (until rollback pops the row).
   BudgetOutcome EnforceTokenBudgets(int32_t next_token);
+  // For the debug print: each budgeted occurrence among the last row's items, as
+  // "budget_deadline=T (rule R@O)" with T the first token it may not consume.
+  std::string DescribeBudgets() const;
   const GrammarAutomaton& automaton() const { return *g_; }
   const std::shared_ptr<const GrammarAutomaton>& automaton_ptr() const { return g_; }
   size_t MemoryBytes() const;

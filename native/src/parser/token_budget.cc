@@ -8,6 +8,8 @@
 // budgets take the smallest). Liveness is read off the chart, so items carry no deadline:
 // each row's callers of a rule are the items of its origin row that wait on it.
 #include <algorithm>
+#include <limits>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -93,6 +95,28 @@ size_t EarleyParser::BudgetCommitBytes() const {
   size_t bytes = budget_commits_.capacity() * sizeof(BudgetCommit);
   for (const BudgetCommit& c : budget_commits_) bytes += c.closed.capacity() * sizeof(uint64_t);
   return bytes;
+}
+
+std::string EarleyParser::DescribeBudgets() const {
+  const GrammarAutomaton& g = *g_;
+  if (!g.has_token_budgets) return "";
+  std::vector<uint64_t> seen;
+  std::string out;
+  for (const EarleyItem* it = last_row_begin(); it != last_row_end(); ++it) {
+    const RuleId rule = g.RuleOf(it->state);
+    const int64_t budget = g.rule_max_tokens[rule];
+    const uint64_t key = OccurrenceKey(rule, it->origin);
+    if (budget < 0 || std::find(seen.begin(), seen.end(), key) != seen.end()) continue;
+    seen.push_back(key);
+    // Token indices are int32, so a deadline past the largest one reads as that one (never
+    // reached); the sum itself is taken in 64 bits and cannot wrap.
+    const int64_t deadline = std::min<int64_t>(static_cast<int64_t>(row_token_[std::max(it->origin, 0)]) + budget,
+                                               std::numeric_limits<int32_t>::max());
+    if (!out.empty()) out += ' ';
+    out += "budget_deadline=" + std::to_string(deadline) + " (rule " + std::to_string(rule) + "@" +
+           std::to_string(it->origin) + ")";
+  }
+  return out;
 }
 
 EarleyParser::BudgetOutcome EarleyParser::EnforceTokenBudgets(int32_t next_token) {

@@ -265,7 +265,9 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded_vocab, Voca
   for (int32_t id = 0; id < num_tokens; ++id) {
     if (is_special_[id]) continue;
     const std::string& s = decoded_[id];
-    if (s.find(static_cast<char>(kVirtualTokenLead)) != std::string::npos) continue;  // see VirtualTokenBytes
+    // See VirtualTokenBytes and MidTokenEntryBytes.
+    if (s.find(static_cast<char>(kVirtualTokenLead)) != std::string::npos) continue;
+    if (s.find(static_cast<char>(kMidTokenLead)) != std::string::npos) continue;
     uint64_t prefix = 0;
     const size_t n = std::min<size_t>(s.size(), 8);
     for (size_t k = 0; k < 8; ++k) {
@@ -412,6 +414,12 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded_vocab, Voca
 std::string VirtualTokenBytes(int32_t token_id) {
   std::string out(1, static_cast<char>(kVirtualTokenLead));
   for (int shift = 16; shift >= 0; shift -= 8) out.push_back(static_cast<char>((token_id >> shift) & 0xFF));
+  return out;
+}
+
+std::string MidTokenEntryBytes(int32_t token_id) {
+  std::string out = VirtualTokenBytes(token_id);
+  out[0] = static_cast<char>(kMidTokenLead);
   return out;
 }
 

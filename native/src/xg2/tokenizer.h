@@ -70,6 +70,13 @@ struct TokenTrie {
 // contain them), so only the special token itself can match such a string.
 constexpr uint8_t kVirtualTokenLead = 0xFF;
 std::string VirtualTokenBytes(int32_t token_id);
+// A token whose first bytes are text and whose rest enters a token-level free region (an
+// ExcludeToken set: any_tokens, a token dispatch's free tokens) is taken whole by the region,
+// as xgrammar takes it: the region reads it as this string, 0xFE then the id's 3 bytes, which
+// only excluded token sets accept (Token(...) starts at a token boundary). Normal tokens
+// holding 0xFE (not UTF-8 either) are left out of the trie as those holding 0xFF are.
+constexpr uint8_t kMidTokenLead = 0xFE;
+std::string MidTokenEntryBytes(int32_t token_id);
 
 class TokenizerInfo {
  public:
