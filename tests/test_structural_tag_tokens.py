@@ -263,6 +263,23 @@ def test_mid_token_entry_on_a_real_vocabulary(gpt2_tokenizer):
         assert m.fork().accept_token(int(t)) == (t in allowed), t
 
 
+def test_tokens_a_free_region_excludes_may_still_enter_the_next_one_mid_token(gpt2_tokenizer):
+    # In the first region every token but "</" and "<" is allowed by id (so the fill tries the
+    # few left one by one): "<" is the literal, and "</" finishes it and enters the second
+    # region mid-token. Every id's bit equals accept_token.
+    vocab = gpt2_tokenizer.decoded_vocab
+    lt, lt_slash = vocab.index(b"<"), vocab.index(b"</")
+    fmt = {"type": "sequence", "elements": [
+        {"type": "any_tokens", "exclude_tokens": [lt, lt_slash]}, {"type": "const_string", "value": "<"},
+        {"type": "any_tokens", "max_tokens": 2}]}
+    m = xg.GrammarMatcher(xg.GrammarCompiler(gpt2_tokenizer).compile_structural_tag(_tag(fmt)))
+    bits = np.unpackbits(mask_row(m, gpt2_tokenizer.vocab_size).view(np.uint8), bitorder="little")
+    bits = bits[:gpt2_tokenizer.vocab_size]
+    assert bits[lt] and bits[lt_slash]
+    for t in range(gpt2_tokenizer.vocab_size):
+        assert m.fork().accept_token(t) == bool(bits[t]), t
+
+
 def test_free_text_before_a_token_begin_is_not_walked(llama3_tokenizer):
     # The region is reached from the free text only through a token read by id: no text
     # prefix can enter it, so the walk is skipped and the mask stays the free text's.

@@ -607,6 +607,19 @@ void GrammarMatcher::AddTokensEnteringMidToken(uint32_t* words) {
   const int32_t deepest = trie.max_token_bytes - 1;
   if (MidTokenEntryDistance() > deepest) return;
   const int32_t rows0 = parser_.num_rows();
+  // In a free region most of the vocabulary is allowed already; with few tokens left, each is
+  // tried as accept_token tries it, instead of walking the trie (whose checks below each node
+  // read the whole vocabulary).
+  std::vector<int32_t> left;
+  if (FewTokensLeft(words, &left)) {
+    const TokenizerInfo& tok = *compiled_->tokenizer();
+    for (int32_t t : left) {
+      if (!tok.is_text_token(t) || IsStopToken(t)) continue;
+      if (AdvanceMidTokenEntry(t, tok.token_bytes(t))) SetTokenBit(words, t);
+      parser_.TruncateRows(rows0);
+    }
+    return;
+  }
   parser_.set_row_token(tokens_accepted_);
   // Depth-first over the trie nodes with tokens below them, as far as the text goes and an
   // entry may still lie within reach.
@@ -636,6 +649,21 @@ void GrammarMatcher::AddTokensEnteringMidToken(uint32_t* words) {
     }
   }
   parser_.TruncateRows(rows0);
+}
+
+bool GrammarMatcher::FewTokensLeft(const uint32_t* words, std::vector<int32_t>* left) const {
+  constexpr size_t kFew = 64;
+  const int32_t num_tokens = compiled_->tokenizer()->num_tokens();
+  for (int32_t w = 0; w << kTokenWordShift < num_tokens; ++w) {
+    uint32_t missing = ~words[w];
+    const int32_t first = w << kTokenWordShift;
+    if (num_tokens - first < 32) missing &= (1u << (num_tokens - first)) - 1;
+    for (; missing != 0; missing &= missing - 1) {
+      if (left->size() == kFew) return false;
+      left->push_back(first + __builtin_ctz(missing));
+    }
+  }
+  return true;
 }
 
 // The tokens longer than node c's prefix, below it, that the region entered at c takes.

@@ -152,6 +152,8 @@ class GrammarMatcher {
   // as the automaton's mid_token_distance lets an entry lie inside a token.
   void AddTokensEnteringMidToken(uint32_t* words);
   void MarkMidTokenEntries(int32_t node, uint32_t* words);
+  // The ids not allowed in `words` (stop tokens included) when at most 64; false otherwise.
+  bool FewTokensLeft(const uint32_t* words, std::vector<int32_t>* left) const;
   // The last row's least mid_token_distance.
   int32_t MidTokenEntryDistance() const;
   // accept_token's last reading: the longest text prefix (1 .. all but one byte) after which
