@@ -289,6 +289,7 @@ void CopyLiveStates(const Grammar& g, const std::vector<RuleDfa>& dfas, const Pr
     dfas.hides_marker = split.hides_marker;
     dfas.stop_capture = split.stop_capture;
     out->has_captures = out->has_captures || !split.stop_capture.empty();
+    out->has_budget_closes = out->has_budget_closes || g.rule(r).has_token_budget();
   }
   int32_t total = offset[num_rules];
   out->state_rule.resize(total);

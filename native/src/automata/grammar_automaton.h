@@ -48,6 +48,9 @@ struct GrammarAutomaton {
     std::string stop_capture;
   };
   std::vector<MarkerSplitDfas> rule_marker_split;
+  // Some rule has both a token budget and a marker split: a budget that runs out closes such
+  // an occurrence through its body alone, so the parser keeps the bytes each row read.
+  bool has_budget_closes = false;
   // Every occurrence's completions must be on the chart (no Leo chains): budgets read the
   // occurrences, captures record their completions.
   bool needs_all_completions() const { return has_token_budgets || has_captures; }

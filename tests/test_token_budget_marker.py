@@ -1,0 +1,110 @@
+"""Token budgets on suffix/stop rules (`r[max_tokens=N, suffix=M]` / `stop=M`): a budget that
+runs out closes the rule through its body alone, without the marker, as xgrammar does; the
+fill commits the close, so the mask and the accept that follows agree.
+"""
+
+import pytest
+
+import xg2_jax as xg
+
+VOCAB = ["x", "<", ">", "a!", "b!", "a", "b", "!", "y", "z"]
+
+
+@pytest.fixture(scope="module")
+def tok():
+    return xg.TokenizerInfo(VOCAB, stop_token_ids=[])
+
+
+def compile_lark(tok, text):
+    grammar = xg.Grammar.from_lark(text, tokenizer_info=tok)
+    return xg.GrammarCompiler(tok, cache_enabled=False).compile_grammar(grammar)
+
+
+def allowed(matcher, vocab_size):
+    mask = xg.allocate_token_bitmask(1, vocab_size)
+    matcher.fill_next_token_bitmask(mask)
+    return [i for i in range(vocab_size) if (int(mask[0, i // 32]) >> (i % 32)) & 1]
+
+
+def ids(*texts):
+    return [VOCAB.index(t) for t in texts]
+
+
+@pytest.mark.parametrize("attribute", ["suffix", "stop"])
+def test_spent_budget_closes_through_the_body(tok, attribute):
+    compiled = compile_lark(tok, f'start: value ">"\nvalue[max_tokens=2, {attribute}="!"]: /[ab]*/')
+    matcher = xg.GrammarMatcher(compiled, terminate_without_stop_token=True)
+    assert matcher.accept_token(ids("a")[0]) and matcher.accept_token(ids("b")[0])
+    assert allowed(matcher, len(VOCAB)) == ids(">")
+    # A rejected token leaves the close in place: the next fill says the same.
+    assert not matcher.accept_token(ids("a")[0])
+    assert allowed(matcher, len(VOCAB)) == ids(">")
+    forked = matcher.fork()
+    for m in (matcher, forked):
+        assert m.accept_token(ids(">")[0]) and m.is_terminated()
+    # Rolled back before the close, the marker path is open again.
+    matcher.rollback(2)
+    assert allowed(matcher, len(VOCAB)) == ids("a!", "b!", "a", "b", "!")
+    assert matcher.accept_token(ids("b!")[0]) and matcher.accept_token(ids(">")[0])
+    assert matcher.is_terminated()
+
+
+def test_accept_without_a_fill_keeps_the_marker_required(tok):
+    # As in xgrammar, budgets are enforced by the fill; an accept alone checks the language.
+    compiled = compile_lark(tok, 'start: value ">"\nvalue[max_tokens=1, suffix="!"]: /[ab]*/')
+    matcher = xg.GrammarMatcher(compiled, terminate_without_stop_token=True)
+    assert matcher.accept_token(ids("a")[0])
+    assert not matcher.accept_token(ids(">")[0])
+    assert allowed(matcher, len(VOCAB)) == ids(">")
+    assert matcher.accept_token(ids(">")[0]) and matcher.is_terminated()
+
+
+def test_body_that_cannot_end_is_not_closed(tok):
+    # "ab" pairs only: after one "a" the body cannot end, so the budget is relaxed.
+    compiled = compile_lark(tok, 'start: value ">"\nvalue[max_tokens=1, suffix="!"]: /(ab)*/')
+    matcher = xg.GrammarMatcher(compiled, terminate_without_stop_token=True)
+    assert matcher.accept_token(ids("a")[0])
+    assert allowed(matcher, len(VOCAB)) == ids("b!", "b")
+    assert matcher.accept_token(ids("b")[0])
+    assert allowed(matcher, len(VOCAB)) == ids(">")
+
+
+@pytest.mark.parametrize("attribute", ["suffix", "stop"])
+def test_close_reaches_an_expired_parent(tok, attribute):
+    compiled = compile_lark(
+        tok,
+        f'start: outer "z"\nouter[max_tokens=1]: inner | inner "y"\ninner[max_tokens=1, {attribute}="!"]: /x*/',
+    )
+    matcher = xg.GrammarMatcher(compiled, terminate_without_stop_token=True)
+    assert matcher.accept_token(ids("x")[0])
+    assert allowed(matcher, len(VOCAB)) == ids("z")
+    assert matcher.accept_token(ids("z")[0]) and matcher.is_terminated()
+
+
+@pytest.mark.parametrize("attribute, marker_outer", [("suffix", b"ab!>"), ("stop", b"ab>")])
+def test_captures_of_a_close_have_no_marker(tok, attribute, marker_outer):
+    compiled = compile_lark(
+        tok,
+        f'start[capture="all"]: value ">"\n'
+        f'value[max_tokens=2, capture="body", {attribute}="!", stop_capture="marker"]: /[ab]*/',
+    )
+    matcher = xg.GrammarMatcher(compiled, terminate_without_stop_token=True)
+    assert matcher.accept_token(ids("a")[0]) and matcher.accept_token(ids("b")[0])
+    assert allowed(matcher, len(VOCAB)) == ids(">")
+    assert matcher.accept_token(ids(">")[0])
+    assert matcher.get_captures() == [("body", b"ab"), ("all", b"ab>")]
+    matcher.rollback(2)
+    assert matcher.accept_token(ids("b!")[0]) and matcher.accept_token(ids(">")[0])
+    assert matcher.get_captures() == [("marker", b"!"), ("body", b"ab"), ("all", marker_outer)]
+
+
+def test_close_survives_serialization(tok):
+    grammar = xg.Grammar.from_lark('start: value ">"\nvalue[max_tokens=2, stop="!"]: /[ab]*/')
+    for again in (
+        xg.Grammar.from_ebnf(str(grammar)),
+        xg.Grammar.deserialize_json(grammar.serialize_json()),
+    ):
+        compiled = xg.GrammarCompiler(tok, cache_enabled=False).compile_grammar(again)
+        matcher = xg.GrammarMatcher(compiled, terminate_without_stop_token=True)
+        assert matcher.accept_token(ids("a")[0]) and matcher.accept_token(ids("a")[0])
+        assert allowed(matcher, len(VOCAB)) == ids(">")
