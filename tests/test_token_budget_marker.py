@@ -4,6 +4,8 @@ fill commits the close, so the mask and the accept that follows agree.
 """
 
 import pytest
+from helpers import allowed_ids as allowed
+from helpers import compile_lark
 
 import xg2_jax as xg
 
@@ -13,17 +15,6 @@ VOCAB = ["x", "<", ">", "a!", "b!", "a", "b", "!", "y", "z"]
 @pytest.fixture(scope="module")
 def tok():
     return xg.TokenizerInfo(VOCAB, stop_token_ids=[])
-
-
-def compile_lark(tok, text):
-    grammar = xg.Grammar.from_lark(text, tokenizer_info=tok)
-    return xg.GrammarCompiler(tok, cache_enabled=False).compile_grammar(grammar)
-
-
-def allowed(matcher, vocab_size):
-    mask = xg.allocate_token_bitmask(1, vocab_size)
-    matcher.fill_next_token_bitmask(mask)
-    return [i for i in range(vocab_size) if (int(mask[0, i // 32]) >> (i % 32)) & 1]
 
 
 def ids(*texts):

@@ -477,6 +477,13 @@ ExprId LarkConverter::Compile(const Node& node, Scope scope, bool in_terminal) {
       if (in_terminal && lazy_body && node.kind == Node::Kind::kSpecialToken && node.text.compare(0, 2, "[^") == 0) {
         Fail(scope, node.offset, "lazy special-token trigger cannot be negated");
       }
+      // A rule with a character budget is matched whole, but it reads a token by id as one
+      // atomic step (see LimitChars), as xgrammar does.
+      const bool budget_body = body_of_ != nullptr && !body_of_->is_terminal && !body_of_->lazy &&
+                               body_of_->max_chars >= 0 && body_of_->marker_attribute.empty();
+      if (in_terminal && budget_body && node.kind == Node::Kind::kSpecialToken) {
+        return CompileSpecialToken(node, scope);
+      }
       if (in_terminal) {
         Fail(scope, node.offset,
              node.kind == Node::Kind::kJson           ? "%json cannot be used in terminals"
