@@ -105,3 +105,15 @@ def test_recursive_all_of_is_a_grammar_or_a_typed_error_on_a_worker_thread(tmp_p
                           timeout=900, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split() in (["built"], ["refused"])
+
+
+def test_small_limit_keeps_a_few_schema_levels():
+    # A fortieth of a small limit is below one level; schemas keep 16 (a few hundred KiB of
+    # stack), while documents and Lark's own text stay bounded by the limit itself.
+    with xg.max_recursion_depth(50):
+        xg.Grammar.from_lark("start: %json true\n# " + "[" * 100)
+        xg.Grammar.from_json_schema('{"type":"array","items":' * 10 + "true" + "}" * 10)
+        with pytest.raises(xg.LimitExceededError, match="at least 16"):
+            xg.Grammar.from_json_schema('{"type":"array","items":' * 30 + "true" + "}" * 30)
+        with pytest.raises(xg.LimitExceededError, match="Maximum recursion depth exceeded"):
+            xg.Grammar.from_lark("start: %json " + "[" * 60 + "]" * 60)

@@ -2,8 +2,8 @@
 
 xgrammar's "max recursion depth" is xg2-jax's front-end nesting limit (see
 :func:`xg2_jax.set_limits`): the deepest nesting of EBNF expressions, regex groups and JSON
-documents a front end accepts (a tenth of it for Lark groups and a fortieth for JSON Schema
-subschemas, whose levels take more stack). The Earley parser itself does not recurse, so
+documents a front end accepts (a tenth of it for Lark groups and a fortieth, at least 16, for
+JSON Schema subschemas, whose levels take more stack). The Earley parser itself does not recurse, so
 matching never hits it. The default is xgrammar's, 10000, which is also the most: every
 front end then stays within an 8 MiB thread stack.
 

@@ -226,8 +226,10 @@ RuleId Converter::ConjRule(const std::vector<Ref>& parts, int depth) {
   // Rules are lowered depth-first, so a long chain of distinct $refs nests this call; bound
   // it (the native stack is finite) as the JSON parser bounds document nesting. Each level
   // is several deep frames (8 KiB of stack and more where allOf merges through $ref
-  // recursion, more under sanitizers), hence a fortieth: 250 by default.
-  const int kMaxRuleNesting = std::max(1, MaxNestingDepth() / 40);
+  // recursion, more under sanitizers), hence a fortieth: 250 by default. A small limit still
+  // leaves 16 levels, a few hundred KiB of stack, so that `%json true` or a schema with a few
+  // levels compiles under a limit set for shallow documents.
+  const int kMaxRuleNesting = std::max(16, MaxNestingDepth() / 40);
   struct NestingGuard {
     int* n;
     explicit NestingGuard(int* c) : n(c) { ++*n; }
@@ -237,7 +239,7 @@ RuleId Converter::ConjRule(const std::vector<Ref>& parts, int depth) {
     throw Error(ErrorKind::kLimitExceeded,
                 "schema nests more than " + std::to_string(kMaxRuleNesting) + " subschemas deep at " +
                     (parts.empty() || parts.back().ptr.empty() ? std::string("(root)") : parts.back().ptr) +
-                    " (a fortieth of max_nesting_depth, see xg2_jax.set_limits)");
+                    " (a fortieth of max_nesting_depth and at least 16, see xg2_jax.set_limits)");
   }
   RuleId r = NewRule(RuleName(parts));
   rules_[key] = r;

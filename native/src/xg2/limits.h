@@ -8,7 +8,8 @@
 namespace xg2 {
 
 // Nesting depth of EBNF expressions, regex groups and JSON documents; a tenth of it bounds
-// Lark groups and a fortieth JSON Schema subschemas, whose levels take more stack. The default
+// Lark groups and a fortieth (at least 16) JSON Schema subschemas, whose levels take more
+// stack. The default
 // is also the most (xgrammar's default recursion depth): every front end stays within an
 // 8 MiB thread stack there.
 constexpr int kMaxNestingDepthLimit = 10000;
