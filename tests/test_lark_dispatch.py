@@ -111,3 +111,37 @@ def test_a_json_payload_and_the_mask():
 ])
 def test_other_shapes_stay_context_free(grammar):
     assert accepts(compile_lark(grammar), "a<tool>")
+
+
+TOKEN_VOCAB = ["plain", "<|tool|>", "{", '"x"', ":", "1", "}", "</tool>", "bad", "</s>", "<|t2|>"]
+TOKEN_TOOLS = xg.TokenizerInfo(TOKEN_VOCAB, stop_token_ids=[9])
+TOKEN_DISPATCH = r"""
+start: (tool | other)* tail
+tail: TEXT
+tool: TEXT <|tool|> %json {"type": "object", "properties": {"x": {"const": 1}},
+                           "required": ["x"], "additionalProperties": false} "</tool>"
+other: TEXT <|t2|> "}"
+TEXT: /(\n|.)*/
+"""
+
+
+def token_run(compiled, tokens):
+    matcher = xg.GrammarMatcher(compiled)
+    for t in tokens:
+        if not matcher.accept_token(t):
+            return False
+    return matcher.accept_token(9)
+
+
+@pytest.mark.parametrize("tokens, accepted", [
+    ([0], True), ([], True), ([0, 8, 0], True),
+    ([1, 2, 3, 4, 5, 6, 7], True), ([0, 1, 2, 3, 4, 5, 6, 7, 0, 10, 6], True),
+    ([1], False), ([1, 8], False), ([1, 2, 3, 4, 8], False), ([10], False), ([10, 7], False),
+])
+def test_special_token_triggers_dispatch_by_id(tokens, accepted):
+    # xgrammar's token-level dispatch: free tokens until a trigger token, whose call is then
+    # mandatory; the trigger's text read as free text would let a call be skipped.
+    grammar = xg.Grammar.from_lark(TOKEN_DISPATCH, tokenizer_info=TOKEN_TOOLS)
+    for candidate in (grammar, xg.Grammar.deserialize_json(grammar.serialize_json())):
+        compiled = xg.GrammarCompiler(TOKEN_TOOLS, cache_enabled=False).compile_grammar(candidate)
+        assert token_run(compiled, tokens) == accepted

@@ -159,6 +159,8 @@ class LarkConverter {
   ExprId CompileBody(const Entry& entry);
   // The start rule of the dynamic dispatch pattern (frontends/lark_dispatch.h).
   ExprId CompileDispatch(const std::vector<lark::DispatchTool>& tools);
+  // xgrammar's token-level dispatch (special-token triggers): a TokenTagDispatch that loops.
+  ExprId CompileTokenDispatch(const std::vector<lark::DispatchTool>& tools);
   void CheckTerminal(Entry* entry, std::map<Entry*, int>* state);
 
   ExprId Compile(const Node& node, Scope scope, bool in_terminal);
@@ -422,7 +424,32 @@ ExprId LarkConverter::WithSkip(ExprId lexeme) {
   return g_.AddSequence({lexeme, g_.AddRuleRef(skip_rule_)});
 }
 
+ExprId LarkConverter::CompileTokenDispatch(const std::vector<lark::DispatchTool>& tools) {
+  // Per trigger token id, the tools it starts (each the rest of its rule's body).
+  std::vector<std::pair<int32_t, std::vector<ExprId>>> by_id;
+  for (const lark::DispatchTool& tool : tools) {
+    const ExprId token = CompileSpecialToken(*tool.token_trigger, kUser);
+    const ByteDfaSpec& set = *g_.expr(token).dfa;
+    if (set.tokens_excluded) {
+      Fail(kUser, tool.token_trigger->offset, "dynamic special-token trigger must name its tokens");
+    }
+    std::vector<ExprId> parts;
+    for (const Node* n : tool.rest) parts.push_back(Compile(*n, kUser, /*in_terminal=*/false));
+    const ExprId rest = parts.empty() ? g_.AddEmpty() : g_.AddSequence(std::move(parts));
+    for (int32_t id : set.token_ids) {
+      size_t i = 0;
+      while (i < by_id.size() && by_id[i].first != id) ++i;
+      if (i == by_id.size()) by_id.emplace_back(id, std::vector<ExprId>{});
+      by_id[i].second.push_back(rest);
+    }
+  }
+  std::vector<std::pair<int32_t, ExprId>> dispatches;
+  for (auto& [id, alts] : by_id) dispatches.emplace_back(id, alts.size() == 1 ? alts[0] : g_.AddChoice(alts));
+  return AddTokenTagDispatch(&g_, dispatches, {}, /*loop=*/true);
+}
+
 ExprId LarkConverter::CompileDispatch(const std::vector<lark::DispatchTool>& tools) {
+  if (tools.front().token_trigger != nullptr) return CompileTokenDispatch(tools);
   // One child per distinct trigger: the tools it starts, each the rest of its rule's body.
   TagDispatchSpec spec;
   std::vector<std::vector<ExprId>> alternatives;

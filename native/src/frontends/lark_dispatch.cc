@@ -1,5 +1,6 @@
 #include "frontends/lark_dispatch.h"
 
+#include <algorithm>
 #include <map>
 
 namespace xg2::lark {
@@ -104,8 +105,8 @@ bool ToolNames(const Node& repeated, std::vector<std::string>* names) {
   return true;
 }
 
-// A tool `tool: TEXT <token> ...` (xgrammar's token-level trigger, not lowered here): its
-// special-token node, else null.
+// A tool `tool: TEXT <token> ...` (xgrammar's token-level trigger): its special-token node,
+// else null.
 const Node* TokenTrigger(const Node& tool_body, const Definitions& defs) {
   if (tool_body.kind != Node::Kind::kSequence || tool_body.children.size() < 2) return nullptr;
   const Node& second = tool_body.children[1];
@@ -165,6 +166,11 @@ bool FindDispatchPattern(const std::string& text, const Document& doc, std::vect
         FailAt(text, token->offset, "dynamic special-token trigger cannot be negated");
       }
       token_triggers = true;
+      DispatchTool d;
+      d.token_trigger = token;
+      for (size_t i = 2; i < tb.children.size(); ++i) d.rest.push_back(&tb.children[i]);
+      found.push_back(std::move(d));
+      consumed.push_back(&t);
       continue;
     }
     const Node* first = tb.kind == Node::Kind::kSequence ? (tb.children.empty() ? nullptr : &tb.children[0]) : &tb;
@@ -183,12 +189,13 @@ bool FindDispatchPattern(const std::string& text, const Document& doc, std::vect
   }
   // Read as a plain grammar, the tail's TEXT would take text holding a complete trigger (a
   // widening of what the dispatch means), so an unusable dispatch is an error, not a fallback.
-  if (token_triggers && !found.empty()) {
+  const bool string_triggers =
+      std::any_of(found.begin(), found.end(), [](const DispatchTool& d) { return d.token_trigger == nullptr; });
+  if (token_triggers && string_triggers) {
     FailAt(text, s.offset,
-           "a dynamic Lark start rule cannot mix string and token triggers (token-triggered tools are not "
-           "dispatched here)");
+           "a dynamic Lark start rule cannot mix string and token triggers (a dispatch reads free text either "
+           "as bytes or as tokens)");
   }
-  if (token_triggers) return false;  // xgrammar's token-level dispatch: read as the grammar it is
   if (s.max_tokens >= 0)
     FailAt(text, s.max_tokens_offset, "max_tokens is not supported on a dynamic dispatch start rule");
   for (const Definition* def : consumed) ConsumedRuleCheck(text, *def);

@@ -18,16 +18,18 @@
 namespace xg2::lark {
 
 struct DispatchTool {
-  std::string trigger;            // the fixed string that starts the call
-  std::vector<const Node*> rest;  // what follows the trigger in the tool rule's body
+  std::string trigger;                  // the fixed string that starts the call
+  const Node* token_trigger = nullptr;  // or the special token (`tool: TEXT <token> ...`)
+  std::vector<const Node*> rest;        // what follows the trigger in the tool rule's body
 };
 
 // The tools of `doc`'s start rule when it has the dispatch pattern (in the order written);
 // false (tools untouched) when it has not. The head forms: `head[lazy]: TEXT "t"`,
 // `head[suffix="t"]: TEXT`, `head[stop="t"]: TEXT`, and `head[lazy]: /(\n|.)*t/` (an
-// any-text regex followed by a fixed literal). Special-token triggers (`tool: TEXT <token> ...`)
-// are not lowered (false); mixed with string triggers, negated, or with max_tokens or capture
-// on a consumed tool or head, the pattern is a SyntaxError located in `text`.
+// any-text regex followed by a fixed literal), or a special-token trigger (`tool: TEXT <token>
+// ...`, xgrammar's token-level dispatch: free tokens by id, the trigger token, the rest).
+// String and token triggers mixed, a negated token trigger, or max_tokens or capture on a
+// consumed tool or head make the pattern a SyntaxError located in `text`.
 bool FindDispatchPattern(const std::string& text, const Document& doc, std::vector<DispatchTool>* tools);
 
 }  // namespace xg2::lark
