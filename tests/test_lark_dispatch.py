@@ -145,3 +145,21 @@ def test_special_token_triggers_dispatch_by_id(tokens, accepted):
     for candidate in (grammar, xg.Grammar.deserialize_json(grammar.serialize_json())):
         compiled = xg.GrammarCompiler(TOKEN_TOOLS, cache_enabled=False).compile_grammar(candidate)
         assert token_run(compiled, tokens) == accepted
+
+
+def test_max_chars_on_the_dispatch_is_ignored_with_a_warning(capfd):
+    # As in xgrammar: the dispatch is lowered, its start rule and tools are not bounded.
+    grammar = xg.Grammar.from_lark(r"""
+        start[max_chars=5]: tool* tail
+        tail: TEXT
+        tool_head[lazy]: TEXT "<tool>"
+        tool[max_chars=3]: tool_head /[0-9]+/ "</tool>"
+        TEXT: /(\n|.)*/
+    """)
+    err = capfd.readouterr().err
+    assert "Ignoring max_chars on dynamic dispatch start rule 'start'." in err
+    assert "Ignoring max_chars on rule 'tool' because it is consumed by dynamic dispatch." in err
+    compiled = xg.GrammarCompiler(EMPTY, cache_enabled=False).compile_grammar(grammar)
+    for text, accepted in [("long free text <tool>12345</tool> more", True), ("x<tool>", False)]:
+        matcher = xg.GrammarMatcher(compiled, terminate_without_stop_token=True)
+        assert (matcher.accept_string(text) and matcher.is_completed()) == accepted

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <utility>
@@ -161,6 +162,10 @@ class LarkConverter {
   ExprId CompileDispatch(const std::vector<lark::DispatchTool>& tools);
   // xgrammar's token-level dispatch (special-token triggers): a TokenTagDispatch that loops.
   ExprId CompileTokenDispatch(const std::vector<lark::DispatchTool>& tools);
+  // The dispatch's start rule and tools whose max_chars is ignored (lark::FindDispatchPattern).
+  void WarnIgnoredMaxChars() const;
+  bool IsIgnoredMaxChars(const Entry& entry) const;
+  std::vector<std::string> ignored_max_chars_;
   void CheckTerminal(Entry* entry, std::map<Entry*, int>* state);
 
   ExprId Compile(const Node& node, Scope scope, bool in_terminal);
@@ -378,7 +383,9 @@ void LarkConverter::CheckTemperatureRule(const Entry& entry) {
 ExprId LarkConverter::CompileBody(const Entry& entry) {
   const Definition& def = *entry.definition;
   std::vector<lark::DispatchTool> tools;
-  if (entry.scope == kUser && def.name == "start" && lark::FindDispatchPattern(text_, user_, &tools)) {
+  if (entry.scope == kUser && def.name == "start" &&
+      lark::FindDispatchPattern(text_, user_, &tools, &ignored_max_chars_)) {
+    WarnIgnoredMaxChars();
     return CompileDispatch(tools);
   }
   if (def.temperature >= 0.0f) {
@@ -400,7 +407,8 @@ void LarkConverter::ApplyAttributes() {
     if (def == nullptr || (!def->lazy && def->max_chars < 0)) continue;
     RuleAttributes attrs;
     attrs.lazy = def->lazy;
-    attrs.max_chars = def->max_chars;
+    attrs.max_chars = IsIgnoredMaxChars(kv.second) ? -1 : def->max_chars;
+    if (!attrs.any()) continue;
     try {
       if (!def->marker_attribute.empty()) {  // how captures split the rule's text: body M
         const bool lexeme = IsLexeme(kv.second);
@@ -422,6 +430,24 @@ void LarkConverter::ApplyAttributes() {
 ExprId LarkConverter::WithSkip(ExprId lexeme) {
   if (skip_rule_ < 0) return lexeme;
   return g_.AddSequence({lexeme, g_.AddRuleRef(skip_rule_)});
+}
+
+void LarkConverter::WarnIgnoredMaxChars() const {
+  // xgrammar's warnings, word for word, on stderr (as its log does).
+  for (const std::string& name : ignored_max_chars_) {
+    if (name == "start") {
+      std::fprintf(stderr, "[xg2_jax] WARNING: Ignoring max_chars on dynamic dispatch start rule 'start'.\n");
+    } else {
+      std::fprintf(stderr,
+                   "[xg2_jax] WARNING: Ignoring max_chars on rule '%s' because it is consumed by dynamic dispatch.\n",
+                   name.c_str());
+    }
+  }
+}
+
+bool LarkConverter::IsIgnoredMaxChars(const Entry& entry) const {
+  return entry.scope == kUser && std::find(ignored_max_chars_.begin(), ignored_max_chars_.end(),
+                                           entry.definition->name) != ignored_max_chars_.end();
 }
 
 ExprId LarkConverter::CompileTokenDispatch(const std::vector<lark::DispatchTool>& tools) {

@@ -134,13 +134,14 @@ void ConsumedRuleCheck(const std::string& text, const Definition& def) {
 
 }  // namespace
 
-bool FindDispatchPattern(const std::string& text, const Document& doc, std::vector<DispatchTool>* tools) {
+bool FindDispatchPattern(const std::string& text, const Document& doc, std::vector<DispatchTool>* tools,
+                         std::vector<std::string>* ignored_max_chars) {
   Definitions defs;
   for (const Definition& d : doc.definitions) defs.emplace(d.name, &d);
   auto start = defs.find("start");
   if (start == defs.end()) return false;
   const Definition& s = *start->second;
-  if (s.lazy || !s.capture.empty() || s.temperature >= 0.0f || s.max_chars >= 0) return false;
+  if (s.lazy || !s.capture.empty() || s.temperature >= 0.0f) return false;
   const Node& body = s.body;
   if (body.kind != Node::Kind::kSequence || body.children.size() != 2) return false;
   const Node& loop = body.children[0];
@@ -159,7 +160,7 @@ bool FindDispatchPattern(const std::string& text, const Document& doc, std::vect
     auto tool = defs.find(name);
     if (tool == defs.end() || tool->second->is_terminal) return false;
     const Definition& t = *tool->second;
-    if (t.lazy || t.max_chars >= 0 || t.temperature >= 0.0f) return false;
+    if (t.lazy || t.temperature >= 0.0f) return false;
     const Node& tb = t.body;
     if (const Node* token = TokenTrigger(tb, defs)) {
       if (token->text.compare(0, 2, "[^") == 0) {
@@ -199,6 +200,14 @@ bool FindDispatchPattern(const std::string& text, const Document& doc, std::vect
   if (s.max_tokens >= 0)
     FailAt(text, s.max_tokens_offset, "max_tokens is not supported on a dynamic dispatch start rule");
   for (const Definition* def : consumed) ConsumedRuleCheck(text, *def);
+  if (s.max_chars >= 0) ignored_max_chars->push_back(s.name);
+  for (const std::string& name : names) {
+    const Definition& t = *defs.at(name);
+    if (t.max_chars >= 0 &&
+        std::find(ignored_max_chars->begin(), ignored_max_chars->end(), name) == ignored_max_chars->end()) {
+      ignored_max_chars->push_back(name);
+    }
+  }
   *tools = std::move(found);
   return true;
 }

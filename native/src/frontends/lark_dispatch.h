@@ -30,6 +30,10 @@ struct DispatchTool {
 // ...`, xgrammar's token-level dispatch: free tokens by id, the trigger token, the rest).
 // String and token triggers mixed, a negated token trigger, or max_tokens or capture on a
 // consumed tool or head make the pattern a SyntaxError located in `text`.
-bool FindDispatchPattern(const std::string& text, const Document& doc, std::vector<DispatchTool>* tools);
+// A max_chars on the start rule or on a tool is ignored, as xgrammar does (the dispatch is
+// free text and calls, with no single region to bound): their names go to `ignored_max_chars`
+// (start first) for the caller to warn about and leave unbounded.
+bool FindDispatchPattern(const std::string& text, const Document& doc, std::vector<DispatchTool>* tools,
+                         std::vector<std::string>* ignored_max_chars);
 
 }  // namespace xg2::lark
