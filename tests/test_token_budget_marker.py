@@ -99,3 +99,48 @@ def test_close_survives_serialization(tok):
         matcher = xg.GrammarMatcher(compiled, terminate_without_stop_token=True)
         assert matcher.accept_token(ids("a")[0]) and matcher.accept_token(ids("a")[0])
         assert allowed(matcher, len(VOCAB)) == ids(">")
+
+
+LAZY_HEAD = 'start: head "z"\nhead[max_tokens=2, lazy, capture]: TEXT "!"\nTEXT: /(\\n|.)*/'
+
+
+def test_lazy_text_trigger_closes_before_its_trigger(tok):
+    # xgrammar's lazy `TEXT "t"`: the trigger ends it first, or a spent budget ends it after
+    # its text; its capture holds all of its text either way.
+    compiled = compile_lark(tok, LAZY_HEAD)
+    matcher = xg.GrammarMatcher(compiled, terminate_without_stop_token=True)
+    assert matcher.accept_token(ids("a!")[0])
+    assert allowed(matcher, len(VOCAB)) == ids("z")
+    assert matcher.accept_token(ids("z")[0]) and matcher.get_captures() == [("head", b"a!")]
+    matcher = xg.GrammarMatcher(compiled, terminate_without_stop_token=True)
+    assert matcher.accept_token(ids("x")[0]) and matcher.accept_token(ids("x")[0])
+    assert allowed(matcher, len(VOCAB)) == ids("z")
+    assert matcher.accept_token(ids("z")[0]) and matcher.get_captures() == [("head", b"xx")]
+
+
+def test_lazy_split_prints_and_reads_back(tok):
+    grammar = xg.Grammar.from_lark(LAZY_HEAD)
+    printed = str(grammar)
+    assert 'head[max_tokens=2, capture="head", lazy=(' in printed
+    for again in (
+        xg.Grammar.from_ebnf(printed),
+        xg.Grammar.deserialize_json(grammar.serialize_json()),
+    ):
+        assert str(again) == printed
+        compiled = xg.GrammarCompiler(tok, cache_enabled=False).compile_grammar(again)
+        matcher = xg.GrammarMatcher(compiled, terminate_without_stop_token=True)
+        assert matcher.accept_token(ids("x")[0]) and matcher.accept_token(ids("y")[0])
+        assert allowed(matcher, len(VOCAB)) == ids("z")
+    with pytest.raises(xg.GrammarSyntaxError, match="stop_capture requires stop or suffix"):
+        xg.Grammar.from_ebnf('root ::= r\nr[lazy=("a", "!"), stop_capture="m"] ::= "a!"')
+
+
+def test_lazy_text_trigger_under_a_character_budget():
+    tok = xg.TokenizerInfo(["ab", "a!", "abz", "a", "z"], stop_token_ids=[])
+    compiled = compile_lark(
+        tok, 'start: head "z"\nhead[max_chars=2, lazy]: TEXT "!"\nTEXT: /(\\n|.)*/'
+    )
+    for tokens, accepted in [([2], True), ([1, 4], True), ([3, 4], False), ([0, 3], False)]:
+        matcher = xg.GrammarMatcher(compiled, terminate_without_stop_token=True)
+        ok = all(matcher.accept_token(t) for t in tokens) and matcher.is_terminated()
+        assert ok == accepted, tokens

@@ -287,6 +287,7 @@ void CopyLiveStates(const Grammar& g, const std::vector<RuleDfa>& dfas, const Pr
     dfas.body = g.expr(split.body).dfa;
     dfas.marker = g.expr(split.marker).dfa;
     dfas.hides_marker = split.hides_marker;
+    dfas.whole_capture = split.whole_capture;
     dfas.stop_capture = split.stop_capture;
     out->has_captures = out->has_captures || !split.stop_capture.empty();
     out->has_budget_closes = out->has_budget_closes || g.rule(r).has_token_budget();

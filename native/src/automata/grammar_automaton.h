@@ -45,6 +45,7 @@ struct GrammarAutomaton {
     std::shared_ptr<const ByteDfaSpec> body;
     std::shared_ptr<const ByteDfaSpec> marker;
     bool hides_marker = false;
+    bool whole_capture = false;  // captures see the whole text (MarkerSplit::whole_capture)
     std::string stop_capture;
   };
   std::vector<MarkerSplitDfas> rule_marker_split;

@@ -45,6 +45,7 @@ Hash128 GrammarFingerprint(const Grammar& g) {
     h.Add(static_cast<uint64_t>(split.body));
     h.Add(static_cast<uint64_t>(split.marker));
     h.Add(static_cast<uint64_t>(split.hides_marker));
+    h.Add(static_cast<uint64_t>(split.whole_capture));
     HashBytes(split.stop_capture, &h);
   }
   h.Add(static_cast<uint64_t>(g.root()));

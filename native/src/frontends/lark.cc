@@ -165,6 +165,9 @@ class LarkConverter {
   // The dispatch's start rule and tools whose max_chars is ignored (lark::FindDispatchPattern).
   void WarnIgnoredMaxChars() const;
   bool IsIgnoredMaxChars(const Entry& entry) const;
+  // xgrammar's lazy rule `TEXT "t"` under a token or character budget: a spent budget ends
+  // it after its text, without the trigger (a split that captures see whole).
+  bool IsBudgetedTextTrigger(const Entry& entry) const;
   std::vector<std::string> ignored_max_chars_;
   void CheckTerminal(Entry* entry, std::map<Entry*, int>* state);
 
@@ -410,11 +413,13 @@ void LarkConverter::ApplyAttributes() {
     attrs.max_chars = IsIgnoredMaxChars(kv.second) ? -1 : def->max_chars;
     if (!attrs.any()) continue;
     try {
-      if (!def->marker_attribute.empty()) {  // how captures split the rule's text: body M
+      const bool lazy_split = IsBudgetedTextTrigger(kv.second);
+      if (!def->marker_attribute.empty() || lazy_split) {  // the rule's text is body M
         const bool lexeme = IsLexeme(kv.second);
         const ExprId body = Compile(def->body.children[0], kv.second.scope, lexeme);
         const ExprId marker = Compile(def->body.children[1], kv.second.scope, lexeme);
-        SetMarkerSplit(&g_, kv.second.rule, body, marker, def->marker_attribute == "stop", def->stop_capture);
+        SetMarkerSplit(&g_, kv.second.rule, body, marker, def->marker_attribute == "stop", def->stop_capture,
+                       lazy_split);
       }
       ApplyRuleAttributes(&g_, kv.second.rule, attrs);
     } catch (const Error& e) {
@@ -443,6 +448,16 @@ void LarkConverter::WarnIgnoredMaxChars() const {
                    name.c_str());
     }
   }
+}
+
+bool LarkConverter::IsBudgetedTextTrigger(const Entry& entry) const {
+  const Definition& def = *entry.definition;
+  if (!def.lazy || !def.marker_attribute.empty() || (def.max_tokens < 0 && def.max_chars < 0)) return false;
+  const Node& body = def.body;
+  if (body.kind != Node::Kind::kSequence || body.children.size() != 2) return false;
+  const Node& trigger = body.children[1];
+  return trigger.kind == Node::Kind::kString && !trigger.text.empty() && trigger.flags.empty() &&
+         lark::IsAnyTextNode(body.children[0], entry.scope == kUser ? user_ : common_);
 }
 
 bool LarkConverter::IsIgnoredMaxChars(const Entry& entry) const {

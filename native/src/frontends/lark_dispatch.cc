@@ -134,6 +134,12 @@ void ConsumedRuleCheck(const std::string& text, const Definition& def) {
 
 }  // namespace
 
+bool IsAnyTextNode(const Node& node, const Document& doc) {
+  Definitions defs;
+  for (const Definition& d : doc.definitions) defs.emplace(d.name, &d);
+  return IsAnyText(node, defs);
+}
+
 bool FindDispatchPattern(const std::string& text, const Document& doc, std::vector<DispatchTool>* tools,
                          std::vector<std::string>* ignored_max_chars) {
   Definitions defs;

@@ -33,6 +33,9 @@ struct DispatchTool {
 // A max_chars on the start rule or on a tool is ignored, as xgrammar does (the dispatch is
 // free text and calls, with no single region to bound): their names go to `ignored_max_chars`
 // (start first) for the caller to warn about and leave unbounded.
+// Whether `node` (in `doc`) matches any text: an any-text regex, or a name whose body is one.
+bool IsAnyTextNode(const Node& node, const Document& doc);
+
 bool FindDispatchPattern(const std::string& text, const Document& doc, std::vector<DispatchTool>* tools,
                          std::vector<std::string>* ignored_max_chars);
 

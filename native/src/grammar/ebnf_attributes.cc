@@ -57,7 +57,9 @@ RuleAttributes EbnfParser::ParseAttributes(const std::string& rule_name) {
     size_t at = pos_;
     pos_ = NameEnd(pos_);
     std::string key = text_.substr(at, pos_ - at);
-    if (key == "lazy" && !seen_lazy) {
+    if (key == "lazy" && attrs.split_body == kNoExpr && NextAfterBlanks() == '=') {
+      ParseMarkerSplit(key, &attrs);
+    } else if (key == "lazy" && !seen_lazy) {
       seen_lazy = attrs.lazy = true;
     } else if (key == "max_chars" && !seen_max_chars) {
       seen_max_chars = true;
@@ -116,14 +118,20 @@ RuleAttributes EbnfParser::ParseAttributes(const std::string& rule_name) {
     }
     if (Peek() != ']') Fail("expected ',' or ']' in rule attributes, found " + DescribeCharAt(pos_), pos_);
     ++pos_;
-    if (!attrs.stop_capture.empty() && attrs.split_body == kNoExpr) {
+    if (!attrs.stop_capture.empty() && (attrs.split_body == kNoExpr || attrs.whole_capture)) {
       Fail("stop_capture requires stop or suffix", stop_capture_at);
     }
     return attrs;
   }
 }
 
-// After `stop` or `suffix` (key): `=(body, marker)`, the rule's split (see MarkerSplit).
+char EbnfParser::NextAfterBlanks() const {
+  size_t i = pos_;
+  while (i < text_.size() && (text_[i] == ' ' || text_[i] == '\t')) ++i;
+  return i < text_.size() ? text_[i] : '\0';
+}
+
+// After `stop`, `suffix` or `lazy` (key): `=(body, marker)`, the rule's split (see MarkerSplit).
 void EbnfParser::ParseMarkerSplit(const std::string& key, RuleAttributes* attrs) {
   SkipAttributeAssign(key);
   if (Peek() != '(') Fail("expected '(' after " + key + "=, found " + DescribeCharAt(pos_), pos_);
@@ -137,6 +145,7 @@ void EbnfParser::ParseMarkerSplit(const std::string& key, RuleAttributes* attrs)
   if (Peek() != ')') Fail("expected ')' after the marker of " + key + "=", pos_);
   ++pos_;
   attrs->hides_marker = key == "stop";
+  attrs->whole_capture = key == "lazy";
 }
 
 // After `capture` or `stop_capture` (key): `="name"`, or for capture nothing (default_name,

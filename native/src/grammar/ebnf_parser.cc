@@ -986,7 +986,7 @@ Grammar EbnfParser::BuildResult(const std::string& root_rule_name) const {
     try {
       if (attrs.split_body != kNoExpr) {
         SetMarkerSplit(&result, renumbered[rule], map[attrs.split_body], map[attrs.split_marker], attrs.hides_marker,
-                       attrs.stop_capture);
+                       attrs.stop_capture, attrs.whole_capture);
       }
       ApplyRuleAttributes(&result, renumbered[rule], attrs);
     } catch (const Error& e) {

@@ -381,7 +381,7 @@ void Grammar::SetRuleMarkerSplit(RuleId rule, const MarkerSplit& split) {
   if (!none && !(is_dfa(split.body) && is_dfa(split.marker))) {
     throw Error(ErrorKind::kInvalidArgument, "a marker split's body and marker must be byte automata");
   }
-  if (none && (split.hides_marker || !split.stop_capture.empty())) {
+  if ((none || split.whole_capture) && (split.hides_marker || !split.stop_capture.empty())) {
     throw Error(ErrorKind::kInvalidArgument, "stop_capture requires stop or suffix");
   }
   if (!split.stop_capture.empty()) {

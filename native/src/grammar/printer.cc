@@ -189,7 +189,7 @@ class EbnfPrinter {
     if (rule.has_capture()) options.push_back("capture=\"" + rule.capture + "\"");
     if (rule.has_marker_split()) {
       const MarkerSplit& split = rule.marker_split;
-      std::string option = split.hides_marker ? "stop=(" : "suffix=(";
+      std::string option = split.whole_capture ? "lazy=(" : split.hides_marker ? "stop=(" : "suffix=(";
       AppendExpr(split.body, &option);
       option += ", ";
       AppendExpr(split.marker, &option);

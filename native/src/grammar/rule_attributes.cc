@@ -193,11 +193,12 @@ ExprId ByteDfaExprOf(Grammar* g, ExprId expr, RuleId owner_rule, int64_t max_sta
 }
 
 void SetMarkerSplit(Grammar* g, RuleId rule, ExprId body, ExprId marker, bool hides_marker,
-                    const std::string& stop_capture) {
+                    const std::string& stop_capture, bool whole_capture) {
   MarkerSplit split;
   split.body = ByteDfaExprOf(g, body, rule);
   split.marker = ByteDfaExprOf(g, marker, rule);
   split.hides_marker = hides_marker;
+  split.whole_capture = whole_capture;
   split.stop_capture = stop_capture;
   g->SetRuleMarkerSplit(rule, split);
 }

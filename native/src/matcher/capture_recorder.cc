@@ -47,7 +47,8 @@ void CaptureRecorder::RecordBodyCloses(const GrammarAutomaton& g, const EarleyPa
   for (const EarleyParser::Occurrence& c : closes) {
     // The whole text is the body; there is no marker to capture or hide.
     const int32_t origin = std::max(c.origin, 0);
-    if (!g.rule_capture[c.rule].empty()) events_.push_back({c.rule, origin, r, row_offset_[r], Part::kBody});
+    const Part part = g.rule_marker_split[c.rule].whole_capture ? Part::kWhole : Part::kBody;
+    if (!g.rule_capture[c.rule].empty()) events_.push_back({c.rule, origin, r, row_offset_[r], part});
     if (c.origin >= 0) HandUp(g, parser, c.rule, origin, r, {0, 0});
   }
   RecordRow(g, parser, r);
@@ -63,14 +64,15 @@ void CaptureRecorder::RecordRow(const GrammarAutomaton& g, const EarleyParser& p
     const RuleId rule = g.RuleOf(it->state);
     const int32_t origin = std::max(it->origin, 0);
     const GrammarAutomaton::MarkerSplitDfas& split = g.rule_marker_split[rule];
+    const bool parts = split.body != nullptr && !split.whole_capture;  // captures see body and marker
     const bool captured = !g.rule_capture[rule].empty();
     const bool owns_hidden = hidden_by_owner_.count(Key(rule, origin)) > 0;
-    if (!captured && split.body == nullptr && !owns_hidden) continue;
+    if (!captured && !parts && !owns_hidden) continue;
     const std::pair<RuleId, int32_t> occurrence{rule, origin};
     if (std::find(seen_.begin(), seen_.end(), occurrence) != seen_.end()) continue;
     seen_.push_back(occurrence);
     std::pair<int32_t, int32_t> marker{0, 0};
-    if (split.body != nullptr) {
+    if (parts) {
       const int32_t end = row_offset_[r];
       const int32_t k = SplitPoint(split, row_offset_[origin], end);
       // No split: a character budget ended the occurrence through its body alone.

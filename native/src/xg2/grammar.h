@@ -139,14 +139,19 @@ struct Expr {
 // body is the lazy automaton of both). The split of an occurrence's text is its first place
 // where the text before is in `body` and the text after in `marker` (ByteDfa expressions):
 // the rule's own capture holds the body, a `stop_capture` name the marker, and with
-// `hides_marker` (stop=) captures of enclosing rules leave the marker out too.
+// `hides_marker` (stop=) captures of enclosing rules leave the marker out too. With
+// `whole_capture` (xgrammar's `[lazy]` rule `TEXT "t"` under a budget, printed `lazy=(B, M)`)
+// the split only says where a spent budget may end the rule (after a body); captures see the
+// rule's whole text.
 struct MarkerSplit {
   ExprId body = kNoExpr;
   ExprId marker = kNoExpr;
   bool hides_marker = false;
+  bool whole_capture = false;
   std::string stop_capture;  // "" when the marker is not captured
   bool operator==(const MarkerSplit& o) const {
-    return body == o.body && marker == o.marker && hides_marker == o.hides_marker && stop_capture == o.stop_capture;
+    return body == o.body && marker == o.marker && hides_marker == o.hides_marker && whole_capture == o.whole_capture &&
+           stop_capture == o.stop_capture;
   }
 };
 
