@@ -52,6 +52,8 @@ struct GrammarAutomaton {
   // Some rule has both a token budget and a marker split: a budget that runs out closes such
   // an occurrence through its body alone, so the parser keeps the bytes each row read.
   bool has_budget_closes = false;
+  // Rule::end_only per rule (captures keep such a rule's completions at the end only).
+  std::vector<uint8_t> rule_end_only;
   // Every occurrence's completions must be on the chart (no Leo chains): budgets read the
   // occurrences, captures record their completions.
   bool needs_all_completions() const { return has_token_budgets || has_captures; }

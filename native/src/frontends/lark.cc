@@ -18,6 +18,7 @@
 #include "frontends/lark_dispatch.h"
 #include "frontends/lark_syntax.h"
 #include "frontends/regex.h"
+#include "grammar/end_forms.h"
 #include "grammar/rule_attributes.h"
 #include "grammar/token_set.h"
 #include "xg2/errors.h"
@@ -168,6 +169,9 @@ class LarkConverter {
   // xgrammar's lazy rule `TEXT "t"` under a token or character budget: a spent budget ends
   // it after its text, without the trigger (a split that captures see whole).
   bool IsBudgetedTextTrigger(const Entry& entry) const;
+  // The rules of xgrammar's any-text forms, which may also end at the end of the input without
+  // their marker, with their texts that do (AddEndForms).
+  std::vector<std::pair<RuleId, ExprId>> FreeTextEnds();
   std::vector<std::string> ignored_max_chars_;
   void CheckTerminal(Entry* entry, std::map<Entry*, int>* state);
 
@@ -257,6 +261,7 @@ Grammar LarkConverter::Convert() {
   // default root name (as xgrammar's does).
   if (g_.FindRule("root") < 0) g_.RenameRule(root, "root");
   g_.set_root(root);
+  AddEndForms(&g_, FreeTextEnds());
   return std::move(g_);
 }
 
@@ -458,6 +463,26 @@ bool LarkConverter::IsBudgetedTextTrigger(const Entry& entry) const {
   const Node& trigger = body.children[1];
   return trigger.kind == Node::Kind::kString && !trigger.text.empty() && trigger.flags.empty() &&
          lark::IsAnyTextNode(body.children[0], entry.scope == kUser ? user_ : common_);
+}
+
+std::vector<std::pair<RuleId, ExprId>> LarkConverter::FreeTextEnds() {
+  std::vector<std::pair<RuleId, ExprId>> ends;
+  for (auto& kv : entries_) {
+    const Definition* def = kv.second.definition;
+    if (def == nullptr || kv.second.rule < 0 || !def->lazy) continue;
+    // xgrammar's forms: r[suffix="M"]: TEXT, r[stop="M"]: TEXT and r[lazy]: TEXT "M" (the
+    // first two fold to the third), with any text and a plain string marker.
+    const Node& body = def->body;
+    if (body.kind != Node::Kind::kSequence || body.children.size() != 2) continue;
+    const Node& marker = body.children[1];
+    if (marker.kind != Node::Kind::kString || marker.text.empty() || !marker.flags.empty()) continue;
+    if (!lark::IsAnyTextNode(body.children[0], kv.first.first == kUser ? user_ : common_)) continue;
+    const MarkerSplit& split = g_.rule(kv.second.rule).marker_split;
+    const ExprId text =
+        split.body != kNoExpr ? split.body : Compile(body.children[0], kv.second.scope, IsLexeme(kv.second));
+    ends.emplace_back(kv.second.rule, EndWithoutMarker(&g_, kv.second.rule, text));
+  }
+  return ends;
 }
 
 bool LarkConverter::IsIgnoredMaxChars(const Entry& entry) const {

@@ -59,6 +59,8 @@ RuleAttributes EbnfParser::ParseAttributes(const std::string& rule_name) {
     std::string key = text_.substr(at, pos_ - at);
     if (key == "lazy" && attrs.split_body == kNoExpr && NextAfterBlanks() == '=') {
       ParseMarkerSplit(key, &attrs);
+    } else if (key == "end_only" && !attrs.end_only) {
+      attrs.end_only = true;
     } else if (key == "lazy" && !seen_lazy) {
       seen_lazy = attrs.lazy = true;
     } else if (key == "max_chars" && !seen_max_chars) {
@@ -100,14 +102,15 @@ RuleAttributes EbnfParser::ParseAttributes(const std::string& rule_name) {
       seen_stop_capture = true;
       stop_capture_at = at;
       attrs.stop_capture = ParseCaptureName(key, "");
-    } else if (key == "lazy" || key == "max_chars" || key == "temperature" || key == "max_tokens" || key == "capture" ||
-               key == "stop" || key == "suffix" || key == "stop_capture") {
+    } else if (key == "lazy" || key == "end_only" || key == "max_chars" || key == "temperature" ||
+               key == "max_tokens" || key == "capture" || key == "stop" || key == "suffix" || key == "stop_capture") {
       Fail("rule attribute '" + key + "' is given twice", at);
     } else if (key.empty()) {
       Fail("expected a rule attribute, found " + DescribeCharAt(at), at);
     } else {
       Fail("rule attribute '" + key +
-               "' is not supported (supported: capture, lazy, max_chars, max_tokens, stop, stop_capture, suffix, "
+               "' is not supported (supported: capture, end_only, lazy, max_chars, max_tokens, stop, stop_capture, "
+               "suffix, "
                "temperature)",
            at);
     }

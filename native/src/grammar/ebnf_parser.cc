@@ -192,6 +192,7 @@ void EbnfParser::ParseRule() {
   scratch_.SetRuleTemperature(rule, attrs.temperature);
   scratch_.SetRuleMaxTokens(rule, attrs.max_tokens);
   scratch_.SetRuleCapture(rule, attrs.capture);
+  scratch_.SetRuleEndOnly(rule, attrs.end_only);
 
   scratch_.SetRuleBody(rule, ParseChoice());
   SkipSpace();
@@ -981,6 +982,7 @@ Grammar EbnfParser::BuildResult(const std::string& root_rule_name) const {
     result.SetRuleTemperature(renumbered[r], scratch_.rule(r).temperature);
     result.SetRuleMaxTokens(renumbered[r], scratch_.rule(r).max_tokens);
     result.SetRuleCapture(renumbered[r], scratch_.rule(r).capture);
+    result.SetRuleEndOnly(renumbered[r], scratch_.rule(r).end_only);
   }
   for (const auto& [rule, attrs] : attributes_) {
     try {

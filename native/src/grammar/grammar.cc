@@ -354,6 +354,11 @@ std::string CaptureNameError(const std::string& name) {
   return "";
 }
 
+void Grammar::SetRuleEndOnly(RuleId rule, bool end_only) {
+  if (rule < 0 || rule >= num_rules()) throw Error(ErrorKind::kInvalidArgument, "rule id out of range");
+  rules_[rule].end_only = end_only;
+}
+
 void Grammar::SetRuleCapture(RuleId rule, const std::string& name) {
   if (rule < 0 || rule >= num_rules()) {
     throw Error(ErrorKind::kInvalidArgument, "rule id out of range");
@@ -431,6 +436,7 @@ RuleId ImportGrammar(Grammar* dst, const Grammar& src, const std::string& prefix
     dst->SetRuleMaxTokens(rules[r], src.rule(r).max_tokens);
     dst->SetRuleCapture(rules[r], src.rule(r).capture);
     dst->SetRuleMarkerSplit(rules[r], MapMarkerSplit(src.rule(r).marker_split, map));
+    dst->SetRuleEndOnly(rules[r], src.rule(r).end_only);
   }
   return rules[src.root()];
 }

@@ -196,6 +196,7 @@ class EbnfPrinter {
       options.push_back(option + ")");
       if (!split.stop_capture.empty()) options.push_back("stop_capture=\"" + split.stop_capture + "\"");
     }
+    if (rule.end_only) options.push_back("end_only");
     if (rule.has_temperature()) {
       // The shortest text that reads back as the same float, so printing round-trips.
       char buf[32];

@@ -178,8 +178,11 @@ std::vector<std::pair<std::string, std::string>> CaptureRecorder::Captures(const
     }
   }
   std::vector<std::pair<std::string, std::string>> out;
+  const int32_t last_row = static_cast<int32_t>(row_offset_.size()) - 1;
   for (size_t i = 0; i < events_.size(); ++i) {
     if (!keep[i]) continue;
+    // An end-only rule that completed before the end lies on a parse that could not go on.
+    if (g.rule_end_only[events_[i].rule] && events_[i].end_row != last_row) continue;
     const Event& e = events_[i];
     const int32_t begin = row_offset_[e.start_row], end = row_offset_[e.end_row];
     switch (e.part) {

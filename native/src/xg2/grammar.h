@@ -183,6 +183,10 @@ struct Rule {
   bool has_capture() const { return !capture.empty(); }
   // A suffix/stop rule's split (xgrammar's `[suffix=M]` / `[stop=M]`, see MarkerSplit).
   MarkerSplit marker_split;
+  // Its texts are sentences only where nothing follows them (grammar/end_forms.h): the
+  // grammar says so by where it references the rule; captures keep only its completions at
+  // the end of the input, since the others lie on parses that cannot go on.
+  bool end_only = false;
   bool has_marker_split() const { return marker_split.body != kNoExpr; }
   // The matcher reads this rule's identity on the parse (temperature, token budget, captures),
   // so passes keep it a rule of its own: not inlined into callers, not merged with equal ones.
@@ -235,6 +239,7 @@ class Grammar {
   // Throws Error(kInvalidArgument) unless body and marker are ByteDfa expressions of this
   // grammar (or both kNoExpr: none) and stop_capture is empty or a valid capture name.
   void SetRuleMarkerSplit(RuleId rule, const MarkerSplit& split);
+  void SetRuleEndOnly(RuleId rule, bool end_only);
   // Gives the rule a new name (made valid and unique as DeclareRule does).
   void RenameRule(RuleId rule, const std::string& name);
   // Returns the id of the rule with this name, or -1.
