@@ -163,3 +163,23 @@ def test_max_chars_on_the_dispatch_is_ignored_with_a_warning(capfd):
     for text, accepted in [("long free text <tool>12345</tool> more", True), ("x<tool>", False)]:
         matcher = xg.GrammarMatcher(compiled, terminate_without_stop_token=True)
         assert (matcher.accept_string(text) and matcher.is_completed()) == accepted
+
+
+@pytest.mark.parametrize("attribute, outer", [("stop", b"axbxc"), ("suffix", b"a<t>xb<t>xc")])
+def test_dispatch_head_marker_is_the_trigger_for_captures(attribute, outer):
+    # The trigger is the head's marker: stop_capture records it, and stop= hides it from the
+    # captures around the call, through a named grammar too.
+    dynamic = (
+        f'start: tool* tail\ntail: TEXT\nhead[{attribute}="<t>", stop_capture="marker"]: TEXT\n'
+        'tool: head "x"\nTEXT: /(\\n|.)*/'
+    )
+    direct = xg.Grammar.from_lark(dynamic.replace("start:", 'start[capture="outer"]:', 1))
+    named = xg.Grammar.from_lark('start[capture="outer"]: @d', named_grammars={"d": dynamic})
+    for grammar in (direct, named, xg.Grammar.from_ebnf(str(direct))):
+        matcher = xg.GrammarMatcher(compile_grammar(grammar), terminate_without_stop_token=True)
+        assert matcher.accept_string("a<t>xb<t>xc") and matcher.is_completed()
+        assert matcher.get_captures() == [("marker", b"<t>"), ("marker", b"<t>"), ("outer", outer)]
+
+
+def compile_grammar(grammar):
+    return xg.GrammarCompiler(EMPTY, cache_enabled=False).compile_grammar(grammar)

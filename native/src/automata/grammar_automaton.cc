@@ -281,7 +281,12 @@ void CopyLiveStates(const Grammar& g, const std::vector<RuleDfa>& dfas, const Pr
   }
   out->rule_marker_split.resize(num_rules);
   out->rule_end_only.assign(num_rules, 0);
-  for (RuleId r = 0; r < num_rules && r < g.num_rules(); ++r) out->rule_end_only[r] = g.rule(r).end_only;
+  out->rule_marker_before.resize(num_rules);
+  for (RuleId r = 0; r < num_rules && r < g.num_rules(); ++r) {
+    out->rule_end_only[r] = g.rule(r).end_only;
+    out->rule_marker_before[r] = g.rule(r).marker_before;
+    out->has_captures = out->has_captures || !g.rule(r).marker_before.capture.empty();
+  }
   for (RuleId r = 0; r < num_rules && r < g.num_rules(); ++r) {
     const MarkerSplit& split = g.rule(r).marker_split;
     if (!g.rule(r).has_marker_split()) continue;

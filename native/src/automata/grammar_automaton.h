@@ -54,6 +54,8 @@ struct GrammarAutomaton {
   bool has_budget_closes = false;
   // Rule::end_only per rule (captures keep such a rule's completions at the end only).
   std::vector<uint8_t> rule_end_only;
+  // Rule::marker_before per rule (length 0: none).
+  std::vector<MarkerBefore> rule_marker_before;
   // Every occurrence's completions must be on the chart (no Leo chains): budgets read the
   // occurrences, captures record their completions.
   bool needs_all_completions() const { return has_token_budgets || has_captures; }

@@ -528,7 +528,20 @@ ExprId LarkConverter::CompileDispatch(const std::vector<lark::DispatchTool>& too
     }
     std::vector<ExprId> parts;
     for (const Node* n : tool.rest) parts.push_back(Compile(*n, kUser, /*in_terminal=*/false));
-    alternatives[i].push_back(parts.empty() ? g_.AddEmpty() : g_.AddSequence(std::move(parts)));
+    ExprId rest = parts.empty() ? g_.AddEmpty() : g_.AddSequence(std::move(parts));
+    // A stop= / suffix= head's marker is the trigger: the call after it keeps the split.
+    const Definition& head = *tool.head;
+    if (head.marker_attribute == "stop" || !head.stop_capture.empty()) {
+      const RuleId call = g_.DeclareRule(tool.tool->name + "_call");
+      g_.SetRuleBody(call, rest);
+      MarkerBefore marker;
+      marker.length = static_cast<int32_t>(tool.trigger.size());
+      marker.hides = head.marker_attribute == "stop";
+      marker.capture = head.stop_capture;
+      g_.SetRuleMarkerBefore(call, marker);
+      rest = g_.AddRuleRef(call);
+    }
+    alternatives[i].push_back(rest);
   }
   std::vector<ExprId> children;
   for (auto& alts : alternatives) children.push_back(alts.size() == 1 ? alts[0] : g_.AddChoice(std::move(alts)));

@@ -125,11 +125,6 @@ void ConsumedRuleCheck(const std::string& text, const Definition& def) {
     FailAt(text, def.capture_offset,
            "capture is not supported on rules consumed by dynamic dispatch (rule '" + def.name + "')");
   }
-  // The dispatch reads a head's marker as its trigger, inside free text, where no split is kept.
-  if (!def.stop_capture.empty()) {
-    FailAt(text, def.stop_capture_offset,
-           "stop_capture is not supported on rules consumed by dynamic dispatch (rule '" + def.name + "')");
-  }
 }
 
 }  // namespace
@@ -185,6 +180,8 @@ bool FindDispatchPattern(const std::string& text, const Document& doc, std::vect
     auto head = defs.find(first->text);
     if (head == defs.end()) return false;
     DispatchTool d;
+    d.tool = &t;
+    d.head = head->second;
     d.trigger = HeadTrigger(*head->second, defs);
     if (d.trigger.empty()) return false;
     if (tb.kind == Node::Kind::kSequence) {

@@ -1,6 +1,7 @@
 // EBNF rule attributes (xgrammar's): `name[lazy, max_chars=N, max_tokens=N, capture="n",
 // temperature=T] ::= ...`, and xg2-jax's stop=/suffix= split of a suffix/stop rule with its
 // stop_capture (see MarkerSplit), which printing writes so that the text reads back whole.
+#include <climits>
 #include <cstdint>
 #include <string>
 
@@ -61,6 +62,14 @@ RuleAttributes EbnfParser::ParseAttributes(const std::string& rule_name) {
       ParseMarkerSplit(key, &attrs);
     } else if (key == "end_only" && !attrs.end_only) {
       attrs.end_only = true;
+    } else if ((key == "trigger_stop" || key == "trigger_suffix") && attrs.marker_before.length == 0) {
+      SkipAttributeAssign(key);
+      const int64_t length = ParseBound();
+      if (length <= 0 || length > INT32_MAX) Fail(key + " must be a positive byte count", at);
+      attrs.marker_before.length = static_cast<int32_t>(length);
+      attrs.marker_before.hides = key == "trigger_stop";
+    } else if (key == "trigger_capture" && attrs.marker_before.capture.empty()) {
+      attrs.marker_before.capture = ParseCaptureName(key, "");
     } else if (key == "lazy" && !seen_lazy) {
       seen_lazy = attrs.lazy = true;
     } else if (key == "max_chars" && !seen_max_chars) {
@@ -103,15 +112,15 @@ RuleAttributes EbnfParser::ParseAttributes(const std::string& rule_name) {
       stop_capture_at = at;
       attrs.stop_capture = ParseCaptureName(key, "");
     } else if (key == "lazy" || key == "end_only" || key == "max_chars" || key == "temperature" ||
-               key == "max_tokens" || key == "capture" || key == "stop" || key == "suffix" || key == "stop_capture") {
+               key == "max_tokens" || key == "capture" || key == "stop" || key == "suffix" || key == "stop_capture" ||
+               key == "trigger_stop" || key == "trigger_suffix" || key == "trigger_capture") {
       Fail("rule attribute '" + key + "' is given twice", at);
     } else if (key.empty()) {
       Fail("expected a rule attribute, found " + DescribeCharAt(at), at);
     } else {
       Fail("rule attribute '" + key +
                "' is not supported (supported: capture, end_only, lazy, max_chars, max_tokens, stop, stop_capture, "
-               "suffix, "
-               "temperature)",
+               "suffix, temperature, trigger_capture, trigger_stop, trigger_suffix)",
            at);
     }
     while (Peek() == ' ' || Peek() == '\t') ++pos_;
@@ -121,6 +130,9 @@ RuleAttributes EbnfParser::ParseAttributes(const std::string& rule_name) {
     }
     if (Peek() != ']') Fail("expected ',' or ']' in rule attributes, found " + DescribeCharAt(pos_), pos_);
     ++pos_;
+    if (!attrs.marker_before.capture.empty() && attrs.marker_before.length == 0) {
+      Fail("trigger_capture requires trigger_stop or trigger_suffix", pos_ - 1);
+    }
     if (!attrs.stop_capture.empty() && (attrs.split_body == kNoExpr || attrs.whole_capture)) {
       Fail("stop_capture requires stop or suffix", stop_capture_at);
     }

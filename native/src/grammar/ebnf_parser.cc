@@ -193,6 +193,7 @@ void EbnfParser::ParseRule() {
   scratch_.SetRuleMaxTokens(rule, attrs.max_tokens);
   scratch_.SetRuleCapture(rule, attrs.capture);
   scratch_.SetRuleEndOnly(rule, attrs.end_only);
+  scratch_.SetRuleMarkerBefore(rule, attrs.marker_before);
 
   scratch_.SetRuleBody(rule, ParseChoice());
   SkipSpace();
@@ -983,6 +984,7 @@ Grammar EbnfParser::BuildResult(const std::string& root_rule_name) const {
     result.SetRuleMaxTokens(renumbered[r], scratch_.rule(r).max_tokens);
     result.SetRuleCapture(renumbered[r], scratch_.rule(r).capture);
     result.SetRuleEndOnly(renumbered[r], scratch_.rule(r).end_only);
+    result.SetRuleMarkerBefore(renumbered[r], scratch_.rule(r).marker_before);
   }
   for (const auto& [rule, attrs] : attributes_) {
     try {

@@ -359,6 +359,16 @@ void Grammar::SetRuleEndOnly(RuleId rule, bool end_only) {
   rules_[rule].end_only = end_only;
 }
 
+void Grammar::SetRuleMarkerBefore(RuleId rule, const MarkerBefore& marker) {
+  if (rule < 0 || rule >= num_rules()) throw Error(ErrorKind::kInvalidArgument, "rule id out of range");
+  if (marker.length < 0) throw Error(ErrorKind::kInvalidArgument, "a trigger marker's length must be >= 0");
+  if (!marker.capture.empty()) {
+    const std::string why = CaptureNameError(marker.capture);
+    if (!why.empty()) throw Error(ErrorKind::kInvalidArgument, why + ", not '" + marker.capture + "'");
+  }
+  rules_[rule].marker_before = marker;
+}
+
 void Grammar::SetRuleCapture(RuleId rule, const std::string& name) {
   if (rule < 0 || rule >= num_rules()) {
     throw Error(ErrorKind::kInvalidArgument, "rule id out of range");
@@ -437,6 +447,7 @@ RuleId ImportGrammar(Grammar* dst, const Grammar& src, const std::string& prefix
     dst->SetRuleCapture(rules[r], src.rule(r).capture);
     dst->SetRuleMarkerSplit(rules[r], MapMarkerSplit(src.rule(r).marker_split, map));
     dst->SetRuleEndOnly(rules[r], src.rule(r).end_only);
+    dst->SetRuleMarkerBefore(rules[r], src.rule(r).marker_before);
   }
   return rules[src.root()];
 }

@@ -197,6 +197,11 @@ class EbnfPrinter {
       if (!split.stop_capture.empty()) options.push_back("stop_capture=\"" + split.stop_capture + "\"");
     }
     if (rule.end_only) options.push_back("end_only");
+    if (rule.has_marker_before()) {
+      const MarkerBefore& m = rule.marker_before;
+      options.push_back((m.hides ? "trigger_stop=" : "trigger_suffix=") + std::to_string(m.length));
+      if (!m.capture.empty()) options.push_back("trigger_capture=\"" + m.capture + "\"");
+    }
     if (rule.has_temperature()) {
       // The shortest text that reads back as the same float, so printing round-trips.
       char buf[32];

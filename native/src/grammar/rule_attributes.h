@@ -26,6 +26,7 @@ struct RuleAttributes {
   bool hides_marker = false;
   bool whole_capture = false;  // lazy=(body, marker)
   bool end_only = false;       // Rule::end_only
+  MarkerBefore marker_before;  // Rule::marker_before
   std::string stop_capture;
   // Whether the body is transformed.
   bool any() const { return lazy || max_chars >= 0; }

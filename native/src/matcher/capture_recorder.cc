@@ -67,11 +67,19 @@ void CaptureRecorder::RecordRow(const GrammarAutomaton& g, const EarleyParser& p
     const bool parts = split.body != nullptr && !split.whole_capture;  // captures see body and marker
     const bool captured = !g.rule_capture[rule].empty();
     const bool owns_hidden = hidden_by_owner_.count(Key(rule, origin)) > 0;
-    if (!captured && !parts && !owns_hidden) continue;
+    const MarkerBefore& before = g.rule_marker_before[rule];
+    if (!captured && !parts && !owns_hidden && before.length == 0) continue;
     const std::pair<RuleId, int32_t> occurrence{rule, origin};
     if (std::find(seen_.begin(), seen_.end(), occurrence) != seen_.end()) continue;
     seen_.push_back(occurrence);
     std::pair<int32_t, int32_t> marker{0, 0};
+    // The trigger before the occurrence: captured as its head's marker, hidden from the
+    // occurrences around this one (its callers hold the trigger too) with stop=.
+    const int32_t trigger = row_offset_[origin] - before.length;
+    if (before.length > 0 && trigger >= 0) {
+      if (!before.capture.empty()) events_.push_back({rule, origin, r, trigger, Part::kBefore});
+      if (before.hides && it->origin >= 0) HandUp(g, parser, rule, origin, r, {trigger, row_offset_[origin]});
+    }
     if (parts) {
       const int32_t end = row_offset_[r];
       const int32_t k = SplitPoint(split, row_offset_[origin], end);
@@ -191,6 +199,11 @@ std::vector<std::pair<std::string, std::string>> CaptureRecorder::Captures(const
       case Part::kMarker:
         out.emplace_back(g.rule_marker_split[e.rule].stop_capture, output_.substr(e.split, end - e.split));
         break;
+      case Part::kBefore: {
+        const MarkerBefore& before = g.rule_marker_before[e.rule];
+        out.emplace_back(before.capture, output_.substr(e.split, before.length));
+        break;
+      }
     }
   }
   return out;

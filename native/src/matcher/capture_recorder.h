@@ -31,12 +31,13 @@ class CaptureRecorder {
   std::vector<std::pair<std::string, std::string>> Captures(const GrammarAutomaton& g, bool deduplicate) const;
 
  private:
-  enum class Part : uint8_t { kWhole, kBody, kMarker };
+  // kBefore: the trigger marker a dispatch read before the occurrence (Rule::marker_before).
+  enum class Part : uint8_t { kWhole, kBody, kMarker, kBefore };
   struct Event {
     RuleId rule;
     int32_t start_row;
     int32_t end_row;
-    int32_t split;  // byte offset between body and marker (kBody, kMarker)
+    int32_t split;  // byte offset between body and marker (kBody, kMarker); the marker's (kBefore)
     Part part;
   };
   // The marker of a stop= occurrence, hidden from the captures of the rule occurrence

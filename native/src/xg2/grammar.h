@@ -155,6 +155,20 @@ struct MarkerSplit {
   }
 };
 
+// The marker a dynamic dispatch read just before an occurrence of a rule (xgrammar's dispatch
+// head `head[stop="M"]` / `[suffix="M"]`, whose trigger M the dispatch consumes and whose
+// tool body the rule is): `length` bytes before the occurrence. With `hides` (stop=) the
+// captures of the occurrences around it leave it out; `capture` names its own capture
+// (stop_capture). Printed `trigger_stop=L` / `trigger_suffix=L`, `trigger_capture="n"`.
+struct MarkerBefore {
+  int32_t length = 0;  // 0: none
+  bool hides = false;
+  std::string capture;
+  bool operator==(const MarkerBefore& o) const {
+    return length == o.length && hides == o.hides && capture == o.capture;
+  }
+};
+
 // `split` with its expressions renumbered through map (old id -> new id), for passes that
 // copy a grammar's expressions.
 MarkerSplit MapMarkerSplit(const MarkerSplit& split, const std::vector<ExprId>& map);
@@ -187,10 +201,14 @@ struct Rule {
   // grammar says so by where it references the rule; captures keep only its completions at
   // the end of the input, since the others lie on parses that cannot go on.
   bool end_only = false;
+  MarkerBefore marker_before;
+  bool has_marker_before() const { return marker_before.length > 0; }
   bool has_marker_split() const { return marker_split.body != kNoExpr; }
   // The matcher reads this rule's identity on the parse (temperature, token budget, captures),
   // so passes keep it a rule of its own: not inlined into callers, not merged with equal ones.
-  bool keeps_identity() const { return has_temperature() || has_token_budget() || has_capture() || has_marker_split(); }
+  bool keeps_identity() const {
+    return has_temperature() || has_token_budget() || has_capture() || has_marker_split() || has_marker_before();
+  }
 };
 
 // Why `name` is not a valid capture name (non-empty; letters, digits, '_', '-', '.'), or "".
@@ -240,6 +258,8 @@ class Grammar {
   // grammar (or both kNoExpr: none) and stop_capture is empty or a valid capture name.
   void SetRuleMarkerSplit(RuleId rule, const MarkerSplit& split);
   void SetRuleEndOnly(RuleId rule, bool end_only);
+  // Throws Error(kInvalidArgument) for a negative length or an invalid capture name.
+  void SetRuleMarkerBefore(RuleId rule, const MarkerBefore& marker);
   // Gives the rule a new name (made valid and unique as DeclareRule does).
   void RenameRule(RuleId rule, const std::string& name);
   // Returns the id of the rule with this name, or -1.
