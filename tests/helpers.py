@@ -16,6 +16,18 @@ def mask_row(m: xg.GrammarMatcher, vocab_size: int) -> np.ndarray:
     return bm[0].copy()
 
 
+def allowed_ids(m: xg.GrammarMatcher, vocab_size: int) -> list[int]:
+    """The token ids the next-token bitmask of ``m`` allows, ascending."""
+    row = mask_row(m, vocab_size)
+    return [i for i in range(vocab_size) if (int(row[i // 32]) >> (i % 32)) & 1]
+
+
+def compile_lark(tok: xg.TokenizerInfo, text: str) -> xg.CompiledGrammar:
+    """``text`` as a Lark grammar (with ``tok`` for its token sets), compiled without the cache."""
+    grammar = xg.Grammar.from_lark(text, tokenizer_info=tok)
+    return xg.GrammarCompiler(tok, cache_enabled=False).compile_grammar(grammar)
+
+
 def tokenize(tok: xg.TokenizerInfo, text: str) -> list[int]:
     """Greedy longest-match tokenization of ``text`` (UTF-8) over the non-special tokens."""
     return greedy_tokenize(tok, text.encode())

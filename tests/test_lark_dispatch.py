@@ -111,3 +111,75 @@ def test_a_json_payload_and_the_mask():
 ])
 def test_other_shapes_stay_context_free(grammar):
     assert accepts(compile_lark(grammar), "a<tool>")
+
+
+TOKEN_VOCAB = ["plain", "<|tool|>", "{", '"x"', ":", "1", "}", "</tool>", "bad", "</s>", "<|t2|>"]
+TOKEN_TOOLS = xg.TokenizerInfo(TOKEN_VOCAB, stop_token_ids=[9])
+TOKEN_DISPATCH = r"""
+start: (tool | other)* tail
+tail: TEXT
+tool: TEXT <|tool|> %json {"type": "object", "properties": {"x": {"const": 1}},
+                           "required": ["x"], "additionalProperties": false} "</tool>"
+other: TEXT <|t2|> "}"
+TEXT: /(\n|.)*/
+"""
+
+
+def token_run(compiled, tokens):
+    matcher = xg.GrammarMatcher(compiled)
+    for t in tokens:
+        if not matcher.accept_token(t):
+            return False
+    return matcher.accept_token(9)
+
+
+@pytest.mark.parametrize("tokens, accepted", [
+    ([0], True), ([], True), ([0, 8, 0], True),
+    ([1, 2, 3, 4, 5, 6, 7], True), ([0, 1, 2, 3, 4, 5, 6, 7, 0, 10, 6], True),
+    ([1], False), ([1, 8], False), ([1, 2, 3, 4, 8], False), ([10], False), ([10, 7], False),
+])
+def test_special_token_triggers_dispatch_by_id(tokens, accepted):
+    # xgrammar's token-level dispatch: free tokens until a trigger token, whose call is then
+    # mandatory; the trigger's text read as free text would let a call be skipped.
+    grammar = xg.Grammar.from_lark(TOKEN_DISPATCH, tokenizer_info=TOKEN_TOOLS)
+    for candidate in (grammar, xg.Grammar.deserialize_json(grammar.serialize_json())):
+        compiled = xg.GrammarCompiler(TOKEN_TOOLS, cache_enabled=False).compile_grammar(candidate)
+        assert token_run(compiled, tokens) == accepted
+
+
+def test_max_chars_on_the_dispatch_is_ignored_with_a_warning(capfd):
+    # As in xgrammar: the dispatch is lowered, its start rule and tools are not bounded.
+    grammar = xg.Grammar.from_lark(r"""
+        start[max_chars=5]: tool* tail
+        tail: TEXT
+        tool_head[lazy]: TEXT "<tool>"
+        tool[max_chars=3]: tool_head /[0-9]+/ "</tool>"
+        TEXT: /(\n|.)*/
+    """)
+    err = capfd.readouterr().err
+    assert "Ignoring max_chars on dynamic dispatch start rule 'start'." in err
+    assert "Ignoring max_chars on rule 'tool' because it is consumed by dynamic dispatch." in err
+    compiled = xg.GrammarCompiler(EMPTY, cache_enabled=False).compile_grammar(grammar)
+    for text, accepted in [("long free text <tool>12345</tool> more", True), ("x<tool>", False)]:
+        matcher = xg.GrammarMatcher(compiled, terminate_without_stop_token=True)
+        assert (matcher.accept_string(text) and matcher.is_completed()) == accepted
+
+
+@pytest.mark.parametrize("attribute, outer", [("stop", b"axbxc"), ("suffix", b"a<t>xb<t>xc")])
+def test_dispatch_head_marker_is_the_trigger_for_captures(attribute, outer):
+    # The trigger is the head's marker: stop_capture records it, and stop= hides it from the
+    # captures around the call, through a named grammar too.
+    dynamic = (
+        f'start: tool* tail\ntail: TEXT\nhead[{attribute}="<t>", stop_capture="marker"]: TEXT\n'
+        'tool: head "x"\nTEXT: /(\\n|.)*/'
+    )
+    direct = xg.Grammar.from_lark(dynamic.replace("start:", 'start[capture="outer"]:', 1))
+    named = xg.Grammar.from_lark('start[capture="outer"]: @d', named_grammars={"d": dynamic})
+    for grammar in (direct, named, xg.Grammar.from_ebnf(str(direct))):
+        matcher = xg.GrammarMatcher(compile_grammar(grammar), terminate_without_stop_token=True)
+        assert matcher.accept_string("a<t>xb<t>xc") and matcher.is_completed()
+        assert matcher.get_captures() == [("marker", b"<t>"), ("marker", b"<t>"), ("outer", outer)]
+
+
+def compile_grammar(grammar):
+    return xg.GrammarCompiler(EMPTY, cache_enabled=False).compile_grammar(grammar)

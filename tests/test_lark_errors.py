@@ -119,8 +119,6 @@ TOOLS = {"tools": xg.TokenizerInfo(["<|bar|>", "x", "a"]), None: None}
      None, 4, 6, "capture is not supported on rules consumed by dynamic dispatch (rule 'tool')"),
     (f'start: tool* tail\ntail: TEXT\ntool_head[lazy, capture]: TEXT "<t>"\ntool: tool_head "x"\n{TEXT}',
      None, 3, 17, "capture is not supported on rules consumed by dynamic dispatch (rule 'tool_head')"),
-    (f'start: tool* tail\ntail: TEXT\ntool_head[stop="<t>", stop_capture="m"]: TEXT\ntool: tool_head "x"\n{TEXT}',
-     None, 3, 23, "stop_capture is not supported on rules consumed by dynamic dispatch (rule 'tool_head')"),
     (f'start[max_tokens=5]: tool* tail\ntail: TEXT\ntool_head[lazy]: TEXT "<t>"\ntool: tool_head "x"\n{TEXT}',
      None, 1, 7, "max_tokens is not supported on a dynamic dispatch start rule"),
     (f'start: (foo | bar)* tail\ntail: TEXT\nfoo_head[lazy]: TEXT "<foo>"\nfoo: foo_head "x"\n'

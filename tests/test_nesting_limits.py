@@ -123,3 +123,12 @@ def test_a_low_limit_bounds_every_front_end_at_itself():
             xg.Grammar.from_json_schema("{\"type\":\"array\",\"items\":" * 60 + "{}" + "}" * 60)
         with pytest.raises(xg.LimitExceededError, match="max_nesting_depth=50"):
             xg.Grammar.from_lark("start: " + "(" * 60 + '"a"' + ")" * 60)
+
+
+def test_small_limit_keeps_lark_json_directives():
+    # Lark's %json directive takes a schema under a small limit; its documents stay bounded.
+    with xg.max_recursion_depth(50):
+        xg.Grammar.from_lark("start: %json true\n# " + "[" * 100)
+        xg.Grammar.from_json_schema('{"type":"array","items":' * 10 + "true" + "}" * 10)
+        with pytest.raises(xg.LimitExceededError, match="Maximum recursion depth exceeded"):
+            xg.Grammar.from_lark("start: %json " + "[" * 60 + "]" * 60)

@@ -281,6 +281,13 @@ void CopyLiveStates(const Grammar& g, const std::vector<RuleDfa>& dfas, const Pr
     out->has_captures = out->has_captures || g.rule(r).has_capture();
   }
   out->rule_marker_split.resize(num_rules);
+  out->rule_end_only.assign(num_rules, 0);
+  out->rule_marker_before.resize(num_rules);
+  for (RuleId r = 0; r < num_rules && r < g.num_rules(); ++r) {
+    out->rule_end_only[r] = g.rule(r).end_only;
+    out->rule_marker_before[r] = g.rule(r).marker_before;
+    out->has_captures = out->has_captures || !g.rule(r).marker_before.capture.empty();
+  }
   for (RuleId r = 0; r < num_rules && r < g.num_rules(); ++r) {
     const MarkerSplit& split = g.rule(r).marker_split;
     if (!g.rule(r).has_marker_split()) continue;
@@ -288,8 +295,10 @@ void CopyLiveStates(const Grammar& g, const std::vector<RuleDfa>& dfas, const Pr
     dfas.body = g.expr(split.body).dfa;
     dfas.marker = g.expr(split.marker).dfa;
     dfas.hides_marker = split.hides_marker;
+    dfas.whole_capture = split.whole_capture;
     dfas.stop_capture = split.stop_capture;
     out->has_captures = out->has_captures || !split.stop_capture.empty();
+    out->has_budget_closes = out->has_budget_closes || g.rule(r).has_token_budget();
   }
   int32_t total = offset[num_rules];
   out->state_rule.resize(total);

@@ -46,9 +46,17 @@ struct GrammarAutomaton {
     std::shared_ptr<const ByteDfaSpec> body;
     std::shared_ptr<const ByteDfaSpec> marker;
     bool hides_marker = false;
+    bool whole_capture = false;  // captures see the whole text (MarkerSplit::whole_capture)
     std::string stop_capture;
   };
   std::vector<MarkerSplitDfas> rule_marker_split;
+  // Some rule has both a token budget and a marker split: a budget that runs out closes such
+  // an occurrence through its body alone, so the parser keeps the bytes each row read.
+  bool has_budget_closes = false;
+  // Rule::end_only per rule (captures keep such a rule's completions at the end only).
+  std::vector<uint8_t> rule_end_only;
+  // Rule::marker_before per rule (length 0: none).
+  std::vector<MarkerBefore> rule_marker_before;
   // Every occurrence's completions must be on the chart (no Leo chains): budgets read the
   // occurrences, captures record their completions.
   bool needs_all_completions() const { return has_token_budgets || has_captures; }

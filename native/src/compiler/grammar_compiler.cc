@@ -45,7 +45,12 @@ Hash128 GrammarFingerprint(const Grammar& g) {
     h.Add(static_cast<uint64_t>(split.body));
     h.Add(static_cast<uint64_t>(split.marker));
     h.Add(static_cast<uint64_t>(split.hides_marker));
+    h.Add(static_cast<uint64_t>(split.whole_capture));
     HashBytes(split.stop_capture, &h);
+    h.Add(static_cast<uint64_t>(rule.end_only));              // captures read it
+    h.Add(static_cast<uint64_t>(rule.marker_before.length));  // and this
+    h.Add(static_cast<uint64_t>(rule.marker_before.hides));
+    HashBytes(rule.marker_before.capture, &h);
   }
   h.Add(static_cast<uint64_t>(g.root()));
   return h.Finish();

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <utility>
@@ -17,6 +18,7 @@
 #include "frontends/lark_dispatch.h"
 #include "frontends/lark_syntax.h"
 #include "frontends/regex.h"
+#include "grammar/end_forms.h"
 #include "grammar/rule_attributes.h"
 #include "grammar/token_set.h"
 #include "xg2/errors.h"
@@ -159,6 +161,18 @@ class LarkConverter {
   ExprId CompileBody(const Entry& entry);
   // The start rule of the dynamic dispatch pattern (frontends/lark_dispatch.h).
   ExprId CompileDispatch(const std::vector<lark::DispatchTool>& tools);
+  // xgrammar's token-level dispatch (special-token triggers): a TokenTagDispatch that loops.
+  ExprId CompileTokenDispatch(const std::vector<lark::DispatchTool>& tools);
+  // The dispatch's start rule and tools whose max_chars is ignored (lark::FindDispatchPattern).
+  void WarnIgnoredMaxChars() const;
+  bool IsIgnoredMaxChars(const Entry& entry) const;
+  // xgrammar's lazy rule `TEXT "t"` under a token or character budget: a spent budget ends
+  // it after its text, without the trigger (a split that captures see whole).
+  bool IsBudgetedTextTrigger(const Entry& entry) const;
+  // The rules of xgrammar's any-text forms, which may also end at the end of the input without
+  // their marker, with their texts that do (AddEndForms).
+  std::vector<std::pair<RuleId, ExprId>> FreeTextEnds();
+  std::vector<std::string> ignored_max_chars_;
   void CheckTerminal(Entry* entry, std::map<Entry*, int>* state);
 
   ExprId Compile(const Node& node, Scope scope, bool in_terminal);
@@ -247,6 +261,7 @@ Grammar LarkConverter::Convert() {
   // default root name (as xgrammar's does).
   if (g_.FindRule("root") < 0) g_.RenameRule(root, "root");
   g_.set_root(root);
+  AddEndForms(&g_, FreeTextEnds());
   return std::move(g_);
 }
 
@@ -376,7 +391,9 @@ void LarkConverter::CheckTemperatureRule(const Entry& entry) {
 ExprId LarkConverter::CompileBody(const Entry& entry) {
   const Definition& def = *entry.definition;
   std::vector<lark::DispatchTool> tools;
-  if (entry.scope == kUser && def.name == "start" && lark::FindDispatchPattern(text_, user_, &tools)) {
+  if (entry.scope == kUser && def.name == "start" &&
+      lark::FindDispatchPattern(text_, user_, &tools, &ignored_max_chars_)) {
+    WarnIgnoredMaxChars();
     return CompileDispatch(tools);
   }
   if (def.temperature >= 0.0f) {
@@ -398,13 +415,16 @@ void LarkConverter::ApplyAttributes() {
     if (def == nullptr || (!def->lazy && def->max_chars < 0)) continue;
     RuleAttributes attrs;
     attrs.lazy = def->lazy;
-    attrs.max_chars = def->max_chars;
+    attrs.max_chars = IsIgnoredMaxChars(kv.second) ? -1 : def->max_chars;
+    if (!attrs.any()) continue;
     try {
-      if (!def->marker_attribute.empty()) {  // how captures split the rule's text: body M
+      const bool lazy_split = IsBudgetedTextTrigger(kv.second);
+      if (!def->marker_attribute.empty() || lazy_split) {  // the rule's text is body M
         const bool lexeme = IsLexeme(kv.second);
         const ExprId body = Compile(def->body.children[0], kv.second.scope, lexeme);
         const ExprId marker = Compile(def->body.children[1], kv.second.scope, lexeme);
-        SetMarkerSplit(&g_, kv.second.rule, body, marker, def->marker_attribute == "stop", def->stop_capture);
+        SetMarkerSplit(&g_, kv.second.rule, body, marker, def->marker_attribute == "stop", def->stop_capture,
+                       lazy_split);
       }
       ApplyRuleAttributes(&g_, kv.second.rule, attrs);
     } catch (const Error& e) {
@@ -422,7 +442,80 @@ ExprId LarkConverter::WithSkip(ExprId lexeme) {
   return g_.AddSequence({lexeme, g_.AddRuleRef(skip_rule_)});
 }
 
+void LarkConverter::WarnIgnoredMaxChars() const {
+  // xgrammar's warnings, word for word, on stderr (as its log does).
+  for (const std::string& name : ignored_max_chars_) {
+    if (name == "start") {
+      std::fprintf(stderr, "[xg2_jax] WARNING: Ignoring max_chars on dynamic dispatch start rule 'start'.\n");
+    } else {
+      std::fprintf(stderr,
+                   "[xg2_jax] WARNING: Ignoring max_chars on rule '%s' because it is consumed by dynamic dispatch.\n",
+                   name.c_str());
+    }
+  }
+}
+
+bool LarkConverter::IsBudgetedTextTrigger(const Entry& entry) const {
+  const Definition& def = *entry.definition;
+  if (!def.lazy || !def.marker_attribute.empty() || (def.max_tokens < 0 && def.max_chars < 0)) return false;
+  const Node& body = def.body;
+  if (body.kind != Node::Kind::kSequence || body.children.size() != 2) return false;
+  const Node& trigger = body.children[1];
+  return trigger.kind == Node::Kind::kString && !trigger.text.empty() && trigger.flags.empty() &&
+         lark::IsAnyTextNode(body.children[0], entry.scope == kUser ? user_ : common_);
+}
+
+std::vector<std::pair<RuleId, ExprId>> LarkConverter::FreeTextEnds() {
+  std::vector<std::pair<RuleId, ExprId>> ends;
+  for (auto& kv : entries_) {
+    const Definition* def = kv.second.definition;
+    if (def == nullptr || kv.second.rule < 0 || !def->lazy) continue;
+    // xgrammar's forms: r[suffix="M"]: TEXT, r[stop="M"]: TEXT and r[lazy]: TEXT "M" (the
+    // first two fold to the third), with any text and a plain string marker.
+    const Node& body = def->body;
+    if (body.kind != Node::Kind::kSequence || body.children.size() != 2) continue;
+    const Node& marker = body.children[1];
+    if (marker.kind != Node::Kind::kString || marker.text.empty() || !marker.flags.empty()) continue;
+    if (!lark::IsAnyTextNode(body.children[0], kv.first.first == kUser ? user_ : common_)) continue;
+    const MarkerSplit& split = g_.rule(kv.second.rule).marker_split;
+    const ExprId text =
+        split.body != kNoExpr ? split.body : Compile(body.children[0], kv.second.scope, IsLexeme(kv.second));
+    ends.emplace_back(kv.second.rule, EndWithoutMarker(&g_, kv.second.rule, text));
+  }
+  return ends;
+}
+
+bool LarkConverter::IsIgnoredMaxChars(const Entry& entry) const {
+  return entry.scope == kUser && std::find(ignored_max_chars_.begin(), ignored_max_chars_.end(),
+                                           entry.definition->name) != ignored_max_chars_.end();
+}
+
+ExprId LarkConverter::CompileTokenDispatch(const std::vector<lark::DispatchTool>& tools) {
+  // Per trigger token id, the tools it starts (each the rest of its rule's body).
+  std::vector<std::pair<int32_t, std::vector<ExprId>>> by_id;
+  for (const lark::DispatchTool& tool : tools) {
+    const ExprId token = CompileSpecialToken(*tool.token_trigger, kUser);
+    const ByteDfaSpec& set = *g_.expr(token).dfa;
+    if (set.tokens_excluded) {
+      Fail(kUser, tool.token_trigger->offset, "dynamic special-token trigger must name its tokens");
+    }
+    std::vector<ExprId> parts;
+    for (const Node* n : tool.rest) parts.push_back(Compile(*n, kUser, /*in_terminal=*/false));
+    const ExprId rest = parts.empty() ? g_.AddEmpty() : g_.AddSequence(std::move(parts));
+    for (int32_t id : set.token_ids) {
+      size_t i = 0;
+      while (i < by_id.size() && by_id[i].first != id) ++i;
+      if (i == by_id.size()) by_id.emplace_back(id, std::vector<ExprId>{});
+      by_id[i].second.push_back(rest);
+    }
+  }
+  std::vector<std::pair<int32_t, ExprId>> dispatches;
+  for (auto& [id, alts] : by_id) dispatches.emplace_back(id, alts.size() == 1 ? alts[0] : g_.AddChoice(alts));
+  return AddTokenTagDispatch(&g_, dispatches, {}, /*loop=*/true);
+}
+
 ExprId LarkConverter::CompileDispatch(const std::vector<lark::DispatchTool>& tools) {
+  if (tools.front().token_trigger != nullptr) return CompileTokenDispatch(tools);
   // One child per distinct trigger: the tools it starts, each the rest of its rule's body.
   TagDispatchSpec spec;
   std::vector<std::vector<ExprId>> alternatives;
@@ -435,7 +528,20 @@ ExprId LarkConverter::CompileDispatch(const std::vector<lark::DispatchTool>& too
     }
     std::vector<ExprId> parts;
     for (const Node* n : tool.rest) parts.push_back(Compile(*n, kUser, /*in_terminal=*/false));
-    alternatives[i].push_back(parts.empty() ? g_.AddEmpty() : g_.AddSequence(std::move(parts)));
+    ExprId rest = parts.empty() ? g_.AddEmpty() : g_.AddSequence(std::move(parts));
+    // A stop= / suffix= head's marker is the trigger: the call after it keeps the split.
+    const Definition& head = *tool.head;
+    if (head.marker_attribute == "stop" || !head.stop_capture.empty()) {
+      const RuleId call = g_.DeclareRule(tool.tool->name + "_call");
+      g_.SetRuleBody(call, rest);
+      MarkerBefore marker;
+      marker.length = static_cast<int32_t>(tool.trigger.size());
+      marker.hides = head.marker_attribute == "stop";
+      marker.capture = head.stop_capture;
+      g_.SetRuleMarkerBefore(call, marker);
+      rest = g_.AddRuleRef(call);
+    }
+    alternatives[i].push_back(rest);
   }
   std::vector<ExprId> children;
   for (auto& alts : alternatives) children.push_back(alts.size() == 1 ? alts[0] : g_.AddChoice(std::move(alts)));
@@ -476,6 +582,13 @@ ExprId LarkConverter::Compile(const Node& node, Scope scope, bool in_terminal) {
       const bool lazy_body = body_of_ != nullptr && body_of_->lazy && !body_of_->is_terminal;
       if (in_terminal && lazy_body && node.kind == Node::Kind::kSpecialToken && node.text.compare(0, 2, "[^") == 0) {
         Fail(scope, node.offset, "lazy special-token trigger cannot be negated");
+      }
+      // A rule with a character budget is matched whole, but it reads a token by id as one
+      // atomic step (see LimitChars), as xgrammar does.
+      const bool budget_body = body_of_ != nullptr && !body_of_->is_terminal && !body_of_->lazy &&
+                               body_of_->max_chars >= 0 && body_of_->marker_attribute.empty();
+      if (in_terminal && budget_body && node.kind == Node::Kind::kSpecialToken) {
+        return CompileSpecialToken(node, scope);
       }
       if (in_terminal) {
         Fail(scope, node.offset,

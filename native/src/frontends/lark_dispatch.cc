@@ -1,5 +1,6 @@
 #include "frontends/lark_dispatch.h"
 
+#include <algorithm>
 #include <map>
 
 namespace xg2::lark {
@@ -104,8 +105,8 @@ bool ToolNames(const Node& repeated, std::vector<std::string>* names) {
   return true;
 }
 
-// A tool `tool: TEXT <token> ...` (xgrammar's token-level trigger, not lowered here): its
-// special-token node, else null.
+// A tool `tool: TEXT <token> ...` (xgrammar's token-level trigger): its special-token node,
+// else null.
 const Node* TokenTrigger(const Node& tool_body, const Definitions& defs) {
   if (tool_body.kind != Node::Kind::kSequence || tool_body.children.size() < 2) return nullptr;
   const Node& second = tool_body.children[1];
@@ -124,22 +125,24 @@ void ConsumedRuleCheck(const std::string& text, const Definition& def) {
     FailAt(text, def.capture_offset,
            "capture is not supported on rules consumed by dynamic dispatch (rule '" + def.name + "')");
   }
-  // The dispatch reads a head's marker as its trigger, inside free text, where no split is kept.
-  if (!def.stop_capture.empty()) {
-    FailAt(text, def.stop_capture_offset,
-           "stop_capture is not supported on rules consumed by dynamic dispatch (rule '" + def.name + "')");
-  }
 }
 
 }  // namespace
 
-bool FindDispatchPattern(const std::string& text, const Document& doc, std::vector<DispatchTool>* tools) {
+bool IsAnyTextNode(const Node& node, const Document& doc) {
+  Definitions defs;
+  for (const Definition& d : doc.definitions) defs.emplace(d.name, &d);
+  return IsAnyText(node, defs);
+}
+
+bool FindDispatchPattern(const std::string& text, const Document& doc, std::vector<DispatchTool>* tools,
+                         std::vector<std::string>* ignored_max_chars) {
   Definitions defs;
   for (const Definition& d : doc.definitions) defs.emplace(d.name, &d);
   auto start = defs.find("start");
   if (start == defs.end()) return false;
   const Definition& s = *start->second;
-  if (s.lazy || !s.capture.empty() || s.temperature >= 0.0f || s.max_chars >= 0) return false;
+  if (s.lazy || !s.capture.empty() || s.temperature >= 0.0f) return false;
   const Node& body = s.body;
   if (body.kind != Node::Kind::kSequence || body.children.size() != 2) return false;
   const Node& loop = body.children[0];
@@ -158,13 +161,18 @@ bool FindDispatchPattern(const std::string& text, const Document& doc, std::vect
     auto tool = defs.find(name);
     if (tool == defs.end() || tool->second->is_terminal) return false;
     const Definition& t = *tool->second;
-    if (t.lazy || t.max_chars >= 0 || t.temperature >= 0.0f) return false;
+    if (t.lazy || t.temperature >= 0.0f) return false;
     const Node& tb = t.body;
     if (const Node* token = TokenTrigger(tb, defs)) {
       if (token->text.compare(0, 2, "[^") == 0) {
         FailAt(text, token->offset, "dynamic special-token trigger cannot be negated");
       }
       token_triggers = true;
+      DispatchTool d;
+      d.token_trigger = token;
+      for (size_t i = 2; i < tb.children.size(); ++i) d.rest.push_back(&tb.children[i]);
+      found.push_back(std::move(d));
+      consumed.push_back(&t);
       continue;
     }
     const Node* first = tb.kind == Node::Kind::kSequence ? (tb.children.empty() ? nullptr : &tb.children[0]) : &tb;
@@ -172,6 +180,8 @@ bool FindDispatchPattern(const std::string& text, const Document& doc, std::vect
     auto head = defs.find(first->text);
     if (head == defs.end()) return false;
     DispatchTool d;
+    d.tool = &t;
+    d.head = head->second;
     d.trigger = HeadTrigger(*head->second, defs);
     if (d.trigger.empty()) return false;
     if (tb.kind == Node::Kind::kSequence) {
@@ -183,15 +193,24 @@ bool FindDispatchPattern(const std::string& text, const Document& doc, std::vect
   }
   // Read as a plain grammar, the tail's TEXT would take text holding a complete trigger (a
   // widening of what the dispatch means), so an unusable dispatch is an error, not a fallback.
-  if (token_triggers && !found.empty()) {
+  const bool string_triggers =
+      std::any_of(found.begin(), found.end(), [](const DispatchTool& d) { return d.token_trigger == nullptr; });
+  if (token_triggers && string_triggers) {
     FailAt(text, s.offset,
-           "a dynamic Lark start rule cannot mix string and token triggers (token-triggered tools are not "
-           "dispatched here)");
+           "a dynamic Lark start rule cannot mix string and token triggers (a dispatch reads free text either "
+           "as bytes or as tokens)");
   }
-  if (token_triggers) return false;  // xgrammar's token-level dispatch: read as the grammar it is
   if (s.max_tokens >= 0)
     FailAt(text, s.max_tokens_offset, "max_tokens is not supported on a dynamic dispatch start rule");
   for (const Definition* def : consumed) ConsumedRuleCheck(text, *def);
+  if (s.max_chars >= 0) ignored_max_chars->push_back(s.name);
+  for (const std::string& name : names) {
+    const Definition& t = *defs.at(name);
+    if (t.max_chars >= 0 &&
+        std::find(ignored_max_chars->begin(), ignored_max_chars->end(), name) == ignored_max_chars->end()) {
+      ignored_max_chars->push_back(name);
+    }
+  }
   *tools = std::move(found);
   return true;
 }

@@ -18,16 +18,28 @@
 namespace xg2::lark {
 
 struct DispatchTool {
-  std::string trigger;            // the fixed string that starts the call
-  std::vector<const Node*> rest;  // what follows the trigger in the tool rule's body
+  std::string trigger;                  // the fixed string that starts the call
+  const Node* token_trigger = nullptr;  // or the special token (`tool: TEXT <token> ...`)
+  const Definition* tool = nullptr;     // the tool rule
+  const Definition* head = nullptr;     // and its head (string triggers)
+  std::vector<const Node*> rest;        // what follows the trigger in the tool rule's body
 };
+
+// Whether `node` (in `doc`) matches any text: an any-text regex, or a name whose body is one.
+bool IsAnyTextNode(const Node& node, const Document& doc);
 
 // The tools of `doc`'s start rule when it has the dispatch pattern (in the order written);
 // false (tools untouched) when it has not. The head forms: `head[lazy]: TEXT "t"`,
 // `head[suffix="t"]: TEXT`, `head[stop="t"]: TEXT`, and `head[lazy]: /(\n|.)*t/` (an
-// any-text regex followed by a fixed literal). Special-token triggers (`tool: TEXT <token> ...`)
-// are not lowered (false); mixed with string triggers, negated, or with max_tokens or capture
-// on a consumed tool or head, the pattern is a SyntaxError located in `text`.
-bool FindDispatchPattern(const std::string& text, const Document& doc, std::vector<DispatchTool>* tools);
+// any-text regex followed by a fixed literal), or a special-token trigger (`tool: TEXT <token>
+// ...`, xgrammar's token-level dispatch: free tokens by id, the trigger token, the rest).
+// String and token triggers mixed, a negated token trigger, or max_tokens or capture on a
+// consumed tool or head make the pattern a SyntaxError located in `text`; a head's stop= /
+// suffix= marker (the trigger) and stop_capture are the caller's to keep. A max_chars on the
+// start rule or on a tool is ignored, as xgrammar does (the dispatch is free text and calls,
+// with no single region to bound): their names go to `ignored_max_chars` (start first) for the
+// caller to warn about and leave unbounded.
+bool FindDispatchPattern(const std::string& text, const Document& doc, std::vector<DispatchTool>* tools,
+                         std::vector<std::string>* ignored_max_chars);
 
 }  // namespace xg2::lark

@@ -1,6 +1,7 @@
 // EBNF rule attributes (xgrammar's): `name[lazy, max_chars=N, max_tokens=N, capture="n",
 // temperature=T] ::= ...`, and xg2-jax's stop=/suffix= split of a suffix/stop rule with its
 // stop_capture (see MarkerSplit), which printing writes so that the text reads back whole.
+#include <climits>
 #include <cstdint>
 #include <string>
 
@@ -57,7 +58,19 @@ RuleAttributes EbnfParser::ParseAttributes(const std::string& rule_name) {
     size_t at = pos_;
     pos_ = NameEnd(pos_);
     std::string key = text_.substr(at, pos_ - at);
-    if (key == "lazy" && !seen_lazy) {
+    if (key == "lazy" && attrs.split_body == kNoExpr && NextAfterBlanks() == '=') {
+      ParseMarkerSplit(key, &attrs);
+    } else if (key == "end_only" && !attrs.end_only) {
+      attrs.end_only = true;
+    } else if ((key == "trigger_stop" || key == "trigger_suffix") && attrs.marker_before.length == 0) {
+      SkipAttributeAssign(key);
+      const int64_t length = ParseBound();
+      if (length <= 0 || length > INT32_MAX) Fail(key + " must be a positive byte count", at);
+      attrs.marker_before.length = static_cast<int32_t>(length);
+      attrs.marker_before.hides = key == "trigger_stop";
+    } else if (key == "trigger_capture" && attrs.marker_before.capture.empty()) {
+      attrs.marker_before.capture = ParseCaptureName(key, "");
+    } else if (key == "lazy" && !seen_lazy) {
       seen_lazy = attrs.lazy = true;
     } else if (key == "max_chars" && !seen_max_chars) {
       seen_max_chars = true;
@@ -98,15 +111,16 @@ RuleAttributes EbnfParser::ParseAttributes(const std::string& rule_name) {
       seen_stop_capture = true;
       stop_capture_at = at;
       attrs.stop_capture = ParseCaptureName(key, "");
-    } else if (key == "lazy" || key == "max_chars" || key == "temperature" || key == "max_tokens" || key == "capture" ||
-               key == "stop" || key == "suffix" || key == "stop_capture") {
+    } else if (key == "lazy" || key == "end_only" || key == "max_chars" || key == "temperature" ||
+               key == "max_tokens" || key == "capture" || key == "stop" || key == "suffix" || key == "stop_capture" ||
+               key == "trigger_stop" || key == "trigger_suffix" || key == "trigger_capture") {
       Fail("rule attribute '" + key + "' is given twice", at);
     } else if (key.empty()) {
       Fail("expected a rule attribute, found " + DescribeCharAt(at), at);
     } else {
       Fail("rule attribute '" + key +
-               "' is not supported (supported: capture, lazy, max_chars, max_tokens, stop, stop_capture, suffix, "
-               "temperature)",
+               "' is not supported (supported: capture, end_only, lazy, max_chars, max_tokens, stop, stop_capture, "
+               "suffix, temperature, trigger_capture, trigger_stop, trigger_suffix)",
            at);
     }
     while (Peek() == ' ' || Peek() == '\t') ++pos_;
@@ -116,14 +130,23 @@ RuleAttributes EbnfParser::ParseAttributes(const std::string& rule_name) {
     }
     if (Peek() != ']') Fail("expected ',' or ']' in rule attributes, found " + DescribeCharAt(pos_), pos_);
     ++pos_;
-    if (!attrs.stop_capture.empty() && attrs.split_body == kNoExpr) {
+    if (!attrs.marker_before.capture.empty() && attrs.marker_before.length == 0) {
+      Fail("trigger_capture requires trigger_stop or trigger_suffix", pos_ - 1);
+    }
+    if (!attrs.stop_capture.empty() && (attrs.split_body == kNoExpr || attrs.whole_capture)) {
       Fail("stop_capture requires stop or suffix", stop_capture_at);
     }
     return attrs;
   }
 }
 
-// After `stop` or `suffix` (key): `=(body, marker)`, the rule's split (see MarkerSplit).
+char EbnfParser::NextAfterBlanks() const {
+  size_t i = pos_;
+  while (i < text_.size() && (text_[i] == ' ' || text_[i] == '\t')) ++i;
+  return i < text_.size() ? text_[i] : '\0';
+}
+
+// After `stop`, `suffix` or `lazy` (key): `=(body, marker)`, the rule's split (see MarkerSplit).
 void EbnfParser::ParseMarkerSplit(const std::string& key, RuleAttributes* attrs) {
   SkipAttributeAssign(key);
   if (Peek() != '(') Fail("expected '(' after " + key + "=, found " + DescribeCharAt(pos_), pos_);
@@ -137,6 +160,7 @@ void EbnfParser::ParseMarkerSplit(const std::string& key, RuleAttributes* attrs)
   if (Peek() != ')') Fail("expected ')' after the marker of " + key + "=", pos_);
   ++pos_;
   attrs->hides_marker = key == "stop";
+  attrs->whole_capture = key == "lazy";
 }
 
 // After `capture` or `stop_capture` (key): `="name"`, or for capture nothing (default_name,

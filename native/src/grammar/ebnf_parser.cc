@@ -194,6 +194,8 @@ void EbnfParser::ParseRule() {
   scratch_.SetRuleTemperature(rule, attrs.temperature);
   scratch_.SetRuleMaxTokens(rule, attrs.max_tokens);
   scratch_.SetRuleCapture(rule, attrs.capture);
+  scratch_.SetRuleEndOnly(rule, attrs.end_only);
+  scratch_.SetRuleMarkerBefore(rule, attrs.marker_before);
 
   scratch_.SetRuleBody(rule, ParseChoice());
   SkipSpace();
@@ -1023,12 +1025,14 @@ Grammar EbnfParser::BuildResult(const std::string& root_rule_name) const {
     result.SetRuleTemperature(renumbered[r], scratch_.rule(r).temperature);
     result.SetRuleMaxTokens(renumbered[r], scratch_.rule(r).max_tokens);
     result.SetRuleCapture(renumbered[r], scratch_.rule(r).capture);
+    result.SetRuleEndOnly(renumbered[r], scratch_.rule(r).end_only);
+    result.SetRuleMarkerBefore(renumbered[r], scratch_.rule(r).marker_before);
   }
   for (const auto& [rule, attrs] : attributes_) {
     try {
       if (attrs.split_body != kNoExpr) {
         SetMarkerSplit(&result, renumbered[rule], map[attrs.split_body], map[attrs.split_marker], attrs.hides_marker,
-                       attrs.stop_capture);
+                       attrs.stop_capture, attrs.whole_capture);
       }
       ApplyRuleAttributes(&result, renumbered[rule], attrs);
     } catch (const Error& e) {

@@ -70,6 +70,7 @@ class EbnfParser {
   RuleAttributes ParseAttributes(const std::string& rule_name);
   std::string ParseCaptureName(const std::string& key, const std::string& default_name);
   void ParseMarkerSplit(const std::string& key, RuleAttributes* attrs);
+  char NextAfterBlanks() const;  // the next character after spaces and tabs ('\0' at the end)
   void SkipAttributeAssign(const std::string& key);
   int64_t ParseDfaNumber(int64_t max);
   std::string ParseStringBytes();

@@ -354,6 +354,21 @@ std::string CaptureNameError(const std::string& name) {
   return "";
 }
 
+void Grammar::SetRuleEndOnly(RuleId rule, bool end_only) {
+  if (rule < 0 || rule >= num_rules()) throw Error(ErrorKind::kInvalidArgument, "rule id out of range");
+  rules_[rule].end_only = end_only;
+}
+
+void Grammar::SetRuleMarkerBefore(RuleId rule, const MarkerBefore& marker) {
+  if (rule < 0 || rule >= num_rules()) throw Error(ErrorKind::kInvalidArgument, "rule id out of range");
+  if (marker.length < 0) throw Error(ErrorKind::kInvalidArgument, "a trigger marker's length must be >= 0");
+  if (!marker.capture.empty()) {
+    const std::string why = CaptureNameError(marker.capture);
+    if (!why.empty()) throw Error(ErrorKind::kInvalidArgument, why + ", not '" + marker.capture + "'");
+  }
+  rules_[rule].marker_before = marker;
+}
+
 void Grammar::SetRuleCapture(RuleId rule, const std::string& name) {
   if (rule < 0 || rule >= num_rules()) {
     throw Error(ErrorKind::kInvalidArgument, "rule id out of range");
@@ -381,7 +396,7 @@ void Grammar::SetRuleMarkerSplit(RuleId rule, const MarkerSplit& split) {
   if (!none && !(is_dfa(split.body) && is_dfa(split.marker))) {
     throw Error(ErrorKind::kInvalidArgument, "a marker split's body and marker must be byte automata");
   }
-  if (none && (split.hides_marker || !split.stop_capture.empty())) {
+  if ((none || split.whole_capture) && (split.hides_marker || !split.stop_capture.empty())) {
     throw Error(ErrorKind::kInvalidArgument, "stop_capture requires stop or suffix");
   }
   if (!split.stop_capture.empty()) {
@@ -431,6 +446,8 @@ RuleId ImportGrammar(Grammar* dst, const Grammar& src, const std::string& prefix
     dst->SetRuleMaxTokens(rules[r], src.rule(r).max_tokens);
     dst->SetRuleCapture(rules[r], src.rule(r).capture);
     dst->SetRuleMarkerSplit(rules[r], MapMarkerSplit(src.rule(r).marker_split, map));
+    dst->SetRuleEndOnly(rules[r], src.rule(r).end_only);
+    dst->SetRuleMarkerBefore(rules[r], src.rule(r).marker_before);
   }
   return rules[src.root()];
 }

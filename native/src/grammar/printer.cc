@@ -189,12 +189,18 @@ class EbnfPrinter {
     if (rule.has_capture()) options.push_back("capture=\"" + rule.capture + "\"");
     if (rule.has_marker_split()) {
       const MarkerSplit& split = rule.marker_split;
-      std::string option = split.hides_marker ? "stop=(" : "suffix=(";
+      std::string option = split.whole_capture ? "lazy=(" : split.hides_marker ? "stop=(" : "suffix=(";
       AppendExpr(split.body, &option);
       option += ", ";
       AppendExpr(split.marker, &option);
       options.push_back(option + ")");
       if (!split.stop_capture.empty()) options.push_back("stop_capture=\"" + split.stop_capture + "\"");
+    }
+    if (rule.end_only) options.push_back("end_only");
+    if (rule.has_marker_before()) {
+      const MarkerBefore& m = rule.marker_before;
+      options.push_back((m.hides ? "trigger_stop=" : "trigger_suffix=") + std::to_string(m.length));
+      if (!m.capture.empty()) options.push_back("trigger_capture=\"" + m.capture + "\"");
     }
     if (rule.has_temperature()) {
       // The shortest text that reads back as the same float, so printing round-trips.

@@ -7,11 +7,13 @@
 #include <cstdlib>
 #include <map>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 #include "automata/byte_dfa_ops.h"
 #include "xg2/errors.h"
+#include "xg2/tokenizer.h"
 
 namespace xg2 {
 
@@ -56,45 +58,109 @@ void CutAfterFinal(ByteDfaSpec* dfa) {
   }
 }
 
-// The strings of `dfa` with at most max_chars code points (a code point starts at every byte
-// that is not a UTF-8 continuation byte 0x80..0xBF).
-ByteDfaSpec LimitChars(const ByteDfaSpec& dfa, int64_t max_chars, int64_t max_states) {
-  std::map<std::pair<int32_t, int64_t>, int32_t> ids;
-  std::vector<std::pair<int32_t, int64_t>> keys;
+// The state after `byte` from `state` (-1: none, or no state to start from).
+int32_t StepDfa(const ByteDfaSpec& dfa, int32_t state, int byte) {
+  if (state < 0) return -1;
+  for (const ByteDfaEdge& e : dfa.edges[state]) {
+    if (byte < e.lo) return -1;
+    if (byte <= e.hi) return e.target;
+  }
+  return -1;
+}
+
+// The points where the edges of `state` (if any) start or stop, added to `cuts`.
+void AddEdgeCuts(const ByteDfaSpec& dfa, int32_t state, std::vector<int>* cuts) {
+  if (state < 0) return;
+  for (const ByteDfaEdge& e : dfa.edges[state]) {
+    cuts->push_back(e.lo);
+    cuts->push_back(e.hi + 1);
+  }
+}
+
+// A state of the product BodyProduct walks: `dfa`'s, the body's (-1: none or left), the code
+// points read (with a character bound), and the id bytes of a virtual token string still to read.
+struct ProductKey {
+  int32_t state, body_state;
+  int64_t chars;
+  int32_t id_bytes_left;
+  bool operator<(const ProductKey& o) const {
+    return std::tie(state, body_state, chars, id_bytes_left) <
+           std::tie(o.state, o.body_state, o.chars, o.id_bytes_left);
+  }
+};
+
+// The product of `dfa` with `body` (a suffix/stop rule's body automaton, or null), bounded to
+// max_chars code points (-1: no bound), whose final states are those `is_final` picks. A code
+// point starts at every byte that is not a UTF-8 continuation byte 0x80..0xBF. A token read by
+// id (its virtual string, kVirtualTokenLead and three id bytes) may start while a code point is
+// left and spends the rest: its text is not known here, and xgrammar lets such an atomic token
+// cross the budget, after which the rule can only end.
+template <class IsFinal>
+ByteDfaSpec BodyProduct(const ByteDfaSpec& dfa, const ByteDfaSpec* body, int64_t max_chars, int64_t max_states,
+                        IsFinal is_final) {
+  constexpr int32_t kIdBytes = 3;
+  std::map<ProductKey, int32_t> ids;
+  std::vector<ProductKey> keys;
   ByteDfaSpec out;
-  auto id_of = [&](int32_t s, int64_t n) {
-    auto [it, inserted] = ids.emplace(std::make_pair(s, n), static_cast<int32_t>(keys.size()));
+  auto id_of = [&](const ProductKey& key) {
+    auto [it, inserted] = ids.emplace(key, static_cast<int32_t>(keys.size()));
     if (inserted) {
       if (static_cast<int64_t>(keys.size()) >= max_states) {
         throw Error(ErrorKind::kLimitExceeded,
-                    "max_chars: the automaton has more than " + std::to_string(max_states) + " states");
+                    "rule attributes: the automaton has more than " + std::to_string(max_states) + " states");
       }
-      keys.push_back({s, n});
-      out.is_final.push_back(dfa.is_final[s]);
+      keys.push_back(key);
+      out.is_final.push_back(is_final(key));
       out.edges.emplace_back();
     }
     return it->second;
   };
-  id_of(0, 0);
+  id_of({0, body != nullptr && body->num_states() > 0 ? 0 : -1, 0, 0});
   for (size_t k = 0; k < keys.size(); ++k) {
-    const auto [s, n] = keys[k];
+    const ProductKey key = keys[k];
+    // Cut the bytes where either automaton's edges change, and at the continuation bytes
+    // (which start no new character) and the virtual token lead.
+    std::vector<int> cuts{0, 0x80, 0xC0, kVirtualTokenLead, 256};
+    AddEdgeCuts(dfa, key.state, &cuts);
+    if (body != nullptr) AddEdgeCuts(*body, key.body_state, &cuts);
+    std::sort(cuts.begin(), cuts.end());
+    cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
     std::vector<ByteDfaEdge> edges;
-    for (const ByteDfaEdge& e : dfa.edges[s]) {
-      // Split the range into continuation bytes (no new character) and the rest.
-      const int lo = e.lo, hi = e.hi;
-      const int pieces[3][2] = {
-          {lo, std::min(hi, 0x7F)}, {std::max(lo, 0x80), std::min(hi, 0xBF)}, {std::max(lo, 0xC0), hi}};
-      for (int p = 0; p < 3; ++p) {
-        if (pieces[p][0] > pieces[p][1]) continue;
-        const int64_t next = p == 1 ? n : n + 1;
-        if (next > max_chars) continue;
-        edges.push_back(
-            {static_cast<uint8_t>(pieces[p][0]), static_cast<uint8_t>(pieces[p][1]), id_of(e.target, next)});
+    for (size_t c = 0; c + 1 < cuts.size(); ++c) {
+      const int lo = cuts[c], hi = cuts[c + 1] - 1;
+      const int32_t target = StepDfa(dfa, key.state, lo);
+      if (target < 0) continue;
+      int64_t chars = key.chars;
+      int32_t id_bytes_left = 0;
+      if (key.id_bytes_left > 0) {
+        id_bytes_left = key.id_bytes_left - 1;
+      } else if (max_chars < 0) {
+        // No bound: nothing to count.
+      } else if (lo == kVirtualTokenLead) {
+        if (chars >= max_chars) continue;
+        chars = max_chars;
+        id_bytes_left = kIdBytes;
+      } else if (lo < 0x80 || lo > 0xBF) {
+        if (++chars > max_chars) continue;
       }
+      const int32_t body_target = body != nullptr ? StepDfa(*body, key.body_state, lo) : -1;
+      edges.push_back(
+          {static_cast<uint8_t>(lo), static_cast<uint8_t>(hi), id_of({target, body_target, chars, id_bytes_left})});
     }
     out.edges[k] = std::move(edges);
   }
   return out;
+}
+
+// The strings of `dfa` with at most max_chars code points (see BodyProduct). With `body`, also
+// the strings of exactly max_chars code points on the way to a string of `dfa` that are
+// bodies: xgrammar closes a suffix/stop rule through its body when its character budget is
+// spent.
+ByteDfaSpec LimitChars(const ByteDfaSpec& dfa, const ByteDfaSpec* body, int64_t max_chars, int64_t max_states) {
+  return BodyProduct(dfa, body, max_chars, max_states, [&](const ProductKey& key) {
+    const bool body_ends = key.body_state >= 0 && key.chars == max_chars && body->is_final[key.body_state];
+    return dfa.is_final[key.state] != 0 || body_ends;
+  });
 }
 
 }  // namespace
@@ -143,13 +209,23 @@ ExprId ByteDfaExprOf(Grammar* g, ExprId expr, RuleId owner_rule, int64_t max_sta
 }
 
 void SetMarkerSplit(Grammar* g, RuleId rule, ExprId body, ExprId marker, bool hides_marker,
-                    const std::string& stop_capture) {
+                    const std::string& stop_capture, bool whole_capture) {
   MarkerSplit split;
   split.body = ByteDfaExprOf(g, body, rule);
   split.marker = ByteDfaExprOf(g, marker, rule);
   split.hides_marker = hides_marker;
+  split.whole_capture = whole_capture;
   split.stop_capture = stop_capture;
   g->SetRuleMarkerSplit(rule, split);
+}
+
+ExprId EndWithoutMarker(Grammar* g, RuleId rule, ExprId body, int64_t max_states) {
+  const ByteDfaSpec& dfa = *g->expr(g->rule(rule).body).dfa;
+  const ByteDfaSpec& body_dfa = *g->expr(ByteDfaExprOf(g, body, rule, max_states)).dfa;
+  ByteDfaSpec out = BodyProduct(dfa, &body_dfa, -1, max_states, [&](const ProductKey& key) {
+    return dfa.is_final[key.state] == 0 && key.body_state >= 0 && body_dfa.is_final[key.body_state] != 0;
+  });
+  return g->AddByteDfa(TrimAndMinimize(out));
 }
 
 void ApplyRuleAttributes(Grammar* g, RuleId rule, const RuleAttributes& attrs, int64_t max_states) {
@@ -160,9 +236,14 @@ void ApplyRuleAttributes(Grammar* g, RuleId rule, const RuleAttributes& attrs, i
   std::map<RuleId, ExprId> done;
   ExprId body = ExpandReferences(g, g->rule(rule).body, owner, &open, &done);
   ByteDfaSpec dfa = ByteDfaOfExpr(*g, body, max_states);
-  // The two commute: a proper prefix of a string is shorter than it.
-  if (attrs.max_chars >= 0) dfa = LimitChars(dfa, attrs.max_chars, max_states);
+  // The shortest match commits first: a budget closes a suffix/stop rule only on the way to
+  // its first marker.
   if (attrs.lazy) CutAfterFinal(&dfa);
+  if (attrs.max_chars >= 0) {
+    const Rule& r = g->rule(rule);
+    const ByteDfaSpec* split_body = r.has_marker_split() ? g->expr(r.marker_split.body).dfa.get() : nullptr;
+    dfa = LimitChars(dfa, split_body, attrs.max_chars, max_states);
+  }
   g->SetRuleBody(rule, g->AddByteDfa(TrimAndMinimize(dfa)));
 }
 

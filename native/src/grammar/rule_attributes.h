@@ -24,6 +24,9 @@ struct RuleAttributes {
   ExprId split_body = kNoExpr;
   ExprId split_marker = kNoExpr;
   bool hides_marker = false;
+  bool whole_capture = false;  // lazy=(body, marker)
+  bool end_only = false;       // Rule::end_only
+  MarkerBefore marker_before;  // Rule::marker_before
   std::string stop_capture;
   // Whether the body is transformed.
   bool any() const { return lazy || max_chars >= 0; }
@@ -39,9 +42,14 @@ void ApplyRuleAttributes(Grammar* g, RuleId rule, const RuleAttributes& attrs, i
 ExprId ByteDfaExprOf(Grammar* g, ExprId expr, RuleId owner_rule, int64_t max_states = 200000);
 
 // Gives the suffix/stop rule `rule` (whose text is body then marker) its MarkerSplit, with
-// body and marker made byte automata (ByteDfaExprOf).
+// body and marker made byte automata (ByteDfaExprOf); whole_capture for a lazy rule's split.
 void SetMarkerSplit(Grammar* g, RuleId rule, ExprId body, ExprId marker, bool hides_marker,
-                    const std::string& stop_capture);
+                    const std::string& stop_capture, bool whole_capture = false);
+
+// The texts of `rule` (its body a ByteDfa, as ApplyRuleAttributes leaves it) that stop on
+// the way to a marker where the text read is one of `body`: how xgrammar's any-text
+// suffix/stop and lazy trigger rules may also end, at the end of the input (EndForms).
+ExprId EndWithoutMarker(Grammar* g, RuleId rule, ExprId body, int64_t max_states = 200000);
 
 // `temperature=T` (EBNF and Lark): the length of the number literal at text[at..]
 // (digits, an optional fraction and exponent, an optional leading sign; 0 if there is none),

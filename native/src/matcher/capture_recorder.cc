@@ -38,31 +38,59 @@ void CaptureRecorder::Record(const GrammarAutomaton& g, const EarleyParser& pars
   // Row 0 (completions of the empty string at the start) is read with the first accept.
   const int32_t first = std::min(scanned_rows_, rows_before);
   scanned_rows_ = parser.num_rows();
-  for (int32_t r = first; r < parser.num_rows(); ++r) {
-    seen_.clear();
-    for (const EarleyItem* it = parser.row_items_begin(r); it != parser.row_items_end(r); ++it) {
-      if (!g.IsFinal(it->state)) continue;
-      const RuleId rule = g.RuleOf(it->state);
-      const int32_t origin = std::max(it->origin, 0);
-      const GrammarAutomaton::MarkerSplitDfas& split = g.rule_marker_split[rule];
-      const bool captured = !g.rule_capture[rule].empty();
-      const bool owns_hidden = hidden_by_owner_.count(Key(rule, origin)) > 0;
-      if (!captured && split.body == nullptr && !owns_hidden) continue;
-      const std::pair<RuleId, int32_t> occurrence{rule, origin};
-      if (std::find(seen_.begin(), seen_.end(), occurrence) != seen_.end()) continue;
-      seen_.push_back(occurrence);
-      std::pair<int32_t, int32_t> marker{0, 0};
-      if (split.body != nullptr) {
-        const int32_t end = row_offset_[r];
-        const int32_t k = SplitPoint(split, row_offset_[origin], end);
-        if (!split.stop_capture.empty()) events_.push_back({rule, origin, r, k, Part::kMarker});
-        if (captured) events_.push_back({rule, origin, r, k, Part::kBody});
-        if (split.hides_marker) marker = {k, end};
-      } else if (captured) {
-        events_.push_back({rule, origin, r, 0, Part::kWhole});
-      }
-      if (it->origin >= 0) HandUp(g, parser, rule, origin, r, marker);
+  for (int32_t r = first; r < parser.num_rows(); ++r) RecordRow(g, parser, r);
+}
+
+void CaptureRecorder::RecordBodyCloses(const GrammarAutomaton& g, const EarleyParser& parser,
+                                       const std::vector<EarleyParser::Occurrence>& closes) {
+  const int32_t r = parser.num_rows() - 1;
+  for (const EarleyParser::Occurrence& c : closes) {
+    // The whole text is the body; there is no marker to capture or hide.
+    const int32_t origin = std::max(c.origin, 0);
+    const Part part = g.rule_marker_split[c.rule].whole_capture ? Part::kWhole : Part::kBody;
+    if (!g.rule_capture[c.rule].empty()) events_.push_back({c.rule, origin, r, row_offset_[r], part});
+    if (c.origin >= 0) HandUp(g, parser, c.rule, origin, r, {0, 0});
+  }
+  RecordRow(g, parser, r);
+}
+
+void CaptureRecorder::RecordRow(const GrammarAutomaton& g, const EarleyParser& parser, int32_t r) {
+  seen_.clear();
+  // A row read again (after a budget close) keeps what it recorded before.
+  for (auto e = events_.rbegin(); e != events_.rend() && e->end_row == r; ++e)
+    seen_.emplace_back(e->rule, e->start_row);
+  for (const EarleyItem* it = parser.row_items_begin(r); it != parser.row_items_end(r); ++it) {
+    if (!g.IsFinal(it->state)) continue;
+    const RuleId rule = g.RuleOf(it->state);
+    const int32_t origin = std::max(it->origin, 0);
+    const GrammarAutomaton::MarkerSplitDfas& split = g.rule_marker_split[rule];
+    const bool parts = split.body != nullptr && !split.whole_capture;  // captures see body and marker
+    const bool captured = !g.rule_capture[rule].empty();
+    const bool owns_hidden = hidden_by_owner_.count(Key(rule, origin)) > 0;
+    const MarkerBefore& before = g.rule_marker_before[rule];
+    if (!captured && !parts && !owns_hidden && before.length == 0) continue;
+    const std::pair<RuleId, int32_t> occurrence{rule, origin};
+    if (std::find(seen_.begin(), seen_.end(), occurrence) != seen_.end()) continue;
+    seen_.push_back(occurrence);
+    std::pair<int32_t, int32_t> marker{0, 0};
+    // The trigger before the occurrence: captured as its head's marker, hidden from the
+    // occurrences around this one (its callers hold the trigger too) with stop=.
+    const int32_t trigger = row_offset_[origin] - before.length;
+    if (before.length > 0 && trigger >= 0) {
+      if (!before.capture.empty()) events_.push_back({rule, origin, r, trigger, Part::kBefore});
+      if (before.hides && it->origin >= 0) HandUp(g, parser, rule, origin, r, {trigger, row_offset_[origin]});
     }
+    if (parts) {
+      const int32_t end = row_offset_[r];
+      const int32_t k = SplitPoint(split, row_offset_[origin], end);
+      // No split: a character budget ended the occurrence through its body alone.
+      if (k >= 0 && !split.stop_capture.empty()) events_.push_back({rule, origin, r, k, Part::kMarker});
+      if (captured) events_.push_back({rule, origin, r, k >= 0 ? k : end, Part::kBody});
+      if (k >= 0 && split.hides_marker) marker = {k, end};
+    } else if (captured) {
+      events_.push_back({rule, origin, r, 0, Part::kWhole});
+    }
+    if (it->origin >= 0) HandUp(g, parser, rule, origin, r, marker);
   }
 }
 
@@ -74,7 +102,7 @@ int32_t CaptureRecorder::SplitPoint(const GrammarAutomaton::MarkerSplitDfas& spl
     if (k == end) break;
     state = Step(body, state, static_cast<uint8_t>(output_[k]));
   }
-  return end;
+  return -1;
 }
 
 void CaptureRecorder::HandUp(const GrammarAutomaton& g, const EarleyParser& parser, RuleId rule, int32_t row,
@@ -158,8 +186,11 @@ std::vector<std::pair<std::string, std::string>> CaptureRecorder::Captures(const
     }
   }
   std::vector<std::pair<std::string, std::string>> out;
+  const int32_t last_row = static_cast<int32_t>(row_offset_.size()) - 1;
   for (size_t i = 0; i < events_.size(); ++i) {
     if (!keep[i]) continue;
+    // An end-only rule that completed before the end lies on a parse that could not go on.
+    if (g.rule_end_only[events_[i].rule] && events_[i].end_row != last_row) continue;
     const Event& e = events_[i];
     const int32_t begin = row_offset_[e.start_row], end = row_offset_[e.end_row];
     switch (e.part) {
@@ -168,6 +199,11 @@ std::vector<std::pair<std::string, std::string>> CaptureRecorder::Captures(const
       case Part::kMarker:
         out.emplace_back(g.rule_marker_split[e.rule].stop_capture, output_.substr(e.split, end - e.split));
         break;
+      case Part::kBefore: {
+        const MarkerBefore& before = g.rule_marker_before[e.rule];
+        out.emplace_back(before.capture, output_.substr(e.split, before.length));
+        break;
+      }
     }
   }
   return out;

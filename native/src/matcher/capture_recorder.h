@@ -19,6 +19,11 @@ class CaptureRecorder {
   // Every occurrence of a captured rule that completes in a new row is recorded once per
   // row, inner ones first (a completion enters the row after the item it completes).
   void Record(const GrammarAutomaton& g, const EarleyParser& parser, int32_t rows_before, const std::string& text);
+  // After a fill closed the suffix/stop occurrences `closes` through their bodies in the
+  // parser's last row (EarleyParser::EnforceTokenBudgets): each is a completion without a
+  // marker, and the completions that follow from it in that row are recorded too.
+  void RecordBodyCloses(const GrammarAutomaton& g, const EarleyParser& parser,
+                        const std::vector<EarleyParser::Occurrence>& closes);
   // Drops what the rows from `rows` on recorded (rollback, reset).
   void ForgetFrom(int32_t rows);
   // (name, bytes) per recorded completion, in order; with deduplicate, only the last
@@ -26,12 +31,13 @@ class CaptureRecorder {
   std::vector<std::pair<std::string, std::string>> Captures(const GrammarAutomaton& g, bool deduplicate) const;
 
  private:
-  enum class Part : uint8_t { kWhole, kBody, kMarker };
+  // kBefore: the trigger marker a dispatch read before the occurrence (Rule::marker_before).
+  enum class Part : uint8_t { kWhole, kBody, kMarker, kBefore };
   struct Event {
     RuleId rule;
     int32_t start_row;
     int32_t end_row;
-    int32_t split;  // byte offset between body and marker (kBody, kMarker)
+    int32_t split;  // byte offset between body and marker (kBody, kMarker); the marker's (kBefore)
     Part part;
   };
   // The marker of a stop= occurrence, hidden from the captures of the rule occurrence
@@ -43,8 +49,11 @@ class CaptureRecorder {
   static uint64_t Key(RuleId rule, int32_t row) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(rule)) << 32) | static_cast<uint32_t>(row);
   }
+  // Records the completions in row r of the occurrences not recorded there yet.
+  void RecordRow(const GrammarAutomaton& g, const EarleyParser& parser, int32_t r);
   // Byte offset between the body and the marker of a split rule's text output_[begin, end):
-  // the first where both parts are in their languages (end when there is none).
+  // the first where both parts are in their languages (-1 when there is none: a budget
+  // closed the occurrence through its body alone).
   int32_t SplitPoint(const GrammarAutomaton::MarkerSplitDfas& split, int32_t begin, int32_t end) const;
   // Hands the hidden spans of occurrence (rule, row), recorded up to end_row, and `extra`
   // (if begin < end) to the occurrences awaiting it in that row.

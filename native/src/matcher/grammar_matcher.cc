@@ -281,10 +281,14 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
 
 void GrammarMatcher::EnforceTokenBudgets() {
   if (!compiled_->automaton()->has_token_budgets) return;
-  switch (parser_.EnforceTokenBudgets(tokens_accepted_)) {
+  std::vector<EarleyParser::Occurrence> forced;
+  switch (parser_.EnforceTokenBudgets(tokens_accepted_, &forced)) {
     case EarleyParser::BudgetOutcome::kNone: break;
     case EarleyParser::BudgetOutcome::kEnforced:
-      temperature_finder_.ForgetRowsFrom(parser_.num_rows() - 1);  // the last row lost items
+      temperature_finder_.ForgetRowsFrom(parser_.num_rows() - 1);  // the last row changed
+      if (!forced.empty() && compiled_->automaton()->has_captures) {
+        captures_.RecordBodyCloses(*compiled_->automaton(), parser_, forced);
+      }
       break;
     case EarleyParser::BudgetOutcome::kRelaxed:
       if (!budget_relaxed_warned_) {

@@ -13,7 +13,8 @@ EarleyParser::EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, in
   CloseRow(0);
 }
 
-EarleyParser::EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, EmptyTag) : g_(std::move(automaton)) {
+EarleyParser::EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, EmptyTag)
+    : g_(std::move(automaton)), tracks_bytes_(g_->has_budget_closes) {
   dedup_keys_.assign(64, 0);
   dedup_stamp_.assign(64, 0);
   rule_predicted_.assign(g_->num_rules(), 0);
@@ -272,6 +273,7 @@ bool EarleyParser::Advance(uint8_t byte) {
     if ((trivial & 2) || ((trivial & 1) && it.origin == -1)) {
       items_.push_back(EarleyItem{target, it.origin});
       FinishRow((trivial & 2) ? 0 : 1);
+      if (tracks_bytes_) row_bytes_.push_back(static_cast<char>(byte));
       return true;
     }
   }
@@ -285,6 +287,7 @@ bool EarleyParser::Advance(uint8_t byte) {
   }
   if (static_cast<int32_t>(items_.size()) == prev_end) return false;
   CloseRow(row);
+  if (tracks_bytes_) row_bytes_.push_back(static_cast<char>(byte));
   return true;
 }
 
@@ -310,6 +313,7 @@ void EarleyParser::PopRows(int32_t n) {
   row_can_end_.resize(static_cast<size_t>(rows));
   row_token_.resize(static_cast<size_t>(rows));
   while (!budget_commits_.empty() && budget_commits_.back().row >= rows) budget_commits_.pop_back();
+  if (row_bytes_.size() > static_cast<size_t>(rows - 1)) row_bytes_.resize(static_cast<size_t>(rows - 1));
 }
 
 EarleyParser::RowSnapshot EarleyParser::SnapshotLastRow() const {
@@ -359,7 +363,7 @@ void EarleyParser::NextBytes(uint64_t out[4]) const {
 size_t EarleyParser::MemoryBytes() const {
   return items_.capacity() * sizeof(EarleyItem) + row_begin_.capacity() * sizeof(int32_t) + row_can_end_.capacity() +
          dedup_keys_.capacity() * 12 + leo_.capacity() * sizeof(LeoEntry) +
-         (leo_head_.capacity() + row_token_.capacity()) * sizeof(int32_t) + BudgetCommitBytes();
+         (leo_head_.capacity() + row_token_.capacity()) * sizeof(int32_t) + BudgetCommitBytes() + row_bytes_.capacity();
 }
 
 }  // namespace xg2

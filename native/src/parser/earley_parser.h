@@ -21,6 +21,10 @@ struct EarleyItem {
   int32_t origin;  // row where the item's rule started; -1 for the top item
 };
 
+// The callers' graph above the last row's items, with the occurrences a token budget closes
+// (parser/token_budget.cc).
+class OccurrenceGraph;
+
 class EarleyParser {
  public:
   // Starts with the closure of the single top item (start_state, -1).
@@ -91,11 +95,19 @@ class EarleyParser {
     kEnforced,  // the last row lost the items of every occurrence that ran out
     kRelaxed,   // some ran out, but nothing else could continue or end here: kept this step
   };
+  // A rule occurrence: the rule and the row where it started (-1: the top item's).
+  struct Occurrence {
+    RuleId rule;
+    int32_t origin;
+  };
   // Before token `next_token`: closes every occurrence that has consumed its budget (and
   // everything derived only through one), provided another item of the last row can go on
   // scanning or the input can end here; otherwise relaxes them for this step. A closed
   // occurrence never advances again: completions skip it (until rollback pops the row).
-  BudgetOutcome EnforceTokenBudgets(int32_t next_token);
+  // A closed suffix/stop occurrence (a marker split) with a budget of its own whose text so
+  // far is a body completes here without its marker, as in xgrammar; those occurrences are
+  // appended to `forced` when enforced.
+  BudgetOutcome EnforceTokenBudgets(int32_t next_token, std::vector<Occurrence>* forced);
   // For the debug print: each budgeted occurrence among the last row's items, as
   // "budget_deadline=T (rule R@O)" with T the first token it may not consume.
   std::string DescribeBudgets() const;
@@ -132,6 +144,14 @@ class EarleyParser {
   // Whether the latest budget commit closed the occurrence (rule, origin).
   bool IsClosed(RuleId rule, int32_t origin) const;
   size_t BudgetCommitBytes() const;
+  // EnforceTokenBudgets' steps (parser/token_budget.cc): the closed suffix/stop occurrences
+  // that may end through their body here, the callers' items their completions add, the last
+  // row closed again with those items in it, and the pruning of the closed occurrences.
+  OccurrenceGraph LastRowOccurrences(int32_t next_token) const;
+  std::vector<Occurrence> BodyCloses(const OccurrenceGraph& graph) const;
+  std::vector<EarleyItem> CompletionItems(const std::vector<Occurrence>& closes) const;
+  void RecloseLastRow(const std::vector<EarleyItem>& extra);
+  BudgetOutcome PruneClosed(const OccurrenceGraph& graph);
 
   std::shared_ptr<const GrammarAutomaton> g_;
   std::vector<EarleyItem> items_;
@@ -170,6 +190,10 @@ class EarleyParser {
     std::vector<uint64_t> closed;
   };
   std::vector<BudgetCommit> budget_commits_;
+  // The byte each row after the first read (GrammarAutomaton::has_budget_closes only): a
+  // closed suffix/stop occurrence ends through its body where these bytes are one.
+  bool tracks_bytes_ = false;
+  std::string row_bytes_;
 };
 
 }  // namespace xg2

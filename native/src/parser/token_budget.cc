@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "automata/byte_dfa_ops.h"
 #include "parser/earley_parser.h"
 
 namespace xg2 {
@@ -22,6 +23,8 @@ namespace {
 uint64_t OccurrenceKey(RuleId rule, int32_t origin) {
   return (static_cast<uint64_t>(static_cast<uint32_t>(rule)) << 32) | static_cast<uint32_t>(origin);
 }
+
+}  // namespace
 
 // The callers' graph above the last row's items, and which occurrences are live in it.
 class OccurrenceGraph {
@@ -54,6 +57,7 @@ class OccurrenceGraph {
     return true;
   }
   Node& node(int32_t id) { return nodes_[id]; }
+  const Node& node(int32_t id) const { return nodes_[id]; }
   const std::vector<Node>& nodes() const { return nodes_; }
 
   // Top-level occurrences (origin -1) that have not run out are live, and so is every callee
@@ -83,8 +87,6 @@ class OccurrenceGraph {
   std::unordered_map<uint64_t, int32_t> index_;
   std::vector<int32_t> pending_;
 };
-
-}  // namespace
 
 bool EarleyParser::IsClosed(RuleId rule, int32_t origin) const {
   const std::vector<uint64_t>& closed = budget_commits_.back().closed;
@@ -119,9 +121,8 @@ std::string EarleyParser::DescribeBudgets() const {
   return out;
 }
 
-EarleyParser::BudgetOutcome EarleyParser::EnforceTokenBudgets(int32_t next_token) {
+OccurrenceGraph EarleyParser::LastRowOccurrences(int32_t next_token) const {
   const GrammarAutomaton& g = *g_;
-  if (!g.has_token_budgets) return BudgetOutcome::kNone;
   // The top item's rule starts at the first row.
   auto ran_out = [&](RuleId rule, int32_t origin) {
     const int64_t budget = g.rule_max_tokens[rule];
@@ -130,7 +131,6 @@ EarleyParser::BudgetOutcome EarleyParser::EnforceTokenBudgets(int32_t next_token
   };
   // Walk up from the last row's items through their callers.
   OccurrenceGraph graph;
-  const int32_t last = num_rows() - 1;
   for (const EarleyItem* it = last_row_begin(); it != last_row_end(); ++it) {
     const RuleId rule = g.RuleOf(it->state);
     graph.Get(rule, it->origin, ran_out(rule, it->origin));
@@ -151,6 +151,70 @@ EarleyParser::BudgetOutcome EarleyParser::EnforceTokenBudgets(int32_t next_token
     }
   }
   graph.PropagateLiveness();
+  return graph;
+}
+
+std::vector<EarleyParser::Occurrence> EarleyParser::BodyCloses(const OccurrenceGraph& graph) const {
+  const GrammarAutomaton& g = *g_;
+  std::vector<Occurrence> closes;
+  if (!g.has_budget_closes) return closes;
+  const int32_t last = num_rows() - 1;
+  for (const EarleyItem* it = last_row_begin(); it != last_row_end(); ++it) {
+    const RuleId rule = g.RuleOf(it->state);
+    // xgrammar closes a suffix/stop rule without its marker only under a budget of its own.
+    const ByteDfaSpec* body = g.rule_marker_split[rule].body.get();
+    if (body == nullptr || g.rule_max_tokens[rule] < 0 || graph.node(graph.Find(rule, it->origin)).live) continue;
+    const bool seen = std::any_of(closes.begin(), closes.end(),
+                                  [&](const Occurrence& c) { return c.rule == rule && c.origin == it->origin; });
+    const int32_t begin = std::max(it->origin, 0);
+    if (!seen && ByteDfaAccepts(*body, row_bytes_.substr(begin, last - begin))) closes.push_back({rule, it->origin});
+  }
+  return closes;
+}
+
+std::vector<EarleyItem> EarleyParser::CompletionItems(const std::vector<Occurrence>& closes) const {
+  const GrammarAutomaton& g = *g_;
+  std::vector<EarleyItem> out;
+  for (const Occurrence& c : closes) {
+    if (c.origin < 0) continue;  // the top item: its completion is the end of the input
+    const uint64_t bit = 1ull << (c.rule & 63);
+    for (int32_t j = row_begin_[c.origin]; j < row_begin_[c.origin + 1]; ++j) {
+      const EarleyItem parent = items_[j];
+      if (!(g.AwaitedBits(parent.state) & bit)) continue;
+      if (!budget_commits_.empty() && IsClosed(g.RuleOf(parent.state), parent.origin)) continue;
+      const int32_t target = g.RuleEdgeTarget(parent.state, c.rule);
+      if (target >= 0) out.push_back(EarleyItem{target, parent.origin});
+    }
+  }
+  return out;
+}
+
+void EarleyParser::RecloseLastRow(const std::vector<EarleyItem>& extra) {
+  // The row's predictions (origin == the row) follow again from the items that scanned or
+  // completed into it, so only those seed the row.
+  const int32_t last = num_rows() - 1;
+  std::vector<EarleyItem> seeds;
+  for (const EarleyItem* it = last_row_begin(); it != last_row_end(); ++it) {
+    if (it->origin != last) seeds.push_back(*it);
+  }
+  seeds.insert(seeds.end(), extra.begin(), extra.end());
+  const int32_t token = token_index_;
+  token_index_ = row_token_.back();
+  PopLeoEntries(last);
+  items_.resize(static_cast<size_t>(row_begin_[last]));
+  row_begin_.pop_back();
+  row_can_end_.pop_back();
+  leo_head_.pop_back();
+  row_token_.pop_back();
+  NewRowStamp();
+  for (const EarleyItem& it : seeds) AddItem(it.state, it.origin);
+  CloseRow(last);
+  token_index_ = token;
+}
+
+EarleyParser::BudgetOutcome EarleyParser::PruneClosed(const OccurrenceGraph& graph) {
+  const GrammarAutomaton& g = *g_;
+  const int32_t last = num_rows() - 1;
   // Which items of the last row stay, and whether one of them can go on.
   const int32_t begin = row_begin_[last];
   std::vector<uint8_t> keep(items_.size() - begin, 0);
@@ -177,6 +241,23 @@ EarleyParser::BudgetOutcome EarleyParser::EnforceTokenBudgets(int32_t next_token
   std::sort(commit.closed.begin(), commit.closed.end());
   budget_commits_.push_back(std::move(commit));
   return BudgetOutcome::kEnforced;
+}
+
+EarleyParser::BudgetOutcome EarleyParser::EnforceTokenBudgets(int32_t next_token, std::vector<Occurrence>* forced) {
+  if (!g_->has_token_budgets) return BudgetOutcome::kNone;
+  const OccurrenceGraph graph = LastRowOccurrences(next_token);
+  const std::vector<Occurrence> closes = BodyCloses(graph);
+  if (!closes.empty()) {
+    // Tried on a copy: where the completions lead nowhere, the plain closing below decides.
+    EarleyParser trial = *this;
+    trial.RecloseLastRow(CompletionItems(closes));
+    if (trial.PruneClosed(trial.LastRowOccurrences(next_token)) == BudgetOutcome::kEnforced) {
+      *this = std::move(trial);
+      forced->insert(forced->end(), closes.begin(), closes.end());
+      return BudgetOutcome::kEnforced;
+    }
+  }
+  return PruneClosed(graph);
 }
 
 }  // namespace xg2

@@ -139,14 +139,33 @@ struct Expr {
 // body is the lazy automaton of both). The split of an occurrence's text is its first place
 // where the text before is in `body` and the text after in `marker` (ByteDfa expressions):
 // the rule's own capture holds the body, a `stop_capture` name the marker, and with
-// `hides_marker` (stop=) captures of enclosing rules leave the marker out too.
+// `hides_marker` (stop=) captures of enclosing rules leave the marker out too. With
+// `whole_capture` (xgrammar's `[lazy]` rule `TEXT "t"` under a budget, printed `lazy=(B, M)`)
+// the split only says where a spent budget may end the rule (after a body); captures see the
+// rule's whole text.
 struct MarkerSplit {
   ExprId body = kNoExpr;
   ExprId marker = kNoExpr;
   bool hides_marker = false;
+  bool whole_capture = false;
   std::string stop_capture;  // "" when the marker is not captured
   bool operator==(const MarkerSplit& o) const {
-    return body == o.body && marker == o.marker && hides_marker == o.hides_marker && stop_capture == o.stop_capture;
+    return body == o.body && marker == o.marker && hides_marker == o.hides_marker && whole_capture == o.whole_capture &&
+           stop_capture == o.stop_capture;
+  }
+};
+
+// The marker a dynamic dispatch read just before an occurrence of a rule (xgrammar's dispatch
+// head `head[stop="M"]` / `[suffix="M"]`, whose trigger M the dispatch consumes and whose
+// tool body the rule is): `length` bytes before the occurrence. With `hides` (stop=) the
+// captures of the occurrences around it leave it out; `capture` names its own capture
+// (stop_capture). Printed `trigger_stop=L` / `trigger_suffix=L`, `trigger_capture="n"`.
+struct MarkerBefore {
+  int32_t length = 0;  // 0: none
+  bool hides = false;
+  std::string capture;
+  bool operator==(const MarkerBefore& o) const {
+    return length == o.length && hides == o.hides && capture == o.capture;
   }
 };
 
@@ -178,10 +197,18 @@ struct Rule {
   bool has_capture() const { return !capture.empty(); }
   // A suffix/stop rule's split (xgrammar's `[suffix=M]` / `[stop=M]`, see MarkerSplit).
   MarkerSplit marker_split;
+  // Its texts are sentences only where nothing follows them (grammar/end_forms.h): the
+  // grammar says so by where it references the rule; captures keep only its completions at
+  // the end of the input, since the others lie on parses that cannot go on.
+  bool end_only = false;
+  MarkerBefore marker_before;
+  bool has_marker_before() const { return marker_before.length > 0; }
   bool has_marker_split() const { return marker_split.body != kNoExpr; }
   // The matcher reads this rule's identity on the parse (temperature, token budget, captures),
   // so passes keep it a rule of its own: not inlined into callers, not merged with equal ones.
-  bool keeps_identity() const { return has_temperature() || has_token_budget() || has_capture() || has_marker_split(); }
+  bool keeps_identity() const {
+    return has_temperature() || has_token_budget() || has_capture() || has_marker_split() || has_marker_before();
+  }
 };
 
 // Why `name` is not a valid capture name (non-empty; letters, digits, '_', '-', '.'), or "".
@@ -230,6 +257,9 @@ class Grammar {
   // Throws Error(kInvalidArgument) unless body and marker are ByteDfa expressions of this
   // grammar (or both kNoExpr: none) and stop_capture is empty or a valid capture name.
   void SetRuleMarkerSplit(RuleId rule, const MarkerSplit& split);
+  void SetRuleEndOnly(RuleId rule, bool end_only);
+  // Throws Error(kInvalidArgument) for a negative length or an invalid capture name.
+  void SetRuleMarkerBefore(RuleId rule, const MarkerBefore& marker);
   // Gives the rule a new name (made valid and unique as DeclareRule does).
   void RenameRule(RuleId rule, const std::string& name);
   // Returns the id of the rule with this name, or -1.
