@@ -204,3 +204,32 @@ def test_text_and_id_readings_of_a_token_both_go_on():
     assert allowed_ids(matcher, tok) == before
     assert matcher.accept_token(9) and matcher.accept_token(4) and not matcher.accept_token(1)
     assert matcher.accept_token(9) and matcher.accept_token(1) and matcher.is_terminated()
+
+
+def test_by_id_masks_kept_between_steps_equal_fresh_ones(gpt2_tokenizer):
+    """A matcher keeps its last by-id result for the same lead-reading states: at every step
+    (two regions with other excluded ids, a literal between, a rollback) its mask equals the
+    mask of a fresh matcher that replays the same tokens."""
+    tok = gpt2_tokenizer
+    a, b, dot = ids_of(tok, "hello", "world", ".")
+    compiled = xg.GrammarCompiler(tok).compile_grammar(
+        f'root ::= ExcludeToken({a}, {dot})* "." ExcludeToken({b})* "!"')
+    steps = [b, b, a + 1, dot, a, a, b + 1]
+    kept = xg.GrammarMatcher(compiled)
+
+    def mask_of(matcher):
+        bitmask = xg.allocate_token_bitmask(1, tok.vocab_size)
+        matcher.fill_next_token_bitmask(bitmask)
+        return bitmask
+
+    for i, token in enumerate(steps):
+        fresh = xg.GrammarMatcher(compiled)
+        for t in steps[:i]:
+            assert fresh.accept_token(t)
+        assert (mask_of(kept) == mask_of(fresh)).all(), i
+        assert kept.accept_token(token), (i, token)
+    kept.rollback(3)  # back in the first region, its states met again
+    fresh = xg.GrammarMatcher(compiled)
+    for t in steps[:-3]:
+        assert fresh.accept_token(t)
+    assert (mask_of(kept) == mask_of(fresh)).all()

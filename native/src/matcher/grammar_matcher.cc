@@ -530,18 +530,48 @@ void GrammarMatcher::AddTokensById(uint32_t* words) {
   if (!ByteSetHas(next, kVirtualTokenLead)) return;
   const int32_t num_tokens = compiled_->tokenizer()->num_tokens();
   if (num_tokens == 0) return;
-  const int32_t rows = parser_.num_rows();
-  parser_.Advance(kVirtualTokenLead);
-  uint64_t high[kByteSetWords];
-  parser_.NextBytes(high);
-  for (int32_t h = 0; h <= ((num_tokens - 1) >> 16); ++h) {
-    if (!ByteSetHas(high, h)) continue;
-    parser_.Advance(static_cast<uint8_t>(h));
-    AddTokenIdsBelow(h << 16, num_tokens, words);
-    parser_.TruncateRows(rows + 1);
+  // Where the walk below only scans, the ids depend on the last row's states alone (not on
+  // the items' origins): a free region repeats them at every step, so the last result is kept.
+  std::vector<int32_t> states = LeadReadingStates();
+  const size_t num_words = static_cast<size_t>((num_tokens + 31) >> kTokenWordShift);
+  if (by_id_words_.size() != num_words || states != by_id_states_) {
+    by_id_words_.assign(num_words, 0);
+    by_id_scans_only_ = true;
+    const int32_t rows = parser_.num_rows();
+    parser_.Advance(kVirtualTokenLead);
+    NoteClosures();
+    uint64_t high[kByteSetWords];
+    parser_.NextBytes(high);
+    for (int32_t h = 0; h <= ((num_tokens - 1) >> 16); ++h) {
+      if (!ByteSetHas(high, h)) continue;
+      parser_.Advance(static_cast<uint8_t>(h));
+      NoteClosures();
+      AddTokenIdsBelow(h << 16, num_tokens, by_id_words_.data());
+      parser_.TruncateRows(rows + 1);
+    }
+    parser_.TruncateRows(rows);
+    by_id_states_ = by_id_scans_only_ ? std::move(states) : std::vector<int32_t>{-1};
   }
-  parser_.TruncateRows(rows);
+  for (size_t w = 0; w < num_words; ++w) words[w] |= by_id_words_[w];
   // Stop tokens among them are set or cleared by ApplyStopTokens, which follows.
+}
+
+std::vector<int32_t> GrammarMatcher::LeadReadingStates() const {
+  const GrammarAutomaton& a = parser_.automaton();
+  std::vector<int32_t> states;
+  for (const EarleyItem* it = parser_.last_row_begin(); it != parser_.last_row_end(); ++it) {
+    if (!a.is_virtual(it->state) && a.ByteTarget(it->state, kVirtualTokenLead) >= 0) states.push_back(it->state);
+  }
+  std::sort(states.begin(), states.end());
+  states.erase(std::unique(states.begin(), states.end()), states.end());
+  return states;
+}
+
+void GrammarMatcher::NoteClosures() {
+  const GrammarAutomaton& a = parser_.automaton();
+  for (const EarleyItem* it = parser_.last_row_begin(); it != parser_.last_row_end(); ++it) {
+    if (a.is_virtual(it->state) || a.closure_trivial[it->state] != 3) by_id_scans_only_ = false;
+  }
 }
 
 // Inside a virtual token string the parser only scans: its states there neither complete nor
@@ -570,6 +600,7 @@ void GrammarMatcher::AddTokenIdsBelow(int32_t base, int32_t num_tokens, uint32_t
     if (to.empty()) continue;
     uint64_t low[kByteSetWords];
     if (needs_closure) {
+      by_id_scans_only_ = false;
       const int32_t rows = parser_.num_rows();
       parser_.Advance(static_cast<uint8_t>(m));
       parser_.NextBytes(low);

@@ -147,6 +147,10 @@ class GrammarMatcher {
   void AddTokensById(uint32_t* words);
   // AddTokensById's ids with high byte base >> 16, from the row after the lead and high bytes.
   void AddTokenIdsBelow(int32_t base, int32_t num_tokens, uint32_t* words);
+  // The last row's states with an edge on a virtual token's lead byte, sorted.
+  std::vector<int32_t> LeadReadingStates() const;
+  // Clears by_id_scans_only_ if the last row holds an item a closure could add to.
+  void NoteClosures();
   // Tokens a token-level free region takes whole after their first bytes finish the text
   // before it (see MidTokenEntryBytes): a walk of the token trie with the parser, only as deep
   // as the automaton's mid_token_distance lets an entry lie inside a token.
@@ -194,6 +198,11 @@ class GrammarMatcher {
   FillStats fill_stats_;
   // Scratch for mask filling.
   std::vector<uint32_t> scratch_bits_;
+  // AddTokensById's last result and the lead-reading states it came from ({-1}: none kept,
+  // since a closure made it depend on more than those states).
+  std::vector<int32_t> by_id_states_;
+  std::vector<uint32_t> by_id_words_;
+  bool by_id_scans_only_ = true;
 };
 
 }  // namespace xg2
