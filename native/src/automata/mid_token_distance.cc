@@ -8,13 +8,6 @@ namespace xg2 {
 
 namespace {
 
-bool ReadsMidTokenLead(const GrammarAutomaton& g, int32_t s) {
-  for (int32_t k = g.byte_edge_begin[s]; k < g.byte_edge_begin[s + 1]; ++k) {
-    if (g.byte_edges[k].lo <= kMidTokenLead && g.byte_edges[k].hi >= kMidTokenLead) return true;
-  }
-  return false;
-}
-
 // The most relaxation passes; a grammar that needs more gets the bound 0 everywhere (the
 // walk is then never skipped, which is slower but exact).
 constexpr int kMaxPasses = 64;
@@ -26,7 +19,7 @@ std::vector<uint8_t> MidTokenEntryDistances(const GrammarAutomaton& g) {
   std::vector<uint8_t> dist(static_cast<size_t>(n), kFarMidTokenEntry);
   bool any = false;
   for (int32_t s = 0; s < n; ++s) {
-    if (ReadsMidTokenLead(g, s)) dist[s] = 0, any = true;
+    if (g.ByteTarget(s, kMidTokenLead) >= 0) dist[s] = 0, any = true;
   }
   if (!any) return {};
   auto at = [&](int32_t t) -> int { return t < 0 || g.is_virtual(t) ? 0 : dist[t]; };

@@ -525,14 +525,12 @@ void GrammarMatcher::WalkTokens(const std::vector<int32_t>& sorted_indices, uint
 // 1 + 256 * (num_tokens >> 16) + ... advances however many ids ExcludeToken allows.
 void GrammarMatcher::AddTokensById(uint32_t* words) {
   if (!compiled_->automaton()->scans_virtual_tokens) return;  // text grammars: nothing to do
-  uint64_t next[kByteSetWords];
-  parser_.NextBytes(next);
-  if (!ByteSetHas(next, kVirtualTokenLead)) return;
   const int32_t num_tokens = compiled_->tokenizer()->num_tokens();
   if (num_tokens == 0) return;
   // Where the walk below only scans, the ids depend on the last row's states alone (not on
   // the items' origins): a free region repeats them at every step, so the last result is kept.
   std::vector<int32_t> states = LeadReadingStates();
+  if (states.empty()) return;  // nothing reads a token by id here
   const size_t num_words = static_cast<size_t>((num_tokens + 31) >> kTokenWordShift);
   if (by_id_words_.size() != num_words || states != by_id_states_) {
     by_id_words_.assign(num_words, 0);
