@@ -38,6 +38,9 @@ FORMAT_CASES = {
     "json_schema": ({"type": "json_schema", "json_schema": WEATHER},
                     ['{"city": "Paris"}', '{"city": "Oslo", "days": 3}'], ['{"days": 3}', '{"city": 1}']),
     "grammar": ({"type": "grammar", "grammar": 'root ::= "a" [0-9]+'}, ["a1", "a42"], ["a", "b1"]),
+    "grammar_lark": ({"type": "grammar", "syntax": "lark",
+                      "grammar": 'start:"a" num ("," num)*\nnum:/[0-9]+/'},
+                     ["a1", "a4,2"], ["a", "a1,", "b1"]),
     "regex": ({"type": "regex", "pattern": r"\d{3}-[a-z]+"}, ["123-abc"], ["12-abc", "123-"]),
     "any_text": ({"type": "any_text"}, ["", "anything at all ✓\n"], []),
     "any_text_excludes": ({"type": "any_text", "excludes": ["<stop>", "bad"]}, ["fine <sto text"],
@@ -157,6 +160,12 @@ def test_pydantic_names_round_trip(name):
     ({"type": "regex", "pattern": "(a"}, "format.pattern", ""),
     ({"type": "grammar", "grammar": "root ::= undefined_rule"}, "format.grammar",
      'Rule "undefined_rule" is not defined'),
+    ({"type": "grammar", "grammar": 'start: "a" (', "syntax": "lark"}, "format.grammar",
+     "Lark error at line 1, column 13"),
+    ({"type": "grammar", "grammar": 'root ::= "a"', "syntax": "peg"}, "format.syntax",
+     'syntax must be "ebnf" or "lark"'),
+    ({"type": "json_schema", "json_schema": {}, "style": "yaml"}, "format.style",
+     'style must be "json", "qwen_xml"'),
     ({"type": "json_schema", "json_schema": {"type": "object", "properties": {"a": {"$ref": "#/nowhere"}}}},
      "format.json_schema", ""),
     ({"type": "repeat", "min": 3, "max": 2, "content": {"type": "const_string", "value": "a"}}, "format.max", ">= min"),
@@ -168,6 +177,26 @@ def test_invalid_structural_tags_name_the_path(fmt, path, reason):
     message = str(info.value)
     assert message.startswith("Invalid structural tag error: " + path + ":"), message
     assert reason in message
+
+
+def test_lark_grammar_format_reads_special_tokens_with_the_compilers_tokenizer():
+    # A Lark <special token> is one token by id: it resolves only where a tokenizer is known.
+    tag = _tag({"type": "grammar", "syntax": "lark", "grammar": 'start: <|tool|> "a"'})
+    compiled = xg.GrammarCompiler(xg.TokenizerInfo(["a", "<|tool|>", "b"])).compile_structural_tag(tag)
+    matcher = xg.GrammarMatcher(compiled, terminate_without_stop_token=True)
+    assert matcher.accept_token(1) and matcher.accept_token(0) and matcher.is_terminated()
+    assert not xg.GrammarMatcher(compiled).accept_token(0)
+    with pytest.raises(xg.StructuralTagError, match="format.grammar: .*requires tokenizer_info"):
+        xg.Grammar.from_structural_tag(tag)
+
+
+def test_grammar_format_syntax_field_round_trips():
+    lark = xg.GrammarFormat(grammar='start: "x"', syntax="lark")
+    assert lark.to_dict() == {"type": "grammar", "grammar": 'start: "x"', "syntax": "lark"}
+    assert "syntax" not in xg.GrammarFormat(grammar='root ::= "x"').to_dict()
+    assert xg.GrammarFormat.model_validate(lark.to_dict()) == lark
+    with pytest.raises(ValueError, match='"ebnf" or "lark"'):
+        xg.GrammarFormat(grammar="x", syntax="peg")
 
 
 def test_malformed_json_text_reports_line_and_column():

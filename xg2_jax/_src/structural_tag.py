@@ -220,18 +220,32 @@ class QwenXMLParameterFormat(_FormatBase):
 
 @dataclass(frozen=True, kw_only=True)
 class GrammarFormat(_FormatBase):
-    """Text that matches an EBNF ``grammar`` (rule ``root`` is the start).
+    """Text that matches ``grammar``: EBNF (rule ``root`` is the start) or, with
+    ``syntax="lark"``, a Lark grammar (rule ``start``; ``<special tokens>`` need a compiler's
+    tokenizer, as in ``GrammarCompiler.compile_structural_tag``).
 
     Example:
         >>> GrammarFormat(grammar='root ::= "yes" | "no"').type
         'grammar'
+        >>> GrammarFormat(grammar='start: "yes" | "no"', syntax="lark").to_dict()["syntax"]
+        'lark'
     """
 
     type: ClassVar[str] = "grammar"
     grammar: str
+    syntax: str = "ebnf"
 
     def __post_init__(self) -> None:
         _check_str("GrammarFormat", "grammar", self.grammar)
+        _check_str("GrammarFormat", "syntax", self.syntax)
+        if self.syntax not in ("ebnf", "lark"):
+            raise ValueError(f"GrammarFormat.syntax must be \"ebnf\" or \"lark\", got {self.syntax!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        out = super().to_dict()
+        if out["syntax"] == "ebnf":
+            del out["syntax"]               # absent means EBNF
+        return out
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -7,6 +7,7 @@
 #include <utility>
 
 #include "frontends/json_schema.h"
+#include "frontends/lark.h"
 #include "frontends/regex.h"
 #include "frontends/structural_tag_cohere.h"
 #include "frontends/structural_tag_gemma.h"
@@ -367,8 +368,9 @@ class Lowering {
     XmlStyle xml;
     if (!ParseXmlStyle(style, &xml)) {
       Fail(fs.At("style"), "unknown style '" + style +
-                               "' (json, gemma, cohere_xml, qwen_xml, minimax_xml, deepseek_xml, deepseek_v4_1_xml, "
-                               "glm_xml, kimi_k3_xml)");
+                               "': style must be \"json\", \"qwen_xml\", \"minimax_xml\", \"minimax_m3_xml\", "
+                               "\"deepseek_xml\", \"glm_xml\", \"cohere_xml\", \"kimi_k3_xml\", "
+                               "\"deepseek_v4_1_xml\", or \"gemma\"");
     }
     XmlParameterLowering lowering(&g_, xml, o, fs.At("json_schema"), &warnings_, std::move(excludes));
     return lowering.Lower(schema);
@@ -412,14 +414,24 @@ class Lowering {
     return g_.AddRuleRef(ImportGrammar(&g_, r.grammar, "schema" + std::to_string(++imports_) + "_"));
   }
 
+  // A grammar written as EBNF (the default) or Lark; Lark's <special tokens> resolve with the
+  // compiler's tokenizer when there is one.
   ExprId LowerGrammar(const JsonValue& f, const std::string& path) {
     Fields fs(f, path, {"grammar", "syntax"});
-    if (fs.Get("syntax") && fs.String("syntax") != "ebnf")
-      Fail(fs.At("syntax"), "only the \"ebnf\" syntax is supported");
+    const std::string syntax = fs.Get("syntax") ? fs.String("syntax") : "ebnf";
+    if (syntax != "ebnf" && syntax != "lark") {
+      Fail(fs.At("syntax"), "unknown syntax '" + syntax + "': Grammar format's syntax must be \"ebnf\" or \"lark\"");
+    }
     std::string text = fs.String("grammar");
     Grammar sub;
     try {
-      sub = ParseEbnf(text);
+      if (syntax == "lark") {
+        LarkOptions lark;
+        lark.tokenizer = options_.tokenizer;
+        sub = LarkToGrammar(text, lark);
+      } else {
+        sub = ParseEbnf(text);
+      }
     } catch (const Error& e) {
       Fail(fs.At("grammar"), e.what());
     }
