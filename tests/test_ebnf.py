@@ -44,6 +44,9 @@ def language_check(ebnf: str, members=(), non_members=(), dead=()):
         ('root ::= "\\"\\\\\\n\\r\\t\\/\\\'"', ['"\\\n\r\t/\''], ['"'], ["\\"]),
         ('root ::= "\\x41\\u00e9\\U0001F600\\x00"', ["A\u00e9\U0001F600\x00"], ["A\u00e9"], ["a"]),
         ('root ::= "\\[\\]\\-\\^"', ["[]-^"], [], ["\\"]),
+        # C's escapes, as xgrammar reads them, and \e (ESC).
+        ('root ::= "\\?\\a\\b\\f\\v\\e"', ["?\a\b\f\v\x1b"], ["?"], ["\\", "a"]),
+        ("root ::= [\\a\\b\\f\\v\\e?]", ["\a", "\b", "\f", "\v", "\x1b", "?"], [], ["a", "e"]),
         ('root ::= "caf\u00e9 \u65e5\u672c"', ["caf\u00e9 \u65e5\u672c"], ["caf"], ["cafe"]),
         ('root ::= ""', [""], [], ["a"]),
         # Character classes.

@@ -903,11 +903,18 @@ uint32_t EbnfParser::ParseEscape() {
   if (AtEnd() || Peek() == '\n') FailLexer("Invalid escape sequence: incomplete", start);
   char c = Peek();
   ++pos_;
+  // C's escapes (xgrammar reads these too), plus \e for ESC.
   switch (c) {
     case 'n': return '\n';
     case 'r': return '\r';
     case 't': return '\t';
     case '0': return 0;
+    case 'a': return 0x07;
+    case 'b': return 0x08;
+    case 'f': return 0x0C;
+    case 'v': return 0x0B;
+    case 'e': return 0x1B;
+    case '?':
     case '\\':
     case '"':
     case '\'':
