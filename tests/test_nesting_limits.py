@@ -132,3 +132,19 @@ def test_small_limit_keeps_lark_json_directives():
         xg.Grammar.from_json_schema('{"type":"array","items":' * 10 + "true" + "}" * 10)
         with pytest.raises(xg.LimitExceededError, match="Maximum recursion depth exceeded"):
             xg.Grammar.from_lark("start: %json " + "[" * 60 + "]" * 60)
+
+
+@pytest.mark.parametrize("reader", [xg.Grammar.deserialize_json, xg.TokenizerInfo.deserialize_json])
+def test_json_documents_are_read_within_the_limit(reader):
+    # The serialized JSON forms are read under the same limit as every other front end; a
+    # bracket inside a string does not nest.
+    with xg.max_recursion_depth(50):
+        with pytest.raises(xg.InvalidJSONError, match="Maximum recursion depth exceeded.*max_nesting_depth=50"):
+            reader("[" * 60 + "]" * 60)
+        with pytest.raises(xg.DeserializeFormatError, match="must be an object"):
+            reader("[" * 50 + "]" * 50)
+        with pytest.raises(xg.DeserializeVersionError):
+            reader('{"a": "' + "[" * 100 + '"}')
+    grammar = xg.Grammar.from_ebnf('root ::= [a-z] "[" ' + "(" * 40 + '"x"' + ")" * 40)
+    with xg.max_recursion_depth(50):
+        assert str(xg.Grammar.deserialize_json(grammar.serialize_json())) == str(grammar)

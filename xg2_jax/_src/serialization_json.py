@@ -7,7 +7,8 @@ same grammar) and root rule; a tokenizer as its decoded token bytes (each byte o
 U+0000..U+00FF), special and stop ids; a compiled grammar as its grammar plus a digest of the
 vocabulary it was compiled for (loading recompiles, as the binary form does).
 
-Reading checks everything: invalid JSON raises :class:`InvalidJSONError`, another version
+Reading checks everything: invalid JSON (or JSON nested deeper than ``max_recursion_depth``)
+raises :class:`InvalidJSONError`, another version
 :class:`DeserializeVersionError`, a missing, ill-typed or inconsistent field (a grammar that
 does not parse, another vocabulary) :class:`DeserializeFormatError` naming the field.
 """
@@ -19,6 +20,7 @@ import json
 import struct
 from typing import Any
 
+from xg2_jax import _core
 from xg2_jax._src.errors import (
     DeserializeFormatError,
     DeserializeVersionError,
@@ -58,9 +60,27 @@ def load_object(text: Any, kind: str) -> dict:
         doc = json.loads(text)
     except (ValueError, RecursionError) as exc:
         raise InvalidJSONError(f"{kind} JSON is not valid JSON: {exc}") from None
+    if isinstance(doc, (dict, list)):
+        _check_nesting(doc, kind)
     if not isinstance(doc, dict):
         raise DeserializeFormatError(f"{kind} JSON must be an object; got {type(doc).__name__}")
     return doc
+
+
+def _check_nesting(doc: Any, kind: str) -> None:
+    """Refuses JSON nested deeper than the front ends' limit (``max_recursion_depth``), as the
+    native JSON reader does. The walk is iterative: only containers are visited."""
+    limit = int(_core.max_nesting_depth())
+    stack = [(doc, 1)]
+    while stack:
+        value, depth = stack.pop()
+        if depth > limit:
+            raise InvalidJSONError(
+                f"{kind} JSON is not valid JSON: Maximum recursion depth exceeded: JSON nesting "
+                f"deeper than {limit} levels (limit max_nesting_depth={limit}, see "
+                "xg2_jax.set_limits)")
+        items = value.values() if isinstance(value, dict) else value
+        stack.extend((item, depth + 1) for item in items if isinstance(item, (dict, list)))
 
 
 def _read(text: Any, kind: str) -> dict:
