@@ -206,6 +206,29 @@ def test_text_and_id_readings_of_a_token_both_go_on():
     assert matcher.accept_token(9) and matcher.accept_token(1) and matcher.is_terminated()
 
 
+@pytest.mark.parametrize("prefix", [[2, 3, 9], [2, 3, 9, 7], [2, 3, 9, 2]])
+def test_nullable_dispatch_ends_before_a_token_loop(prefix):
+    # `inner` is a TagDispatch over free text: it ends anywhere, also before any text. After
+    # token 9 it may be empty, so `mid`'s free tokens follow, <bad> (6) among them: excluded as
+    # text inside `inner` and `root`, not as a free token of `mid`. (xgrammar refuses 6 right
+    # after token 9 but takes it once `inner` holds text: see docs/XGRAMMAR_COMPAT.md.)
+    vocab = ["<s>", "</s>", "<call>", "<mid>", "<skip>", "<end>", "<bad>", "hello", "world", "x", "y", "done"]
+    tok = xg.TokenizerInfo(vocab, stop_token_ids=[1])
+    grammar = xg.Grammar.from_ebnf(
+        'leaf ::= [a-z]+\ninner ::= TagDispatch(("<end>", leaf), excludes=("<bad>"))\n'
+        'mid_body ::= Token(9, 10) inner\nmid ::= TokenTagDispatch((3, mid_body), excludes=(4,))\n'
+        'root ::= TagDispatch(("<call>", mid), excludes=("<bad>"))')
+    matcher = xg.GrammarMatcher(xg.GrammarCompiler(tok).compile_grammar(grammar))
+    assert all(matcher.accept_token(t) for t in prefix)
+    assert check_mask_agrees(matcher, tok) == set(range(len(vocab)))
+    assert matcher.accept_token(6)
+    # In `mid`'s loop (or back in `root` after it): every token, and the stop token ends.
+    assert check_mask_agrees(matcher, tok) == set(range(len(vocab)))
+    assert matcher.accept_token(1) and matcher.is_terminated()
+    outer = xg.GrammarMatcher(xg.GrammarCompiler(tok).compile_grammar(grammar))
+    assert outer.accept_token(7) and not outer.accept_token(6)  # <bad> as text outside `mid`
+
+
 def test_by_id_masks_kept_between_steps_equal_fresh_ones(gpt2_tokenizer):
     """A matcher keeps its last by-id result for the same lead-reading states: at every step
     (two regions with other excluded ids, a literal between, a rollback) its mask equals the

@@ -163,7 +163,7 @@ class JSONSchemaFormat(_FormatBase):
         max_whitespace_cnt: at most this many consecutive whitespace characters (None: no
             limit).
         excludes: substrings that must not occur in string values or property names
-            (xgrammar's field; the native compiler refuses a non-empty list).
+            (xgrammar's field; refused with the ``cohere_xml`` and ``minimax_m3_xml`` styles).
 
     Example:
         >>> JSONSchemaFormat(json_schema={"type": "integer"}).to_dict()["style"]
@@ -278,7 +278,7 @@ class AnyTextFormat(_FormatBase):
     type: ClassVar[str] = "any_text"
     excludes: tuple[str, ...] = ()
     max_chars: int | None = None
-    max_tokens: int | None = None   # xgrammar's token budget on text; the native compiler refuses it
+    max_tokens: int | None = None   # xgrammar's token budget: the text ends when it is spent
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "excludes", _check_str_list("AnyTextFormat", "excludes",
