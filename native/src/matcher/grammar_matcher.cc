@@ -687,7 +687,8 @@ void GrammarMatcher::AddTokensEnteringMidToken(uint32_t* words) {
 bool GrammarMatcher::FewTokensLeft(const uint32_t* words, std::vector<int32_t>* left) const {
   constexpr size_t kFew = 64;
   const int32_t num_tokens = compiled_->tokenizer()->num_tokens();
-  for (int32_t w = 0; w << kTokenWordShift < num_tokens; ++w) {
+  const int32_t num_words = (num_tokens + 31) >> kTokenWordShift;
+  auto collect = [&](int32_t w) {
     uint32_t missing = ~words[w];
     const int32_t first = w << kTokenWordShift;
     if (num_tokens - first < 32) missing &= (1u << (num_tokens - first)) - 1;
@@ -695,6 +696,21 @@ bool GrammarMatcher::FewTokensLeft(const uint32_t* words, std::vector<int32_t>* 
       if (left->size() == kFew) return false;
       left->push_back(first + __builtin_ctz(missing));
     }
+    return true;
+  };
+  // In a free region nearly every word is all ones: they are skipped eight at a time.
+  constexpr int32_t kStride = 8;
+  int32_t w = 0;
+  for (; w + kStride < num_words; w += kStride) {
+    uint32_t all = words[w];
+    for (int32_t k = 1; k < kStride; ++k) all &= words[w + k];
+    if (all == 0xFFFFFFFFu) continue;
+    for (int32_t k = w; k < w + kStride; ++k) {
+      if (!collect(k)) return false;
+    }
+  }
+  for (; w < num_words; ++w) {
+    if (!collect(w)) return false;
   }
   return true;
 }
