@@ -235,24 +235,47 @@ def test_by_id_masks_kept_between_steps_equal_fresh_ones(gpt2_tokenizer):
     mask of a fresh matcher that replays the same tokens."""
     tok = gpt2_tokenizer
     a, b, dot = ids_of(tok, "hello", "world", ".")
-    compiled = xg.GrammarCompiler(tok).compile_grammar(
-        f'root ::= ExcludeToken({a}, {dot})* "." ExcludeToken({b})* "!"')
+    grammar = f'root ::= ExcludeToken({a}, {dot})* "." ExcludeToken({b})* "!"'
+    compiled = xg.GrammarCompiler(tok).compile_grammar(grammar)
     steps = [b, b, a + 1, dot, a, a, b + 1]
     kept = xg.GrammarMatcher(compiled)
 
-    def mask_of(matcher):
-        bitmask = xg.allocate_token_bitmask(1, tok.vocab_size)
-        matcher.fill_next_token_bitmask(bitmask)
-        return bitmask
+    def fresh_after(tokens):
+        # Its own compiled grammar: nothing kept or shared from the other matchers.
+        fresh = xg.GrammarMatcher(xg.GrammarCompiler(tok, cache_enabled=False).compile_grammar(grammar))
+        for t in tokens:
+            assert fresh.accept_token(t)
+        return fresh
 
     for i, token in enumerate(steps):
-        fresh = xg.GrammarMatcher(compiled)
-        for t in steps[:i]:
-            assert fresh.accept_token(t)
-        assert (mask_of(kept) == mask_of(fresh)).all(), i
+        assert (mask_of(kept, tok) == mask_of(fresh_after(steps[:i]), tok)).all(), i
         assert kept.accept_token(token), (i, token)
     kept.rollback(3)  # back in the first region, its states met again
-    fresh = xg.GrammarMatcher(compiled)
-    for t in steps[:-3]:
-        assert fresh.accept_token(t)
-    assert (mask_of(kept) == mask_of(fresh)).all()
+    assert (mask_of(kept, tok) == mask_of(fresh_after(steps[:-3]), tok)).all()
+
+
+def mask_of(matcher, tokenizer):
+    bitmask = xg.allocate_token_bitmask(1, tokenizer.vocab_size)
+    matcher.fill_next_token_bitmask(bitmask)
+    return bitmask
+
+
+def test_by_id_results_shared_between_matchers_equal_unshared_ones(gpt2_tokenizer):
+    """Matchers of one compiled grammar share by-id results (ByIdTokenCache): filled together on
+    threads at different places of two regions, each row equals the mask of a matcher whose
+    grammar was compiled apart (nothing shared)."""
+    tok = gpt2_tokenizer
+    a, b, dot = ids_of(tok, "hello", "world", ".")
+    grammar = f'root ::= ExcludeToken({a}, {dot})* "." ExcludeToken({b})* "!"'
+    compiled = xg.GrammarCompiler(tok).compile_grammar(grammar)
+    prefixes = [[], [b], [b, b], [dot], [b, dot], [dot, a], [dot, a, a], [b, dot, a + 1]]
+    matchers = [xg.GrammarMatcher(compiled) for _ in prefixes]
+    for matcher, prefix in zip(matchers, prefixes):
+        assert all(matcher.accept_token(t) for t in prefix)
+    for _ in range(2):  # the second round reads every result from the cache
+        bitmask = xg.allocate_token_bitmask(len(matchers), tok.vocab_size)
+        xg.BatchGrammarMatcher(max_threads=4).batch_fill_next_token_bitmask(matchers, bitmask)
+        for row, prefix in enumerate(prefixes):
+            alone = xg.GrammarMatcher(xg.GrammarCompiler(tok, cache_enabled=False).compile_grammar(grammar))
+            assert all(alone.accept_token(t) for t in prefix)
+            assert (bitmask[row] == mask_of(alone, tok)[0]).all(), prefix

@@ -78,11 +78,12 @@ CompiledGrammar::CompiledGrammar(Grammar grammar, std::shared_ptr<const GrammarA
       automaton_(std::move(automaton)),
       tokenizer_(std::move(tokenizer)),
       cache_(new TokenMaskCache(automaton_, tokenizer_)),
+      by_id_cache_(new ByIdTokenCache()),
       rule_temperatures_(RuleTemperatures(grammar_, *automaton_)) {}
 
 size_t CompiledGrammar::MemoryBytes() const {
   return sizeof(*this) + GrammarBytes(grammar_) + automaton_->MemoryBytes() +
-         static_cast<size_t>(cache_->Stats().memory_bytes) + cache_->OverheadBytes();
+         static_cast<size_t>(cache_->Stats().memory_bytes) + cache_->OverheadBytes() + by_id_cache_->MemoryBytes();
 }
 
 PrecomputeTask::PrecomputeTask(std::shared_ptr<CompiledGrammar> compiled, int num_threads, double budget_ms)

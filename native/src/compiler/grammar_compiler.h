@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "automata/grammar_automaton.h"
+#include "compiler/by_id_token_cache.h"
 #include "compiler/cache_registry.h"
 #include "compiler/token_mask_cache.h"
 #include "xg2/grammar.h"
@@ -40,11 +41,13 @@ class CompiledGrammar {
   const std::shared_ptr<const GrammarAutomaton>& automaton() const { return automaton_; }
   const std::shared_ptr<const TokenizerInfo>& tokenizer() const { return tokenizer_; }
   TokenMaskCache& mask_cache() const { return *cache_; }
+  // The tokens read by id from a row's lead-reading states, shared by the matchers.
+  ByIdTokenCache& by_id_cache() const { return *by_id_cache_; }
   // Per automaton rule, its temperature or Rule::kNoTemperature; empty when the grammar sets
   // none (see matcher/active_temperature.h).
   const std::vector<float>& rule_temperatures() const { return rule_temperatures_; }
   // Approximate heap size: the grammar, the automaton, the built mask entries (their pooled
-  // cores included) and the mask cache's own tables.
+  // cores included), the mask cache's own tables and the kept by-id results.
   size_t MemoryBytes() const;
 
  private:
@@ -52,6 +55,7 @@ class CompiledGrammar {
   std::shared_ptr<const GrammarAutomaton> automaton_;
   std::shared_ptr<const TokenizerInfo> tokenizer_;
   std::unique_ptr<TokenMaskCache> cache_;
+  std::unique_ptr<ByIdTokenCache> by_id_cache_;
   std::vector<float> rule_temperatures_;
 };
 

@@ -528,29 +528,39 @@ void GrammarMatcher::AddTokensById(uint32_t* words) {
   const int32_t num_tokens = compiled_->tokenizer()->num_tokens();
   if (num_tokens == 0) return;
   // Where the walk below only scans, the ids depend on the last row's states alone (not on
-  // the items' origins): a free region repeats them at every step, so the last result is kept.
+  // the items' origins): a free region repeats them at every step, so the last result is kept,
+  // and other matchers of the grammar reach the same states, so it is shared with them.
   std::vector<int32_t> states = LeadReadingStates();
   if (states.empty()) return;  // nothing reads a token by id here
   const size_t num_words = static_cast<size_t>((num_tokens + 31) >> kTokenWordShift);
-  if (by_id_words_.size() != num_words || states != by_id_states_) {
-    by_id_words_.assign(num_words, 0);
-    by_id_scans_only_ = true;
-    const int32_t rows = parser_.num_rows();
-    parser_.Advance(kVirtualTokenLead);
-    NoteClosures();
-    uint64_t high[kByteSetWords];
-    parser_.NextBytes(high);
-    for (int32_t h = 0; h <= ((num_tokens - 1) >> 16); ++h) {
-      if (!ByteSetHas(high, h)) continue;
-      parser_.Advance(static_cast<uint8_t>(h));
+  if (!by_id_words_ || states != by_id_states_) {
+    ByIdTokenCache& shared = compiled_->by_id_cache();
+    by_id_words_ = shared.Find(states);
+    if (by_id_words_) {
+      by_id_states_ = std::move(states);
+    } else {
+      auto fresh = std::make_shared<std::vector<uint32_t>>(num_words, 0);
+      by_id_scans_only_ = true;
+      const int32_t rows = parser_.num_rows();
+      parser_.Advance(kVirtualTokenLead);
       NoteClosures();
-      AddTokenIdsBelow(h << 16, num_tokens, by_id_words_.data());
-      parser_.TruncateRows(rows + 1);
+      uint64_t high[kByteSetWords];
+      parser_.NextBytes(high);
+      for (int32_t h = 0; h <= ((num_tokens - 1) >> 16); ++h) {
+        if (!ByteSetHas(high, h)) continue;
+        parser_.Advance(static_cast<uint8_t>(h));
+        NoteClosures();
+        AddTokenIdsBelow(h << 16, num_tokens, fresh->data());
+        parser_.TruncateRows(rows + 1);
+      }
+      parser_.TruncateRows(rows);
+      if (by_id_scans_only_) shared.Insert(states, fresh);
+      by_id_states_ = by_id_scans_only_ ? std::move(states) : std::vector<int32_t>{-1};
+      by_id_words_ = std::move(fresh);
     }
-    parser_.TruncateRows(rows);
-    by_id_states_ = by_id_scans_only_ ? std::move(states) : std::vector<int32_t>{-1};
   }
-  for (size_t w = 0; w < num_words; ++w) words[w] |= by_id_words_[w];
+  const uint32_t* kept = by_id_words_->data();
+  for (size_t w = 0; w < num_words; ++w) words[w] |= kept[w];
   // Stop tokens among them are set or cleared by ApplyStopTokens, which follows.
 }
 

@@ -199,9 +199,10 @@ class GrammarMatcher {
   // Scratch for mask filling.
   std::vector<uint32_t> scratch_bits_;
   // AddTokensById's last result and the lead-reading states it came from ({-1}: none kept,
-  // since a closure made it depend on more than those states).
+  // since a closure made it depend on more than those states). A result that depends on the
+  // states alone is also shared through the compiled grammar's ByIdTokenCache.
   std::vector<int32_t> by_id_states_;
-  std::vector<uint32_t> by_id_words_;
+  ByIdTokenCache::Words by_id_words_;
   bool by_id_scans_only_ = true;
 };
 
