@@ -42,31 +42,12 @@ from xg2_jax._src.structural_tag_checks import (
     _fail,
 )
 
-__all__ = [
-    "AnyTextFormat",
-    "AnyTokensFormat",
-    "ConstStringFormat",
-    "DispatchFormat",
-    "ExcludeTokenFormat",
-    "Format",
-    "GrammarFormat",
-    "JSONSchemaFormat",
-    "OptionalFormat",
-    "OrFormat",
-    "PlusFormat",
-    "QwenXMLParameterFormat",
-    "RegexFormat",
-    "RepeatFormat",
-    "SequenceFormat",
-    "StarFormat",
-    "StructuralTag",
-    "TagFormat",
-    "TagsWithSeparatorFormat",
-    "TokenFormat",
-    "TokenTriggeredTagsFormat",
-    "TriggeredTagsFormat",
-    "format_from_dict",
-]
+__all__ = ["AnyTextFormat", "AnyTokensFormat", "ConstStringFormat", "DispatchFormat",
+           "ExcludeTokenFormat", "Format", "GrammarFormat", "JSONSchemaFormat", "OptionalFormat",
+           "OrFormat", "PlusFormat", "QwenXMLParameterFormat", "RegexFormat", "RepeatFormat",
+           "SequenceFormat", "StarFormat", "StructuralTag", "TagFormat",
+           "TagsWithSeparatorFormat", "TokenFormat", "TokenTriggeredTagsFormat",
+           "TriggeredTagsFormat", "format_from_dict"]
 
 JSON_SCHEMA_STYLES = ("json", "gemma", "cohere_xml", "minimax_m3_xml", "qwen_xml", "minimax_xml",
                       "deepseek_xml", "deepseek_v4_1_xml", "glm_xml", "kimi_k3_xml")
