@@ -8,7 +8,9 @@ tests/test_model_formats.py; no dependency on the native engine.
 
 from __future__ import annotations
 
+import decimal
 import json
+import math
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -123,9 +125,46 @@ def _mimo_calls(calls):
         + "</function></tool_call>" for n, a in calls)
 
 
+def _cohere_attribute(text: str) -> str:
+    """A name attribute as Melody writes it (``&``, ``<``, ``>`` and ``"`` escaped)."""
+    return (text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;"))
+
+
+def _cohere_number(v: float) -> str:
+    """A float as Melody writes it: serde_json's shortest round-trip spelling (ryu), which
+    differs from Python's (``1e20`` not ``1e+20``, ``0.00001`` not ``1e-05``, ``1e-6``)."""
+    if v == 0:
+        return "-0.0" if math.copysign(1.0, v) < 0 else "0.0"
+    sign = "-" if v < 0 else ""
+    _, digit_tuple, exp = decimal.Decimal(repr(abs(v))).normalize().as_tuple()
+    digits = "".join(map(str, digit_tuple))
+    point = len(digits) + exp                 # the value is 0.DIGITS x 10^point
+    if exp >= 0 and point <= 16:
+        return f"{sign}{digits}{'0' * exp}.0"
+    if 0 < point <= 16:
+        return f"{sign}{digits[:point]}.{digits[point:]}"
+    if -5 < point <= 0:
+        return f"{sign}0.{'0' * -point}{digits}"
+    mantissa = digits[0] + (f".{digits[1:]}" if len(digits) > 1 else "")
+    return f"{sign}{mantissa}e{point - 1}"
+
+
+def _cohere_json(v: Any) -> str:
+    """A non-string scalar as Melody writes it (serde_json: integers beyond 64 bits are read
+    as floats)."""
+    if isinstance(v, bool) or v is None:
+        return json.dumps(v)
+    if isinstance(v, int) and -2**63 <= v < 2**64:
+        return str(v)
+    return _cohere_number(float(v))
+
+
 def _cohere_value(name, v) -> str:
-    """A value node of Cohere's cmd5 nested-XML format (as its response parser reads it)."""
-    attr = f' name="{name}"' if name is not None else ""
+    """A value node of Cohere's cmd5 nested-XML format, as Cohere's renderer (Melody's
+    render_cmd5) writes it: strings raw, names XML-escaped, other scalars as serde_json's JSON
+    (tests/test_model_formats_cohere_melody.py checks this against Melody)."""
+    attr = f' name="{_cohere_attribute(name)}"' if name is not None else ""
     if isinstance(v, str):
         return f'<cofl:value{attr} type="raw">{v}</cofl:value>'
     if isinstance(v, dict):
@@ -134,12 +173,13 @@ def _cohere_value(name, v) -> str:
     if isinstance(v, list):
         inner = "".join(_cohere_value(None, x) for x in v)
         return f'<cofl:value{attr} type="list">{inner}</cofl:value>'
-    return f'<cofl:value{attr} type="json">{json.dumps(v)}</cofl:value>'
+    return f'<cofl:value{attr} type="json">{_cohere_json(v)}</cofl:value>'
 
 
 def _cohere_calls(calls):
     return "<cofl:tool_calls>" + "".join(
-        f'<cofl:tool_call id="{i}" name="{n}">' + "".join(_cohere_value(k, v) for k, v in a.items())
+        f'<cofl:tool_call id="{i}" name="{_cohere_attribute(n)}">'
+        + "".join(_cohere_value(k, v) for k, v in a.items())
         + "</cofl:tool_call>" for i, (n, a) in enumerate(calls)) + "</cofl:tool_calls>"
 
 
@@ -246,6 +286,10 @@ RENDERERS: dict[str, Renderer] = {
                      "<tool_call>"),
     "minimax_m3": Renderer(lambda r: f"{r}</mm:think>", _m3_calls, "<|im_end|>", "qwen3",
                            f"{M3}</tool_call>", f"{M3}<tool_call>", think_marker="<mm:think>"),
+    # Calls and reasoning as Melody (Cohere's renderer) writes them; its text is wrapped in
+    # <|START_TEXT|>...<|END_TEXT|> and never sits beside calls. The bare text of these cases
+    # is free text the grammar also takes (as xgrammar's tests write it); Melody's own turns
+    # are checked in tests/test_model_formats_cohere_melody.py.
     "cohere": Renderer(lambda r: f"{r}<|END_THINKING|>", _cohere_calls,   # prompt opens it
                        "<|im_end|>", "qwen3", "</cofl:tool_calls>", "<cofl:tool_calls>",
                        think_marker="<|START_THINKING|>"),

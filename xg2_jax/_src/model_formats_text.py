@@ -298,14 +298,13 @@ TEXT_SYNTAXES: dict[str, ToolCallSyntax] = {
         text_excludes=(f"{_M3}</tool_call>", f"{_M3}<invoke", f"{_M3}</invoke>"),
         reasoning_excludes=(f"{_M3}<tool_call>", f"{_M3}</tool_call>", f"{_M3}<invoke",
                             f"{_M3}</invoke>")),
-    # Cohere Command (the "cmd5" nested-XML template): as its response parser documents the
-    # format (Cohere's cofl tool-call parsing, nested-xml module, and its test fixtures; the
-    # template itself is not in the offline corpus): <|START_THINKING|>...<|END_THINKING|>,
-    # then <cofl:tool_calls><cofl:tool_call id="0" name="NAME"> value nodes
-    # </cofl:tool_call>...</cofl:tool_calls>, names XML-escaped. Cohere's reasoning templates
-    # end the generation prompt with <|START_THINKING|> when thinking (and with
-    # <|START_THINKING|><|END_THINKING|> when not; llama.cpp's server tests of the Command R7B
-    # template), so with reasoning on the output starts inside the block.
+    # Cohere Command (the "cmd5" nested-XML template), as Cohere's reference renderer (Melody's
+    # render_cmd5, PyPI cohere_melody; tests/test_model_formats_cohere_melody.py) writes it:
+    # <|START_THINKING|>...<|END_THINKING|>, then <cofl:tool_calls><cofl:tool_call id="0"
+    # name="NAME"> value nodes </cofl:tool_call>...</cofl:tool_calls>, names XML-escaped, string
+    # values raw. The generation prompt ends with <|START_THINKING|> when thinking (and with
+    # <|START_THINKING|><|END_THINKING|> when not), so with reasoning on the output starts
+    # inside the block. Melody wraps text in <|START_TEXT|>...<|END_TEXT|>; it is free text here.
     "cohere": ToolCallSyntax(
         source="Cohere cmd5 nested-XML tool calls (cofl response parser)",
         call_tag=_cohere_call, trigger="<cofl:tool_calls>",

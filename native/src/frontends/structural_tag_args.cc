@@ -125,7 +125,7 @@ void StyledArgumentLowering::CheckKeywords(const JsonValue& s, const std::vector
     if (t == "object")
       handled.insert({"properties", "required", "additionalProperties", "unevaluatedProperties", "patternProperties",
                       "propertyNames"});
-    if (t == "array") handled.insert({"items", "minItems", "maxItems"});
+    if (t == "array") handled.insert({"items", "prefixItems", "minItems", "maxItems"});
     if (t == "string") handled.insert({"minLength", "maxLength", "pattern", "format"});
     if (t == "integer" || t == "number") handled.insert(NumberKeywords().begin(), NumberKeywords().end());
   }
@@ -204,7 +204,7 @@ ExprId StyledArgumentLowering::Value(const JsonValue& s, const std::string& path
   std::vector<std::string> types = Types(s);
   if (types.empty()) {
     if (s.Find("properties") || s.Find("patternProperties") || s.Find("propertyNames")) types = {"object"};
-    if (s.Find("items")) types = {"array"};
+    if (s.Find("items") || s.Find("prefixItems")) types = {"array"};
   }
   CheckKeywords(s, types, path);
   if (types.empty()) return AnyValue(name);
@@ -404,6 +404,7 @@ ExprId StyledArgumentLowering::AnyOrderMembers(const std::vector<Member>& member
 
 ExprId StyledArgumentLowering::Items(const JsonValue& s, const std::string& path) {
   const JsonValue* items = s.Find("items");
+  const JsonValue* prefix = s.Find("prefixItems");
   auto count = [&](const char* key, int64_t fallback) {
     const JsonValue* v = s.Find(key);
     if (!v) return fallback;
@@ -413,14 +414,44 @@ ExprId StyledArgumentLowering::Items(const JsonValue& s, const std::string& path
   };
   const int64_t lo = count("minItems", 0), hi = count("maxItems", kUnbounded);
   if (hi != kUnbounded && hi < lo) Fail(path + "/maxItems", "is below minItems");
-  // No items (maxItems 0, or items false without minItems): the list is empty whatever their schema.
-  if (hi == 0 || (items && items->is_bool() && !items->as_bool() && lo == 0)) return g_->AddEmpty();
-  ExprId item = items ? Value(*items, path + "/items", ItemName()) : AnyValue(ItemName());
+  if (prefix && !prefix->is_array()) Fail(path + "/prefixItems", "must be a list of schemas");
+  // Positions a list may fill: up to a `false` prefix item, to the end of the prefix when
+  // items past it are `false` (2020-12: `items` applies past the prefix), else unbounded.
+  const int64_t n = prefix ? static_cast<int64_t>(prefix->items().size()) : 0;
+  int64_t shown = n;  // prefix positions that may be filled
+  for (int64_t i = 0; i < n; ++i) {
+    const JsonValue& p = prefix->items()[i];
+    if (p.is_bool() && !p.as_bool()) {
+      shown = i;
+      break;
+    }
+  }
+  const bool rest = shown == n && !(items && items->is_bool() && !items->as_bool());
+  if (!rest && lo > shown) Fail(path + "/minItems", "is above the number of items the list may hold");
+  if (hi == 0 || (!rest && shown == 0)) return g_->AddEmpty();  // the list is empty whatever its items' schemas
   ExprId sep = ItemSeparator();
-  ExprId next = sep == kNoExpr ? item : g_->AddSequence({sep, item});
-  ExprId list =
-      g_->AddSequence({item, g_->AddRepeat(next, lo > 0 ? lo - 1 : 0, hi == kUnbounded ? kUnbounded : hi - 1)});
-  return lo == 0 ? g_->AddRepeat(list, 0, 1) : list;
+  auto after = [&](ExprId e) { return sep == kNoExpr ? e : g_->AddSequence({sep, e}); };
+  if (n == 0) {
+    ExprId item = items ? Value(*items, path + "/items", ItemName()) : AnyValue(ItemName());
+    ExprId list =
+        g_->AddSequence({item, g_->AddRepeat(after(item), lo > 0 ? lo - 1 : 0, hi == kUnbounded ? kUnbounded : hi - 1)});
+    return lo == 0 ? g_->AddRepeat(list, 0, 1) : list;
+  }
+  // prefixItems, built back to front: `tail` is the list from position i on, after item i-1
+  // (a separator is due before each item); positions below minItems are required, and a
+  // position is filled only after the one before it.
+  if (hi != kUnbounded) shown = std::min(shown, hi);
+  ExprId tail = g_->AddEmpty();
+  if (rest && (hi == kUnbounded || hi > n)) {
+    ExprId item = items ? Value(*items, path + "/items", ItemName()) : AnyValue(ItemName());
+    tail = g_->AddRepeat(after(item), std::max<int64_t>(lo - n, 0), hi == kUnbounded ? kUnbounded : hi - n);
+  }
+  for (int64_t i = shown; i-- > 0;) {
+    ExprId item = Value(prefix->items()[i], path + "/prefixItems/" + std::to_string(i), ItemName());
+    ExprId with = g_->AddSequence({i == 0 ? item : after(item), tail});
+    tail = i < lo ? with : g_->AddChoice({with, g_->AddEmpty()});
+  }
+  return tail;
 }
 
 // Numbers, booleans and null are spelled as in JSON: the JSON front end builds them (with
