@@ -433,8 +433,8 @@ ExprId StyledArgumentLowering::Items(const JsonValue& s, const std::string& path
   auto after = [&](ExprId e) { return sep == kNoExpr ? e : g_->AddSequence({sep, e}); };
   if (n == 0) {
     ExprId item = items ? Value(*items, path + "/items", ItemName()) : AnyValue(ItemName());
-    ExprId list =
-        g_->AddSequence({item, g_->AddRepeat(after(item), lo > 0 ? lo - 1 : 0, hi == kUnbounded ? kUnbounded : hi - 1)});
+    ExprId list = g_->AddSequence(
+        {item, g_->AddRepeat(after(item), lo > 0 ? lo - 1 : 0, hi == kUnbounded ? kUnbounded : hi - 1)});
     return lo == 0 ? g_->AddRepeat(list, 0, 1) : list;
   }
   // prefixItems, built back to front: `tail` is the list from position i on, after item i-1

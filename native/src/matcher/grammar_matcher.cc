@@ -527,7 +527,7 @@ void GrammarMatcher::AddTokensById(uint32_t* words) {
   if (!compiled_->automaton()->scans_virtual_tokens) return;  // text grammars: nothing to do
   const int32_t num_tokens = compiled_->tokenizer()->num_tokens();
   if (num_tokens == 0) return;
-  // Where the walk below only scans, the ids depend on the last row's states alone (not on
+  // Where reading the ids only scans, they depend on the last row's states alone (not on
   // the items' origins): a free region repeats them at every step, so the last result is kept,
   // and other matchers of the grammar reach the same states, so it is shared with them.
   std::vector<int32_t> states = LeadReadingStates();
@@ -536,32 +536,40 @@ void GrammarMatcher::AddTokensById(uint32_t* words) {
   if (!by_id_words_ || states != by_id_states_) {
     ByIdTokenCache& shared = compiled_->by_id_cache();
     by_id_words_ = shared.Find(states);
-    if (by_id_words_) {
-      by_id_states_ = std::move(states);
-    } else {
-      auto fresh = std::make_shared<std::vector<uint32_t>>(num_words, 0);
-      by_id_scans_only_ = true;
-      const int32_t rows = parser_.num_rows();
-      parser_.Advance(kVirtualTokenLead);
-      NoteClosures();
-      uint64_t high[kByteSetWords];
-      parser_.NextBytes(high);
-      for (int32_t h = 0; h <= ((num_tokens - 1) >> 16); ++h) {
-        if (!ByteSetHas(high, h)) continue;
-        parser_.Advance(static_cast<uint8_t>(h));
-        NoteClosures();
-        AddTokenIdsBelow(h << 16, num_tokens, fresh->data());
-        parser_.TruncateRows(rows + 1);
+    if (!by_id_words_) {
+      by_id_words_ = ReadTokensById(num_tokens);
+      if (by_id_scans_only_) {
+        shared.Insert(states, by_id_words_);
+      } else {
+        states = {-1};  // a closure made the result depend on more than the states
       }
-      parser_.TruncateRows(rows);
-      if (by_id_scans_only_) shared.Insert(states, fresh);
-      by_id_states_ = by_id_scans_only_ ? std::move(states) : std::vector<int32_t>{-1};
-      by_id_words_ = std::move(fresh);
     }
+    by_id_states_ = std::move(states);
   }
   const uint32_t* kept = by_id_words_->data();
   for (size_t w = 0; w < num_words; ++w) words[w] |= kept[w];
   // Stop tokens among them are set or cleared by ApplyStopTokens, which follows.
+}
+
+// The ids the parser can read now, over the whole vocabulary; clears by_id_scans_only_ if a
+// closure took part (then the ids depend on more than the lead-reading states).
+ByIdTokenCache::Words GrammarMatcher::ReadTokensById(int32_t num_tokens) {
+  auto words = std::make_shared<std::vector<uint32_t>>(static_cast<size_t>((num_tokens + 31) >> kTokenWordShift), 0);
+  by_id_scans_only_ = true;
+  const int32_t rows = parser_.num_rows();
+  parser_.Advance(kVirtualTokenLead);
+  NoteClosures();
+  uint64_t high[kByteSetWords];
+  parser_.NextBytes(high);
+  for (int32_t h = 0; h <= ((num_tokens - 1) >> 16); ++h) {
+    if (!ByteSetHas(high, h)) continue;
+    parser_.Advance(static_cast<uint8_t>(h));
+    NoteClosures();
+    AddTokenIdsBelow(h << 16, num_tokens, words->data());
+    parser_.TruncateRows(rows + 1);
+  }
+  parser_.TruncateRows(rows);
+  return words;
 }
 
 std::vector<int32_t> GrammarMatcher::LeadReadingStates() const {

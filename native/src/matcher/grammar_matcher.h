@@ -149,6 +149,8 @@ class GrammarMatcher {
   void AddTokenIdsBelow(int32_t base, int32_t num_tokens, uint32_t* words);
   // The last row's states with an edge on a virtual token's lead byte, sorted.
   std::vector<int32_t> LeadReadingStates() const;
+  // The ids the parser reads now, over the whole vocabulary (see AddTokensById).
+  ByIdTokenCache::Words ReadTokensById(int32_t num_tokens);
   // Clears by_id_scans_only_ if the last row holds an item a closure could add to.
   void NoteClosures();
   // Tokens a token-level free region takes whole after their first bytes finish the text
