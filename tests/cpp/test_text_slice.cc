@@ -2,7 +2,8 @@
 // non-empty, valid UTF-8 (support/utf8.h's validator) and free of '"', '\\' and C0 controls.
 // Every string of up to three bytes and random four- to six-byte strings; the automaton's byte
 // ranges against its step function; then the trie's text_chars against the tokens under each
-// node, and its text-by-length sets against each token.
+// node, its text-by-length sets against each token, and its packed wide-node children
+// against sibling hops.
 #include <algorithm>
 #include <cstdio>
 #include <random>
@@ -105,12 +106,40 @@ void CheckTrieFlags() {
   }
 }
 
+// The packed children of wide nodes are exactly the children a sibling hop visits, in order,
+// with their bytes; narrow nodes have none packed.
+void CheckWideChildren() {
+  std::vector<std::string> vocab;
+  for (int c = 0; c < 40; ++c) vocab.push_back(std::string(1, static_cast<char>('A' + c)));        // root: 40 children
+  for (int c = 0; c < 20; ++c) vocab.push_back("q" + std::string(1, static_cast<char>('a' + c)));  // "q": 20
+  for (int c = 0; c < 5; ++c) vocab.push_back("r" + std::string(1, static_cast<char>('a' + c)));   // "r": 5
+  xg2::TokenizerInfo tok(vocab, xg2::VocabType::kRaw, 0, {}, {}, false);
+  const xg2::TokenTrie& t = tok.trie();
+  int32_t wide = 0;
+  for (int32_t i = 0; i < t.num_nodes(); ++i) {
+    std::vector<int32_t> hops;
+    for (int32_t c = i + 1; c < t.subtree_end[i]; c = t.subtree_end[c]) hops.push_back(c);
+    auto [first, last] = t.WideChildren(i);
+    if (static_cast<int32_t>(hops.size()) < xg2::TokenTrie::kWideFanout) {
+      CHECK(first == nullptr && last == nullptr);
+      continue;
+    }
+    ++wide;
+    CHECK(last - first == static_cast<std::ptrdiff_t>(hops.size()));
+    for (size_t k = 0; k < hops.size() && first + k < last; ++k) {
+      CHECK(first[k].node == hops[k] && first[k].byte == t.byte[hops[k]]);
+    }
+  }
+  CHECK(wide == 2);  // the root and "q"
+}
+
 }  // namespace
 
 int main() {
   CheckStrings();
   CheckRanges();
   CheckTrieFlags();
+  CheckWideChildren();
   if (g_failures) {
     std::fprintf(stderr, "%d failures\n", g_failures);
     return 1;

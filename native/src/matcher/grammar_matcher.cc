@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <tuple>
 
 #include "automata/mid_token_distance.h"
 #include "support/token_bits.h"
@@ -673,28 +674,58 @@ void GrammarMatcher::AddTokensEnteringMidToken(uint32_t* words) {
   }
   parser_.set_row_token(tokens_accepted_);
   // Depth-first over the trie nodes with tokens below them, as far as the text goes and an
-  // entry may still lie within reach.
-  std::vector<std::pair<int32_t, int32_t>> stack{{0, 1}};  // (node, next child)
+  // entry may still lie within reach. Each frame keeps the bytes its row can read next, so a
+  // child whose byte cannot follow is passed over without a parser step (a text byte never
+  // enters a virtual token's string, so these are all the bytes that advance); a wide node's
+  // children are read from the trie's packed list.
+  struct Frame {
+    int32_t node;
+    int32_t child;  // the next child, by sibling hops (a narrow node)
+    const TokenTrie::Child* wide;
+    const TokenTrie::Child* wide_end;
+    uint64_t next[kByteSetWords];
+  };
+  auto open_frame = [&](int32_t node) {
+    Frame f;
+    f.node = node;
+    f.child = node + 1;
+    std::tie(f.wide, f.wide_end) = trie.WideChildren(node);
+    parser_.NextBytes(f.next);
+    return f;
+  };
+  // The frame's next child whose byte can follow (-1: none left).
+  auto next_child = [&](Frame& f) {
+    if (f.wide != nullptr) {
+      for (; f.wide != f.wide_end; ++f.wide) {
+        if (ByteSetHas(f.next, f.wide->byte)) return (f.wide++)->node;
+      }
+      return -1;
+    }
+    while (f.child < trie.subtree_end[f.node]) {
+      const int32_t c = f.child;
+      f.child = trie.subtree_end[c];
+      if (ByteSetHas(f.next, trie.byte[c])) return c;
+    }
+    return -1;
+  };
+  std::vector<Frame> stack{open_frame(0)};
   while (!stack.empty()) {
-    auto& [node, child] = stack.back();
-    if (child >= trie.subtree_end[node]) {
+    const int32_t c = next_child(stack.back());
+    if (c < 0) {
       stack.pop_back();
-      if (!stack.empty()) parser_.TruncateRows(rows0 + trie.depth[stack.back().first]);
+      if (!stack.empty()) parser_.TruncateRows(rows0 + trie.depth[stack.back().node]);
       continue;
     }
-    const int32_t c = child;
-    child = trie.subtree_end[c];
-    // Nothing to find below c: no longer token, every one allowed already (most of a free
-    // text's vocabulary), or no text goes on with c's byte.
+    // Nothing to find below c: no longer token, or every one allowed already (most of a free
+    // text's vocabulary).
     const int32_t* below = trie.sorted_tokens.data() + trie.token_begin[c + 1];
     const int32_t* below_end = trie.sorted_tokens.data() + trie.token_begin[trie.subtree_end[c]];
     if (std::all_of(below, below_end, [&](int32_t t) { return HasTokenBit(words, t) || IsStopToken(t); })) continue;
     if (!parser_.Advance(trie.byte[c])) continue;
-    uint64_t next[kByteSetWords];
-    parser_.NextBytes(next);
-    if (ByteSetHas(next, kMidTokenLead)) MarkMidTokenEntries(c, words);
+    Frame below_c = open_frame(c);
+    if (ByteSetHas(below_c.next, kMidTokenLead)) MarkMidTokenEntries(c, words);
     if (trie.depth[c] < deepest && MidTokenEntryDistance() <= deepest - trie.depth[c]) {
-      stack.emplace_back(c, c + 1);
+      stack.push_back(below_c);
     } else {
       parser_.TruncateRows(rows0 + trie.depth[c] - 1);
     }

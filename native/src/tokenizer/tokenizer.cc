@@ -388,6 +388,15 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded_vocab, Voca
       t.text_up_to[(n - 1) * words + (id >> 5)] |= 1u << (id & 31);
     }
   }
+  t.wide_begin.push_back(0);
+  for (int32_t i = 0; i < t.num_nodes(); ++i) {
+    int32_t fanout = 0;
+    for (int32_t c = i + 1; c < t.subtree_end[i] && fanout < TokenTrie::kWideFanout; c = t.subtree_end[c]) ++fanout;
+    if (fanout < TokenTrie::kWideFanout) continue;
+    for (int32_t c = i + 1; c < t.subtree_end[i]; c = t.subtree_end[c]) t.wide_children.push_back({c, t.byte[c]});
+    t.wide_nodes.push_back(i);
+    t.wide_begin.push_back(static_cast<int32_t>(t.wide_children.size()));
+  }
   for (int32_t k = 0; k < static_cast<int32_t>(t.sorted_tokens.size()); ++k) {
     int32_t len = static_cast<int32_t>(decoded_[t.sorted_tokens[k]].size());
     if (len >= TokenTrie::kLongTokenBytes) t.long_tokens.emplace_back(len, k);
@@ -431,6 +440,13 @@ int32_t TokenizerInfo::FindToken(const std::string& text) const {
     if (normal < 0) normal = id;
   }
   return normal;
+}
+
+std::pair<const TokenTrie::Child*, const TokenTrie::Child*> TokenTrie::WideChildren(int32_t node) const {
+  auto it = std::lower_bound(wide_nodes.begin(), wide_nodes.end(), node);
+  if (it == wide_nodes.end() || *it != node) return {nullptr, nullptr};
+  const size_t k = static_cast<size_t>(it - wide_nodes.begin());
+  return {wide_children.data() + wide_begin[k], wide_children.data() + wide_begin[k + 1]};
 }
 
 }  // namespace xg2

@@ -61,6 +61,19 @@ struct TokenTrie {
   std::vector<SkeletonNode> text_skeleton;
   int32_t max_token_bytes = 0;
   std::vector<std::pair<int32_t, int32_t>> long_tokens;
+  // The children of the nodes with at least kWideFanout of them (the root, common prefixes:
+  // 1,427 of Gemma 4's 600K nodes), packed with their bytes: a walk that tries a few bytes
+  // reads them in a row instead of hopping over each sibling's subtree (a cache miss each).
+  static constexpr int32_t kWideFanout = 16;
+  struct Child {
+    int32_t node;
+    uint8_t byte;
+  };
+  std::vector<int32_t> wide_nodes;  // sorted
+  std::vector<int32_t> wide_begin;  // wide_children[wide_begin[k] .. wide_begin[k + 1]) for wide_nodes[k]
+  std::vector<Child> wide_children;
+  // The packed children of `node` as [first, last), or (nullptr, nullptr) for a narrow node.
+  std::pair<const Child*, const Child*> WideChildren(int32_t node) const;
   int32_t num_nodes() const { return static_cast<int32_t>(byte.size()); }
 };
 
