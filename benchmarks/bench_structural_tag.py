@@ -16,6 +16,10 @@ Workloads (each one structural tag plus the turns that the tag must accept):
                               the gemma argument style) over the 10-tool BFCL set, markers as
                               text (token_markers=False) so every vocabulary can spell them
     deepseek_v4_1             DeepSeek-V4.1 DSML (deepseek_v4_1_xml) over the 10-tool BFCL set
+    gemma4_tokens             Gemma 4 as on its own vocabulary: markers as their special tokens
+                              (the default token_markers), reasoning and text as token-level
+                              regions; turns tokenized with the specials as their ids. Needs
+                              --vocab .../gemma4.json.gz (not in the default list)
 
 Both engines get the JSON envelope from xg2_jax.get_model_structural_tag (pure Python). The
 turns are tokenized greedily, an end-of-sequence token is appended, and the streams are
@@ -54,13 +58,36 @@ REFERENCE = bn.REFERENCE
 class TagWorkload(bn.Workload):
     """A structural tag (the JSON envelope) and the turns to replay."""
 
-    def __init__(self, name: str, title: str, tag, docs: list[str]):
+    def __init__(self, name: str, title: str, tag, docs: list[str], *, specials: bool = False):
         super().__init__(name, title, None, docs)
         self.tag_json = tag.to_json()
+        self.specials = specials  # special-token strings in the turns are their ids
+
+    def tokenize(self, vocab: bn.Vocab) -> list[list[int]]:
+        if not self.specials:
+            return [vocab.tokenize(d.encode("utf-8")) for d in self.docs]
+        names = {vocab.encoded[i]: i for i in reversed(vocab.special_ids)}  # lowest id wins
+        return [cases.tokenize_with_specials(d, names, vocab.tokenize) for d in self.docs]
 
 
 class TagEngine(bn.Engine):
     """bench_native's engine adapter, compiling structural tags."""
+
+    def setup(self, vocab: bn.Vocab, threads: int, *, special_strings: bool = False) -> float:
+        """As bench_native's, or, with special_strings, keeping the special tokens' strings (a
+        token format names them); xg2_jax is told which ids are special, xgrammar reads them
+        from the strings itself."""
+        if not special_strings:
+            return super().setup(vocab, threads)
+        x = self.mod
+        extra = {"special_token_ids": vocab.special_ids} if self.name == "xg2_jax" else {}
+        t0 = time.perf_counter()
+        self.tokenizer = x.TokenizerInfo(list(vocab.encoded),
+                                         vocab_type=getattr(x.VocabType, vocab.vocab_type.upper()),
+                                         vocab_size=vocab.size, stop_token_ids=list(vocab.eos_ids),
+                                         **extra)
+        self.compiler = x.GrammarCompiler(self.tokenizer, max_threads=threads, cache_enabled=True)
+        return time.perf_counter() - t0
 
     def supports_tags(self) -> bool:
         return hasattr(self.mod.GrammarCompiler, "compile_structural_tag")
@@ -123,6 +150,18 @@ def gemma_workload(n_docs: int) -> TagWorkload:
     return TagWorkload("gemma", "Gemma 4 (gemma argument style), 10 BFCL tools", tag, docs)
 
 
+def gemma4_tokens_workload(n_docs: int, vocab: bn.Vocab) -> TagWorkload:
+    if "<|tool_call>" not in vocab.encoded:
+        raise SystemExit("gemma4_tokens needs Gemma 4's vocabulary (--vocab .../gemma4.json.gz)")
+    tools = bfcl_lib.load_tool_set(10)
+    render = cases.RENDERERS["gemma_4"]
+    docs = [render.think(cases.REASONING) + "Let me call the tools." + render.calls(c)
+            for c in tools.calls[:n_docs]]
+    tag = get_model_structural_tag("gemma_4", tools.tools)
+    return TagWorkload("gemma4_tokens", "Gemma 4 on its vocabulary, markers as tokens, 10 BFCL "
+                       "tools", tag, docs, specials=True)
+
+
 def deepseek_v4_1_workload(n_docs: int) -> TagWorkload:
     tools = bfcl_lib.load_tool_set(10)
     render = cases.RENDERERS["deepseek_v4.1"]
@@ -167,6 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         "harmony": lambda: harmony_workload(n_docs),
         "gemma": lambda: gemma_workload(n_docs),
         "deepseek_v4_1": lambda: deepseek_v4_1_workload(n_docs),
+        "gemma4_tokens": lambda: gemma4_tokens_workload(n_docs, vocab),
     }
     wanted = [w.strip() for w in args.workloads.split(",") if w.strip()]
     unknown = [w for w in wanted if w not in builders]
@@ -174,8 +214,10 @@ def main(argv: list[str] | None = None) -> int:
         raise SystemExit(f"unknown workload(s) {unknown}; known: {', '.join(builders)}")
     workloads = [builders[w]() for w in wanted]
     for wl in workloads:
-        wl.tokens = [vocab.tokenize(d.encode("utf-8")) for d in wl.docs]
-    setup_s = {e.name: e.setup(vocab, args.threads) for e in engines}
+        wl.tokens = wl.tokenize(vocab)
+    special_strings = any(wl.specials for wl in workloads)
+    setup_s = {e.name: e.setup(vocab, args.threads, special_strings=special_strings)
+               for e in engines}
     ref = names.index(REFERENCE) if REFERENCE in names and len(names) > 1 else None
 
     out: list[str] = []
