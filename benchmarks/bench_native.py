@@ -152,16 +152,25 @@ class Engine:
                 v = "?"
         return v
 
-    def setup(self, vocab: Vocab, threads: int) -> float:
-        """Builds TokenizerInfo and GrammarCompiler; returns the seconds it took."""
+    def setup(self, vocab: Vocab, threads: int, *, special_strings: bool = False) -> float:
+        """Builds TokenizerInfo and GrammarCompiler; returns the seconds it took.
+
+        Special tokens get empty strings (special for both engines: never text), or, with
+        ``special_strings``, keep them (a structural tag's token format names them): xg2_jax is
+        then told which ids are special, xgrammar reads that from the strings itself."""
         x = self.mod
         vt = getattr(x.VocabType, vocab.vocab_type.upper())
         enc = list(vocab.encoded)
-        for i in vocab.special_ids:      # empty string = special for both engines: never text
-            enc[i] = ""
+        extra = {}
+        if special_strings:
+            if self.name == "xg2_jax":
+                extra["special_token_ids"] = vocab.special_ids
+        else:
+            for i in vocab.special_ids:
+                enc[i] = ""
         t0 = time.perf_counter()
         self.tokenizer = x.TokenizerInfo(enc, vocab_type=vt, vocab_size=vocab.size,
-                                         stop_token_ids=list(vocab.eos_ids))
+                                         stop_token_ids=list(vocab.eos_ids), **extra)
         self.compiler = x.GrammarCompiler(self.tokenizer, max_threads=threads,
                                           cache_enabled=True)
         return time.perf_counter() - t0

@@ -73,22 +73,6 @@ class TagWorkload(bn.Workload):
 class TagEngine(bn.Engine):
     """bench_native's engine adapter, compiling structural tags."""
 
-    def setup(self, vocab: bn.Vocab, threads: int, *, special_strings: bool = False) -> float:
-        """As bench_native's, or, with special_strings, keeping the special tokens' strings (a
-        token format names them); xg2_jax is told which ids are special, xgrammar reads them
-        from the strings itself."""
-        if not special_strings:
-            return super().setup(vocab, threads)
-        x = self.mod
-        extra = {"special_token_ids": vocab.special_ids} if self.name == "xg2_jax" else {}
-        t0 = time.perf_counter()
-        self.tokenizer = x.TokenizerInfo(list(vocab.encoded),
-                                         vocab_type=getattr(x.VocabType, vocab.vocab_type.upper()),
-                                         vocab_size=vocab.size, stop_token_ids=list(vocab.eos_ids),
-                                         **extra)
-        self.compiler = x.GrammarCompiler(self.tokenizer, max_threads=threads, cache_enabled=True)
-        return time.perf_counter() - t0
-
     def supports_tags(self) -> bool:
         return hasattr(self.mod.GrammarCompiler, "compile_structural_tag")
 

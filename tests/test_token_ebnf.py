@@ -279,3 +279,16 @@ def test_by_id_results_shared_between_matchers_equal_unshared_ones(gpt2_tokenize
             alone = xg.GrammarMatcher(xg.GrammarCompiler(tok, cache_enabled=False).compile_grammar(grammar))
             assert all(alone.accept_token(t) for t in prefix)
             assert (bitmask[row] == mask_of(alone, tok)[0]).all(), prefix
+
+
+def test_shared_by_id_results_are_counted(gpt2_tokenizer):
+    """The shared by-id results are bounded and reported: a second matcher in the same region
+    reads the first one's result (a hit), and the bytes are within the limit."""
+    tok = gpt2_tokenizer
+    (a,) = ids_of(tok, "hello")
+    compiled = xg.GrammarCompiler(tok).compile_grammar(f'root ::= ExcludeToken({a})* "!"')
+    for _ in range(2):
+        mask_of(xg.GrammarMatcher(compiled), tok)
+    stats = compiled.mask_cache_stats()
+    assert stats["by_id_entries"] == 1 and stats["by_id_misses"] == 1 and stats["by_id_hits"] == 1
+    assert 0 < stats["by_id_bytes"] <= stats["by_id_limit_bytes"] and stats["by_id_evictions"] == 0

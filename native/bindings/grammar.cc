@@ -67,6 +67,7 @@ void BindGrammar(nb::module_& m) {
              d["num_bitset"] = s.num_bitset;
              d["num_uncertain_suffixes"] = s.num_uncertain_suffixes;
              d["max_uncertain_suffixes"] = s.max_uncertain_suffixes;
+             PutCacheStats(d, "by_id_", c.by_id_cache().Stats());
              return d;
            })
       .def(

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "check.h"
+#include "compiler/by_id_token_cache.h"
 #include "compiler/cache_registry.h"
 #include "compiler/grammar_compiler.h"
 #include "xg2/errors.h"
@@ -138,7 +139,28 @@ void TestDegenerateVocabularies() {
 
 }  // namespace
 
+// The by-id results a compiled grammar shares stay within their entry bound, the least
+// recently used going first, and the stats count what happened.
+void TestByIdTokenCacheIsBounded() {
+  xg2::ByIdTokenCache cache;
+  auto words = std::make_shared<const std::vector<uint32_t>>(8, 0xFFFFFFFFu);
+  for (int32_t k = 0; k < 70; ++k) {
+    cache.Insert({k}, words);
+    if (k >= 1) CHECK(cache.Find({0}) != nullptr);  // state 0 stays the most recently used
+  }
+  const xg2::CacheStats s = cache.Stats();
+  CHECK(s.entries == 64);
+  CHECK(s.evictions == 6);
+  CHECK(s.bytes == 64 * (8 * 4 + 4));
+  CHECK(s.bytes <= s.limit_bytes);
+  CHECK(cache.Find({0}) != nullptr);
+  CHECK(cache.Find({1}) == nullptr);  // among the first evicted
+  CHECK(cache.Find({69}) != nullptr);
+  CHECK(cache.Stats().hits == 71 && cache.Stats().misses == 1);
+}
+
 int main() {
+  TestByIdTokenCacheIsBounded();
   TestCompiledCacheIsBounded();
   TestRegistrySplit();
   TestMemoryBudgetFromWorkers();

@@ -65,7 +65,9 @@ class CompiledGrammar:
         return self._handle.num_scannable_states
 
     def mask_cache_stats(self) -> dict:
-        """Entries built, their memory, and how many use each storage form."""
+        """Entries built, their memory, and how many use each storage form; ``by_id_*``: the
+        tokens read by id that the grammar's matchers share (entries, bytes, limit, hits,
+        misses, evictions)."""
         return self._handle.mask_cache_stats()
 
     def precompute_async(self, *, budget_ms: Optional[float] = None,

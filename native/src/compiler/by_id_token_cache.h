@@ -4,7 +4,8 @@
 // Where reading a token's id only scans, the ids a row takes depend on those states alone, so
 // every request that enters the same token-level region (Gemma 4's reasoning, say) reuses the
 // first one's result instead of walking 262,144 ids again. Thread-safe; bounded in entries and
-// bytes (the first results are kept, later rows compute their own).
+// bytes, least recently used results evicted first; counted in CompiledGrammar::MemoryBytes
+// and reported by Stats (the compiled grammar's mask_cache_stats).
 #pragma once
 
 #include <cstddef>
@@ -14,6 +15,8 @@
 #include <mutex>
 #include <vector>
 
+#include "support/cache_stats.h"
+
 namespace xg2 {
 
 class ByIdTokenCache {
@@ -22,18 +25,26 @@ class ByIdTokenCache {
   using Words = std::shared_ptr<const std::vector<uint32_t>>;
 
   // The result kept for `states` (sorted, unique), or null.
-  Words Find(const std::vector<int32_t>& states) const;
-  // Keeps `words` for `states` unless the cache is full.
+  Words Find(const std::vector<int32_t>& states);
+  // Keeps `words` for `states`, evicting the least recently used results beyond the bounds.
   void Insert(const std::vector<int32_t>& states, Words words);
+  CacheStats Stats() const;
   size_t MemoryBytes() const;
 
  private:
   static constexpr size_t kMaxEntries = 64;
   static constexpr size_t kMaxBytes = size_t{8} << 20;
+  struct Entry {
+    Words words;
+    size_t bytes;
+    uint64_t last_use;
+  };
 
   mutable std::mutex mu_;
-  std::map<std::vector<int32_t>, Words> entries_;
+  std::map<std::vector<int32_t>, Entry> entries_;
   size_t bytes_ = 0;
+  uint64_t clock_ = 0;
+  CacheStats stats_;
 };
 
 }  // namespace xg2

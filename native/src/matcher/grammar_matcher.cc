@@ -531,7 +531,8 @@ void GrammarMatcher::AddTokensById(uint32_t* words) {
   // Where reading the ids only scans, they depend on the last row's states alone (not on
   // the items' origins): a free region repeats them at every step, so the last result is kept,
   // and other matchers of the grammar reach the same states, so it is shared with them.
-  std::vector<int32_t> states = LeadReadingStates();
+  std::vector<int32_t>& states = scratch_states_;  // reused: no allocation per fill
+  LeadReadingStates(&states);
   if (states.empty()) return;  // nothing reads a token by id here
   const size_t num_words = static_cast<size_t>((num_tokens + 31) >> kTokenWordShift);
   if (!by_id_words_ || states != by_id_states_) {
@@ -542,10 +543,10 @@ void GrammarMatcher::AddTokensById(uint32_t* words) {
       if (by_id_scans_only_) {
         shared.Insert(states, by_id_words_);
       } else {
-        states = {-1};  // a closure made the result depend on more than the states
+        states.assign(1, -1);  // a closure made the result depend on more than the states
       }
     }
-    by_id_states_ = std::move(states);
+    by_id_states_.swap(states);
   }
   const uint32_t* kept = by_id_words_->data();
   for (size_t w = 0; w < num_words; ++w) words[w] |= kept[w];
@@ -573,15 +574,15 @@ ByIdTokenCache::Words GrammarMatcher::ReadTokensById(int32_t num_tokens) {
   return words;
 }
 
-std::vector<int32_t> GrammarMatcher::LeadReadingStates() const {
+void GrammarMatcher::LeadReadingStates(std::vector<int32_t>* out) const {
   const GrammarAutomaton& a = parser_.automaton();
-  std::vector<int32_t> states;
+  std::vector<int32_t>& states = *out;
+  states.clear();
   for (const EarleyItem* it = parser_.last_row_begin(); it != parser_.last_row_end(); ++it) {
     if (!a.is_virtual(it->state) && a.ByteTarget(it->state, kVirtualTokenLead) >= 0) states.push_back(it->state);
   }
   std::sort(states.begin(), states.end());
   states.erase(std::unique(states.begin(), states.end()), states.end());
-  return states;
 }
 
 void GrammarMatcher::NoteClosures() {
@@ -662,7 +663,8 @@ void GrammarMatcher::AddTokensEnteringMidToken(uint32_t* words) {
   // In a free region most of the vocabulary is allowed already; with few tokens left, each is
   // tried as accept_token tries it, instead of walking the trie (whose checks below each node
   // read the whole vocabulary).
-  std::vector<int32_t> left;
+  std::vector<int32_t>& left = scratch_left_;  // reused: no allocation per fill
+  left.clear();
   if (FewTokensLeft(words, &left)) {
     const TokenizerInfo& tok = *compiled_->tokenizer();
     for (int32_t t : left) {

@@ -147,8 +147,8 @@ class GrammarMatcher {
   void AddTokensById(uint32_t* words);
   // AddTokensById's ids with high byte base >> 16, from the row after the lead and high bytes.
   void AddTokenIdsBelow(int32_t base, int32_t num_tokens, uint32_t* words);
-  // The last row's states with an edge on a virtual token's lead byte, sorted.
-  std::vector<int32_t> LeadReadingStates() const;
+  // The last row's states with an edge on a virtual token's lead byte, sorted, into *out.
+  void LeadReadingStates(std::vector<int32_t>* out) const;
   // The ids the parser reads now, over the whole vocabulary (see AddTokensById).
   ByIdTokenCache::Words ReadTokensById(int32_t num_tokens);
   // Clears by_id_scans_only_ if the last row holds an item a closure could add to.
@@ -204,6 +204,8 @@ class GrammarMatcher {
   // since a closure made it depend on more than those states). A result that depends on the
   // states alone is also shared through the compiled grammar's ByIdTokenCache.
   std::vector<int32_t> by_id_states_;
+  std::vector<int32_t> scratch_states_;  // AddTokensById's current states
+  std::vector<int32_t> scratch_left_;    // AddTokensEnteringMidToken's tokens not yet allowed
   ByIdTokenCache::Words by_id_words_;
   bool by_id_scans_only_ = true;
 };

@@ -389,11 +389,12 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded_vocab, Voca
     }
   }
   t.wide_begin.push_back(0);
+  std::vector<TokenTrie::Child> children;
   for (int32_t i = 0; i < t.num_nodes(); ++i) {
-    int32_t fanout = 0;
-    for (int32_t c = i + 1; c < t.subtree_end[i] && fanout < TokenTrie::kWideFanout; c = t.subtree_end[c]) ++fanout;
-    if (fanout < TokenTrie::kWideFanout) continue;
-    for (int32_t c = i + 1; c < t.subtree_end[i]; c = t.subtree_end[c]) t.wide_children.push_back({c, t.byte[c]});
+    children.clear();
+    for (int32_t c = i + 1; c < t.subtree_end[i]; c = t.subtree_end[c]) children.push_back({c, t.byte[c]});
+    if (static_cast<int32_t>(children.size()) < TokenTrie::kWideFanout) continue;
+    t.wide_children.insert(t.wide_children.end(), children.begin(), children.end());
     t.wide_nodes.push_back(i);
     t.wide_begin.push_back(static_cast<int32_t>(t.wide_children.size()));
   }
