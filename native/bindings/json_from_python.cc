@@ -13,7 +13,7 @@ namespace {
 bool Utf8(PyObject* s, std::string* out) {
   Py_ssize_t size = 0;
   const char* data = PyUnicode_AsUTF8AndSize(s, &size);
-  if (data == nullptr) {  // a lone surrogate: json.dumps escapes it, the parser keeps U+FFFD
+  if (data == nullptr) {  // a lone surrogate: json.dumps escapes it, the parser refuses it located
     PyErr_Clear();
     return false;
   }

@@ -14,6 +14,7 @@ from xg2_jax._src.errors import (
     GrammarSyntaxError,
     InvalidArgumentError,
     LimitExceededError,
+    StructuralTagError,
     UnsupportedSchemaWarning,
 )
 
@@ -47,6 +48,63 @@ def _check_utf8(text: str, source: str = "") -> None:
         raise GrammarSyntaxError(
             f"{where}: code point U+{ord(text[e.start]):04X} cannot be encoded as UTF-8",
             line, column) from None
+
+
+def _check_json_text_utf8(text: str) -> None:
+    """Raises GrammarSyntaxError, worded as the core's JSON errors, at a lone surrogate."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            _check_utf8(text)
+        except GrammarSyntaxError as e:
+            raise GrammarSyntaxError(str(e).replace(": ", ": Failed to parse JSON: ", 1),
+                                     e.line, e.column) from None
+
+
+def _lone_surrogate(text: str) -> Optional[str]:
+    """``U+D800`` for the first code point of ``text`` UTF-8 cannot encode, else None."""
+    try:
+        text.encode("utf-8")
+        return None
+    except UnicodeEncodeError as e:
+        return f"U+{ord(text[e.start]):04X}"
+
+
+def _lone_surrogate_error(tag: Any) -> StructuralTagError:
+    """The error for the first string (key or value) of a structural tag that UTF-8 cannot
+    encode, at its path as the core names fields (``format.tags[0].begin``, then a JSON
+    pointer inside a ``json_schema``). Iterative: a tag nests as deep as the depth limit."""
+    stack = [(tag, "", False)]
+    while stack:
+        node, path, in_schema = stack.pop()
+        if isinstance(node, str):
+            code_point = _lone_surrogate(node)
+            if code_point:
+                return StructuralTagError(f"{path}: code point {code_point} cannot be encoded as UTF-8")
+            continue
+        if isinstance(node, dict):
+            items = list(node.items())
+        elif isinstance(node, (list, tuple)):
+            items = list(enumerate(node))
+        else:
+            continue
+        children = []
+        for key, child in items:
+            shown = str(key).encode("utf-8", "backslashreplace").decode("utf-8")
+            if in_schema:
+                step = f"{path}/{shown.replace('~', '~0').replace('/', '~1')}"
+            elif isinstance(key, int):
+                step = f"{path}[{key}]"
+            else:
+                step = f"{path}.{shown}" if path else shown
+            code_point = _lone_surrogate(key) if isinstance(key, str) else None
+            if code_point:
+                return StructuralTagError(f"{step}: code point {code_point} in a key cannot be "
+                                          "encoded as UTF-8")
+            children.append((child, step, in_schema or key == "json_schema"))
+        stack.extend(reversed(children))
+    return StructuralTagError("(root): the tag cannot be encoded as UTF-8")
 
 
 class Grammar:
@@ -301,7 +359,9 @@ class Grammar:
         if isinstance(schema, (dict, bool)):
             result = _core.grammar_from_json_schema(schema, *options)
         if result is None:
-            result = _core.grammar_from_json_schema(_schema_to_text(schema), *options)
+            text = _schema_to_text(schema)
+            _check_json_text_utf8(text)
+            result = _core.grammar_from_json_schema(text, *options)
         handle, warns = result
         for w in warns:
             _warnings.warn(w, UnsupportedSchemaWarning, stacklevel=3)
@@ -350,6 +410,7 @@ class Grammar:
 
             structural_tag = legacy_structural_tag(structural_tag, triggers)
         text = _structural_tag_to_text(structural_tag)
+        _check_json_text_utf8(text)
         native_tok = getattr(tokenizer_info, "_handle", None) if tokenizer_info is not None else None
         handle, warns = _core.grammar_from_structural_tag(text, native_tok, on_unsupported == "warn")
         for w in warns:
@@ -447,5 +508,10 @@ def _structural_tag_to_text(tag: Any) -> str:
     if hasattr(tag, "to_dict"):
         tag = tag.to_dict()
     if isinstance(tag, dict):
-        return _json.dumps(tag, ensure_ascii=False)
+        text = _json.dumps(tag, ensure_ascii=False)
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError:
+            raise _lone_surrogate_error(tag) from None
+        return text
     raise TypeError(f"structural tag must be a dict, JSON text or a StructuralTag; got {type(tag).__name__}")

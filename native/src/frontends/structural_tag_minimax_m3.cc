@@ -82,7 +82,9 @@ ExprId MiniMaxM3ArgumentLowering::Literal(const JsonValue& v, ValueName name, co
     std::vector<ExprId> parts{ItemSeparator()};
     if (v.is_object()) {
       for (const auto& [k, member] : v.members()) {
-        if (!IsTagName(k)) Fail(path, "property name '" + k + "' cannot be written as a tag name");
+        if (!IsTagName(k))
+          Fail(path,
+               "property name '" + k + "' is not a valid element name: the template cannot write it as a tag name");
         parts.push_back(Literal(member, {&k}, path));
         parts.push_back(ItemSeparator());
       }
@@ -107,7 +109,8 @@ ExprId MiniMaxM3ArgumentLowering::Literal(const JsonValue& v, ValueName name, co
 }
 
 ExprId MiniMaxM3ArgumentLowering::WriteMember(const std::string& key, const JsonValue& s, const std::string& path) {
-  if (!IsTagName(key)) Fail(path, "property name '" + key + "' cannot be written as a tag name");
+  if (!IsTagName(key))
+    Fail(path, "property name '" + key + "' is not a valid element name: the template cannot write it as a tag name");
   return Value(s, path, {&key});
 }
 

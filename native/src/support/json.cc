@@ -225,9 +225,10 @@ class Parser {
   }
 
  private:
-  [[noreturn]] void Fail(const std::string& message) const {
+  [[noreturn]] void Fail(const std::string& message) const { FailAt(pos_, message); }
+  [[noreturn]] void FailAt(size_t at, const std::string& message) const {
     int line = 1, col = 1;
-    for (size_t i = 0; i < pos_ && i < s_.size(); ++i) {
+    for (size_t i = 0; i < at && i < s_.size(); ++i) {
       if (s_[i] == '\n') {
         ++line;
         col = 1;
@@ -377,24 +378,22 @@ class Parser {
         case 'r': out += '\r'; break;
         case 't': out += '\t'; break;
         case 'u': {
+          const size_t escape = pos_ - 2;
           uint32_t cp = static_cast<uint32_t>(Hex4());
-          if (cp >= 0xD800 && cp <= 0xDBFF) {
-            if (s_.compare(pos_, 2, "\\u") == 0) {
-              size_t save = pos_;
-              pos_ += 2;
-              uint32_t lo = static_cast<uint32_t>(Hex4());
-              if (lo >= 0xDC00 && lo <= 0xDFFF) {
-                cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
-              } else {
-                pos_ = save;
-                cp = 0xFFFD;
-              }
+          if (cp >= 0xD800 && cp <= 0xDBFF && s_.compare(pos_, 2, "\\u") == 0) {
+            const size_t save = pos_;
+            pos_ += 2;
+            const uint32_t lo = static_cast<uint32_t>(Hex4());
+            if (lo >= 0xDC00 && lo <= 0xDFFF) {
+              cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
             } else {
-              cp = 0xFFFD;
+              pos_ = save;
             }
-          } else if (cp >= 0xDC00 && cp <= 0xDFFF) {
-            cp = 0xFFFD;
           }
+          // JSON text may hold a lone surrogate, but no UTF-8 text can: a schema or tag that
+          // names one could never be matched as written, so it is refused, not replaced.
+          if (cp >= 0xD800 && cp <= 0xDFFF)
+            FailAt(escape, "lone surrogate " + s_.substr(escape, 6) + " cannot be encoded as UTF-8");
           AppendUtf8(cp, &out);
           break;
         }
