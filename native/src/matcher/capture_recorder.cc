@@ -131,15 +131,21 @@ void CaptureRecorder::AddHidden(uint64_t owner, int32_t begin, int32_t end, int3
   for (int32_t i : indices) {
     if (hidden_[i].second.begin == begin && hidden_[i].second.end == end) return;
   }
-  indices.push_back(static_cast<int32_t>(hidden_.size()));
+  // The span first: ForgetFrom pops an owner's index for each span it pops.
   hidden_.push_back({owner, HiddenSpan{begin, end, recorded_row}});
+  try {
+    indices.push_back(static_cast<int32_t>(hidden_.size()) - 1);
+  } catch (...) {
+    hidden_.pop_back();
+    throw;
+  }
 }
 
 void CaptureRecorder::ForgetFrom(int32_t rows) {
   scanned_rows_ = std::min(scanned_rows_, rows);
-  if (static_cast<int32_t>(row_offset_.size()) <= rows) return;
-  row_offset_.resize(static_cast<size_t>(rows));
-  output_.resize(static_cast<size_t>(row_offset_.back()));
+  // Each part is cut on its own, so this also undoes a Record that threw part way.
+  if (static_cast<int32_t>(row_offset_.size()) > rows) row_offset_.resize(static_cast<size_t>(rows));
+  if (!row_offset_.empty()) output_.resize(static_cast<size_t>(row_offset_.back()));
   while (!events_.empty() && events_.back().end_row >= rows) events_.pop_back();
   while (!hidden_.empty() && hidden_.back().second.recorded_row >= rows) {
     auto owner = hidden_by_owner_.find(hidden_.back().first);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <exception>
 #include <tuple>
 
 #include "automata/mid_token_distance.h"
@@ -41,6 +42,7 @@ bool GrammarMatcher::IsStopToken(int32_t id) const {
 
 bool GrammarMatcher::AcceptToken(int32_t token_id) {
   UseGuard guard(in_use_, "accept_token");
+  StepRestore restore(this);
   const TokenizerInfo& tok = *compiled_->tokenizer();
   if (token_id < 0 || token_id >= tok.vocab_size()) {
     throw Error(ErrorKind::kInvalidArgument, "token id " + std::to_string(token_id) +
@@ -138,6 +140,7 @@ int32_t GrammarMatcher::AcceptTokens(const int32_t* tokens, int64_t n) {
 }
 
 int32_t GrammarMatcher::CountValidTokens(const int32_t* tokens, int64_t n) {
+  StepRestore restore(this);  // a throw part way leaves no token accepted
   const int32_t accepted = AcceptTokens(tokens, n);
   Rollback(accepted);
   return accepted;
@@ -145,6 +148,7 @@ int32_t GrammarMatcher::CountValidTokens(const int32_t* tokens, int64_t n) {
 
 bool GrammarMatcher::AcceptString(const std::string& bytes) {
   UseGuard guard(in_use_, "accept_string");
+  StepRestore restore(this);
   if (terminated_) return false;
   // A string has no token boundaries, so it never matches a token read by id: its virtual
   // string's lead byte 0xFF is not text (as xgrammar, whose strings never match token edges).
@@ -164,10 +168,12 @@ bool GrammarMatcher::AcceptString(const std::string& bytes) {
 
 void GrammarMatcher::Reset() {
   UseGuard guard(in_use_, "reset");
-  parser_.TruncateRows(1);
-  // A budget commit may have pruned the first row: start again from the grammar's own.
+  // A budget commit may have pruned the first row: start again from the grammar's own (made
+  // before anything changes, in case it throws).
   if (compiled_->automaton()->has_token_budgets) {
     parser_ = EarleyParser(compiled_->automaton(), compiled_->automaton()->root_start());
+  } else {
+    parser_.TruncateRows(1);
   }
   temperature_finder_.ForgetRowsFrom(parser_.num_rows());
   history_.clear();
@@ -213,6 +219,28 @@ GrammarMatcher::UseGuard::UseGuard(const InUse& flag, const char* call) : flag_(
   }
 }
 
+GrammarMatcher::StepRestore::StepRestore(GrammarMatcher* matcher)
+    : m_(*matcher),
+      rows_(matcher->parser_.num_rows()),
+      history_(matcher->history_.size()),
+      terminated_(matcher->terminated_),
+      tokens_accepted_(matcher->tokens_accepted_),
+      uncaught_(std::uncaught_exceptions()) {}
+
+GrammarMatcher::StepRestore::~StepRestore() {
+  if (std::uncaught_exceptions() <= uncaught_) return;
+  // Only cuts back (no allocation). The parser's rows are whole: Advance undoes a row it was
+  // building when it threw.
+  if (m_.parser_.num_rows() > rows_) m_.parser_.TruncateRows(rows_);
+  m_.temperature_finder_.ForgetRowsFrom(rows_);
+  m_.history_.resize(history_);
+  m_.terminated_ = terminated_;
+  m_.tokens_accepted_ = tokens_accepted_;
+  m_.ForgetCapturesFrom(rows_);
+  m_.by_id_words_.reset();
+  m_.by_id_states_.clear();
+}
+
 std::string GrammarMatcher::DebugState() const {
   std::string out = "steps=" + std::to_string(history_.size()) + " terminated=" + (terminated_ ? "1" : "0") +
                     " rows=" + std::to_string(parser_.num_rows()) + " last_row=[";
@@ -255,6 +283,7 @@ bool SuffixesAllowed(const SuffixTrie& trie, int32_t i, const uint32_t* words) {
 
 bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words) {
   UseGuard guard(in_use_, "fill_next_token_bitmask");
+  StepRestore restore(this);
   CheckRowWidth(num_words);
   auto* words = reinterpret_cast<uint32_t*>(out_words);
   std::memset(words, 0, sizeof(uint32_t) * static_cast<size_t>(num_words));
@@ -537,15 +566,17 @@ void GrammarMatcher::AddTokensById(uint32_t* words) {
   const size_t num_words = static_cast<size_t>((num_tokens + 31) >> kTokenWordShift);
   if (!by_id_words_ || states != by_id_states_) {
     ByIdTokenCache& shared = compiled_->by_id_cache();
-    by_id_words_ = shared.Find(states);
-    if (!by_id_words_) {
-      by_id_words_ = ReadTokensById(num_tokens);
+    ByIdTokenCache::Words found = shared.Find(states);
+    if (!found) {
+      found = ReadTokensById(num_tokens);
       if (by_id_scans_only_) {
-        shared.Insert(states, by_id_words_);
+        shared.Insert(states, found);
       } else {
         states.assign(1, -1);  // a closure made the result depend on more than the states
       }
     }
+    // Kept together, once nothing more can throw.
+    by_id_words_ = std::move(found);
     by_id_states_.swap(states);
   }
   const uint32_t* kept = by_id_words_->data();
@@ -785,6 +816,7 @@ void GrammarMatcher::MarkMidTokenEntries(int32_t c, uint32_t* words) {
 
 std::string GrammarMatcher::FindJumpForwardString() {
   UseGuard guard(in_use_, "find_jump_forward_string");
+  StepRestore restore(this);
   std::string out = ForcedBytes();
   // Cut an incomplete trailing UTF-8 sequence.
   size_t n = out.size(), k = n;
@@ -842,6 +874,7 @@ int32_t GrammarMatcher::FirstUsableToken(int32_t begin, int32_t end) const {
 
 std::vector<int32_t> GrammarMatcher::FindJumpForwardTokens() {
   UseGuard guard(in_use_, "find_jump_forward_tokens");
+  StepRestore restore(this);
   const std::string forced = ForcedBytes();
   const TokenTrie& trie = compiled_->tokenizer()->trie();
   std::vector<int32_t> tokens;

@@ -111,6 +111,24 @@ class GrammarMatcher {
     const InUse& flag_;
   };
   InUse in_use_;
+  // Puts the matcher back where a call started if the call throws (a std::bad_alloc part way
+  // through a step): the parser rows it pushed, the step bookkeeping, the captures and the
+  // by-id result kept for the next fill. So the caller may go on with the matcher.
+  class StepRestore {
+   public:
+    explicit StepRestore(GrammarMatcher* matcher);
+    ~StepRestore();
+    StepRestore(const StepRestore&) = delete;
+    StepRestore& operator=(const StepRestore&) = delete;
+
+   private:
+    GrammarMatcher& m_;
+    int32_t rows_;
+    size_t history_;
+    bool terminated_;
+    int32_t tokens_accepted_;
+    int uncaught_;
+  };
   struct Step {
     int32_t rows_before;
     bool terminated_before;

@@ -259,8 +259,19 @@ void EarleyParser::PopLeoEntries(int32_t rows) {
 }
 
 bool EarleyParser::Advance(uint8_t byte) {
+  const int32_t row = num_rows();
+  try {
+    return AdvanceRow(row, byte);
+  } catch (...) {
+    // A std::bad_alloc while the row was built: drop what it had, so the parser is as before.
+    closing_row_ = INT32_MIN;
+    RestoreRows(row);
+    throw;
+  }
+}
+
+bool EarleyParser::AdvanceRow(int32_t row, uint8_t byte) {
   const GrammarAutomaton& g = *g_;
-  int32_t row = num_rows();
   int32_t prev_begin = row_begin_[row - 1], prev_end = row_begin_[row];
   if (prev_end - prev_begin == 1) {
     // Fast path (lexical stretches): one item scans into at most one, and if that one needs
@@ -292,12 +303,17 @@ bool EarleyParser::Advance(uint8_t byte) {
 }
 
 bool EarleyParser::AdvanceBytes(const uint8_t* data, size_t size) {
-  int32_t rows = num_rows();
-  for (size_t i = 0; i < size; ++i) {
-    if (!Advance(data[i])) {
-      TruncateRows(rows);
-      return false;
+  const int32_t rows = num_rows();
+  try {
+    for (size_t i = 0; i < size; ++i) {
+      if (!Advance(data[i])) {
+        TruncateRows(rows);
+        return false;
+      }
     }
+  } catch (...) {
+    TruncateRows(rows);
+    throw;
   }
   return true;
 }
@@ -305,7 +321,10 @@ bool EarleyParser::AdvanceBytes(const uint8_t* data, size_t size) {
 void EarleyParser::PopRows(int32_t n) {
   if (n <= 0) return;
   if (n >= num_rows()) throw Error(ErrorKind::kMatcherState, "cannot pop the initial parser row");
-  int32_t rows = num_rows() - n;
+  RestoreRows(num_rows() - n);
+}
+
+void EarleyParser::RestoreRows(int32_t rows) {
   PopLeoEntries(rows);
   leo_head_.resize(static_cast<size_t>(rows));
   items_.resize(static_cast<size_t>(row_begin_[rows]));

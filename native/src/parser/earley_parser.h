@@ -51,9 +51,10 @@ class EarleyParser {
   bool PushCompletionRow(RuleId rule, int32_t origin);
 
   // Consumes one byte. On success pushes a row and returns true; on failure leaves the
-  // parser unchanged and returns false.
+  // parser unchanged and returns false. A throw (std::bad_alloc) also leaves it unchanged.
   bool Advance(uint8_t byte);
-  // Consumes bytes; on failure restores the state before the call and returns false.
+  // Consumes bytes; on failure (or a throw) restores the state before the call and returns
+  // false (rethrows).
   bool AdvanceBytes(const uint8_t* data, size_t size);
   // Drops the last n rows (n <= num_rows() - 1).
   void PopRows(int32_t n);
@@ -118,6 +119,8 @@ class EarleyParser {
  private:
   struct EmptyTag {};
   EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, EmptyTag);
+  // Advance's work: pushes row `row` (== num_rows()) read from the last one by `byte`.
+  bool AdvanceRow(int32_t row, uint8_t byte);
   void AddItem(int32_t state, int32_t origin);
   void CloseRow(int32_t row);
   void GrowDedup();
@@ -141,6 +144,9 @@ class EarleyParser {
   void PopLeoEntries(int32_t rows);
   // Appends the bookkeeping of a row whose items are in place (begin offsets, end flag).
   void FinishRow(uint8_t can_end);
+  // Cuts every per-row vector back to `rows` rows, also where a row was only partly added
+  // (a throw while it was built); nothing here allocates.
+  void RestoreRows(int32_t rows);
   // Whether the latest budget commit closed the occurrence (rule, origin).
   bool IsClosed(RuleId rule, int32_t origin) const;
   size_t BudgetCommitBytes() const;

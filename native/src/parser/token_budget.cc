@@ -228,17 +228,19 @@ EarleyParser::BudgetOutcome EarleyParser::PruneClosed(const OccurrenceGraph& gra
   }
   if (!any_closed) return BudgetOutcome::kNone;
   if (!live_continues && !CanEnd()) return BudgetOutcome::kRelaxed;
+  // Everything that allocates comes first, so a throw leaves the row as it was.
+  BudgetCommit commit{last, {}};
+  for (const OccurrenceGraph::Node& n : graph.nodes()) {
+    if (!n.live) commit.closed.push_back(OccurrenceKey(n.rule, n.origin));
+  }
+  std::sort(commit.closed.begin(), commit.closed.end());
+  budget_commits_.reserve(budget_commits_.size() + 1);
   int32_t out = begin;
   for (int32_t i = begin; i < static_cast<int32_t>(items_.size()); ++i) {
     if (keep[i - begin]) items_[out++] = items_[i];
   }
   items_.resize(out);
   row_begin_.back() = out;
-  BudgetCommit commit{last, {}};
-  for (const OccurrenceGraph::Node& n : graph.nodes()) {
-    if (!n.live) commit.closed.push_back(OccurrenceKey(n.rule, n.origin));
-  }
-  std::sort(commit.closed.begin(), commit.closed.end());
   budget_commits_.push_back(std::move(commit));
   return BudgetOutcome::kEnforced;
 }
@@ -252,8 +254,8 @@ EarleyParser::BudgetOutcome EarleyParser::EnforceTokenBudgets(int32_t next_token
     EarleyParser trial = *this;
     trial.RecloseLastRow(CompletionItems(closes));
     if (trial.PruneClosed(trial.LastRowOccurrences(next_token)) == BudgetOutcome::kEnforced) {
-      *this = std::move(trial);
       forced->insert(forced->end(), closes.begin(), closes.end());
+      *this = std::move(trial);
       return BudgetOutcome::kEnforced;
     }
   }
