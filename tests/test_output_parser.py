@@ -86,3 +86,16 @@ def test_xml_styles_decode_values_by_schema():
     call = xg.parse_structured_output(text, tag, tools=tools)["tool_calls"][0]
     assert json.loads(call["function"]["arguments"]) == {
         "s": "line one\nline two", "n": 2.5, "e": "b", "o": {"k": [1]}}
+
+
+@pytest.mark.parametrize("text, content", [
+    ("<|START_TEXT|>Hi & <b>bye</b><|END_TEXT|>", "Hi & <b>bye</b>"),
+    ("<|START_TEXT|>\n Hi \n<|END_TEXT|>", "Hi"),
+    # Not one whole block: kept as written.
+    ("<|START_TEXT|>Hi", "<|START_TEXT|>Hi"),
+    ("<|START_TEXT|>a<|END_TEXT|><|START_TEXT|>b<|END_TEXT|>",
+     "<|START_TEXT|>a<|END_TEXT|><|START_TEXT|>b<|END_TEXT|>"),
+])
+def test_cohere_text_block_is_unwrapped(text, content):
+    tag = xg.get_model_structural_tag("cohere", [], reasoning="disabled")
+    assert xg.parse_structured_output(text, tag)["content"] == content

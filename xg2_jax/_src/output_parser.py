@@ -41,6 +41,10 @@ _REGEX_SPAN = 512
 # Reasoning blocks of the built-in formats: <think>..</think> (and </mm:think>), Harmony's
 # analysis channel, Gemma 4's thought channel, Cohere's <|START_THINKING|>.
 _REASONING_WORDS = ("think", "thought", "analysis")
+# Cohere's text block: Command A (Melody's cmd5 renderer) wraps a turn's text in it, and the
+# message is the text inside, as Melody's own parser returns it. The tag keeps the block as
+# free text (as xgrammar's), so it is taken off here.
+_TEXT_BLOCK = ("<|START_TEXT|>", "<|END_TEXT|>")
 _WS = " \t\n\r"
 
 
@@ -355,6 +359,13 @@ def _call_id(index: int, name: str, arguments: str) -> str:
     return f"call_{index}_{digest}"
 
 
+def _unwrap_text_block(content: str) -> str:
+    opener, closer = _TEXT_BLOCK
+    if content.startswith(opener) and content.endswith(closer) and content.count(opener) == 1:
+        return content[len(opener):len(content) - len(closer)].strip()
+    return content
+
+
 def parse_structured_output(text: str, structural_tag: Union[StructuralTag, dict, Any], *,
                             tools: Any = None,
                             token_text: Optional[Callable[[Any], str]] = None) -> dict:
@@ -399,6 +410,7 @@ def parse_structured_output(text: str, structural_tag: Union[StructuralTag, dict
     reasoning = "".join(e[1] for e in flat if e[0] == "reasoning").strip()
     if not any(e[0] in ("call", "reasoning") for e in flat):
         content = text.strip()  # a structure without calls or reasoning: the text is content
+    content = _unwrap_text_block(content)
     calls = []
     for e in flat:
         if e[0] == "call" and e[1].name is not None:
