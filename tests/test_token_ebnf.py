@@ -292,3 +292,30 @@ def test_shared_by_id_results_are_counted(gpt2_tokenizer):
     stats = compiled.mask_cache_stats()
     assert stats["by_id_entries"] == 1 and stats["by_id_misses"] == 1 and stats["by_id_hits"] == 1
     assert 0 < stats["by_id_bytes"] <= stats["by_id_limit_bytes"] and stats["by_id_evictions"] == 0
+
+
+@pytest.mark.parametrize("padding", [0, 37])
+@pytest.mark.parametrize("excluded_count", [0, 1, 40, 3000])
+@pytest.mark.parametrize("tail", ["", ' "!"'])
+def test_free_token_region_flag_and_mask(tokenizer, padding, excluded_count, tail):
+    """In a free token region the fill reads only the bitmask words the by-id tokens leave
+    open (a few excluded ids) or the whole row (many): either way its flag says whether any id
+    of the (padded) vocabulary is forbidden, and the mask is the same at every step."""
+    tok = xg.TokenizerInfo(tokenizer.decoded_vocab, vocab_type=tokenizer.vocab_type,
+                           vocab_size=tokenizer.num_tokens + padding,
+                           stop_token_ids=tokenizer.stop_token_ids)
+    step = max(1, tokenizer.num_tokens // max(1, excluded_count))
+    excluded = list(range(5, tokenizer.num_tokens, step))[:excluded_count]
+    body = f"ExcludeToken({', '.join(map(str, excluded))})*" if excluded else "ExcludeToken()*"
+    matcher = xg.GrammarMatcher(xg.GrammarCompiler(tok).compile_grammar(f"root ::= {body}{tail}"))
+    stops = set(tok.stop_token_ids)
+    free = ids_of(tokenizer, "hello")[0]
+    for _ in range(3):  # the by-id result is computed, then kept
+        bitmask = xg.allocate_token_bitmask(1, tok.vocab_size)
+        flag = matcher.fill_next_token_bitmask(bitmask)
+        masked = set(_get_masked_tokens_from_bitmask(bitmask, tok.vocab_size))
+        # (With a tail the stop tokens are cleared after the by-id tokens set them.)
+        assert masked == set(excluded) | set(range(tokenizer.num_tokens, tok.vocab_size)) | (
+            stops if tail else set())
+        assert flag == bool(masked)
+        assert matcher.accept_token(free)

@@ -143,7 +143,7 @@ void TestDegenerateVocabularies() {
 // recently used going first, and the stats count what happened.
 void TestByIdTokenCacheIsBounded() {
   xg2::ByIdTokenCache cache;
-  auto words = std::make_shared<const std::vector<uint32_t>>(8, 0xFFFFFFFFu);
+  auto words = std::make_shared<const xg2::ByIdTokens>(std::vector<uint32_t>(8, 0xFFFFFFFFu), 8 * 32);
   for (int32_t k = 0; k < 70; ++k) {
     cache.Insert({k}, words);
     if (k >= 1) CHECK(cache.Find({0}) != nullptr);  // state 0 stays the most recently used
@@ -159,8 +159,22 @@ void TestByIdTokenCacheIsBounded() {
   CHECK(cache.Stats().hits == 71 && cache.Stats().misses == 1);
 }
 
+// The words a by-id result leaves open (not all ones over the tokenizer's ids), which a fill
+// then reads alone; bits past the last token count as set; many open words are not listed.
+void TestByIdTokensOpenWords() {
+  const xg2::ByIdTokens a({0xFFFFFFFFu, 0xFFFFFFFEu, 0x7u}, 67);
+  CHECK(!a.many_open && a.open_words == std::vector<int32_t>{1});
+  const xg2::ByIdTokens b({0xFFFFFFFFu, 0xFFFFFFFFu, 0x7u}, 68);
+  CHECK(!b.many_open && b.open_words == std::vector<int32_t>{2});
+  const xg2::ByIdTokens c(std::vector<uint32_t>(64, 0u), 64 * 32);
+  CHECK(!c.many_open && c.open_words.size() == 64);
+  const xg2::ByIdTokens d(std::vector<uint32_t>(65, 0u), 65 * 32);
+  CHECK(d.many_open && d.open_words.empty());
+}
+
 int main() {
   TestByIdTokenCacheIsBounded();
+  TestByIdTokensOpenWords();
   TestCompiledCacheIsBounded();
   TestRegistrySplit();
   TestMemoryBudgetFromWorkers();

@@ -1,8 +1,25 @@
 #include "compiler/by_id_token_cache.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace xg2 {
+
+ByIdTokens::ByIdTokens(std::vector<uint32_t> bits_in, int32_t num_tokens) : bits(std::move(bits_in)) {
+  const int32_t num_words = static_cast<int32_t>(bits.size());
+  for (int32_t w = 0; w < num_words; ++w) {
+    // Bits past the last token are no ids: they count as set.
+    const int32_t ids_here = num_tokens - (w << 5);
+    const uint32_t past = ids_here >= 32 ? 0u : ~((1u << ids_here) - 1);
+    if ((bits[w] | past) == 0xFFFFFFFFu) continue;
+    if (open_words.size() == kMaxOpenWords) {
+      open_words.clear();
+      many_open = true;
+      return;
+    }
+    open_words.push_back(w);
+  }
+}
 
 ByIdTokenCache::Words ByIdTokenCache::Find(const std::vector<int32_t>& states) {
   std::lock_guard<std::mutex> lock(mu_);
@@ -17,7 +34,7 @@ ByIdTokenCache::Words ByIdTokenCache::Find(const std::vector<int32_t>& states) {
 }
 
 void ByIdTokenCache::Insert(const std::vector<int32_t>& states, Words words) {
-  const size_t bytes = words->size() * sizeof(uint32_t) + states.size() * sizeof(int32_t);
+  const size_t bytes = words->MemoryBytes() + states.size() * sizeof(int32_t);
   if (bytes > kMaxBytes) return;
   std::lock_guard<std::mutex> lock(mu_);
   if (entries_.count(states) != 0) return;  // another matcher got there first

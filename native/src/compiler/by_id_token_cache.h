@@ -19,10 +19,21 @@
 
 namespace xg2 {
 
+// The ids read by id from a set of states: one bit per token id (of num_tokens), as in a
+// bitmask row, and the words not all ones where there are few, so a fill that adds these bits
+// knows which words of its row can still lack a token without reading the whole row.
+struct ByIdTokens {
+  static constexpr size_t kMaxOpenWords = 64;
+  ByIdTokens(std::vector<uint32_t> bits, int32_t num_tokens);
+  std::vector<uint32_t> bits;
+  std::vector<int32_t> open_words;  // ascending; empty when many_open
+  bool many_open = false;
+  size_t MemoryBytes() const { return bits.size() * sizeof(uint32_t) + open_words.size() * sizeof(int32_t); }
+};
+
 class ByIdTokenCache {
  public:
-  // One bit per token id, as in a bitmask row.
-  using Words = std::shared_ptr<const std::vector<uint32_t>>;
+  using Words = std::shared_ptr<const ByIdTokens>;
 
   // The result kept for `states` (sorted, unique), or null.
   Words Find(const std::vector<int32_t>& states);

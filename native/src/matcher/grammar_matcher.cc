@@ -239,6 +239,7 @@ GrammarMatcher::StepRestore::~StepRestore() {
   m_.ForgetCapturesFrom(rows_);
   m_.by_id_words_.reset();
   m_.by_id_states_.clear();
+  m_.by_id_applied_ = nullptr;
 }
 
 std::string GrammarMatcher::DebugState() const {
@@ -279,6 +280,25 @@ bool SuffixesAllowed(const SuffixTrie& trie, int32_t i, const uint32_t* words) {
   return true;
 }
 
+// Whether the bits of ids [begin, end) are all set.
+bool AllIdsSet(const uint32_t* words, int32_t begin, int32_t end) {
+  if (begin >= end) return true;
+  const int32_t first_word = begin >> kTokenWordShift, last_word = (end - 1) >> kTokenWordShift;
+  auto bits_from = [](int32_t bit) { return ~((1u << bit) - 1); };                          // bits [bit, 32)
+  auto bits_below = [](int32_t bit) { return bit == 32 ? 0xFFFFFFFFu : (1u << bit) - 1; };  // [0, bit)
+  if (first_word == last_word) {
+    const uint32_t want = bits_from(begin & kTokenBitMask) & bits_below(end - (last_word << kTokenWordShift));
+    return (words[first_word] & want) == want;
+  }
+  const uint32_t head = bits_from(begin & kTokenBitMask);
+  const uint32_t tail = bits_below(end - (last_word << kTokenWordShift));
+  if ((words[first_word] & head) != head || (words[last_word] & tail) != tail) return false;
+  for (int32_t w = first_word + 1; w < last_word; ++w) {
+    if (words[w] != 0xFFFFFFFFu) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words) {
@@ -292,6 +312,7 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
     return true;
   }
   fill_stats_ = FillStats();
+  by_id_applied_ = nullptr;
   EnforceTokenBudgets();
   const int32_t recheck_len = CollectRowEntries();
   ApplyAcceptedSets(words);
@@ -473,15 +494,18 @@ void GrammarMatcher::DecideUncertainTokens(uint32_t* words) {
 bool GrammarMatcher::RowNeedsMasking(const uint32_t* words) const {
   // Needs masking unless every id of the vocabulary is allowed.
   const int32_t vocab_size = compiled_->tokenizer()->vocab_size();
-  const int32_t full_words = vocab_size >> kTokenWordShift;
-  for (int32_t w = 0; w < full_words; ++w) {
-    if (words[w] != 0xFFFFFFFFu) return true;
+  const ByIdTokens* by_id = by_id_applied_;
+  if (by_id == nullptr || by_id->many_open) return !AllIdsSet(words, 0, vocab_size);
+  // The words the by-id tokens filled are all ones, but for stop tokens cleared since: the
+  // others are read, and the ids past the tokenizer's (vocabulary padding).
+  const int32_t num_tokens = compiled_->tokenizer()->num_tokens();
+  for (int32_t w : by_id->open_words) {
+    if (!AllIdsSet(words, w << kTokenWordShift, std::min((w + 1) << kTokenWordShift, num_tokens))) return true;
   }
-  if (const int32_t tail_bits = vocab_size & kTokenBitMask) {
-    const uint32_t tail = (1u << tail_bits) - 1;
-    if ((words[full_words] & tail) != tail) return true;
+  for (int32_t id : stop_token_ids_) {
+    if (id < num_tokens && !HasTokenBit(words, id)) return true;
   }
-  return false;
+  return !AllIdsSet(words, num_tokens, vocab_size);
 }
 
 void GrammarMatcher::ApplyEntry(const TokenMaskEntry& e, uint32_t* words) {
@@ -579,15 +603,16 @@ void GrammarMatcher::AddTokensById(uint32_t* words) {
     by_id_words_ = std::move(found);
     by_id_states_.swap(states);
   }
-  const uint32_t* kept = by_id_words_->data();
+  const uint32_t* kept = by_id_words_->bits.data();
   for (size_t w = 0; w < num_words; ++w) words[w] |= kept[w];
+  by_id_applied_ = by_id_words_.get();
   // Stop tokens among them are set or cleared by ApplyStopTokens, which follows.
 }
 
 // The ids the parser can read now, over the whole vocabulary; clears by_id_scans_only_ if a
 // closure took part (then the ids depend on more than the lead-reading states).
 ByIdTokenCache::Words GrammarMatcher::ReadTokensById(int32_t num_tokens) {
-  auto words = std::make_shared<std::vector<uint32_t>>(static_cast<size_t>((num_tokens + 31) >> kTokenWordShift), 0);
+  std::vector<uint32_t> words(static_cast<size_t>((num_tokens + 31) >> kTokenWordShift), 0);
   by_id_scans_only_ = true;
   const int32_t rows = parser_.num_rows();
   parser_.Advance(kVirtualTokenLead);
@@ -598,11 +623,11 @@ ByIdTokenCache::Words GrammarMatcher::ReadTokensById(int32_t num_tokens) {
     if (!ByteSetHas(high, h)) continue;
     parser_.Advance(static_cast<uint8_t>(h));
     NoteClosures();
-    AddTokenIdsBelow(h << 16, num_tokens, words->data());
+    AddTokenIdsBelow(h << 16, num_tokens, words.data());
     parser_.TruncateRows(rows + 1);
   }
   parser_.TruncateRows(rows);
-  return words;
+  return std::make_shared<const ByIdTokens>(std::move(words), num_tokens);
 }
 
 void GrammarMatcher::LeadReadingStates(std::vector<int32_t>* out) const {
@@ -780,6 +805,13 @@ bool GrammarMatcher::FewTokensLeft(const uint32_t* words, std::vector<int32_t>* 
     }
     return true;
   };
+  // After the by-id tokens, only the words they left open can lack a token.
+  if (by_id_applied_ != nullptr && !by_id_applied_->many_open) {
+    for (int32_t w : by_id_applied_->open_words) {
+      if (!collect(w)) return false;
+    }
+    return true;
+  }
   // In a free region nearly every word is all ones: they are skipped eight at a time.
   constexpr int32_t kStride = 8;
   int32_t w = 0;

@@ -225,6 +225,7 @@ class GrammarMatcher {
   std::vector<int32_t> scratch_states_;  // AddTokensById's current states
   std::vector<int32_t> scratch_left_;    // AddTokensEnteringMidToken's tokens not yet allowed
   ByIdTokenCache::Words by_id_words_;
+  const ByIdTokens* by_id_applied_ = nullptr;  // the by-id tokens this fill added (or null)
   bool by_id_scans_only_ = true;
 };
 
