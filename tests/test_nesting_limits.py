@@ -148,3 +148,15 @@ def test_json_documents_are_read_within_the_limit(reader):
     grammar = xg.Grammar.from_ebnf('root ::= [a-z] "[" ' + "(" * 40 + '"x"' + ")" * 40)
     with xg.max_recursion_depth(50):
         assert str(xg.Grammar.deserialize_json(grammar.serialize_json())) == str(grammar)
+
+
+@pytest.mark.parametrize("as_object", [False, True])
+def test_structural_tag_too_deep_for_json_dumps_is_a_typed_error(as_object):
+    """A tag object or dict deeper than Python's own recursion allows cannot be written as JSON:
+    a LimitExceededError, as for a schema dict (not a RecursionError)."""
+    fmt = xg.ConstStringFormat(value="a") if as_object else {"type": "const_string", "value": "a"}
+    for _ in range(5000):
+        fmt = xg.SequenceFormat(elements=[fmt]) if as_object else {"type": "sequence", "elements": [fmt]}
+    tag = xg.StructuralTag(format=fmt) if as_object else {"type": "structural_tag", "format": fmt}
+    with pytest.raises(xg.LimitExceededError, match="nested too deeply"):
+        xg.Grammar.from_structural_tag(tag)

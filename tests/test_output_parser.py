@@ -91,6 +91,8 @@ def test_xml_styles_decode_values_by_schema():
 @pytest.mark.parametrize("text, content", [
     ("<|START_TEXT|>Hi & <b>bye</b><|END_TEXT|>", "Hi & <b>bye</b>"),
     ("<|START_TEXT|>\n Hi \n<|END_TEXT|>", "Hi"),
+    ("<|START_RESPONSE|>Hi<|END_RESPONSE|>", "Hi"),  # Command A's template
+    ("<|START_RESPONSE|>Hi<|END_TEXT|>", "<|START_RESPONSE|>Hi<|END_TEXT|>"),
     # Not one whole block: kept as written.
     ("<|START_TEXT|>Hi", "<|START_TEXT|>Hi"),
     ("<|START_TEXT|>a<|END_TEXT|><|START_TEXT|>b<|END_TEXT|>",

@@ -505,10 +505,14 @@ def _resolve_named_grammars(named_grammars: Any, tokenizer_info: Any) -> Dict[st
 def _structural_tag_to_text(tag: Any) -> str:
     if isinstance(tag, str):
         return tag
-    if hasattr(tag, "to_dict"):
-        tag = tag.to_dict()
-    if isinstance(tag, dict):
-        text = _json.dumps(tag, ensure_ascii=False)
+    try:
+        if hasattr(tag, "to_dict"):
+            tag = tag.to_dict()
+        text = _json.dumps(tag, ensure_ascii=False) if isinstance(tag, dict) else None
+    except RecursionError:
+        raise LimitExceededError("the structural tag is nested too deeply to serialise "
+                                 "(the JSON depth limit is 1000)") from None
+    if text is not None:
         try:
             text.encode("utf-8")
         except UnicodeEncodeError:

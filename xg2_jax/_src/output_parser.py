@@ -41,10 +41,11 @@ _REGEX_SPAN = 512
 # Reasoning blocks of the built-in formats: <think>..</think> (and </mm:think>), Harmony's
 # analysis channel, Gemma 4's thought channel, Cohere's <|START_THINKING|>.
 _REASONING_WORDS = ("think", "thought", "analysis")
-# Cohere's text block: Command A (Melody's cmd5 renderer) wraps a turn's text in it, and the
-# message is the text inside, as Melody's own parser returns it. The tag keeps the block as
-# free text (as xgrammar's), so it is taken off here.
-_TEXT_BLOCK = ("<|START_TEXT|>", "<|END_TEXT|>")
+# Cohere's text blocks: Command A Reasoning (Melody's cmd5 renderer) wraps a turn's text in
+# <|START_TEXT|>, Command A's template in <|START_RESPONSE|>; the message is the text inside,
+# as Melody's own parser returns it. The tag keeps the block as free text (as xgrammar's), so
+# it is taken off here.
+_TEXT_BLOCKS = (("<|START_TEXT|>", "<|END_TEXT|>"), ("<|START_RESPONSE|>", "<|END_RESPONSE|>"))
 _WS = " \t\n\r"
 
 
@@ -360,9 +361,9 @@ def _call_id(index: int, name: str, arguments: str) -> str:
 
 
 def _unwrap_text_block(content: str) -> str:
-    opener, closer = _TEXT_BLOCK
-    if content.startswith(opener) and content.endswith(closer) and content.count(opener) == 1:
-        return content[len(opener):len(content) - len(closer)].strip()
+    for opener, closer in _TEXT_BLOCKS:
+        if content.startswith(opener) and content.endswith(closer) and content.count(opener) == 1:
+            return content[len(opener):len(content) - len(closer)].strip()
     return content
 
 
