@@ -543,9 +543,22 @@ def test_accept_string_rejects_int(matcher):
 
 def test_override_stop_tokens_out_of_range(compiler):
     cg = compiler.compile_grammar('root ::= "a"')
-    for bad in ([1000], [-5], 2**40):
-        with pytest.raises((xg.InvalidArgumentError, OverflowError, TypeError)):
+    for bad in ([1000], [-5], 2**40, [10**12]):
+        with pytest.raises(xg.InvalidArgumentError, match="outside the vocabulary"):
             xg.GrammarMatcher(cg, override_stop_tokens=bad)
+    with pytest.raises(TypeError):
+        xg.GrammarMatcher(cg, override_stop_tokens=[1.5])
+
+
+@pytest.mark.parametrize("call", ["accept_token", "accept_prefix", "count_valid_prefix"])
+def test_float_token_id_is_a_type_error_not_cut(matcher, tok, call):
+    """1.0 or 1.5 is no token id: a TypeError, not the id int() would make of it."""
+    before = _allowed(matcher, tok.vocab_size)
+    arg = 1.0 if call == "accept_token" else [0, 1.0]
+    with pytest.raises(TypeError):
+        getattr(matcher, call)(arg)
+    assert _allowed(matcher, tok.vocab_size) == before and matcher.num_accepted_tokens == 0
+    assert matcher.accept_token(np.int64(0))  # numpy integers are ids
 
 
 def test_deserialize_for_other_vocabulary(compiler):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 import sys
 import warnings
 from typing import Optional, Sequence, Union
@@ -78,7 +79,12 @@ class GrammarMatcher:
         elif isinstance(override_stop_tokens, int):
             stops = [override_stop_tokens]
         else:
-            stops = list(override_stop_tokens)
+            stops = [operator.index(t) for t in override_stop_tokens]  # no float truncated
+        vocab_size = compiled_grammar.tokenizer_info.vocab_size
+        for stop in stops:
+            if not 0 <= stop < vocab_size:
+                raise InvalidArgumentError(f"stop token id {stop} is outside the vocabulary "
+                                           f"[0, {vocab_size})")
         self._handle = _core.GrammarMatcher(compiled_grammar._handle, stops,
                                             terminate_without_stop_token, default_temperature)
 
@@ -130,7 +136,7 @@ class GrammarMatcher:
         Raises:
             InvalidArgumentError: ``token_id`` is outside the vocabulary.
         """
-        token_id = int(token_id)
+        token_id = operator.index(token_id)  # an integer (a float is a TypeError, not cut)
         if not 0 <= token_id <= _INT32_MAX:
             raise InvalidArgumentError(f"token id {token_id} is outside the vocabulary "
                                        f"[0, {self._compiled.tokenizer_info.vocab_size})")
@@ -172,7 +178,7 @@ class GrammarMatcher:
         except TypeError:
             # nanobind refuses ids that do not fit int32 (and non-integers) with a bare
             # TypeError: name the offending id instead.
-            ids = [int(t) for t in token_ids]
+            ids = [operator.index(t) for t in token_ids]
             for position, token_id in enumerate(ids):
                 if not 0 <= token_id <= _INT32_MAX:
                     raise InvalidArgumentError(
