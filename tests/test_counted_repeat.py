@@ -51,6 +51,10 @@ CASES = [
     (r'root ::= ("ab" | "c"){2,50} "."', [b'abcab.', b'cc.', b'ab' * 50 + b'.']),
     ('root ::= "[" (item ("," item){0,30})? "]"\nitem ::= [0-9]{1,20}', [b'[1,22,333]', b'[]']),
     (r'root ::= [a-z]{40,} "."', [b'a' * 45 + b'.']),
+    # A minimum only (or a far maximum): long tokens the loop context accepts are kept as they
+    # are; only those it refuses (a quote after 20 characters, say: the vocabulary's) are re-checked.
+    (r'root ::= "\"" [^"\\]{45,} "\"" [,}]', [b'"' + b'-' * 20 + b' BEGIN ' + b'abc ' * 5 + b'x' * 20 + b'",']),
+    (r'root ::= "\"" [^"\\]{30,300} "\"" ","', [b'"' + b' ' * 31 + b'",', b'"' + b'word ' * 12 + b'",']),
 ]
 
 

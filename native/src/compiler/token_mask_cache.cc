@@ -81,7 +81,12 @@ TokenMaskCache::LoopChoice TokenMaskCache::LoopContext(int32_t loop_state) const
     recheck = std::min(to_min + 1, to_max == kNone ? kNone : to_max + 1);
   }
   if (recheck > h) return {ctx, static_cast<int32_t>(kNone)};
-  if (recheck >= kMinRecheckLen) return {ctx, static_cast<int32_t>(recheck)};
+  if (recheck >= kMinRecheckLen) {
+    // star_no_complete never completes the loop: with the maximum out of reach, what it
+    // accepts holds at the real count.
+    const bool refused_only = to_min > 0 && (to_max == kNone || to_max + 1 > h);
+    return {ctx, static_cast<int32_t>(recheck), refused_only};
+  }
   return {loop_state, static_cast<int32_t>(kNone)};
 }
 

@@ -81,6 +81,10 @@ class TokenMaskCache {
   struct LoopChoice {
     int32_t loop_state;   // entry context: star, star_no_complete or the exact count
     int32_t recheck_len;  // tokens with at least this many bytes need the parser (INT32_MAX: none)
+    // The re-check is for the minimum alone (the maximum is out of any token's reach): a
+    // long token the entry accepts never completes the loop, so it holds at any count, and
+    // only the long tokens it refuses (which may complete the loop) need the parser.
+    bool refused_only = false;
   };
   LoopChoice LoopContext(int32_t loop_state) const;
   // Tokens (trie order indices) of at least `min_len` bytes, longest first.

@@ -321,6 +321,11 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
   // Long tokens in counted loops near a bound: the parser decides them from the real row.
   if (recheck_len != kNoRecheck) {
     compiled_->mask_cache().LongTokens(recheck_len, &scratch_long_);
+    // A token some entry or walk allowed already is allowed (a mask is a union of exact parts).
+    const auto& sorted = compiled_->tokenizer()->trie().sorted_tokens;
+    scratch_long_.erase(std::remove_if(scratch_long_.begin(), scratch_long_.end(),
+                                       [&](int32_t k) { return HasTokenBit(words, sorted[k]); }),
+                        scratch_long_.end());
     std::sort(scratch_long_.begin(), scratch_long_.end());
     WalkTokens(scratch_long_, words);
   }
@@ -409,7 +414,7 @@ int32_t GrammarMatcher::CollectRowEntries() {
       if (choice.recheck_len == kNoRecheck) {
         note_entry(e);
       } else {
-        recheck_entries_.emplace_back(e, choice.recheck_len);
+        recheck_entries_.push_back({e, choice.recheck_len, choice.refused_only});
         recheck_len = std::min(recheck_len, choice.recheck_len);
       }
       if (e->has_uncertain() && p->origin >= 0) {
@@ -442,10 +447,14 @@ void GrammarMatcher::ApplyLoopBoundEntries(uint32_t* words) {
   TokenMaskCache& cache = compiled_->mask_cache();
   const int32_t vocab_words = cache.num_words();
   const auto& sorted = compiled_->tokenizer()->trie().sorted_tokens;
-  for (const auto& [e, len] : recheck_entries_) {
+  for (const RecheckEntry& r : recheck_entries_) {
+    if (r.refused_only) {  // its long tokens hold as they are
+      ApplyEntry(*r.entry, words);
+      continue;
+    }
     scratch_item_.assign(vocab_words, 0);
-    ApplyEntry(*e, scratch_item_.data());
-    cache.LongTokens(len, &scratch_long_);
+    ApplyEntry(*r.entry, scratch_item_.data());
+    cache.LongTokens(r.recheck_len, &scratch_long_);
     for (int32_t k : scratch_long_) ClearTokenBit(scratch_item_.data(), sorted[k]);
     for (int32_t w = 0; w < vocab_words; ++w) words[w] |= scratch_item_[w];
   }

@@ -200,7 +200,12 @@ class GrammarMatcher {
   std::vector<int32_t> scratch_long_;
   std::vector<Pending> pending_;
   std::vector<const TokenMaskEntry*> seen_entries_;
-  std::vector<std::pair<const TokenMaskEntry*, int32_t>> recheck_entries_;  // (entry, recheck_len)
+  struct RecheckEntry {
+    const TokenMaskEntry* entry;
+    int32_t recheck_len;
+    bool refused_only;  // TokenMaskCache::LoopChoice::refused_only
+  };
+  std::vector<RecheckEntry> recheck_entries_;
 
   std::shared_ptr<CompiledGrammar> compiled_;
   std::optional<float> default_temperature_;
