@@ -97,6 +97,14 @@ def test_inactive_rows_pass_through():
     np.testing.assert_array_equal(np.asarray(got)[~active], logits[~active])
 
 
+def test_rows_that_do_not_broadcast_are_named():
+    with pytest.raises(ValueError, match=r"bitmask rows \(3,\) do not broadcast against the logits' rows \(2,\)"):
+        xg.apply_token_bitmask(jnp.zeros((2, 40)), jnp.zeros((3, 2), jnp.int32))
+    # One mask row for every logits row broadcasts (as documented).
+    out = xg.apply_token_bitmask(jnp.zeros((2, 4)), jnp.array([[0b0101]], jnp.int32))
+    assert np.isinf(np.asarray(out)[:, 1]).all()
+
+
 def test_padded_vocab_and_ignored_bits():
     # Logits wider than 32 * W are disallowed; bits past the logits width are ignored.
     logits = jnp.zeros((2, 70))

@@ -125,6 +125,12 @@ def apply_token_bitmask(logits: jax.Array, bitmask: jax.Array, *,
         [[0.0, -inf, 0.0, -inf]]
     """
     _check_bitmask(bitmask)
+    try:  # shapes are static: checked once per trace, at no cost in the compiled step
+        np.broadcast_shapes(tuple(bitmask.shape[:-1]), tuple(logits.shape[:-1]))
+    except ValueError:
+        raise ValueError(f"bitmask rows {tuple(bitmask.shape[:-1])} do not broadcast against the "
+                         f"logits' rows {tuple(logits.shape[:-1])} (bitmask (..., W), logits "
+                         "(..., V))") from None
     vocab_size = logits.shape[-1]
     allowed = unpack_bitmask(bitmask, vocab_size)
     keep_row = bitmask_has_allowed(bitmask, vocab_size)
