@@ -120,6 +120,40 @@ def test_rollback_and_fork_equal_replay(gpt2_json, value, ensure_ascii, indent, 
     assert np.array_equal(mask_row(m, v), replay[n][0])
 
 
+def test_kept_completion_walks_follow_rollback_and_fork(gpt2_tokenizer):
+    """A string's completion walk is kept while the string goes on (s is recursive, so it stays
+    a rule the parser completes). After a rollback past the string's start, the same rule at
+    the same row has another caller ("!" follows it after "a", "?" after "b"): the masks are
+    those of a fresh matcher, as are a fork's. (Without the rollback's forgetting, "b" gets
+    "a"'s continuation.)"""
+    tok = gpt2_tokenizer
+    grammar = 'root ::= "a" s "!" | "b" s "?"\ns ::= "\\"" [ a-z]* "\\"" | "(" s ")"'
+    compiled = xg.GrammarCompiler(tok).compile_grammar(grammar)
+    v = tok.vocab_size
+
+    def fresh_mask(text):
+        f = xg.GrammarMatcher(compiled)
+        assert f.accept_string(text)
+        return mask_row(f, v)
+
+    def allows(mask, text):
+        t = [i for i in range(tok.num_tokens) if bytes(tok.decoded_vocab[i]) == text.encode()][0]
+        return bool((mask[t // 32] >> (t % 32)) & 1)
+
+    m = xg.GrammarMatcher(compiled)
+    for text in ('a"xy', 'b"xy', 'a"xy'):
+        assert m.accept_string(text[:2])  # the string's start: the same row each time
+        for i in range(2, len(text)):
+            assert np.array_equal(mask_row(m, v), fresh_mask(text[:i])), text[:i]
+            assert m.accept_string(text[i])
+        mask = mask_row(m, v)
+        assert np.array_equal(mask, fresh_mask(text))
+        assert allows(mask, '"!') == (text[0] == "a") and allows(mask, '"?') == (text[0] == "b")
+        fork = m.fork()
+        assert fork.accept_string("z") and np.array_equal(mask_row(fork, v), fresh_mask(text + "z"))
+        m.rollback(m.num_accepted_tokens)
+
+
 # ------------------------------------------------------------------------- rollback errors
 
 

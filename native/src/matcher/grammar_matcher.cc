@@ -180,6 +180,7 @@ void GrammarMatcher::Reset() {
   terminated_ = false;
   tokens_accepted_ = 0;
   ForgetCapturesFrom(1);
+  completion_walks_.clear();
 }
 
 void GrammarMatcher::Rollback(int32_t n) {
@@ -197,6 +198,7 @@ void GrammarMatcher::Rollback(int32_t n) {
   tokens_accepted_ = step.tokens_before;
   history_.resize(history_.size() - n);
   ForgetCapturesFrom(parser_.num_rows());
+  ForgetCompletionWalksFrom(parser_.num_rows());
 }
 
 void GrammarMatcher::RecordCaptures(int32_t rows_before, const std::string& text) {
@@ -240,6 +242,8 @@ GrammarMatcher::StepRestore::~StepRestore() {
   m_.by_id_words_.reset();
   m_.by_id_states_.clear();
   m_.by_id_applied_ = nullptr;
+  m_.ForgetCompletionWalksFrom(rows_);
+  m_.scratch_walk_.clear();  // a walk cut short may have left bits set
 }
 
 std::string GrammarMatcher::DebugState() const {
@@ -474,30 +478,78 @@ void GrammarMatcher::DecideUncertainTokens(uint32_t* words) {
                                return a.rule == b.rule && a.origin == b.origin && a.entry == b.entry;
                              }),
                  pending_.end());
+  const bool keep_walks = !compiled_->automaton()->has_token_budgets;
   for (size_t gi = 0; gi < pending_.size();) {
     size_t gj = gi;
     while (gj < pending_.size() && pending_[gj].rule == pending_[gi].rule &&
            pending_[gj].origin == pending_[gi].origin) {
       ++gj;
     }
-    bool open = false;
-    for (size_t k = gi; k < gj && !open; ++k) open = !SuffixesAllowed(pending_[k].entry->uncertain_suffixes, 0, words);
+    // Walks kept from an earlier fill go in as they are; the others are walked here.
+    std::vector<size_t>& to_walk = scratch_to_walk_;
+    to_walk.clear();
+    for (size_t k = gi; k < gj; ++k) {
+      const CompletionWalk* kept = keep_walks ? FindCompletionWalk(pending_[k]) : nullptr;
+      if (kept == nullptr) {
+        to_walk.push_back(k);
+        continue;
+      }
+      for (int32_t t : kept->tokens) SetTokenBit(words, t);
+      fill_stats_.uncertain_tokens += static_cast<int64_t>(kept->tokens.size());
+    }
+    bool open = keep_walks && !to_walk.empty();  // a walk to keep is made whole
+    for (size_t k : to_walk) open = open || !SuffixesAllowed(pending_[k].entry->uncertain_suffixes, 0, words);
     if (!open) {  // another item decided them all: no completion row to build
       gi = gj;
       continue;
     }
     const int32_t rows0 = parser_.num_rows();
-    if (parser_.PushCompletionRow(pending_[gi].rule, pending_[gi].origin)) {
-      const int32_t rows_ctx = parser_.num_rows();
-      for (size_t k = gi; k < gj; ++k) {
-        const TokenMaskEntry* e = pending_[k].entry;
-        if (k > gi && e == pending_[k - 1].entry) continue;
-        WalkSuffixes(e->uncertain_suffixes, rows_ctx, words, pending_[k].recheck_len);
+    const bool pushed = parser_.PushCompletionRow(pending_[gi].rule, pending_[gi].origin);
+    const int32_t rows_ctx = parser_.num_rows();
+    for (size_t k : to_walk) {
+      if (keep_walks) {
+        WalkAndKeepSuffixes(pending_[k], pushed ? rows_ctx : -1, words);
+      } else if (pushed) {
+        WalkSuffixes(pending_[k].entry->uncertain_suffixes, rows_ctx, words, pending_[k].recheck_len);
       }
     }
     parser_.TruncateRows(rows0);
     gi = gj;
   }
+}
+
+const GrammarMatcher::CompletionWalk* GrammarMatcher::FindCompletionWalk(const Pending& p) const {
+  for (const CompletionWalk& w : completion_walks_) {
+    if (w.rule == p.rule && w.origin == p.origin && w.entry == p.entry && w.recheck_len == p.recheck_len) return &w;
+  }
+  return nullptr;
+}
+
+void GrammarMatcher::WalkAndKeepSuffixes(const Pending& p, int32_t rows_ctx, uint32_t* words) {
+  CompletionWalk walk{p.rule, p.origin, p.entry, p.recheck_len, {}};
+  if (rows_ctx >= 0) {  // (else no caller waits for the rule there: nothing is accepted)
+    const SuffixTrie& trie = p.entry->uncertain_suffixes;
+    if (scratch_walk_.size() != static_cast<size_t>(compiled_->mask_cache().num_words())) {
+      scratch_walk_.assign(compiled_->mask_cache().num_words(), 0);
+    }
+    WalkSuffixes(trie, rows_ctx, scratch_walk_.data(), p.recheck_len);
+    // The walk set only bits of the trie's tokens: read them off, leaving the row zeroed.
+    for (int32_t t : trie.tokens) {
+      if (!HasTokenBit(scratch_walk_.data(), t)) continue;
+      ClearTokenBit(scratch_walk_.data(), t);
+      walk.tokens.push_back(t);
+      SetTokenBit(words, t);
+    }
+  }
+  if (completion_walks_.size() == kMaxCompletionWalks) completion_walks_.erase(completion_walks_.begin());
+  completion_walks_.push_back(std::move(walk));
+}
+
+void GrammarMatcher::ForgetCompletionWalksFrom(int32_t rows) {
+  // A walk depends on rows 0..origin: it goes once row origin is popped.
+  completion_walks_.erase(std::remove_if(completion_walks_.begin(), completion_walks_.end(),
+                                         [rows](const CompletionWalk& w) { return w.origin >= rows; }),
+                          completion_walks_.end());
 }
 
 bool GrammarMatcher::RowNeedsMasking(const uint32_t* words) const {

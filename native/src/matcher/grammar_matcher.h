@@ -196,6 +196,27 @@ class GrammarMatcher {
     const TokenMaskEntry* entry;
     int32_t recheck_len;  // suffix hits of tokens this long are left to the re-check
   };
+  // A walk of an entry's uncertain suffixes from the completion of (rule, origin): the tokens
+  // it accepts depend on rows 0..origin alone, fixed until a rollback pops row origin, so a
+  // string value or free text in progress repeats it at every step (a big object's completion
+  // row costs hundreds of microseconds to build). Kept unless the grammar has token budgets
+  // (whose commits change completions); the oldest goes beyond kMaxCompletionWalks.
+  struct CompletionWalk {
+    RuleId rule;
+    int32_t origin;
+    const TokenMaskEntry* entry;
+    int32_t recheck_len;
+    std::vector<int32_t> tokens;
+  };
+  static constexpr size_t kMaxCompletionWalks = 64;
+  std::vector<CompletionWalk> completion_walks_;
+  std::vector<uint32_t> scratch_walk_;  // all zeros between walks (emptied by StepRestore)
+  std::vector<size_t> scratch_to_walk_;
+  const CompletionWalk* FindCompletionWalk(const Pending& p) const;
+  void ForgetCompletionWalksFrom(int32_t rows);
+  // Walks `p`'s suffixes from the completion row (rows_ctx rows) into a zeroed row, keeps the
+  // tokens it accepts and sets them in `words`.
+  void WalkAndKeepSuffixes(const Pending& p, int32_t rows_ctx, uint32_t* words);
   std::vector<uint32_t> scratch_item_;
   std::vector<int32_t> scratch_long_;
   std::vector<Pending> pending_;
