@@ -273,17 +273,6 @@ inline bool ByteSetHas(const uint64_t* set, int b) { return (set[b / kByteSetWor
 // The longest forced continuation find_jump_forward_string returns (a grammar may force far more).
 constexpr size_t kMaxJumpForwardBytes = size_t{1} << 16;
 
-// Whether every token below trie node i (0: the whole trie) is allowed already, by the
-// accepted sets or another item's walk: a parser walk there could only set bits that are
-// set. Rows with many items of one state (a value parsed under several contexts, a union's
-// alternatives) repeat the same suffixes.
-bool SuffixesAllowed(const SuffixTrie& trie, int32_t i, const uint32_t* words) {
-  for (int32_t k = trie.token_begin[i], end = trie.token_begin[trie.subtree_end[i]]; k < end; ++k) {
-    if (!HasTokenBit(words, trie.tokens[k])) return false;
-  }
-  return true;
-}
-
 // Whether the bits of ids [begin, end) are all set.
 bool AllIdsSet(const uint32_t* words, int32_t begin, int32_t end) {
   if (begin >= end) return true;
@@ -464,94 +453,6 @@ void GrammarMatcher::ApplyLoopBoundEntries(uint32_t* words) {
   }
 }
 
-void GrammarMatcher::DecideUncertainTokens(uint32_t* words) {
-  // For each (rule, origin), build the real continuation of the rule once and walk the
-  // tokens (k = 0) and suffixes (k >= 1) after which it may complete.
-  std::sort(pending_.begin(), pending_.end(), [](const Pending& a, const Pending& b) {
-    if (a.rule != b.rule) return a.rule < b.rule;
-    if (a.origin != b.origin) return a.origin < b.origin;
-    if (a.entry != b.entry) return a.entry < b.entry;
-    return a.recheck_len < b.recheck_len;  // the strictest first: duplicates walk it only
-  });
-  pending_.erase(std::unique(pending_.begin(), pending_.end(),
-                             [](const Pending& a, const Pending& b) {
-                               return a.rule == b.rule && a.origin == b.origin && a.entry == b.entry;
-                             }),
-                 pending_.end());
-  const bool keep_walks = !compiled_->automaton()->has_token_budgets;
-  for (size_t gi = 0; gi < pending_.size();) {
-    size_t gj = gi;
-    while (gj < pending_.size() && pending_[gj].rule == pending_[gi].rule &&
-           pending_[gj].origin == pending_[gi].origin) {
-      ++gj;
-    }
-    // Walks kept from an earlier fill go in as they are; the others are walked here.
-    std::vector<size_t>& to_walk = scratch_to_walk_;
-    to_walk.clear();
-    for (size_t k = gi; k < gj; ++k) {
-      const CompletionWalk* kept = keep_walks ? FindCompletionWalk(pending_[k]) : nullptr;
-      if (kept == nullptr) {
-        to_walk.push_back(k);
-        continue;
-      }
-      for (int32_t t : kept->tokens) SetTokenBit(words, t);
-      fill_stats_.uncertain_tokens += static_cast<int64_t>(kept->tokens.size());
-    }
-    bool open = keep_walks && !to_walk.empty();  // a walk to keep is made whole
-    for (size_t k : to_walk) open = open || !SuffixesAllowed(pending_[k].entry->uncertain_suffixes, 0, words);
-    if (!open) {  // another item decided them all: no completion row to build
-      gi = gj;
-      continue;
-    }
-    const int32_t rows0 = parser_.num_rows();
-    const bool pushed = parser_.PushCompletionRow(pending_[gi].rule, pending_[gi].origin);
-    const int32_t rows_ctx = parser_.num_rows();
-    for (size_t k : to_walk) {
-      if (keep_walks) {
-        WalkAndKeepSuffixes(pending_[k], pushed ? rows_ctx : -1, words);
-      } else if (pushed) {
-        WalkSuffixes(pending_[k].entry->uncertain_suffixes, rows_ctx, words, pending_[k].recheck_len);
-      }
-    }
-    parser_.TruncateRows(rows0);
-    gi = gj;
-  }
-}
-
-const GrammarMatcher::CompletionWalk* GrammarMatcher::FindCompletionWalk(const Pending& p) const {
-  for (const CompletionWalk& w : completion_walks_) {
-    if (w.rule == p.rule && w.origin == p.origin && w.entry == p.entry && w.recheck_len == p.recheck_len) return &w;
-  }
-  return nullptr;
-}
-
-void GrammarMatcher::WalkAndKeepSuffixes(const Pending& p, int32_t rows_ctx, uint32_t* words) {
-  CompletionWalk walk{p.rule, p.origin, p.entry, p.recheck_len, {}};
-  if (rows_ctx >= 0) {  // (else no caller waits for the rule there: nothing is accepted)
-    const SuffixTrie& trie = p.entry->uncertain_suffixes;
-    if (scratch_walk_.size() != static_cast<size_t>(compiled_->mask_cache().num_words())) {
-      scratch_walk_.assign(compiled_->mask_cache().num_words(), 0);
-    }
-    WalkSuffixes(trie, rows_ctx, scratch_walk_.data(), p.recheck_len);
-    // The walk set only bits of the trie's tokens: read them off, leaving the row zeroed.
-    for (int32_t t : trie.tokens) {
-      if (!HasTokenBit(scratch_walk_.data(), t)) continue;
-      ClearTokenBit(scratch_walk_.data(), t);
-      walk.tokens.push_back(t);
-      SetTokenBit(words, t);
-    }
-  }
-  if (completion_walks_.size() == kMaxCompletionWalks) completion_walks_.erase(completion_walks_.begin());
-  completion_walks_.push_back(std::move(walk));
-}
-
-void GrammarMatcher::ForgetCompletionWalksFrom(int32_t rows) {
-  // A walk depends on rows 0..origin: it goes once row origin is popped.
-  completion_walks_.erase(std::remove_if(completion_walks_.begin(), completion_walks_.end(),
-                                         [rows](const CompletionWalk& w) { return w.origin >= rows; }),
-                          completion_walks_.end());
-}
-
 bool GrammarMatcher::RowNeedsMasking(const uint32_t* words) const {
   // Needs masking unless every id of the vocabulary is allowed.
   const int32_t vocab_size = compiled_->tokenizer()->vocab_size();
@@ -574,32 +475,10 @@ void GrammarMatcher::ApplyEntry(const TokenMaskEntry& e, uint32_t* words) {
   e.core->OrInto(words, cache.normal_token_bitset(), cache.num_words(), &scratch_bits_);
 }
 
-void GrammarMatcher::WalkSuffixes(const SuffixTrie& trie, int32_t rows_ctx, uint32_t* words, int32_t max_token_len) {
-  const auto& tok = *compiled_->tokenizer();
-  const int32_t n = trie.num_nodes();
-  int32_t i = 1;
-  while (i < n) {
-    if (SuffixesAllowed(trie, i, words)) {
-      i = trie.subtree_end[i];
-      continue;
-    }
-    parser_.TruncateRows(rows_ctx + trie.depth[i] - 1);
-    ++fill_stats_.walk_nodes;
-    if (!parser_.Advance(trie.byte[i])) {
-      i = trie.subtree_end[i];
-      continue;
-    }
-    for (int32_t k = trie.token_begin[i]; k < trie.token_begin[i + 1]; ++k) {
-      int32_t t = trie.tokens[k];
-      // Tokens at or over max_token_len are re-checked from the real row instead.
-      if (max_token_len != INT32_MAX && static_cast<int32_t>(tok.token_bytes(t).size()) >= max_token_len) {
-        continue;
-      }
-      SetTokenBit(words, t);
-    }
-    fill_stats_.uncertain_tokens += trie.token_begin[i + 1] - trie.token_begin[i];
-    ++i;
-  }
+bool GrammarMatcher::AdvanceTrieNode(int32_t rows_base, int32_t depth, uint8_t byte) {
+  parser_.TruncateRows(rows_base + depth - 1);
+  ++fill_stats_.walk_nodes;
+  return parser_.Advance(byte);
 }
 
 void GrammarMatcher::WalkTokens(const std::vector<int32_t>& sorted_indices, uint32_t* words) {
@@ -618,9 +497,7 @@ void GrammarMatcher::WalkTokens(const std::vector<int32_t>& sorted_indices, uint
       i = trie.subtree_end[i];
       continue;
     }
-    parser_.TruncateRows(rows0 + trie.depth[i] - 1);
-    ++fill_stats_.walk_nodes;
-    if (!parser_.Advance(trie.byte[i])) {
+    if (!AdvanceTrieNode(rows0, trie.depth[i], trie.byte[i])) {
       i = trie.subtree_end[i];
       continue;
     }

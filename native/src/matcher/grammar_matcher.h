@@ -148,6 +148,9 @@ class GrammarMatcher {
   // Fill helpers: walk a suffix trie from a pushed context row (rows_ctx rows), or the
   // vocabulary trie from the last row for some tokens, setting the bits of accepted tokens.
   void WalkSuffixes(const SuffixTrie& trie, int32_t rows_ctx, uint32_t* words, int32_t max_token_len);
+  // One step of a trie walk that started at rows_base rows: the parser moved to the node at
+  // `depth` (its parent's row) and advanced by its byte; false if the byte does not fit.
+  bool AdvanceTrieNode(int32_t rows_base, int32_t depth, uint8_t byte);
   // The steps of FillNextTokenBitmask, in order.
   void CheckRowWidth(int64_t num_words) const;
   // Closes the rule occurrences whose token budget ran out (xgrammar's max_tokens), so the
