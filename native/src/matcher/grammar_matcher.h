@@ -209,13 +209,15 @@ class GrammarMatcher {
     int32_t origin;
     const TokenMaskEntry* entry;
     int32_t recheck_len;
-    std::vector<int32_t> tokens;
+    bool whole;                   // false: seen once, walked skipping what others allowed
+    std::vector<int32_t> tokens;  // whole: every token the walk accepts
   };
   static constexpr size_t kMaxCompletionWalks = 64;
   std::vector<CompletionWalk> completion_walks_;
   std::vector<uint32_t> scratch_walk_;  // all zeros between walks (emptied by StepRestore)
   std::vector<size_t> scratch_to_walk_;
-  const CompletionWalk* FindCompletionWalk(const Pending& p) const;
+  CompletionWalk* FindCompletionWalk(const Pending& p);
+  void KeepCompletionWalk(const Pending& p, bool whole, std::vector<int32_t> tokens);
   void ForgetCompletionWalksFrom(int32_t rows);
   // Walks `p`'s suffixes from the completion row (rows_ctx rows) into a zeroed row, keeps the
   // tokens it accepts and sets them in `words`.

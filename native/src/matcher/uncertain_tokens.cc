@@ -45,21 +45,28 @@ void GrammarMatcher::DecideUncertainTokens(uint32_t* words) {
            pending_[gj].origin == pending_[gi].origin) {
       ++gj;
     }
-    // Walks kept from an earlier fill go in as they are; the others are walked here.
+    // Walks kept whole go in as they are. The others are walked here: a completion seen for
+    // the first time as before (skipping what other items allowed), one seen again whole,
+    // and kept, so only a completion that lasts (a string in progress) pays for a whole walk.
     std::vector<size_t>& to_walk = scratch_to_walk_;
     to_walk.clear();
+    bool walk_whole = false;
     for (size_t k = gi; k < gj; ++k) {
-      const CompletionWalk* kept = keep_walks ? FindCompletionWalk(pending_[k]) : nullptr;
-      if (kept == nullptr) {
-        to_walk.push_back(k);
+      CompletionWalk* kept = keep_walks ? FindCompletionWalk(pending_[k]) : nullptr;
+      if (kept != nullptr && kept->whole) {
+        for (int32_t t : kept->tokens) SetTokenBit(words, t);
+        fill_stats_.uncertain_tokens += static_cast<int64_t>(kept->tokens.size());
         continue;
       }
-      for (int32_t t : kept->tokens) SetTokenBit(words, t);
-      fill_stats_.uncertain_tokens += static_cast<int64_t>(kept->tokens.size());
+      to_walk.push_back(k);
+      walk_whole = walk_whole || kept != nullptr;
     }
-    bool open = keep_walks && !to_walk.empty();  // a walk to keep is made whole
+    bool open = walk_whole;
     for (size_t k : to_walk) open = open || !SuffixesAllowed(pending_[k].entry->uncertain_suffixes, 0, words);
     if (!open) {  // another item decided them all: no completion row to build
+      for (size_t k : to_walk) {
+        if (keep_walks) KeepCompletionWalk(pending_[k], false, {});
+      }
       gi = gj;
       continue;
     }
@@ -67,26 +74,38 @@ void GrammarMatcher::DecideUncertainTokens(uint32_t* words) {
     const bool pushed = parser_.PushCompletionRow(pending_[gi].rule, pending_[gi].origin);
     const int32_t rows_ctx = parser_.num_rows();
     for (size_t k : to_walk) {
-      if (keep_walks) {
-        WalkAndKeepSuffixes(pending_[k], pushed ? rows_ctx : -1, words);
-      } else if (pushed) {
-        WalkSuffixes(pending_[k].entry->uncertain_suffixes, rows_ctx, words, pending_[k].recheck_len);
+      const Pending& p = pending_[k];
+      if (keep_walks && FindCompletionWalk(p) != nullptr) {
+        WalkAndKeepSuffixes(p, pushed ? rows_ctx : -1, words);
+        continue;
       }
+      if (pushed) WalkSuffixes(p.entry->uncertain_suffixes, rows_ctx, words, p.recheck_len);
+      if (keep_walks) KeepCompletionWalk(p, false, {});  // seen once
     }
     parser_.TruncateRows(rows0);
     gi = gj;
   }
 }
 
-const GrammarMatcher::CompletionWalk* GrammarMatcher::FindCompletionWalk(const Pending& p) const {
-  for (const CompletionWalk& w : completion_walks_) {
+GrammarMatcher::CompletionWalk* GrammarMatcher::FindCompletionWalk(const Pending& p) {
+  for (CompletionWalk& w : completion_walks_) {
     if (w.rule == p.rule && w.origin == p.origin && w.entry == p.entry && w.recheck_len == p.recheck_len) return &w;
   }
   return nullptr;
 }
 
+void GrammarMatcher::KeepCompletionWalk(const Pending& p, bool whole, std::vector<int32_t> tokens) {
+  if (CompletionWalk* kept = FindCompletionWalk(p)) {
+    kept->whole = whole;
+    kept->tokens = std::move(tokens);
+    return;
+  }
+  if (completion_walks_.size() == kMaxCompletionWalks) completion_walks_.erase(completion_walks_.begin());
+  completion_walks_.push_back({p.rule, p.origin, p.entry, p.recheck_len, whole, std::move(tokens)});
+}
+
 void GrammarMatcher::WalkAndKeepSuffixes(const Pending& p, int32_t rows_ctx, uint32_t* words) {
-  CompletionWalk walk{p.rule, p.origin, p.entry, p.recheck_len, {}};
+  std::vector<int32_t> tokens;
   if (rows_ctx >= 0) {  // (else no caller waits for the rule there: nothing is accepted)
     const SuffixTrie& trie = p.entry->uncertain_suffixes;
     if (scratch_walk_.size() != static_cast<size_t>(compiled_->mask_cache().num_words())) {
@@ -97,12 +116,11 @@ void GrammarMatcher::WalkAndKeepSuffixes(const Pending& p, int32_t rows_ctx, uin
     for (int32_t t : trie.tokens) {
       if (!HasTokenBit(scratch_walk_.data(), t)) continue;
       ClearTokenBit(scratch_walk_.data(), t);
-      walk.tokens.push_back(t);
+      tokens.push_back(t);
       SetTokenBit(words, t);
     }
   }
-  if (completion_walks_.size() == kMaxCompletionWalks) completion_walks_.erase(completion_walks_.begin());
-  completion_walks_.push_back(std::move(walk));
+  KeepCompletionWalk(p, true, std::move(tokens));
 }
 
 void GrammarMatcher::ForgetCompletionWalksFrom(int32_t rows) {
