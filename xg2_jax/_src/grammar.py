@@ -33,10 +33,11 @@ def _schema_to_text(schema: Any) -> str:
     raise TypeError("schema must be a JSON string, a dict, a bool or a pydantic model class")
 
 
-def _check_utf8(text: str, source: str = "") -> None:
+def _check_utf8(text: str, source: str = "", phrase: str = "") -> None:
     """Raises GrammarSyntaxError at the first code point UTF-8 cannot encode (a lone surrogate).
 
-    ``source`` ("EBNF lexer", "Lark") words the location as that front end's native errors do.
+    ``source`` ("EBNF lexer", "Lark") words the location as that front end's native errors do;
+    ``phrase`` leads the reason (the core's JSON errors: "Failed to parse JSON: ").
     """
     try:
         text.encode("utf-8")
@@ -46,20 +47,8 @@ def _check_utf8(text: str, source: str = "") -> None:
         column = e.start - (before.rfind("\n") + 1) + 1
         where = f"{source} error at line {line}, column {column}" if source else f"{line}:{column}"
         raise GrammarSyntaxError(
-            f"{where}: code point U+{ord(text[e.start]):04X} cannot be encoded as UTF-8",
+            f"{where}: {phrase}code point U+{ord(text[e.start]):04X} cannot be encoded as UTF-8",
             line, column) from None
-
-
-def _check_json_text_utf8(text: str) -> None:
-    """Raises GrammarSyntaxError, worded as the core's JSON errors, at a lone surrogate."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        try:
-            _check_utf8(text)
-        except GrammarSyntaxError as e:
-            raise GrammarSyntaxError(str(e).replace(": ", ": Failed to parse JSON: ", 1),
-                                     e.line, e.column) from None
 
 
 def _lone_surrogate(text: str) -> Optional[str]:
@@ -360,7 +349,7 @@ class Grammar:
             result = _core.grammar_from_json_schema(schema, *options)
         if result is None:
             text = _schema_to_text(schema)
-            _check_json_text_utf8(text)
+            _check_utf8(text, phrase="Failed to parse JSON: ")
             result = _core.grammar_from_json_schema(text, *options)
         handle, warns = result
         for w in warns:
@@ -410,7 +399,7 @@ class Grammar:
 
             structural_tag = legacy_structural_tag(structural_tag, triggers)
         text = _structural_tag_to_text(structural_tag)
-        _check_json_text_utf8(text)
+        _check_utf8(text, phrase="Failed to parse JSON: ")
         native_tok = getattr(tokenizer_info, "_handle", None) if tokenizer_info is not None else None
         handle, warns = _core.grammar_from_structural_tag(text, native_tok, on_unsupported == "warn")
         for w in warns:

@@ -11,6 +11,8 @@ namespace xg2 {
 
 namespace {
 
+constexpr size_t kSeenBefore = size_t{1} << (sizeof(size_t) * 8 - 1);
+
 // Whether every token below trie node i (0: the whole trie) is allowed already, by the
 // accepted sets or another item's walk: a parser walk there could only set bits that are
 // set. Rows with many items of one state (a value parsed under several contexts, a union's
@@ -58,14 +60,17 @@ void GrammarMatcher::DecideUncertainTokens(uint32_t* words) {
         fill_stats_.uncertain_tokens += static_cast<int64_t>(kept->tokens.size());
         continue;
       }
-      to_walk.push_back(k);
+      // (Seen before: walked whole below; the flag rides in the index's top bit.)
+      to_walk.push_back(kept != nullptr ? (k | kSeenBefore) : k);
       walk_whole = walk_whole || kept != nullptr;
     }
     bool open = walk_whole;
-    for (size_t k : to_walk) open = open || !SuffixesAllowed(pending_[k].entry->uncertain_suffixes, 0, words);
+    for (size_t k : to_walk) {
+      open = open || !SuffixesAllowed(pending_[k & ~kSeenBefore].entry->uncertain_suffixes, 0, words);
+    }
     if (!open) {  // another item decided them all: no completion row to build
       for (size_t k : to_walk) {
-        if (keep_walks) KeepCompletionWalk(pending_[k], false, {});
+        if (keep_walks) KeepCompletionWalk(pending_[k & ~kSeenBefore], false, {});
       }
       gi = gj;
       continue;
@@ -74,8 +79,8 @@ void GrammarMatcher::DecideUncertainTokens(uint32_t* words) {
     const bool pushed = parser_.PushCompletionRow(pending_[gi].rule, pending_[gi].origin);
     const int32_t rows_ctx = parser_.num_rows();
     for (size_t k : to_walk) {
-      const Pending& p = pending_[k];
-      if (keep_walks && FindCompletionWalk(p) != nullptr) {
+      const Pending& p = pending_[k & ~kSeenBefore];
+      if (k & kSeenBefore) {
         WalkAndKeepSuffixes(p, pushed ? rows_ctx : -1, words);
         continue;
       }
