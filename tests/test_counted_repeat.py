@@ -55,6 +55,12 @@ CASES = [
     # are; only those it refuses (a quote after 20 characters, say: the vocabulary's) are re-checked.
     (r'root ::= "\"" [^"\\]{45,} "\"" [,}]', [b'"' + b'-' * 20 + b' BEGIN ' + b'abc ' * 5 + b'x' * 20 + b'",']),
     (r'root ::= "\"" [^"\\]{30,300} "\"" ","', [b'"' + b' ' * 31 + b'",', b'"' + b'word ' * 12 + b'",']),
+    # A JSON string's characters below the minimum, inside an object: the long tokens its
+    # no-completion context refuses (line breaks, a closing quote and what follows) are
+    # re-checked only where the loop's any-count context takes them.
+    (r'root ::= "{\"a\": \"" ([^"\\\x00-\x1f] | "\\" ["\\/bfnrt]){40,} "\", \"b\": " ("null" | "\"" [a-z ]* "\"") "}"',
+     [b'{"a": "' + b'x' * 12 + b'\\n  ' + b'word ' * 8 + b'", "b": null}',
+      b'{"a": "' + b' ' * 45 + b'", "b": "two words"}']),
 ]
 
 

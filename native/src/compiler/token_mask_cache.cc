@@ -81,12 +81,12 @@ TokenMaskCache::LoopChoice TokenMaskCache::LoopContext(int32_t loop_state) const
     recheck = std::min(to_min + 1, to_max == kNone ? kNone : to_max + 1);
   }
   if (recheck > h) return {ctx, static_cast<int32_t>(kNone)};
-  if (recheck >= kMinRecheckLen) {
-    // star_no_complete never completes the loop: with the maximum out of reach, what it
-    // accepts holds at the real count.
-    const bool refused_only = to_min > 0 && (to_max == kNone || to_max + 1 > h);
-    return {ctx, static_cast<int32_t>(recheck), refused_only};
-  }
+  // star_no_complete never completes the loop: with the maximum out of reach, what it accepts
+  // holds at the real count, and the tokens left to the parser are the few that the star
+  // form lets complete it (GrammarMatcher reads the short ones off that entry), so this holds
+  // at every count below the minimum instead of building an entry per count.
+  const bool refused_only = to_min > 0 && (to_max == kNone || to_max + 1 > h);
+  if (recheck >= kMinRecheckLen || refused_only) return {ctx, static_cast<int32_t>(recheck), refused_only};
   return {loop_state, static_cast<int32_t>(kNone)};
 }
 
@@ -237,7 +237,9 @@ bool TokenMaskCache::PrecomputeAll(int num_threads, std::chrono::steady_clock::t
     }
     const auto& r = automaton_->repeats[rep];
     if (r.max == kUnbounded || r.max - r.min >= kStarFormSpan) todo.emplace_back(s, r.star());
-    if (r.min >= kStarFormSpan) todo.emplace_back(s, r.star_no_complete());
+    // Below a minimum whose maximum is out of reach, every count takes star_no_complete.
+    const bool no_complete_below_min = r.min >= 2 && LoopContext(r.base).loop_state == r.star_no_complete();
+    if (r.min >= kStarFormSpan || no_complete_below_min) todo.emplace_back(s, r.star_no_complete());
     for (int64_t c = 0; c < std::min<int64_t>(r.min, kExactLeadingCounts); ++c) {
       int32_t ctx = LoopContext(r.base + static_cast<int32_t>(c)).loop_state;
       if (ctx == r.base + c) todo.emplace_back(s, ctx);
@@ -253,9 +255,10 @@ bool TokenMaskCache::PrecomputeAll(int num_threads, std::chrono::steady_clock::t
         if (ctx == r.base + c) todo.emplace_back(s, ctx);
       }
     }
-    // The exact counts just below the minimum (the last characters before a minLength-50
-    // string may close), after the rest: every document that enters the loop meets them, but
-    // later than the others.
+    // The exact counts just below a minimum with a near maximum (a minLength-36 maxLength-40
+    // string's last characters before it may close), after the rest: every document that
+    // enters the loop meets them, but later than the others. (With the maximum out of reach,
+    // those counts take star_no_complete.)
     {
       const int64_t near_max = (r.max != kUnbounded && r.max <= kSmallBoundMax) ? r.max - kStarFormSpan : r.min;
       for (int64_t c = std::max<int64_t>(kExactLeadingCounts, r.min - kStarFormSpan); c < std::min(r.min, near_max);

@@ -314,12 +314,15 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
   // Long tokens in counted loops near a bound: the parser decides them from the real row.
   if (recheck_len != kNoRecheck) {
     compiled_->mask_cache().LongTokens(recheck_len, &scratch_long_);
+    AddShortCompletionTokens();
     // A token some entry or walk allowed already is allowed (a mask is a union of exact parts).
     const auto& sorted = compiled_->tokenizer()->trie().sorted_tokens;
     scratch_long_.erase(std::remove_if(scratch_long_.begin(), scratch_long_.end(),
                                        [&](int32_t k) { return HasTokenBit(words, sorted[k]); }),
                         scratch_long_.end());
+    KeepLongTokensSomeCountTakes();
     std::sort(scratch_long_.begin(), scratch_long_.end());
+    scratch_long_.erase(std::unique(scratch_long_.begin(), scratch_long_.end()), scratch_long_.end());
     WalkTokens(scratch_long_, words);
   }
   AddTokensById(words);
@@ -407,7 +410,8 @@ int32_t GrammarMatcher::CollectRowEntries() {
       if (choice.recheck_len == kNoRecheck) {
         note_entry(e);
       } else {
-        recheck_entries_.push_back({e, choice.recheck_len, choice.refused_only});
+        const TokenMaskEntry* any_count = choice.loop_state == r.star() ? e : &cache.Get(s, r.star());
+        recheck_entries_.push_back({e, any_count, choice.recheck_len, choice.refused_only});
         recheck_len = std::min(recheck_len, choice.recheck_len);
       }
       if (e->has_uncertain() && p->origin >= 0) {
@@ -451,6 +455,41 @@ void GrammarMatcher::ApplyLoopBoundEntries(uint32_t* words) {
     for (int32_t k : scratch_long_) ClearTokenBit(scratch_item_.data(), sorted[k]);
     for (int32_t w = 0; w < vocab_words; ++w) words[w] |= scratch_item_[w];
   }
+}
+
+void GrammarMatcher::AddShortCompletionTokens() {
+  // Below a minimum, tokens under kLongTokenBytes that may complete the loop: the star form's
+  // completions at least the re-check length long (the shorter ones would end it too early).
+  const TokenizerInfo& tok = *compiled_->tokenizer();
+  const auto& sorted_index = tok.trie().sorted_index;
+  for (const RecheckEntry& r : recheck_entries_) {
+    if (!r.refused_only || r.recheck_len >= TokenTrie::kLongTokenBytes) continue;
+    for (int32_t t : r.any_count->uncertain_suffixes.tokens) {
+      const auto len = static_cast<int32_t>(tok.token_bytes(t).size());
+      if (len >= r.recheck_len && len < TokenTrie::kLongTokenBytes) scratch_long_.push_back(sorted_index[t]);
+    }
+  }
+}
+
+void GrammarMatcher::KeepLongTokensSomeCountTakes() {
+  // The other items' tokens are in the row already, exactly; a long token is left to the parser
+  // only if some loop's star entry (the union over its counts, completions pruned by FOLLOW)
+  // takes it. Below a string's minimum that leaves the few long tokens that may close it,
+  // instead of every long token the no-completion entry refuses (whitespace runs and such).
+  TokenMaskCache& cache = compiled_->mask_cache();
+  scratch_item_.assign(cache.num_words(), 0);
+  for (size_t k = 0; k < recheck_entries_.size(); ++k) {
+    const TokenMaskEntry* any_count = recheck_entries_[k].any_count;
+    bool seen = false;
+    for (size_t j = 0; j < k && !seen; ++j) seen = recheck_entries_[j].any_count == any_count;
+    if (seen) continue;
+    ApplyEntry(*any_count, scratch_item_.data());
+    for (int32_t t : any_count->uncertain_suffixes.tokens) SetTokenBit(scratch_item_.data(), t);
+  }
+  const auto& sorted = compiled_->tokenizer()->trie().sorted_tokens;
+  scratch_long_.erase(std::remove_if(scratch_long_.begin(), scratch_long_.end(),
+                                     [&](int32_t k) { return !HasTokenBit(scratch_item_.data(), sorted[k]); }),
+                      scratch_long_.end());
 }
 
 bool GrammarMatcher::RowNeedsMasking(const uint32_t* words) const {

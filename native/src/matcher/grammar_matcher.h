@@ -228,10 +228,16 @@ class GrammarMatcher {
   std::vector<const TokenMaskEntry*> seen_entries_;
   struct RecheckEntry {
     const TokenMaskEntry* entry;
+    // The loop's star entry (any count): what it refuses, no count takes.
+    const TokenMaskEntry* any_count;
     int32_t recheck_len;
     bool refused_only;  // TokenMaskCache::LoopChoice::refused_only
   };
   std::vector<RecheckEntry> recheck_entries_;
+  // Adds to scratch_long_ the shorter completions of loops below a near minimum.
+  void AddShortCompletionTokens();
+  // Drops from scratch_long_ the long tokens that every re-checked loop refuses at any count.
+  void KeepLongTokensSomeCountTakes();
 
   std::shared_ptr<CompiledGrammar> compiled_;
   std::optional<float> default_temperature_;
