@@ -67,3 +67,16 @@ def test_core_refuses_the_escape_for_every_json_front_end():
         _core.grammar_from_json_schema('{"const": "\\udfff"}')
     with pytest.raises(xg.GrammarSyntaxError, match="lone surrogate"):
         xg.Grammar.from_lark('start: %json {"const": "\\ud800"}')
+
+
+def test_names_and_separators_with_a_lone_surrogate_are_typed_errors():
+    # (They reached the bindings as a TypeError.) No text can define such a rule name.
+    with pytest.raises(xg.GrammarError, match=r"root rule with name '\\ud800' is not found: code point U\+D800"):
+        xg.Grammar.from_ebnf('root ::= "a"', root_rule_name="\ud800")
+    compiler = xg.GrammarCompiler(xg.TokenizerInfo(["a", "</s>"], stop_token_ids=[1]))
+    with pytest.raises(xg.GrammarError, match="U\\+DC00"):
+        compiler.compile_grammar('root ::= "a"', root_rule_name="r\udc00")
+    with pytest.raises(xg.InvalidArgumentError, match="separators .*U\\+D800 cannot be encoded"):
+        xg.Grammar.from_json_schema({"type": "string"}, any_whitespace=False, separators=(",\ud800", ":"))
+    with pytest.raises(xg.InvalidArgumentError, match="U\\+DBFF"):
+        compiler.compile_json_schema({"type": "object"}, any_whitespace=False, separators=(",", "\udbff"))

@@ -136,6 +136,10 @@ class Grammar:
             GrammarError: no root rule.
         """
         _check_utf8(ebnf, "EBNF lexer")
+        bad = _lone_surrogate(root_rule_name) if isinstance(root_rule_name, str) else None
+        if bad is not None:  # (the text cannot define it: it holds no such code point)
+            raise GrammarError(f"The root rule with name {root_rule_name!r} is not found: code point {bad} "
+                               "cannot be encoded as UTF-8")
         return cls(_core.Grammar.from_ebnf(ebnf, root_rule_name))
 
     @classmethod
@@ -319,6 +323,7 @@ class Grammar:
             UnsupportedSchemaError: an unsupported keyword (``on_unsupported="raise"``).
             GrammarError: an invalid schema (message carries the JSON pointer).
             GrammarSyntaxError: malformed JSON text.
+            InvalidArgumentError: a separator that UTF-8 cannot encode (a lone surrogate).
         """
         grammar, _ = cls._from_json_schema_with_warnings(
             schema, any_whitespace=any_whitespace, indent=indent, separators=separators,
@@ -339,6 +344,11 @@ class Grammar:
         if indent is not None and indent < 0:
             raise ValueError("indent must be None or >= 0")
         item_sep, key_sep = separators if separators is not None else ("", "")
+        for sep in (item_sep, key_sep):
+            bad = _lone_surrogate(sep) if isinstance(sep, str) else None
+            if bad is not None:
+                raise InvalidArgumentError(f"separators {separators!r}: code point {bad} cannot be "
+                                           "encoded as UTF-8")
         options = (any_whitespace, -1 if indent is None else int(indent), item_sep, key_sep,
                    strict_mode, -1 if max_whitespace_cnt is None else int(max_whitespace_cnt),
                    any_order, on_unsupported == "warn")
