@@ -22,6 +22,20 @@ def allowed_ids(m: xg.GrammarMatcher, vocab_size: int) -> list[int]:
     return [i for i in range(vocab_size) if (int(row[i // 32]) >> (i % 32)) & 1]
 
 
+def masks_along(compiled: xg.CompiledGrammar, data: bytes) -> tuple[list[np.ndarray], bool]:
+    """The mask row before each byte of ``data`` and after the last (accepted one byte at a
+    time), and whether the input may end there."""
+    matcher = xg.GrammarMatcher(compiled)
+    mask = xg.allocate_token_bitmask(1, compiled.tokenizer_info.vocab_size)
+    out = []
+    for i in range(len(data) + 1):
+        matcher.fill_next_token_bitmask(mask)
+        out.append(mask[0].copy())
+        if i < len(data):
+            assert matcher.accept_string(data[i:i + 1]), (data, i)
+    return out, matcher.is_completed()
+
+
 def compile_lark(tok: xg.TokenizerInfo, text: str) -> xg.CompiledGrammar:
     """``text`` as a Lark grammar (with ``tok`` for its token sets), compiled without the cache."""
     grammar = xg.Grammar.from_lark(text, tokenizer_info=tok)

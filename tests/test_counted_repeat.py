@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from helpers import masks_along
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,19 +13,6 @@ import xg2_jax as xg
 
 LOWERED = 2  # max_unrolled_repeat that lowers every repetition in these grammars
 UNROLLED = 10**9
-
-
-def masks_along(compiled, data: bytes):
-    vocab_size = compiled.tokenizer_info.vocab_size
-    matcher = xg.GrammarMatcher(compiled)
-    mask = xg.allocate_token_bitmask(1, vocab_size)
-    out = []
-    for i in range(len(data) + 1):
-        matcher.fill_next_token_bitmask(mask)
-        out.append(mask[0].copy())
-        if i < len(data):
-            assert matcher.accept_string(data[i:i + 1]), (data, i)
-    return out, matcher.is_completed()
 
 
 def assert_same_masks(tok, grammar: str, texts: list[bytes]):

@@ -8,6 +8,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "automata/json_decoder.h"
 #include "support/sequence_interner.h"
 #include "xg2/errors.h"
 #include "xg2/limits.h"
@@ -17,51 +18,6 @@ namespace {
 
 [[noreturn]] void TooLarge(int64_t max_states) {
   throw Error(ErrorKind::kLimitExceeded, "automaton product exceeds " + std::to_string(max_states) + " states");
-}
-
-// Decoder of JSON string content that marks where each decoded character starts. States:
-// a character boundary, UTF-8 continuations due, after '\', hex digits due after "\u" (the
-// first 'd' may start a high surrogate), and the "\u" of a low surrogate (not a new one).
-enum JsonDec : int8_t { kB, kN1, kN2, kN3, kEsc, kX4, kX3, kX2, kX1, kD3, kH2, kH1, kHs, kHu, kNumDec };
-
-bool IsHex(uint8_t c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f') || (c >= 'A' && c <= 'F'); }
-
-// Next decoder state for byte c (-1: not well-formed); *starts: c begins a character.
-int JsonDecNext(int u, uint8_t c, bool* starts) {
-  *starts = false;
-  switch (u) {
-    case kB:
-      *starts = true;
-      if (c == '\\') return kEsc;
-      if (c < 0x80) return kB;
-      if (c >= 0xC2 && c <= 0xDF) return kN1;
-      if (c >= 0xE0 && c <= 0xEF) return kN2;
-      if (c >= 0xF0 && c <= 0xF4) return kN3;
-      *starts = false;
-      return -1;
-    case kN1: return c >= 0x80 && c <= 0xBF ? kB : -1;
-    case kN2: return c >= 0x80 && c <= 0xBF ? kN1 : -1;
-    case kN3: return c >= 0x80 && c <= 0xBF ? kN2 : -1;
-    case kEsc:
-      if (c == 'u') return kX4;
-      for (char e : std::string("\"\\/bfnrt"))
-        if (c == static_cast<uint8_t>(e)) return kB;
-      return -1;
-    case kX4:
-      if (c == 'd' || c == 'D') return kD3;
-      return IsHex(c) ? kX3 : -1;
-    case kX3: return IsHex(c) ? kX2 : -1;
-    case kX2: return IsHex(c) ? kX1 : -1;
-    case kX1: return IsHex(c) ? kB : -1;
-    case kD3:
-      if (c == '8' || c == '9' || c == 'a' || c == 'b' || c == 'A' || c == 'B') return kH2;
-      return IsHex(c) ? kX2 : -1;
-    case kH2: return IsHex(c) ? kH1 : -1;
-    case kH1: return IsHex(c) ? kHs : -1;
-    case kHs: return c == '\\' ? kHu : -1;
-    case kHu: return c == 'u' ? kX4 : -1;
-  }
-  return -1;
 }
 
 // The target of byte c from state s (-1: none); edges sorted and disjoint.

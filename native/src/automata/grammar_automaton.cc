@@ -5,6 +5,7 @@
 #include <functional>
 #include <unordered_set>
 
+#include "automata/char_budget_dist.h"
 #include "automata/mid_token_distance.h"
 #include "automata/rule_dfa_cache.h"
 #include "grammar/any_order_lowering.h"
@@ -273,9 +274,14 @@ void CopyLiveStates(const Grammar& g, const std::vector<RuleDfa>& dfas, const Pr
   out->rule_nullable.assign(num_rules, 0);
   for (RuleId r = 0; r < num_rules; ++r) out->rule_names.push_back(g.rule(r).name);
   out->rule_max_tokens.assign(num_rules, Rule::kNoTokenBudget);
+  out->rule_json_min_chars.assign(num_rules, 0);
+  out->rule_json_max_chars.assign(num_rules, -1);
   out->rule_capture.assign(num_rules, "");
   for (RuleId r = 0; r < num_rules && r < g.num_rules(); ++r) {
     out->rule_max_tokens[r] = g.rule(r).max_tokens;
+    out->rule_json_min_chars[r] = static_cast<int32_t>(g.rule(r).json_min_chars);
+    out->rule_json_max_chars[r] = static_cast<int32_t>(g.rule(r).json_max_chars);
+    out->has_char_budgets = out->has_char_budgets || g.rule(r).has_char_budget();
     out->has_token_budgets = out->has_token_budgets || g.rule(r).has_token_budget();
     out->rule_capture[r] = g.rule(r).capture;
     out->has_captures = out->has_captures || g.rule(r).has_capture();
@@ -329,6 +335,23 @@ void CopyLiveStates(const Grammar& g, const std::vector<RuleDfa>& dfas, const Pr
   }
 }
 
+// A rule with a character budget reads bytes only (the parser counts its own bytes) and is no
+// counted loop's iteration (whose masks are kept per loop count), and the parser does not keep
+// budget counts through a token budget's row rewrites.
+void CheckCharBudgetRules(const Grammar& g, const GrammarAutomaton* out) {
+  if (!out->has_char_budgets) return;
+  if (out->has_token_budgets) {
+    throw Error(ErrorKind::kGrammarSemantic, "json_chars and max_tokens rules cannot be used in one grammar");
+  }
+  for (int32_t s = 0; s < out->num_states(); ++s) {
+    const RuleId r = out->state_rule[s];
+    if (out->HasCharBudget(r) && (out->rule_edge_begin[s + 1] > out->rule_edge_begin[s] || out->child_repeat[r] >= 0)) {
+      throw Error(ErrorKind::kGrammarSemantic,
+                  "rule '" + g.rule(r).name + "': json_chars needs a body that references no rule");
+    }
+  }
+}
+
 // Nullable rules: the start reaches a final state through nullable rule references only.
 void MarkNullableRules(const std::vector<uint8_t>& productive, GrammarAutomaton* out) {
   const int32_t num_rules = static_cast<int32_t>(productive.size());
@@ -340,6 +363,8 @@ void MarkNullableRules(const std::vector<uint8_t>& productive, GrammarAutomaton*
     changed = false;
     for (RuleId r = 0; r < num_rules; ++r) {
       if (out->rule_nullable[r] || !productive[r]) continue;
+      // An empty occurrence has no characters: below a character minimum it cannot end.
+      if (out->HasCharBudget(r) && out->rule_json_min_chars[r] > 0) continue;
       null_stack.assign(1, out->rule_start[r]);
       ++null_stamp;
       null_seen[out->rule_start[r]] = null_stamp;
@@ -540,6 +565,8 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
   CopyLiveStates(g, dfas, productivity, out.get());
   MarkNullableRules(productivity.productive, out.get());
   AddCountedRepeats(lowered.repeats, out.get());
+  CheckCharBudgetRules(g, out.get());
+  ComputeCharBudgetDistances(out.get());
   AddAnyOrderRules(g, lowered.any_order, productivity.productive, out.get());
   MarkUsedStates(root, out.get());
   SummariseStates(out.get());

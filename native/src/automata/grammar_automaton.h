@@ -37,6 +37,25 @@ struct GrammarAutomaton {
   // Rule::max_tokens per rule (kNoTokenBudget: none); has_token_budgets: some rule has one.
   std::vector<int64_t> rule_max_tokens;
   bool has_token_budgets = false;
+  // Rule::json_min_chars / json_max_chars per rule (-1: no maximum); has_char_budgets: some
+  // rule has one (the parser then keeps each item's JSON decoder state and character count).
+  std::vector<int32_t> rule_json_min_chars;
+  std::vector<int32_t> rule_json_max_chars;
+  bool has_char_budgets = false;
+  bool HasCharBudget(RuleId r) const {
+    return has_char_budgets && (rule_json_min_chars[r] > 0 || rule_json_max_chars[r] >= 0);
+  }
+  // Per state of such a rule: the first of its kNumDec entries (one per JSON decoder state) in
+  // char_min_dist / char_max_dist, else -1. An entry holds the fewest / most characters that
+  // may still start before the rule can end (automata/char_budget_dist.h: kCharDistNone, it
+  // cannot end; kCharDistUnbounded, no most).
+  std::vector<int32_t> state_char_dist;
+  std::vector<int32_t> char_min_dist;
+  std::vector<int32_t> char_max_dist;
+  // Per rule: the largest char_min_dist of a node that can end (the room a token must leave),
+  // and the smallest char_max_dist (kCharDistUnbounded: every node can grow without bound).
+  std::vector<int32_t> rule_char_room;
+  std::vector<int32_t> rule_char_least_growth;
   // Rule::capture per rule ("": none); has_captures: some rule captures (a capture or a
   // stop_capture name).
   std::vector<std::string> rule_capture;

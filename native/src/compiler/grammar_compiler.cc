@@ -40,8 +40,10 @@ Hash128 GrammarFingerprint(const Grammar& g) {
     std::memcpy(&temperature_bits, &rule.temperature, sizeof(temperature_bits));
     h.Add(static_cast<uint64_t>(temperature_bits));
     h.Add(static_cast<uint64_t>(rule.max_tokens));  // the matcher enforces budgets too
-    HashBytes(rule.capture, &h);                    // and records captures
-    const MarkerSplit& split = rule.marker_split;   // split as the marker says
+    h.Add(static_cast<uint64_t>(rule.json_min_chars));
+    h.Add(static_cast<uint64_t>(rule.json_max_chars));
+    HashBytes(rule.capture, &h);                   // and records captures
+    const MarkerSplit& split = rule.marker_split;  // split as the marker says
     h.Add(static_cast<uint64_t>(split.body));
     h.Add(static_cast<uint64_t>(split.marker));
     h.Add(static_cast<uint64_t>(split.hides_marker));

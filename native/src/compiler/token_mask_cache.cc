@@ -6,6 +6,7 @@
 #include <mutex>
 #include <thread>
 
+#include "automata/json_decoder.h"
 #include "compiler/follow_suffix_cache.h"
 #include "compiler/vocab_walk.h"
 #include "parser/earley_parser.h"
@@ -88,6 +89,28 @@ TokenMaskCache::LoopChoice TokenMaskCache::LoopContext(int32_t loop_state) const
   const bool refused_only = to_min > 0 && (to_max == kNone || to_max + 1 > h);
   if (recheck >= kMinRecheckLen || refused_only) return {ctx, static_cast<int32_t>(recheck), refused_only};
   return {loop_state, static_cast<int32_t>(kNone)};
+}
+
+const std::vector<uint16_t>& TokenMaskCache::TokenJsonChars(int dec) {
+  std::lock_guard<std::mutex> lock(token_json_chars_mu_);
+  if (token_json_chars_.empty()) token_json_chars_.resize(kNumDec);
+  std::vector<uint16_t>& chars = token_json_chars_[static_cast<size_t>(dec)];
+  if (!chars.empty()) return chars;
+  const int32_t num_tokens = tokenizer_->num_tokens();
+  chars.assign(static_cast<size_t>(num_tokens), 0xFFFF);
+  for (int32_t t = 0; t < num_tokens; ++t) {
+    if (!tokenizer_->is_text_token(t)) continue;
+    int u = dec;
+    uint32_t n = 0;
+    for (char c : tokenizer_->token_bytes(t)) {
+      bool starts = false;
+      u = JsonDecNext(u, static_cast<uint8_t>(c), &starts);
+      if (u < 0) break;
+      n += starts ? 1 : 0;
+    }
+    if (u >= 0) chars[static_cast<size_t>(t)] = static_cast<uint16_t>(std::min<uint32_t>(n, 0xFFFE));
+  }
+  return chars;
 }
 
 void TokenMaskCache::LongTokens(int32_t min_len, std::vector<int32_t>* out) const {

@@ -90,6 +90,10 @@ class TokenMaskCache {
   // Tokens (trie order indices) of at least `min_len` bytes, longest first.
   void LongTokens(int32_t min_len, std::vector<int32_t>* sorted_indices) const;
   int32_t max_token_bytes() const { return max_token_bytes_; }
+  // Per token id: the JSON string characters its bytes start when decoded from decoder state
+  // `dec` (automata/json_decoder.h; 0xFFFF where they do not decode, and for special tokens).
+  // Built on first use, then read without locking. Thread-safe.
+  const std::vector<uint16_t>& TokenJsonChars(int dec);
   // Builds the entries of every used scannable state on up to num_threads threads.
   // Stops early (returns false) once `deadline` passes or *cancel becomes true; entries are
   // built broadest first (the ones a first mask would wait longest for).
@@ -150,6 +154,8 @@ class TokenMaskCache {
   int32_t num_states_;
   int32_t num_words_;
   int32_t max_token_bytes_ = 0;
+  std::mutex token_json_chars_mu_;
+  std::vector<std::vector<uint16_t>> token_json_chars_;  // per decoder state, built on use
   RuleHashes rule_hashes_;
   // Follow fingerprints per rule (ComputeFollowFingerprints), made on the first entry that
   // has uncertain suffixes; empty or zero where none.

@@ -95,10 +95,23 @@ ExprId Converter::LengthBoundedPattern(const std::vector<Ref>& pats, const std::
     constexpr size_t kMaxLoopExits = 8;
     std::vector<uint8_t> stars = JsonStarStates(dfa);
     std::vector<JsonLengthExit> exits;
-    ByteDfaSpec product = IntersectJsonLength(dfa, min_len, max_len, kMaxPatternDfaStates, &stars, &exits);
-    if (exits.size() > kMaxLoopExits) {
-      exits.clear();
-      product = IntersectJsonLength(dfa, min_len, max_len, kMaxPatternDfaStates);
+    ByteDfaSpec product;
+    try {
+      product = IntersectJsonLength(dfa, min_len, max_len, kMaxPatternDfaStates, &stars, &exits);
+      if (exits.size() > kMaxLoopExits) {
+        exits.clear();
+        product = IntersectJsonLength(dfa, min_len, max_len, kMaxPatternDfaStates);
+      }
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::kLimitExceeded) throw;
+      // The automaton times a character counter is too large (an email address of at most
+      // 254 characters): the parser counts the characters instead.
+      // (Its paths are well-formed JSON content, as the parser's decoder reads them.)
+      constexpr int64_t kMaxDecodedStates = 200000;
+      const RuleId rule = NewRule("string_chars");
+      g_.SetRuleBody(rule, g_.AddByteDfa(TrimAndMinimize(IntersectJsonLength(dfa, 0, -1, kMaxDecodedStates))));
+      g_.SetRuleJsonChars(rule, min_len, max_len);
+      return g_.AddRuleRef(rule);
     }
     std::vector<ExprId> alts;
     ByteDfaSpec plain = TrimAndMinimize(product);

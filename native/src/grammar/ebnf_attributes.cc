@@ -51,7 +51,7 @@ RuleAttributes EbnfParser::ParseAttributes(const std::string& rule_name) {
   if (end == pos_) return attrs;
   ++pos_;
   bool seen_lazy = false, seen_max_chars = false, seen_temperature = false, seen_max_tokens = false;
-  bool seen_capture = false, seen_stop_capture = false;
+  bool seen_capture = false, seen_stop_capture = false, seen_json_chars = false;
   size_t stop_capture_at = pos_;
   for (;;) {
     while (Peek() == ' ' || Peek() == '\t') ++pos_;
@@ -87,6 +87,18 @@ RuleAttributes EbnfParser::ParseAttributes(const std::string& rule_name) {
         if (value > INT32_MAX) Fail("max_tokens must be at most 2147483647", value_at);
       }
       attrs.max_tokens = value;
+    } else if (key == "json_chars" && !seen_json_chars) {
+      seen_json_chars = true;
+      SkipAttributeAssign(key);
+      const size_t value_at = pos_;
+      attrs.json_min_chars = ParseBound();
+      if (text_.compare(pos_, 2, "..") != 0)
+        Fail("expected '..' in json_chars=MIN..MAX, found " + DescribeCharAt(pos_), pos_);
+      pos_ += 2;
+      attrs.json_max_chars = IsDigit(Peek()) ? ParseBound() : Rule::kNoCharBudget;
+      if (attrs.json_max_chars != Rule::kNoCharBudget && attrs.json_max_chars < attrs.json_min_chars) {
+        Fail("json_chars=MIN..MAX needs MIN <= MAX", value_at);
+      }
     } else if (key == "temperature" && !seen_temperature) {
       seen_temperature = true;
       SkipAttributeAssign(key);
@@ -112,14 +124,15 @@ RuleAttributes EbnfParser::ParseAttributes(const std::string& rule_name) {
       stop_capture_at = at;
       attrs.stop_capture = ParseCaptureName(key, "");
     } else if (key == "lazy" || key == "end_only" || key == "max_chars" || key == "temperature" ||
-               key == "max_tokens" || key == "capture" || key == "stop" || key == "suffix" || key == "stop_capture" ||
-               key == "trigger_stop" || key == "trigger_suffix" || key == "trigger_capture") {
+               key == "json_chars" || key == "max_tokens" || key == "capture" || key == "stop" || key == "suffix" ||
+               key == "stop_capture" || key == "trigger_stop" || key == "trigger_suffix" || key == "trigger_capture") {
       Fail("rule attribute '" + key + "' is given twice", at);
     } else if (key.empty()) {
       Fail("expected a rule attribute, found " + DescribeCharAt(at), at);
     } else {
       Fail("rule attribute '" + key +
-               "' is not supported (supported: capture, end_only, lazy, max_chars, max_tokens, stop, stop_capture, "
+               "' is not supported (supported: capture, end_only, json_chars, lazy, max_chars, max_tokens, stop, "
+               "stop_capture, "
                "suffix, temperature, trigger_capture, trigger_stop, trigger_suffix)",
            at);
     }

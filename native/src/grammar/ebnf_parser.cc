@@ -193,6 +193,7 @@ void EbnfParser::ParseRule() {
   if (attrs.any() || attrs.split_body != kNoExpr) attributes_.push_back({rule, attrs});
   scratch_.SetRuleTemperature(rule, attrs.temperature);
   scratch_.SetRuleMaxTokens(rule, attrs.max_tokens);
+  scratch_.SetRuleJsonChars(rule, attrs.json_min_chars, attrs.json_max_chars);
   scratch_.SetRuleCapture(rule, attrs.capture);
   scratch_.SetRuleEndOnly(rule, attrs.end_only);
   scratch_.SetRuleMarkerBefore(rule, attrs.marker_before);
@@ -1031,6 +1032,7 @@ Grammar EbnfParser::BuildResult(const std::string& root_rule_name) const {
     }
     result.SetRuleTemperature(renumbered[r], scratch_.rule(r).temperature);
     result.SetRuleMaxTokens(renumbered[r], scratch_.rule(r).max_tokens);
+    result.SetRuleJsonChars(renumbered[r], scratch_.rule(r).json_min_chars, scratch_.rule(r).json_max_chars);
     result.SetRuleCapture(renumbered[r], scratch_.rule(r).capture);
     result.SetRuleEndOnly(renumbered[r], scratch_.rule(r).end_only);
     result.SetRuleMarkerBefore(renumbered[r], scratch_.rule(r).marker_before);

@@ -115,6 +115,7 @@ class EndFormBuilder {
     g_->SetRuleCapture(copy, source.capture);
     g_->SetRuleTemperature(copy, source.temperature);
     g_->SetRuleMaxTokens(copy, source.max_tokens);
+    g_->SetRuleJsonChars(copy, source.json_min_chars, source.json_max_chars);
     g_->SetRuleMarkerSplit(copy, source.marker_split);
     g_->SetRuleEndOnly(copy, true);
     end_rule_[rule] = copy;

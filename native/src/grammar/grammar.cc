@@ -344,6 +344,17 @@ void Grammar::SetRuleMaxTokens(RuleId rule, int64_t max_tokens) {
   rules_[rule].max_tokens = max_tokens;
 }
 
+void Grammar::SetRuleJsonChars(RuleId rule, int64_t min, int64_t max) {
+  if (rule < 0 || rule >= num_rules()) {
+    throw Error(ErrorKind::kInvalidArgument, "rule id out of range");
+  }
+  if (min < 0 || min > INT32_MAX || (max != Rule::kNoCharBudget && (max < min || max > INT32_MAX))) {
+    throw Error(ErrorKind::kInvalidArgument, "json_chars must be MIN..MAX with 0 <= MIN <= MAX <= 2147483647");
+  }
+  rules_[rule].json_min_chars = min;
+  rules_[rule].json_max_chars = max;
+}
+
 std::string CaptureNameError(const std::string& name) {
   if (name.empty()) return "capture name must not be empty";
   for (char c : name) {
@@ -444,6 +455,7 @@ RuleId ImportGrammar(Grammar* dst, const Grammar& src, const std::string& prefix
     if (src.rule(r).lookahead != kNoExpr) dst->SetRuleLookahead(rules[r], map[src.rule(r).lookahead]);
     dst->SetRuleTemperature(rules[r], src.rule(r).temperature);
     dst->SetRuleMaxTokens(rules[r], src.rule(r).max_tokens);
+    dst->SetRuleJsonChars(rules[r], src.rule(r).json_min_chars, src.rule(r).json_max_chars);
     dst->SetRuleCapture(rules[r], src.rule(r).capture);
     dst->SetRuleMarkerSplit(rules[r], MapMarkerSplit(src.rule(r).marker_split, map));
     dst->SetRuleEndOnly(rules[r], src.rule(r).end_only);

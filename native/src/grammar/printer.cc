@@ -185,6 +185,10 @@ class EbnfPrinter {
   void AppendRuleOptions(const Rule& rule, std::string* out) const {
     std::vector<std::string> options;
     if (rule.has_token_budget()) options.push_back("max_tokens=" + std::to_string(rule.max_tokens));
+    if (rule.has_char_budget()) {
+      options.push_back("json_chars=" + std::to_string(rule.json_min_chars) + ".." +
+                        (rule.json_max_chars >= 0 ? std::to_string(rule.json_max_chars) : std::string()));
+    }
     // Capture names are letters, digits, '_', '-' and '.': no escaping needed.
     if (rule.has_capture()) options.push_back("capture=\"" + rule.capture + "\"");
     if (rule.has_marker_split()) {

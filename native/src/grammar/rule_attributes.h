@@ -19,6 +19,9 @@ struct RuleAttributes {
   float temperature = Rule::kNoTemperature;
   // Not a transform either: enforced by the matcher (Rule::max_tokens).
   int64_t max_tokens = Rule::kNoTokenBudget;
+  // Nor this one (Rule::json_min_chars / json_max_chars).
+  int64_t json_min_chars = 0;
+  int64_t json_max_chars = Rule::kNoCharBudget;
   std::string capture;  // Rule::capture (`capture` alone names it after the rule)
   // stop=(body, marker) / suffix=(body, marker): Rule::marker_split (kNoExpr: none).
   ExprId split_body = kNoExpr;

@@ -310,6 +310,7 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
   const int32_t recheck_len = CollectRowEntries();
   ApplyAcceptedSets(words);
   ApplyLoopBoundEntries(words);
+  ApplyCharBudgetItems(words);
   DecideUncertainTokens(words);
   // Long tokens in counted loops near a bound: the parser decides them from the real row.
   if (recheck_len != kNoRecheck) {
@@ -325,6 +326,7 @@ bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words)
     scratch_long_.erase(std::unique(scratch_long_.begin(), scratch_long_.end()), scratch_long_.end());
     WalkTokens(scratch_long_, words);
   }
+  WalkCharBudgetTokens(words);
   AddTokensById(words);
   AddTokensEnteringMidToken(words);
   ApplyStopTokens(words);
@@ -381,6 +383,7 @@ int32_t GrammarMatcher::CollectRowEntries() {
   pending_.clear();
   seen_entries_.clear();
   recheck_entries_.clear();
+  char_budget_items_.clear();
   int32_t recheck_len = kNoRecheck;
   auto note_entry = [&](const TokenMaskEntry* e) {
     if (std::find(seen_entries_.begin(), seen_entries_.end(), e) == seen_entries_.end()) {
@@ -394,6 +397,7 @@ int32_t GrammarMatcher::CollectRowEntries() {
     const int32_t rep = g.child_repeat[rule];
     if (rep < 0) {
       const TokenMaskEntry* e = &cache.Get(s);
+      if (g.HasCharBudget(rule) && NeedsCharBudget(*it, e)) continue;
       note_entry(e);
       // The rule's completion from the top item is the end of the input: nothing follows.
       if (e->has_uncertain() && it->origin >= 0) pending_.push_back({rule, it->origin, e, kNoRecheck});
@@ -419,7 +423,8 @@ int32_t GrammarMatcher::CollectRowEntries() {
       }
     }
   }
-  fill_stats_.scannable_states = static_cast<int32_t>(seen_entries_.size() + recheck_entries_.size());
+  fill_stats_.scannable_states =
+      static_cast<int32_t>(seen_entries_.size() + recheck_entries_.size() + char_budget_items_.size());
   return recheck_len;
 }
 

@@ -234,6 +234,25 @@ class GrammarMatcher {
     bool refused_only;  // TokenMaskCache::LoopChoice::refused_only
   };
   std::vector<RecheckEntry> recheck_entries_;
+  // Character budgets (matcher/char_budgets.cc). An item of a budgeted rule below its minimum,
+  // or whose maximum a token could pass, is masked here instead of by its entry alone: the
+  // entry's accepted tokens (only those that fit what is left, near the maximum) and a parser
+  // walk of its completions, which must end within the budget.
+  struct CharBudgetItem {
+    const TokenMaskEntry* entry;
+    int32_t dec;  // the item's JSON decoder state
+    // An accepted token starting c characters: refused if c > refuse_above; kept as accepted
+    // if keep_from <= c <= keep_up_to; else decided by the parser (INT64_MAX / 0: no bound).
+    int64_t refuse_above;
+    int64_t keep_up_to;
+    int64_t keep_from;
+  };
+  std::vector<CharBudgetItem> char_budget_items_;
+  std::vector<int32_t> char_budget_walk_;  // trie indices of the tokens the parser decides
+  // Whether `item` (of a budgeted rule, entry `e`) needs that; if so it is noted.
+  bool NeedsCharBudget(const EarleyItem& item, const TokenMaskEntry* e);
+  void ApplyCharBudgetItems(uint32_t* words);
+  void WalkCharBudgetTokens(uint32_t* words);
   // Adds to scratch_long_ the shorter completions of loops below a near minimum.
   void AddShortCompletionTokens();
   // Drops from scratch_long_ the long tokens that every re-checked loop refuses at any count.

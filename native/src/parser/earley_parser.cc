@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "automata/char_budget_dist.h"
+#include "automata/json_decoder.h"
 #include "xg2/errors.h"
 
 namespace xg2 {
@@ -14,7 +16,7 @@ EarleyParser::EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, in
 }
 
 EarleyParser::EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, EmptyTag)
-    : g_(std::move(automaton)), tracks_bytes_(g_->has_budget_closes) {
+    : g_(std::move(automaton)), tracks_bytes_(g_->has_budget_closes), tracks_chars_(g_->has_char_budgets) {
   dedup_keys_.assign(64, 0);
   dedup_stamp_.assign(64, 0);
   rule_predicted_.assign(g_->num_rules(), 0);
@@ -95,11 +97,12 @@ void EarleyParser::GrowDedup() {
   }
 }
 
-void EarleyParser::AddItem(int32_t state, int32_t origin) {
+void EarleyParser::AddItem(int32_t state, int32_t origin, CharCount chars) {
   if (origin == closing_row_ && static_cast<size_t>(state) < predicted_state_.size()) {
     if (predicted_state_[state] == row_serial_) return;
     predicted_state_[state] = row_serial_;
     items_.push_back(EarleyItem{state, origin});
+    if (tracks_chars_) item_chars_.push_back(chars);
     return;
   }
   uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(state)) << 32) | static_cast<uint32_t>(origin);
@@ -116,7 +119,44 @@ void EarleyParser::AddItem(int32_t state, int32_t origin) {
     ++h;
   }
   items_.push_back(EarleyItem{state, origin});
+  if (tracks_chars_) item_chars_.push_back(chars);
   if (++dedup_count_ * 2 > static_cast<int32_t>(dedup_keys_.size())) GrowDedup();
+}
+
+bool EarleyParser::ScanChars(const EarleyItem& item, size_t index, uint8_t byte, int32_t target, CharCount* out) const {
+  *out = CharCount{};
+  if (!tracks_chars_) return true;
+  const GrammarAutomaton& g = *g_;
+  const RuleId rule = g.state_rule[item.state];
+  if (!g.HasCharBudget(rule)) return true;
+  const CharCount& now = item_chars_[index];
+  bool starts = false;
+  const int dec = JsonDecNext(now.dec, byte, &starts);
+  const int32_t base = g.state_char_dist[target];
+  if (dec < 0 || base < 0) return false;
+  // Refused where no end within the budget remains, so a dead end never enters the mask.
+  const int64_t chars = int64_t{now.chars} + (starts ? 1 : 0);
+  const int32_t least = g.char_min_dist[base + dec];
+  const int32_t most = g.char_max_dist[base + dec];
+  const int32_t max = g.rule_json_max_chars[rule];
+  if (least == kCharDistNone || (max >= 0 && chars + least > max)) return false;
+  if (most != kCharDistUnbounded && chars + most < g.rule_json_min_chars[rule]) return false;
+  *out = CharCount{static_cast<int32_t>(chars), dec};
+  return true;
+}
+
+bool EarleyParser::MayComplete(const EarleyItem& item, size_t index) const {
+  if (!tracks_chars_ || g_->is_virtual(item.state)) return true;
+  const RuleId rule = g_->state_rule[item.state];
+  if (!g_->HasCharBudget(rule)) return true;
+  const CharCount& now = item_chars_[index];
+  return now.dec == kB && now.chars >= g_->rule_json_min_chars[rule];
+}
+
+bool EarleyParser::MayScan(const EarleyItem& item, size_t index, uint8_t byte) const {
+  CharCount unused;
+  const int32_t target = g_->ByteTarget(item.state, byte);
+  return target >= 0 && ScanChars(item, index, byte, target, &unused);
 }
 
 void EarleyParser::CloseRow(int32_t row) {
@@ -133,7 +173,7 @@ void EarleyParser::CloseRow(int32_t row) {
     // Items that start in this row come from a bulk prediction, which already holds their
     // whole closure; their completions within the row are covered by the nullable advance.
     if (it.origin == row) continue;
-    if (g.IsFinal(it.state)) {
+    if (g.IsFinal(it.state) && MayComplete(it, i)) {
       if (it.origin == -1) {
         can_end |= 1;
       } else if (it.origin == -2) {
@@ -280,9 +320,12 @@ bool EarleyParser::AdvanceRow(int32_t row, uint8_t byte) {
     if (g.is_virtual(it.state)) return false;
     const int32_t target = g.ByteTarget(it.state, byte);
     if (target < 0) return false;
+    CharCount chars;
+    if (!ScanChars(it, static_cast<size_t>(prev_begin), byte, target, &chars)) return false;
     const uint8_t trivial = g.closure_trivial[target];
-    if ((trivial & 2) || ((trivial & 1) && it.origin == -1)) {
+    if ((trivial & 2) || ((trivial & 1) && it.origin == -1 && !g.HasCharBudget(g.state_rule[target]))) {
       items_.push_back(EarleyItem{target, it.origin});
+      if (tracks_chars_) item_chars_.push_back(chars);
       FinishRow((trivial & 2) ? 0 : 1);
       if (tracks_bytes_) row_bytes_.push_back(static_cast<char>(byte));
       return true;
@@ -294,7 +337,8 @@ bool EarleyParser::AdvanceRow(int32_t row, uint8_t byte) {
     const EarleyItem it = items_[i];
     if (it.state >= num_real) continue;  // counted-loop states consume no bytes
     const int32_t target = g.ByteTarget(it.state, byte);
-    if (target >= 0) AddItem(target, it.origin);
+    CharCount chars;
+    if (target >= 0 && ScanChars(it, static_cast<size_t>(i), byte, target, &chars)) AddItem(target, it.origin, chars);
   }
   if (static_cast<int32_t>(items_.size()) == prev_end) return false;
   CloseRow(row);
@@ -328,6 +372,7 @@ void EarleyParser::RestoreRows(int32_t rows) {
   PopLeoEntries(rows);
   leo_head_.resize(static_cast<size_t>(rows));
   items_.resize(static_cast<size_t>(row_begin_[rows]));
+  if (tracks_chars_) item_chars_.resize(items_.size());
   row_begin_.resize(static_cast<size_t>(rows) + 1);
   row_can_end_.resize(static_cast<size_t>(rows));
   row_token_.resize(static_cast<size_t>(rows));
@@ -336,19 +381,25 @@ void EarleyParser::RestoreRows(int32_t rows) {
 }
 
 EarleyParser::RowSnapshot EarleyParser::SnapshotLastRow() const {
-  return RowSnapshot{std::vector<EarleyItem>(last_row_begin(), last_row_end()), num_rows() - 1, row_can_end_.back()};
+  RowSnapshot snapshot{
+      std::vector<EarleyItem>(last_row_begin(), last_row_end()), {}, num_rows() - 1, row_can_end_.back()};
+  if (tracks_chars_) snapshot.chars.assign(item_chars_.begin() + row_begin_[num_rows() - 1], item_chars_.end());
+  return snapshot;
 }
 
 bool EarleyParser::MergeIntoLastRow(const RowSnapshot& other, int32_t shared_rows) {
   const int32_t last = num_rows() - 1;
   std::vector<EarleyItem> added;
-  for (EarleyItem it : other.items) {
+  std::vector<CharCount> added_chars;
+  for (size_t k = 0; k < other.items.size(); ++k) {
+    EarleyItem it = other.items[k];
     if (it.origin == other.row) {
       it.origin = last;
     } else if (it.origin >= shared_rows) {
       return false;  // a rule started inside the other reading
     }
     added.push_back(it);
+    added_chars.push_back(tracks_chars_ ? other.chars[k] : CharCount{});
   }
   auto key = [](const EarleyItem& it) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(it.state)) << 32) | static_cast<uint32_t>(it.origin);
@@ -356,9 +407,10 @@ bool EarleyParser::MergeIntoLastRow(const RowSnapshot& other, int32_t shared_row
   std::vector<uint64_t> present;
   for (const EarleyItem* it = last_row_begin(); it != last_row_end(); ++it) present.push_back(key(*it));
   std::sort(present.begin(), present.end());
-  for (const EarleyItem& it : added) {
-    if (std::binary_search(present.begin(), present.end(), key(it))) continue;
-    items_.push_back(it);
+  for (size_t k = 0; k < added.size(); ++k) {
+    if (std::binary_search(present.begin(), present.end(), key(added[k]))) continue;
+    items_.push_back(added[k]);
+    if (tracks_chars_) item_chars_.push_back(added_chars[k]);
   }
   row_begin_.back() = static_cast<int32_t>(items_.size());
   row_can_end_.back() |= other.can_end;
@@ -367,7 +419,12 @@ bool EarleyParser::MergeIntoLastRow(const RowSnapshot& other, int32_t shared_row
 
 bool EarleyParser::CanContinue() const {
   for (const EarleyItem* it = last_row_begin(); it != last_row_end(); ++it) {
-    if (g_->has_byte_edges(it->state)) return true;
+    if (!g_->has_byte_edges(it->state)) continue;
+    if (!tracks_chars_ || !g_->HasCharBudget(g_->state_rule[it->state])) return true;
+    const size_t index = static_cast<size_t>(it - items_.data());
+    for (int b = 0; b < 256; ++b) {
+      if (MayScan(*it, index, static_cast<uint8_t>(b))) return true;
+    }
   }
   return false;
 }
@@ -375,14 +432,23 @@ bool EarleyParser::CanContinue() const {
 void EarleyParser::NextBytes(uint64_t out[4]) const {
   out[0] = out[1] = out[2] = out[3] = 0;
   for (const EarleyItem* it = last_row_begin(); it != last_row_end(); ++it) {
-    if (!g_->is_virtual(it->state)) g_->AddByteEdges(it->state, out);
+    if (g_->is_virtual(it->state)) continue;
+    if (!tracks_chars_ || !g_->HasCharBudget(g_->state_rule[it->state])) {
+      g_->AddByteEdges(it->state, out);
+      continue;
+    }
+    const size_t index = static_cast<size_t>(it - items_.data());
+    for (int b = 0; b < 256; ++b) {
+      if (MayScan(*it, index, static_cast<uint8_t>(b))) out[b >> 6] |= uint64_t{1} << (b & 63);
+    }
   }
 }
 
 size_t EarleyParser::MemoryBytes() const {
   return items_.capacity() * sizeof(EarleyItem) + row_begin_.capacity() * sizeof(int32_t) + row_can_end_.capacity() +
          dedup_keys_.capacity() * 12 + leo_.capacity() * sizeof(LeoEntry) +
-         (leo_head_.capacity() + row_token_.capacity()) * sizeof(int32_t) + BudgetCommitBytes() + row_bytes_.capacity();
+         (leo_head_.capacity() + row_token_.capacity()) * sizeof(int32_t) + BudgetCommitBytes() +
+         row_bytes_.capacity() + item_chars_.capacity() * sizeof(CharCount);
 }
 
 }  // namespace xg2

@@ -21,6 +21,15 @@ struct EarleyItem {
   int32_t origin;  // row where the item's rule started; -1 for the top item
 };
 
+// A character budget's count (Rule::json_min_chars / json_max_chars): the characters an item's
+// occurrence has read and its JSON decoder state (automata/json_decoder.h); zero for items of
+// other rules. An item's (state, origin) fixes its count (its rule's automaton is deterministic
+// and reads no rule), so deduplication by (state, origin) holds.
+struct CharCount {
+  int32_t chars = 0;
+  int32_t dec = 0;  // JsonDec (0: a character boundary)
+};
+
 // The callers' graph above the last row's items, with the occurrences a token budget closes
 // (parser/token_budget.cc).
 class OccurrenceGraph;
@@ -66,7 +75,8 @@ class EarleyParser {
   // input could end there. Taken off (TruncateRows) before the other reading is advanced.
   struct RowSnapshot {
     std::vector<EarleyItem> items;
-    int32_t row = -1;  // the row the snapshot was the last row of
+    std::vector<CharCount> chars;  // per item, when the grammar has character budgets
+    int32_t row = -1;              // the row the snapshot was the last row of
     uint8_t can_end = 0;
   };
   RowSnapshot SnapshotLastRow() const;
@@ -77,6 +87,10 @@ class EarleyParser {
   bool MergeIntoLastRow(const RowSnapshot& other, int32_t shared_rows);
 
   int32_t num_rows() const { return static_cast<int32_t>(row_begin_.size()) - 1; }
+  // The character count of an item of this parser (zero unless its rule has a budget).
+  CharCount item_chars(const EarleyItem* it) const {
+    return tracks_chars_ ? item_chars_[static_cast<size_t>(it - items_.data())] : CharCount{};
+  }
   bool CanEnd() const { return (row_can_end_.back() & 1) != 0; }
   // Items of the last row.
   const EarleyItem* last_row_begin() const { return items_.data() + row_begin_[num_rows() - 1]; }
@@ -121,7 +135,16 @@ class EarleyParser {
   EarleyParser(std::shared_ptr<const GrammarAutomaton> automaton, EmptyTag);
   // Advance's work: pushes row `row` (== num_rows()) read from the last one by `byte`.
   bool AdvanceRow(int32_t row, uint8_t byte);
-  void AddItem(int32_t state, int32_t origin);
+  void AddItem(int32_t state, int32_t origin, CharCount chars = CharCount{});
+  // The count after `item` (at items_[index]) reads `byte` into `target`; false if the JSON
+  // decoder refuses the byte or its rule's budget can no longer be met after it (items of rules
+  // without a budget: always true, zero).
+  bool ScanChars(const EarleyItem& item, size_t index, uint8_t byte, int32_t target, CharCount* out) const;
+  // Whether an item at a final state may complete its rule: a rule with a budget ends on a
+  // character boundary with at least its minimum.
+  bool MayComplete(const EarleyItem& item, size_t index) const;
+  // Whether `item` (at items_[index]) may read `byte`, budgets included.
+  bool MayScan(const EarleyItem& item, size_t index, uint8_t byte) const;
   void CloseRow(int32_t row);
   void GrowDedup();
   void NewRowStamp();
@@ -200,6 +223,9 @@ class EarleyParser {
   // closed suffix/stop occurrence ends through its body where these bytes are one.
   bool tracks_bytes_ = false;
   std::string row_bytes_;
+  // Per item (parallel to items_), only when the grammar has character budgets.
+  bool tracks_chars_ = false;
+  std::vector<CharCount> item_chars_;
 };
 
 }  // namespace xg2

@@ -191,6 +191,15 @@ struct Rule {
   int64_t max_tokens = kNoTokenBudget;
   static constexpr int64_t kNoTokenBudget = -1;
   bool has_token_budget() const { return max_tokens >= 0; }
+  // Decoded JSON string characters of each occurrence (`[json_chars=MIN..MAX]`; the JSON
+  // Schema front end writes it where a pattern's automaton times a length counter is too
+  // large): the parser counts the characters the occurrence's bytes decode to (an escape, a
+  // UTF-8 sequence or a surrogate pair is one) and lets it end only with MIN..MAX of them.
+  // The body reads JSON string content and references no rule.
+  int64_t json_min_chars = 0;
+  int64_t json_max_chars = kNoCharBudget;
+  static constexpr int64_t kNoCharBudget = -1;
+  bool has_char_budget() const { return json_min_chars > 0 || json_max_chars >= 0; }
   // Capture name (xgrammar's `[capture]` / `[capture="name"]`): the matcher records the
   // span of every completion of the rule under this name. Empty when the rule captures none.
   std::string capture;
@@ -207,7 +216,8 @@ struct Rule {
   // The matcher reads this rule's identity on the parse (temperature, token budget, captures),
   // so passes keep it a rule of its own: not inlined into callers, not merged with equal ones.
   bool keeps_identity() const {
-    return has_temperature() || has_token_budget() || has_capture() || has_marker_split() || has_marker_before();
+    return has_temperature() || has_token_budget() || has_char_budget() || has_capture() || has_marker_split() ||
+           has_marker_before();
   }
 };
 
@@ -251,6 +261,9 @@ class Grammar {
   void SetRuleTemperature(RuleId rule, float temperature);
   // Throws Error(kInvalidArgument) unless max_tokens is in [0, INT32_MAX] (or kNoTokenBudget).
   void SetRuleMaxTokens(RuleId rule, int64_t max_tokens);
+  // Throws Error(kInvalidArgument) unless 0 <= min <= INT32_MAX and max is kNoCharBudget or in
+  // [min, INT32_MAX].
+  void SetRuleJsonChars(RuleId rule, int64_t min, int64_t max);
   // Throws Error(kInvalidArgument) unless `name` is empty (none) or made of letters, digits,
   // '_', '-' and '.' (CaptureNameError says what is wrong with a name, or "" if it is valid).
   void SetRuleCapture(RuleId rule, const std::string& name);

@@ -1,0 +1,161 @@
+"""Character budgets on JSON strings (`[json_chars=MIN..MAX]`): where a pattern's or format's
+automaton times a length counter is too large (an email address of at most 254 characters),
+the JSON Schema front end lets the parser count the decoded characters instead. The masks must
+equal those of the product automaton wherever that one fits, and the lengths must be
+JSON Schema's (an escape, a UTF-8 sequence or a surrogate pair is one character)."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from helpers import masks_along
+
+import xg2_jax as xg
+
+
+def string_content(pattern: str) -> str:
+    """The printed JSON-content expression of a string schema with this pattern."""
+    line = str(xg.Grammar.from_json_schema({"type": "string", "pattern": pattern})).splitlines()[1]
+    head, tail = 'root_value ::= "\\"" ', ' "\\""'
+    assert line.startswith(head) and line.endswith(tail), line
+    return line[len(head):-len(tail)]
+
+
+def budget_grammar(pattern: str, lo: int, hi: int | None) -> str:
+    limit = f"{lo}..{'' if hi is None else hi}"
+    return f'root ::= "\\"" s "\\""\ns[json_chars={limit}] ::= {string_content(pattern)}\n'
+
+
+def product_schema(pattern: str, lo: int, hi: int | None) -> dict:
+    schema = {"type": "string", "pattern": pattern, "minLength": lo}
+    if hi is not None:
+        schema["maxLength"] = hi
+    return schema
+
+
+CASES = [
+    # (pattern, minLength, maxLength, JSON strings of allowed lengths)
+    ("^[a-z\\n]*$", 2, 12, ['"ab"', '"abc\\ndef"', '"abcdefghi\\n\\nj"', '"\\u0061\\n"']),
+    ("^[a-zé ]*$", 3, 10, ['"héllo wé"', '"é\\u00e9 "', '"\\u00e9\\u00E9\\u00e9"', '"abcdefghij"']),
+    ("^.*$", 1, 5, ['"\\ud83d\\ude00ab"', '"😀😀"', '"a\\"b\\\\c"', '"\\ud83d\\ude00\\ud83d\\ude00xyz"']),
+    ("^(?:\\S+\\s+)*\\S+$", 4, None, ['"one two"', '"a\\tb\\nc d"', '"four"']),
+    ("^[a-z.]+@[a-z]+(?:\\.[a-z]+)*$", 0, 16, ['"a@b.c"', '"ab.cd@efg.hi.jk"']),
+]
+
+
+@pytest.mark.parametrize("vocab", ["gpt2", "llama3"])
+@pytest.mark.parametrize("pattern,lo,hi,texts", CASES, ids=[f"c{i}" for i in range(len(CASES))])
+def test_budget_masks_equal_the_product_automaton(vocab_path, vocab, pattern, lo, hi, texts):
+    tok = xg.TokenizerInfo.from_vocab_file(vocab_path(vocab))
+    compiler = xg.GrammarCompiler(tok, cache_enabled=False)
+    product = compiler.compile_json_schema(product_schema(pattern, lo, hi), any_whitespace=False)
+    assert "json_chars" not in str(product.grammar)  # small enough for the product
+    budget = compiler.compile_grammar(budget_grammar(pattern, lo, hi))
+    assert "json_chars" in str(budget.grammar)
+    for text in texts:
+        got, got_done = masks_along(budget, text.encode())
+        want, want_done = masks_along(product, text.encode())
+        assert got_done and want_done, text
+        for step, (a, b) in enumerate(zip(got, want)):
+            if not np.array_equal(a, b):
+                diff = np.nonzero(xg.bitmask_to_bool(a, tok.vocab_size) != xg.bitmask_to_bool(b, tok.vocab_size))[0]
+                examples = [(int(t), tok.decoded_vocab[t]) for t in diff[:5]]
+                pytest.fail(f"{pattern!r} on {text!r}: masks differ at byte {step}: {examples}")
+
+
+@pytest.mark.parametrize("pattern,lo,hi,texts", CASES, ids=[f"c{i}" for i in range(len(CASES))])
+def test_budget_lengths_are_json_schema_lengths(pattern, lo, hi, texts):
+    grammar = xg.Grammar.from_ebnf(budget_grammar(pattern, lo, hi))
+    for text in texts:
+        assert xg.testing._is_grammar_accept_string(grammar, text), text
+    # One character past the maximum, and one short of the minimum, are refused.
+    decoded = json.loads(texts[0])
+    if hi is not None:
+        longer = json.dumps(decoded + decoded[-1] * (hi - len(decoded) + 1), ensure_ascii=False)
+        assert not xg.testing._is_grammar_accept_string(grammar, longer), longer
+    if lo > 0:
+        assert not xg.testing._is_grammar_accept_string(grammar, json.dumps(decoded[:lo - 1]))
+
+
+REFUSED_BEFORE = [
+    # JSONSchemaBench shapes that the product refused ("automaton product exceeds 20000 states").
+    ({"type": "string", "format": "email", "maxLength": 254}, "a" * 60 + "@example.com", 254),
+    ({"type": "string", "format": "email", "minLength": 3, "maxLength": 255}, "ab@c.io", 255),
+    ({"type": "string", "pattern": "^(?:\\S+\\s+){0,29}\\S+$", "maxLength": 300}, "one two three", 300),
+    ({"type": "string", "format": "uri", "maxLength": 2000}, "https://example.com/a?b=c#d", 2000),
+]
+
+
+@pytest.mark.parametrize("schema,valid,hi", REFUSED_BEFORE, ids=[s.get("format", "words") for s, _, _ in REFUSED_BEFORE])
+def test_long_bounded_formats_compile_and_count(schema, valid, hi):
+    grammar = xg.Grammar.from_json_schema(schema)
+    assert "json_chars=" in str(grammar)
+    accepts = lambda s: xg.testing._is_grammar_accept_string(grammar, json.dumps(s))  # noqa: E731
+    assert accepts(valid)
+    # Grown to exactly the maximum (inside the part a format lets grow) and one past it.
+    at = valid.index("@") if "@" in valid else len(valid) - 1
+    pad = "x" * (hi - len(valid))
+    assert accepts(valid[:at] + pad + valid[at:])
+    assert not accepts(valid[:at] + pad + "x" + valid[at:])
+    assert not accepts(valid + " ")  # the format still holds
+
+
+def test_masks_follow_the_budget_near_the_maximum(vocab_path):
+    tok = xg.TokenizerInfo.from_vocab_file(vocab_path("llama3"))
+    compiled = xg.GrammarCompiler(tok).compile_json_schema({"type": "string", "format": "email", "maxLength": 254})
+    matcher = xg.GrammarMatcher(compiled, terminate_without_stop_token=True)
+    assert matcher.accept_string('"' + "a" * 240 + "@example.co")  # 251 characters
+    mask = xg.allocate_token_bitmask(1, tok.vocab_size)
+    matcher.fill_next_token_bitmask(mask)
+    allowed = np.nonzero(xg.bitmask_to_bool(mask[0], tok.vocab_size))[0]
+    assert len(allowed) > 0
+    for t in allowed:  # every allowed token is accepted, and fits the 3 characters left
+        assert matcher.fork().accept_token(int(t)), tok.decoded_vocab[t]
+    for text in ["m", "mm", "mmm", 'm"']:
+        ids = [t for t in range(tok.vocab_size) if tok.decoded_vocab[t] == text.encode()]
+        assert all(mask_bit(mask, t) == matcher.fork().accept_token(t) for t in ids), text
+    assert matcher.accept_string("uk")  # 253: one character left, then only the quote
+    assert not matcher.fork().accept_string("ab")
+    matcher.accept_string("m")
+    assert matcher.find_jump_forward_string() == '"'
+
+
+def mask_bit(mask, t: int) -> bool:
+    return bool((int(mask[0][t >> 5]) >> (t & 31)) & 1)
+
+
+def test_json_chars_prints_parses_and_serializes():
+    text = 'root ::= "\\"" s "\\""\ns[json_chars=2..5] ::= [a-z]*\n'
+    grammar = xg.Grammar.from_ebnf(text)
+    assert "s[json_chars=2..5] ::=" in str(grammar)
+    assert str(xg.Grammar.from_ebnf(str(grammar))) == str(grammar)
+    assert "json_chars=3.. " not in str(xg.Grammar.from_ebnf(text.replace("2..5", "3..")))
+    tok = xg.TokenizerInfo(["a", "b", '"', "ab", "</s>"], stop_token_ids=[4])
+    compiled = xg.GrammarCompiler(tok).compile_grammar(grammar)
+    again = xg.CompiledGrammar.deserialize(compiled.serialize(), tok)
+    for compiled_grammar in (compiled, again):
+        m = xg.GrammarMatcher(compiled_grammar)
+        assert m.accept_string('"a') and not m.fork().accept_string('"')  # 1 of at least 2
+        assert m.accept_string("bab") and not m.fork().accept_string("ab")  # 4, at most 5
+        assert m.accept_string('a"')
+
+
+@pytest.mark.parametrize("text, error", [
+    ('root ::= "\\"" s "\\""\ns[json_chars=5..2] ::= [a-z]*', xg.GrammarSyntaxError),
+    ('root ::= "\\"" s "\\""\ns[json_chars=5] ::= [a-z]*', xg.GrammarSyntaxError),
+])
+def test_json_chars_syntax_errors(text, error):
+    with pytest.raises(error):
+        xg.Grammar.from_ebnf(text)
+
+
+@pytest.mark.parametrize("text", [
+    'root ::= "\\"" s "\\""\ns[json_chars=0..5] ::= [a-z] s | ""',                      # a rule reference
+    'root ::= "\\"" s "\\"" u\ns[json_chars=0..5] ::= [a-z]*\nu[max_tokens=2] ::= "x"',  # with a token budget
+])
+def test_json_chars_needs_a_plain_body(text):
+    tok = xg.TokenizerInfo(["a", "b", '"', "x", "</s>"], stop_token_ids=[4])
+    with pytest.raises(xg.GrammarError, match="json_chars"):
+        xg.GrammarCompiler(tok).compile_grammar(text)
