@@ -159,3 +159,23 @@ def test_json_chars_needs_a_plain_body(text):
     tok = xg.TokenizerInfo(["a", "b", '"', "x", "</s>"], stop_token_ids=[4])
     with pytest.raises(xg.GrammarError, match="json_chars"):
         xg.GrammarCompiler(tok).compile_grammar(text)
+
+
+def test_budgets_are_part_of_the_cross_grammar_key(gpt2_tokenizer):
+    # A caller's entry walks into the budgeted rule inside a token ("about" after "a"): two
+    # grammars that differ only in the budget must not share it.
+    tok = gpt2_tokenizer
+
+    def first_mask(hi: int):
+        text = f'root ::= "a" s "\\""\ns[json_chars=0..{hi}] ::= [a-z ]*\n'
+        matcher = xg.GrammarMatcher(xg.GrammarCompiler(tok, cache_enabled=False).compile_grammar(text, lazy=False))
+        mask = xg.allocate_token_bitmask(1, tok.vocab_size)
+        matcher.fill_next_token_bitmask(mask)
+        return mask[0].copy()
+
+    xg.clear_cross_grammar_cache()
+    wide = first_mask(8)
+    narrow = first_mask(3)  # after the wide one, with the pool holding its entries
+    xg.clear_cross_grammar_cache()
+    assert np.array_equal(narrow, first_mask(3))
+    assert not np.array_equal(narrow, wide)

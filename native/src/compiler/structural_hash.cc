@@ -102,6 +102,11 @@ RuleHashes ComputeRuleHashes(const GrammarAutomaton& g) {
     }
     h->Add(static_cast<uint64_t>(count[r]));
     h->Add(g.rule_nullable[r]);
+    if (g.HasCharBudget(r)) {         // a caller's walk into the rule is counted
+      h->Add(0x4A534F4E43484152ull);  // "JSONCHAR"
+      h->Add((static_cast<uint64_t>(static_cast<uint32_t>(g.rule_json_min_chars[r])) << 32) |
+             static_cast<uint32_t>(g.rule_json_max_chars[r]));
+    }
     for (int32_t s = first[r]; s < first[r] + count[r]; ++s) {
       h->Add(g.state_final[s]);
       h->Add(static_cast<uint64_t>(g.byte_edge_begin[s + 1] - g.byte_edge_begin[s]));
