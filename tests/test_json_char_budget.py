@@ -11,6 +11,8 @@ import json
 import numpy as np
 import pytest
 from helpers import masks_along
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import xg2_jax as xg
 
@@ -179,3 +181,29 @@ def test_budgets_are_part_of_the_cross_grammar_key(gpt2_tokenizer):
     xg.clear_cross_grammar_cache()
     assert np.array_equal(narrow, first_mask(3))
     assert not np.array_equal(narrow, wide)
+
+
+SMALL_VOCAB = ['"', "a", "b", "ab", "ba", "aab", "\\", "\\n", "n", "\\u00", "e9", "é", "aé", 'a"', '""', 'b"', "</s>"]
+
+
+@settings(max_examples=80, deadline=None, derandomize=True)
+@given(lo=st.integers(0, 6), extra=st.integers(0, 6), unbounded=st.booleans(),
+       chars=st.lists(st.sampled_from(["a", "b", "\\n", "é", "\\u00e9", "n"]), max_size=12))
+def test_budget_equals_product_on_random_bounds(lo, extra, unbounded, chars):
+    tok = xg.TokenizerInfo(SMALL_VOCAB, stop_token_ids=[len(SMALL_VOCAB) - 1])
+    compiler = xg.GrammarCompiler(tok, cache_enabled=False)
+    pattern, hi = "^[abné\\n]*$", None if unbounded else lo + extra
+    product = compiler.compile_json_schema(product_schema(pattern, lo, hi), any_whitespace=False)
+    budget = compiler.compile_grammar(budget_grammar(pattern, lo, hi))
+    m_product, m_budget = xg.GrammarMatcher(product), xg.GrammarMatcher(budget)
+    a = xg.allocate_token_bitmask(1, tok.vocab_size)
+    b = xg.allocate_token_bitmask(1, tok.vocab_size)
+    for piece in ['"'] + chars + ['"']:
+        for m, mask in ((m_product, a), (m_budget, b)):
+            m.fill_next_token_bitmask(mask)
+        assert np.array_equal(a, b), (lo, hi, chars, piece)
+        ok = m_product.accept_string(piece)
+        assert m_budget.accept_string(piece) == ok
+        if not ok:
+            break
+    assert m_budget.is_completed() == m_product.is_completed()
