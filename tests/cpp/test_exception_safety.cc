@@ -171,6 +171,9 @@ int main() {
   // Captures (recorded by accepts) and a token budget (committed by fills).
   CheckGrammar(tok, "root ::= \"[\" item (\",\" item)* \"]\"\nitem[capture] ::= [a-z]+", "[ab,abc,x,name]");
   CheckGrammar(tok, "root ::= \"<\" r \">\" [a-z]*\nr[max_tokens=3] ::= [a-z ]*", "<ab c>abc");
+  // A character budget (a count and decoder state per parser item), escapes included.
+  CheckGrammar(tok, "root ::= \"{\\\"\" s \"\\\"}\"\ns[json_chars=3..12] ::= ([a-z ] | \"\\\\n\")*",
+               "{\"ab\\nc name\"}");
   // A dispatch over free text (an Aho-Corasick automaton in the rule).
   CheckGrammar(tok, "root ::= TagDispatch((\"<call>\", call))\ncall ::= \"name\" \"</call>\"",
                "ab <call>name</call> x");
