@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
@@ -85,6 +86,10 @@ class Converter {
 
   // Any JSON string content (no quotes): one rule shared by the whole grammar.
   ExprId StringRest();
+  // A pattern string the converter writes, alive for the conversion.
+  const JsonValue& WrittenPattern(const std::string& pattern) {
+    return written_patterns_.emplace_back(JsonValue::String(pattern));
+  }
 
   [[noreturn]] void Invalid(const std::string& ptr, const std::string& msg);
 
@@ -342,6 +347,9 @@ class Converter {
   bool ref_overrides_siblings_ = false;
   bool conditions_ignored_ = false;  // a draft 3-6 schema: if/then/else are not keywords
   std::unordered_map<std::string, int64_t> rule_name_count_;
+  // Patterns the converter writes (the parts of a pattern that starts with lookaheads), kept
+  // where Refs can point at them for the whole conversion.
+  std::deque<JsonValue> written_patterns_;
   RuleId string_rest_ = -1;
   std::map<std::pair<std::pair<int64_t, int64_t>, std::vector<std::string>>, RuleId> filtered_strings_;
   std::unique_ptr<ByteDfaSpec> excluded_text_;  // strings with an excluded substring, over bytes

@@ -1,6 +1,7 @@
 // Conjunctions: allOf, $ref with siblings, dependencies and if/then/else merged into one
 // constraint set (Merged) before lowering.
 #include "frontends/json_schema_converter.h"
+#include "frontends/regex_lookaheads.h"
 
 namespace xg2::jsonschema {
 
@@ -157,7 +158,13 @@ void Converter::MergeInto(Merged* m, const Ref& r, int guard) {
       m->max_len = m->max_len < 0 ? x : std::min(m->max_len, x);
     } else if (k == "pattern") {
       if (!v.is_string()) Invalid(kp, "pattern must be a string");
-      m->patterns.push_back(Ref{&v, P});
+      LookaheadSplit split;
+      if (SplitLeadingLookaheads(v.as_string(), &split)) {  // `^(?!B)R`: R without B
+        for (const std::string& p : split.must) m->patterns.push_back(Ref{&WrittenPattern(p), P});
+        for (const std::string& p : split.must_not) m->not_patterns.push_back(Ref{&WrittenPattern(p), P});
+      } else {
+        m->patterns.push_back(Ref{&v, P});
+      }
     } else if (k == "format") {
       // Unknown formats are annotations (2020-12 format-annotation): they assert nothing.
       if (v.is_string() && IsAssertedFormat(v.as_string())) m->formats.push_back(Ref{&v, P});
