@@ -372,6 +372,10 @@ size_t TokenMaskCache::OverheadBytes() const {
                  rule_hashes_.rule.capacity() * sizeof(Hash128) +
                  rule_hashes_.first_state.capacity() * sizeof(int32_t) +
                  follow_fingerprints_.capacity() * sizeof(Hash128) + memo_->MemoryBytes();
+  {
+    std::lock_guard<std::mutex> lock(token_json_chars_mu_);
+    for (const auto& chars : token_json_chars_) bytes += chars.capacity() * sizeof(uint16_t);
+  }
   std::lock_guard<std::mutex> lock(loop_mu_);
   return bytes + loop_entries_.size() * 48;
 }

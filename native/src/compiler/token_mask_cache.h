@@ -154,7 +154,7 @@ class TokenMaskCache {
   int32_t num_states_;
   int32_t num_words_;
   int32_t max_token_bytes_ = 0;
-  std::mutex token_json_chars_mu_;
+  mutable std::mutex token_json_chars_mu_;
   std::vector<std::vector<uint16_t>> token_json_chars_;  // per decoder state, built on use
   RuleHashes rule_hashes_;
   // Follow fingerprints per rule (ComputeFollowFingerprints), made on the first entry that
