@@ -481,6 +481,7 @@ void GrammarMatcher::KeepLongTokensSomeCountTakes() {
   // only if some loop's star entry (the union over its counts, completions pruned by FOLLOW)
   // takes it. Below a string's minimum that leaves the few long tokens that may close it,
   // instead of every long token the no-completion entry refuses (whitespace runs and such).
+  if (scratch_long_.empty()) return;  // (no row of the vocabulary to build for nothing)
   TokenMaskCache& cache = compiled_->mask_cache();
   scratch_item_.assign(cache.num_words(), 0);
   for (size_t k = 0; k < recheck_entries_.size(); ++k) {
