@@ -31,6 +31,8 @@ namespace xg2::jsonschema {
 // Bounds the automata built for one pattern (its JSON-content DFA and the product with a
 // length counter); larger ones are reported as unsupported rather than compiled slowly.
 constexpr int64_t kMaxPatternDfaStates = 20000;
+// The (declared member, count) states of an ordered object with counted members.
+constexpr int64_t kMaxCountedObjectStates = 4096;
 
 inline std::string Show(const std::string& ptr) { return ptr.empty() ? "(root)" : ptr; }
 
@@ -311,6 +313,11 @@ class Converter {
   template <typename PropT>
   ExprId AnyOrderObject(const std::vector<PropT>& props, ExprId extra, int64_t min_p, int64_t max_p, int depth,
                         std::vector<AnyOrderPresenceRule> presence);
+  // The ordered layout of declared members (props, in order) and extras when min_p / max_p
+  // bound the number of members beyond what the required and declared members give.
+  template <typename PropT>
+  ExprId CountedOrderedObject(const std::vector<PropT>& props, ExprId extra, int64_t min_p, int64_t max_p, int depth,
+                              const std::string& bound_ptr);
   // Presence dependencies (Merged::presence_deps): attached to the any-order node as
   // AnyOrderPresenceRules where they can be, else expanded into a union of objects.
   bool PresenceDepAttachable(const Merged& m, const Merged::PresenceDep& d) const;

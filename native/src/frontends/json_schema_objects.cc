@@ -348,23 +348,19 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth, const std::vector<Merge
     cur_ptr_ = saved;
     return AnyOrderObject(props, extra, min_p, max_p, depth, std::move(presence));
   }
-  if (min_p > nreq) {
-    if (extra == kNoExpr && min_p == n) {
-      for (auto& p : props) p.required = true;
-      nreq = n;
-    } else if (extra == kNoExpr && min_p > n) {
-      return Never();
-    } else {
-      Unsupported("minProperties", m.min_props_ptr, "with declared optional properties");
-    }
+  if (min_p > nreq && extra == kNoExpr && min_p >= n) {
+    if (min_p > n) return Never();
+    for (auto& p : props) p.required = true;
+    nreq = n;
   }
-  if (max_p >= 0) {
-    if (max_p < nreq) {
-      return NeverBecause("maxProperties is less than the number of required properties: " + std::to_string(max_p) +
-                          " < " + std::to_string(nreq));
-    }
-    if (!(extra == kNoExpr && max_p >= n))
-      Unsupported("maxProperties", m.max_props_ptr, "with declared optional properties");
+  if (max_p >= 0 && max_p < nreq) {
+    return NeverBecause("maxProperties is less than the number of required properties: " + std::to_string(max_p) +
+                        " < " + std::to_string(nreq));
+  }
+  if (min_p > nreq || (max_p >= 0 && (extra != kNoExpr || max_p < n))) {
+    cur_ptr_ = saved;
+    const std::string& bound_ptr = min_p > nreq ? m.min_props_ptr : m.max_props_ptr;
+    return CountedOrderedObject(props, extra, min_p, max_p, depth, bound_ptr);
   }
   // Ordered: Tail(i) = X [sep kv_i] Tail(i+1); X = (sep extra)*.
   auto X = [&]() { return g_.AddRepeat(g_.AddSequence({ItemSep(depth), extra}), 0, kUnbounded); };
@@ -394,6 +390,72 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth, const std::vector<Merge
   ExprId ne = g_.AddSequence({Open('{', depth), g_.AddChoice(firsts), Close('}', depth)});
   cur_ptr_ = saved;
   return nreq == 0 ? g_.AddChoice({Empty('{', '}'), ne}) : ne;
+}
+
+// The ordered layout with a member count to keep within min_p..max_p (max_p < 0: none):
+// rule T(i, c) reads the rest of the object after c members were written and the declared
+// members before i were decided. Counts are capped at max_p, or, with no maximum, at min_p
+// (every count from there on is alike). A state that cannot end within the bounds is left
+// out.
+template <typename PropT>
+ExprId Converter::CountedOrderedObject(const std::vector<PropT>& props, ExprId extra, int64_t min_p, int64_t max_p,
+                                       int depth, const std::string& bound_ptr) {
+  const int64_t n = static_cast<int64_t>(props.size());
+  const int64_t cap = max_p >= 0 ? max_p : std::max<int64_t>(min_p, 1);
+  if ((n + 1) * (cap + 1) > kMaxCountedObjectStates) {
+    Unsupported(max_p >= 0 ? "maxProperties" : "minProperties", bound_ptr,
+                "more than " + std::to_string(kMaxCountedObjectStates) +
+                    " (declared member, count) states in the ordered layout (any_order takes it)");
+    return Never();
+  }
+  std::vector<int64_t> required_from(n + 1, 0);
+  for (int64_t i = n - 1; i >= 0; --i) required_from[i] = required_from[i + 1] + (props[i].required ? 1 : 0);
+  auto live = [&](int64_t i, int64_t c) {
+    if (c == 0 && i == n) return false;  // the empty object is written as "{}" below
+    if (max_p >= 0 && c + required_from[i] > max_p) return false;
+    return extra != kNoExpr || c + (n - i) >= min_p;
+  };
+  auto next = [&](int64_t c) { return max_p >= 0 ? c + 1 : std::min(c + 1, cap); };
+  // Rules are made for live states first, then given bodies (T refers forward only).
+  constexpr RuleId kNoRule = -1;
+  std::vector<RuleId> state_rule(static_cast<size_t>((n + 1) * (cap + 1)), kNoRule);
+  auto at = [&](int64_t i, int64_t c) -> RuleId& { return state_rule[static_cast<size_t>(i * (cap + 1) + c)]; };
+  for (int64_t i = 0; i <= n; ++i) {
+    for (int64_t c = 0; c <= cap; ++c)
+      if (live(i, c)) at(i, c) = NewRule("object_count");
+  }
+  auto ref = [&](int64_t i, int64_t c) { return at(i, c) == kNoRule ? kNoExpr : g_.AddRuleRef(at(i, c)); };
+  for (int64_t i = 0; i <= n; ++i) {
+    for (int64_t c = 0; c <= cap; ++c) {
+      if (at(i, c) == kNoRule) continue;
+      auto written = [&](ExprId item) { return c == 0 ? item : g_.AddSequence({ItemSep(depth), item}); };
+      std::vector<ExprId> alts;
+      if (max_p < 0 && c == cap) {
+        // Past the minimum with no maximum: extras repeat freely, as in the uncounted layout.
+        ExprId extras =
+            extra == kNoExpr ? g_.AddEmpty() : g_.AddRepeat(g_.AddSequence({ItemSep(depth), extra}), 0, kUnbounded);
+        if (i == n) {
+          alts.push_back(extras);
+        } else {
+          ExprId member = g_.AddSequence({ItemSep(depth), props[i].kv});
+          alts.push_back(g_.AddSequence({extras, props[i].required ? member : Opt(&g_, member), ref(i + 1, c)}));
+        }
+      } else {
+        const bool room = max_p < 0 || c < max_p;
+        if (room && extra != kNoExpr && at(i, next(c)) != kNoRule)
+          alts.push_back(g_.AddSequence({written(extra), ref(i, next(c))}));
+        if (i < n && room && at(i + 1, next(c)) != kNoRule)
+          alts.push_back(g_.AddSequence({written(props[i].kv), ref(i + 1, next(c))}));
+        if (i < n && !props[i].required && at(i + 1, c) != kNoRule) alts.push_back(ref(i + 1, c));
+        if (i == n && c >= min_p) alts.push_back(g_.AddEmpty());
+      }
+      g_.SetRuleBody(at(i, c), alts.size() == 1 ? alts[0] : g_.AddChoice(alts));
+    }
+  }
+  const bool empty_ok = required_from[0] == 0 && min_p <= 0;
+  if (at(0, 0) == kNoRule) return empty_ok ? Empty('{', '}') : Never();
+  ExprId ne = g_.AddSequence({Open('{', depth), ref(0, 0), Close('}', depth)});
+  return empty_ok ? g_.AddChoice({Empty('{', '}'), ne}) : ne;
 }
 
 }  // namespace xg2::jsonschema
