@@ -318,6 +318,11 @@ ExprId Converter::Lower(const Merged& m, int depth, int expansion) {
     }
     return g_.AddChoice(alts);
   }
+  if (!m.unevaluated_props.empty() || !m.unevaluated_items.empty()) {
+    Merged resolved = m;
+    ResolveUnevaluated(&resolved);
+    return Lower(resolved, depth, expansion);
+  }
   uint8_t types = m.types;
   if (m.has_enum) return EnumExpr(m, depth);  // each value checked (EnumValueAllowed)
   std::vector<ExprId> alts;

@@ -142,6 +142,11 @@ class Converter {
 
   // `not` where it reduces to removing types or enum values.
   void MergeNot(Merged* m, const Ref& r, const std::string& at);
+  // Reads unevaluatedProperties as additionalProperties of a schema declaring every merged
+  // property and pattern, and unevaluatedItems as items past the prefix, where exact (see
+  // Merged::unevaluated_props); drops them where everything is evaluated (additionalProperties
+  // or items present); reports them elsewhere.
+  void ResolveUnevaluated(Merged* m);
 
   // A schema made here (kept for the converter's lifetime, once per source node so that
   // recursion through it meets the same pointers and the rule cache).

@@ -179,6 +179,7 @@ bool Converter::ValueSatisfies(const std::vector<Ref>& refs, const JsonValue& v)
     Unsupported("enum", c.any_of_at[0], "a value inside an enum beside anyOf/oneOf");
     return true;
   }
+  ResolveUnevaluated(&c);
   Merged typed = c;
   typed.enum_values = {v};
   if (EnumValues(typed).empty()) return false;  // the type does not allow it

@@ -209,6 +209,23 @@ struct Merged {
   std::vector<std::string> any_of_at;
   std::vector<bool> any_of_exclusive;
   bool constrained = false;  // any keyword besides combinators seen
+  // unevaluatedProperties / unevaluatedItems other than true, and the schema holding each.
+  // Converter::ResolveUnevaluated reads them as additionalProperties / items where that is
+  // exact: one merge root holding them, no branch (anyOf, oneOf, if, schema dependencies)
+  // and no negated members, whose annotations would decide what is evaluated.
+  std::vector<Ref> unevaluated_props, unevaluated_items;
+  std::string unevaluated_at;
+  bool unevaluated_off_root = false;  // one sits in a $ref target or allOf member
+  // The schema whose scope a keyword there has: the merge's first schema, or the target of a
+  // $ref that stands alone in it.
+  const JsonValue* scope_root = nullptr;
+  int merge_roots = 0;  // object schemas merged at guard 0 (conjuncts, taken branches)
+  // A merged part whose members do not say what it evaluates: an `if` (its annotations count
+  // only where it holds) or a `not` of member keywords merged as positive members (a `not`
+  // keeps none).
+  bool evaluation_unknown = false;
+  // unevaluatedProperties / unevaluatedItems true in a merged part: it evaluates every member.
+  bool all_props_evaluated = false, all_items_evaluated = false;
 };
 
 // --- oneOf (json_schema_exclusive.cc) ---

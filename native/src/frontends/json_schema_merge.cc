@@ -56,6 +56,10 @@ void Converter::MergeInto(Merged* m, const Ref& r, int guard) {
     return;
   }
   if (!s.is_object()) Invalid(r.ptr, NotASchemaMessage(r.ptr));
+  if (guard == 0) {
+    ++m->merge_roots;
+    m->scope_root = &s;
+  }
   const std::string& P = r.ptr;
   bool draft4_excl_min = false, draft4_excl_max = false;
   if (const JsonValue* e = s.Find("exclusiveMinimum")) draft4_excl_min = e->is_bool() && e->as_bool();
@@ -72,6 +76,9 @@ void Converter::MergeInto(Merged* m, const Ref& r, int guard) {
     if (k == "$ref") {
       if (!v.is_string()) Invalid(kp, "$ref must be a string");
       Ref t = Resolve(v.as_string(), P);
+      const bool ref_alone = std::all_of(s.members().begin(), s.members().end(),
+                                         [](const auto& kv) { return kv.first == "$ref" || IsAnnotation(kv.first); });
+      if (t.v && m->scope_root == &s && ref_alone) m->scope_root = t.v;  // the target's keywords see the same scope
       if (t.v) MergeRef(m, t, guard + 1);
       continue;
     }
@@ -94,13 +101,24 @@ void Converter::MergeInto(Merged* m, const Ref& r, int guard) {
       continue;
     }
     if (k == "if") {
+      m->evaluation_unknown = true;
       if (!conditions_ignored_) MergeCondition(m, s, P);
       continue;
     }
     if (k == "then" || k == "else") continue;  // read with "if"; without one they assert nothing
+    if (k == "unevaluatedProperties" || k == "unevaluatedItems") {
+      if (v.is_bool() && v.as_bool()) {
+        (k == "unevaluatedProperties" ? m->all_props_evaluated : m->all_items_evaluated) = true;
+        continue;
+      }
+      if (!v.is_bool() && !v.is_object()) Invalid(kp, NotASchemaMessage(kp));
+      m->constrained = true;
+      (k == "unevaluatedProperties" ? m->unevaluated_props : m->unevaluated_items).push_back(Ref{&v, kp});
+      m->unevaluated_at = P;
+      if (&s != m->scope_root) m->unevaluated_off_root = true;
+      continue;
+    }
     if (IsKnownUnsupported(k)) {
-      if (k == "unevaluatedProperties" && v.is_bool() && v.as_bool()) continue;
-      if (k == "unevaluatedItems" && v.is_bool() && v.as_bool()) continue;
       if ((k == "minContains" && v.is_number() && v.as_number() == 1 && s.Find("maxContains") == nullptr)) continue;
       Unsupported(k, P);
       continue;
@@ -326,6 +344,45 @@ void Converter::MergeCondition(Merged* m, const JsonValue& s, const std::string&
   m->any_of.push_back({Ref{&alts->items()[0], P + "/then"}, Ref{&alts->items()[1], P + "/else"}});
   m->any_of_at.push_back(P);
   m->any_of_exclusive.push_back(false);
+}
+
+void Converter::ResolveUnevaluated(Merged* m) {
+  auto exact = [&](const std::vector<Ref>& u, const char* keyword) {
+    if (u.size() == 1 && !m->unevaluated_off_root && m->merge_roots == 1 && !m->evaluation_unknown) return true;
+    Unsupported(keyword, m->unevaluated_at,
+                "beside anyOf, oneOf, if, schema dependencies or a negated member list, or in a merged "
+                "subschema (their annotations decide what is evaluated)");
+    return false;
+  };
+  if (!m->unevaluated_props.empty()) {
+    std::vector<Ref> u = std::move(m->unevaluated_props);
+    m->unevaluated_props.clear();
+    // additionalProperties anywhere in the merge evaluates every remaining name.
+    if ((m->types & kObj) && exact(u, "unevaluatedProperties") && m->additional.empty() && !m->all_props_evaluated) {
+      std::vector<std::pair<std::string, JsonValue>> declared, patterns;
+      for (const auto& pr : m->props) declared.emplace_back(pr.first, JsonValue::Bool(true));
+      for (const auto& pp : m->pattern_props) patterns.emplace_back(pp.first.v->as_string(), JsonValue::Bool(true));
+      synth_.push_back(std::make_unique<JsonValue>(
+          JsonValue::Object({{"properties", JsonValue::Object(std::move(declared))},
+                             {"patternProperties", JsonValue::Object(std::move(patterns))}})));
+      m->additional_set = true;
+      m->additional.push_back(u[0]);
+      m->additional_parent.push_back(synth_.back().get());
+    }
+  }
+  if (!m->unevaluated_items.empty()) {
+    std::vector<Ref> u = std::move(m->unevaluated_items);
+    m->unevaluated_items.clear();
+    // items (or additionalItems after an items list) anywhere evaluates every position.
+    if ((m->types & kArr) && exact(u, "unevaluatedItems") && !m->items_set && !m->all_items_evaluated) {
+      if (!m->contains.empty()) {
+        Unsupported("unevaluatedItems", m->unevaluated_at, "beside contains (the items it matches are evaluated)");
+      } else {
+        m->items_set = true;
+        m->items.push_back(u[0]);
+      }
+    }
+  }
 }
 
 }  // namespace xg2::jsonschema

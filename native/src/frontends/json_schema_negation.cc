@@ -12,6 +12,12 @@ void Converter::MergeNot(Merged* m, const Ref& r, const std::string& at) {
     return;
   }
   if (!s.is_object()) Invalid(r.ptr, NotASchemaMessage(r.ptr));
+  // A negated member list merged as positive members must not count as evaluated for
+  // unevaluatedProperties / unevaluatedItems (a `not` keeps no annotations).
+  for (const char* k : {"properties", "patternProperties", "additionalProperties", "propertyNames", "items",
+                        "prefixItems", "additionalItems", "contains", "allOf", "anyOf", "oneOf", "$ref", "not"}) {
+    if (s.Find(k) != nullptr) m->evaluation_unknown = true;
+  }
   bool only_type = true, only_enum = true, empty = true, only_required = true, only_pattern = true, only_format = true,
        only_multiple = true;
   for (const auto& kv : s.members()) {
