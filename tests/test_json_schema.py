@@ -519,11 +519,11 @@ def test_one_of_exclusive_is_exact(compiler, schema, valid, invalid):
 
 
 ONE_OF_OVERLAPPING = [
-    # An open alternative overlapping a closed one: excluding the closed one needs "some key
-    # outside its properties", which has no positive form.
-    ({"oneOf": [{"properties": {"a": {"type": "string"}}}, {"properties": {"a": {}}, "additionalProperties": False}]},
-     "(root)", [{"a": "x"}, {"b": 1}]),
-    ({"properties": {"v": {"oneOf": [{"patternProperties": {"^x": {"type": "integer"}}},
+    # A dependency with a schema has no exact negation: the other alternative cannot exclude it.
+    ({"oneOf": [{"type": "object", "dependencies": {"x": {"not": {"required": ["e"]}}}, "minProperties": 1},
+                {"required": ["x"]}]},
+     "(root)", [{"x": 1}, {"y": 1}]),
+    ({"properties": {"v": {"oneOf": [{"type": "object", "dependencies": {"x": {"not": {"required": ["e"]}}}},
                                      {"type": "object", "minProperties": 1}]}}},
      "/properties/v", [{"x": 1}, {}]),
 ]

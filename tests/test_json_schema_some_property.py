@@ -72,9 +72,9 @@ UNSUPPORTED = {
 }
 
 
-@pytest.fixture(scope="module")
-def runner():
-    return lib.Runner()
+@pytest.fixture(scope="module", params=[True, False], ids=["any_order", "ordered"])
+def runner(request):
+    return lib.Runner(any_order=request.param)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -88,10 +88,12 @@ def test_some_property_exact(runner, name):
 def test_some_property_mask_matches_matcher(runner, name):
     """Along every sample the mask allows exactly the tokens the matcher accepts."""
     schema = CASES[name]
-    cg = runner.compiler.compile_grammar(Grammar.from_json_schema(schema, strict_mode=False, any_order=True), lazy=True)
+    grammar = Grammar.from_json_schema(schema, strict_mode=False, any_order=runner.any_order)
+    cg = runner.compiler.compile_grammar(grammar, lazy=True)
     validator = oracle(schema)
     for x in SAMPLES:
-        assert drive(runner, cg, json.dumps(x)) == validator.is_valid(x), x
+        written = x if runner.any_order else lib.schema_ordered(schema, x)
+        assert drive(runner, cg, json.dumps(written)) == validator.is_valid(x), x
 
 
 @pytest.mark.parametrize("name", sorted(UNSUPPORTED))
@@ -100,9 +102,14 @@ def test_some_property_unsupported(name):
         Grammar.from_json_schema(UNSUPPORTED[name])
 
 
-def test_some_property_ordered_layout_refused():
-    """Without any_order the ordered object has no place for an undeclared member: refused."""
-    schema = CASES["pattern_props"]
-    with pytest.raises(UnsupportedSchemaError, match="unsupported keyword 'not' at .*without any_order"):
-        Grammar.from_json_schema(schema, strict_mode=False, any_order=False)
-    Grammar.from_json_schema(schema, strict_mode=False, any_order=True)
+def test_some_property_ordered_layout_anywhere_among_extras():
+    """In the ordered layout the member the object must have is written once among the extras,
+    before, between or after the declared members; each declared member keeps its place."""
+    schema = {"type": "object", "properties": {"p": {"type": "integer"}, "q": {"type": "integer"}},
+              "not": {"patternProperties": {"^a": {"type": "integer"}}}}
+    runner = lib.Runner(any_order=False)
+    cg = runner.compiler.compile_grammar(Grammar.from_json_schema(schema, strict_mode=False), lazy=True)
+    for text, ok in (('{"a1": "s", "p": 1, "q": 2}', True), ('{"p": 1, "a1": "s", "q": 2}', True),
+                     ('{"p": 1, "q": 2, "a1": "s"}', True), ('{"b": 1, "a1": "s", "a2": 3}', True),
+                     ('{"p": 1, "q": 2}', False), ('{"q": 2, "p": 1, "a1": "s"}', False), ('{"a1": 1}', False)):
+        assert (runner.match(cg, json.loads(text)) == "accepted") == ok, text

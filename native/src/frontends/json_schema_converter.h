@@ -31,7 +31,8 @@ namespace xg2::jsonschema {
 // Bounds the automata built for one pattern (its JSON-content DFA and the product with a
 // length counter); larger ones are reported as unsupported rather than compiled slowly.
 constexpr int64_t kMaxPatternDfaStates = 20000;
-// The (declared member, count) states of an ordered object with counted members.
+// The (declared member, count, witnesses written) states of an ordered object with counted
+// members or witness members.
 constexpr int64_t kMaxCountedObjectStates = 4096;
 
 inline std::string Show(const std::string& ptr) { return ptr.empty() ? "(root)" : ptr; }
@@ -319,10 +320,16 @@ class Converter {
   ExprId AnyOrderObject(const std::vector<PropT>& props, ExprId extra, int64_t min_p, int64_t max_p, int depth,
                         std::vector<AnyOrderPresenceRule> presence);
   // The ordered layout of declared members (props, in order) and extras when min_p / max_p
-  // bound the number of members beyond what the required and declared members give.
+  // bound the number of members beyond what the required and declared members give, or the
+  // object must have witness members; limit names the keyword reported when the states
+  // would be too many.
+  struct OrderedObjectLimit {
+    const char* keyword;
+    std::string ptr;
+  };
   template <typename PropT>
   ExprId CountedOrderedObject(const std::vector<PropT>& props, ExprId extra, int64_t min_p, int64_t max_p, int depth,
-                              const std::string& bound_ptr);
+                              const OrderedObjectLimit& limit, const std::vector<ExprId>& witnesses);
   // Presence dependencies (Merged::presence_deps): attached to the any-order node as
   // AnyOrderPresenceRules where they can be, else expanded into a union of objects.
   bool PresenceDepAttachable(const Merged& m, const Merged::PresenceDep& d) const;

@@ -190,6 +190,10 @@ struct Merged {
     std::string ptr;
   };
   std::vector<SomeProperty> some_props;
+  // Names a SomeProperty enumerates that the schema neither declares nor requires, made
+  // required properties by SomePropertyCases: the ordered layout writes them anywhere among
+  // the undeclared members, not in a declared place.
+  std::vector<std::string> witness_names;
   // Dependencies that only ask for other names (dependentRequired, draft-7 name arrays, a
   // dependency on required or anyOf of required): when `name` is present, so are all names of
   // one of `any_of`. Kept apart from any_of so that an any-order object checks them on the set

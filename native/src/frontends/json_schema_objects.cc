@@ -322,9 +322,27 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth, const std::vector<Merge
   (void)additional_any;
   std::vector<AnyOrderPresenceRule> presence;
   if (!ResolvePresenceRules(m, &props, props.size(), &presence)) return Never();
+  // Members the object must have: in any order, required members of the AnyOrder node; in
+  // the ordered layout, members written once among the extras, as are the names a witness
+  // enumerates that the schema does not declare.
+  std::vector<ExprId> witness_members;
+  if (!o_.any_order) {
+    for (auto it = props.begin(); it != props.end();) {
+      if (std::find(m.witness_names.begin(), m.witness_names.end(), it->name) == m.witness_names.end()) {
+        ++it;
+        continue;
+      }
+      witness_members.push_back(it->kv);
+      it = props.erase(it);
+    }
+  }
   for (const auto& w : witnesses) {
-    if (!o_.any_order) Unsupported("not", w.ptr, "a property the object must have, without any_order");
-    props.push_back({"", true, WitnessMember(m, w, declared, unmatched_allowed ? &unmatched : nullptr, d1)});
+    ExprId member = WitnessMember(m, w, declared, unmatched_allowed ? &unmatched : nullptr, d1);
+    if (o_.any_order) {
+      props.push_back({"", true, member});
+    } else {
+      witness_members.push_back(member);
+    }
   }
   ExprId extra = kNoExpr;
   if (!extra_alts.empty()) {
@@ -336,6 +354,11 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth, const std::vector<Merge
   int64_t nreq = std::count_if(props.begin(), props.end(), [](const Prop& p) { return p.required; });
   // min/maxProperties
   int64_t min_p = m.min_props, max_p = m.max_props;
+  if (!witness_members.empty()) {
+    cur_ptr_ = saved;
+    OrderedObjectLimit limit{"not", witnesses.empty() ? saved : witnesses[0].ptr};
+    return CountedOrderedObject(props, extra, min_p, max_p, depth, limit, witness_members);
+  }
   if (n == 0) {
     if (extra == kNoExpr) return (min_p > 0) ? Never() : Empty('{', '}');
     if (max_p == 0) return Empty('{', '}');
@@ -359,8 +382,9 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth, const std::vector<Merge
   }
   if (min_p > nreq || (max_p >= 0 && (extra != kNoExpr || max_p < n))) {
     cur_ptr_ = saved;
-    const std::string& bound_ptr = min_p > nreq ? m.min_props_ptr : m.max_props_ptr;
-    return CountedOrderedObject(props, extra, min_p, max_p, depth, bound_ptr);
+    OrderedObjectLimit limit = min_p > nreq ? OrderedObjectLimit{"minProperties", m.min_props_ptr}
+                                            : OrderedObjectLimit{"maxProperties", m.max_props_ptr};
+    return CountedOrderedObject(props, extra, min_p, max_p, depth, limit, {});
   }
   // Ordered: Tail(i) = X [sep kv_i] Tail(i+1); X = (sep extra)*.
   auto X = [&]() { return g_.AddRepeat(g_.AddSequence({ItemSep(depth), extra}), 0, kUnbounded); };
@@ -392,69 +416,88 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth, const std::vector<Merge
   return nreq == 0 ? g_.AddChoice({Empty('{', '}'), ne}) : ne;
 }
 
-// The ordered layout with a member count to keep within min_p..max_p (max_p < 0: none):
-// rule T(i, c) reads the rest of the object after c members were written and the declared
-// members before i were decided. Counts are capped at max_p, or, with no maximum, at min_p
-// (every count from there on is alike). A state that cannot end within the bounds is left
-// out.
+// The ordered layout with a member count to keep within min_p..max_p (max_p < 0: none) and
+// witness members (undeclared members the object must have, each written once, anywhere
+// among the extras): rule T(i, c, w) reads the rest of the object after c members were
+// written, the declared members before i were decided and the witnesses in mask w were
+// written. Counts are capped at max_p, or, with no maximum, at min_p (every count from there
+// on is alike; at least 1, so that the first member goes without a separator). A state that
+// cannot end within the bounds is left out.
 template <typename PropT>
 ExprId Converter::CountedOrderedObject(const std::vector<PropT>& props, ExprId extra, int64_t min_p, int64_t max_p,
-                                       int depth, const std::string& bound_ptr) {
+                                       int depth, const OrderedObjectLimit& limit,
+                                       const std::vector<ExprId>& witnesses) {
   const int64_t n = static_cast<int64_t>(props.size());
+  const int64_t k = static_cast<int64_t>(witnesses.size());
   const int64_t cap = max_p >= 0 ? max_p : std::max<int64_t>(min_p, 1);
-  if ((n + 1) * (cap + 1) > kMaxCountedObjectStates) {
-    Unsupported(max_p >= 0 ? "maxProperties" : "minProperties", bound_ptr,
+  if (k > 12 || (n + 1) * (cap + 1) * (int64_t{1} << k) > kMaxCountedObjectStates) {
+    Unsupported(limit.keyword, limit.ptr,
                 "more than " + std::to_string(kMaxCountedObjectStates) +
-                    " (declared member, count) states in the ordered layout (any_order takes it)");
+                    " (declared member, count, witnesses written) states in the ordered layout (any_order takes it)");
     return Never();
   }
+  const int64_t all = (int64_t{1} << k) - 1;
   std::vector<int64_t> required_from(n + 1, 0);
   for (int64_t i = n - 1; i >= 0; --i) required_from[i] = required_from[i + 1] + (props[i].required ? 1 : 0);
-  auto live = [&](int64_t i, int64_t c) {
-    if (c == 0 && i == n) return false;  // the empty object is written as "{}" below
-    if (max_p >= 0 && c + required_from[i] > max_p) return false;
-    return extra != kNoExpr || c + (n - i) >= min_p;
+  auto unwritten = [&](int64_t w) { return k - static_cast<int64_t>(__builtin_popcountll(static_cast<uint64_t>(w))); };
+  auto live = [&](int64_t i, int64_t c, int64_t w) {
+    if (c == 0 && i == n && w == all) return false;  // the empty object is written as "{}" below
+    if (max_p >= 0 && c + required_from[i] + unwritten(w) > max_p) return false;
+    return extra != kNoExpr || c + (n - i) + unwritten(w) >= min_p;
   };
   auto next = [&](int64_t c) { return max_p >= 0 ? c + 1 : std::min(c + 1, cap); };
-  // Rules are made for live states first, then given bodies (T refers forward only).
+  // Rules are made for live states first, then given bodies.
   constexpr RuleId kNoRule = -1;
-  std::vector<RuleId> state_rule(static_cast<size_t>((n + 1) * (cap + 1)), kNoRule);
-  auto at = [&](int64_t i, int64_t c) -> RuleId& { return state_rule[static_cast<size_t>(i * (cap + 1) + c)]; };
-  for (int64_t i = 0; i <= n; ++i) {
-    for (int64_t c = 0; c <= cap; ++c)
-      if (live(i, c)) at(i, c) = NewRule("object_count");
-  }
-  auto ref = [&](int64_t i, int64_t c) { return at(i, c) == kNoRule ? kNoExpr : g_.AddRuleRef(at(i, c)); };
+  std::vector<RuleId> state_rule(static_cast<size_t>((n + 1) * (cap + 1) * (all + 1)), kNoRule);
+  auto at = [&](int64_t i, int64_t c, int64_t w) -> RuleId& {
+    return state_rule[static_cast<size_t>((i * (cap + 1) + c) * (all + 1) + w)];
+  };
   for (int64_t i = 0; i <= n; ++i) {
     for (int64_t c = 0; c <= cap; ++c) {
-      if (at(i, c) == kNoRule) continue;
-      auto written = [&](ExprId item) { return c == 0 ? item : g_.AddSequence({ItemSep(depth), item}); };
-      std::vector<ExprId> alts;
-      if (max_p < 0 && c == cap) {
-        // Past the minimum with no maximum: extras repeat freely, as in the uncounted layout.
-        ExprId extras =
-            extra == kNoExpr ? g_.AddEmpty() : g_.AddRepeat(g_.AddSequence({ItemSep(depth), extra}), 0, kUnbounded);
-        if (i == n) {
-          alts.push_back(extras);
-        } else {
-          ExprId member = g_.AddSequence({ItemSep(depth), props[i].kv});
-          alts.push_back(g_.AddSequence({extras, props[i].required ? member : Opt(&g_, member), ref(i + 1, c)}));
-        }
-      } else {
-        const bool room = max_p < 0 || c < max_p;
-        if (room && extra != kNoExpr && at(i, next(c)) != kNoRule)
-          alts.push_back(g_.AddSequence({written(extra), ref(i, next(c))}));
-        if (i < n && room && at(i + 1, next(c)) != kNoRule)
-          alts.push_back(g_.AddSequence({written(props[i].kv), ref(i + 1, next(c))}));
-        if (i < n && !props[i].required && at(i + 1, c) != kNoRule) alts.push_back(ref(i + 1, c));
-        if (i == n && c >= min_p) alts.push_back(g_.AddEmpty());
-      }
-      g_.SetRuleBody(at(i, c), alts.size() == 1 ? alts[0] : g_.AddChoice(alts));
+      for (int64_t w = 0; w <= all; ++w)
+        if (live(i, c, w)) at(i, c, w) = NewRule("object_count");
     }
   }
-  const bool empty_ok = required_from[0] == 0 && min_p <= 0;
-  if (at(0, 0) == kNoRule) return empty_ok ? Empty('{', '}') : Never();
-  ExprId ne = g_.AddSequence({Open('{', depth), ref(0, 0), Close('}', depth)});
+  auto ref = [&](int64_t i, int64_t c, int64_t w) { return g_.AddRuleRef(at(i, c, w)); };
+  auto has = [&](int64_t i, int64_t c, int64_t w) { return at(i, c, w) != kNoRule; };
+  for (int64_t i = 0; i <= n; ++i) {
+    for (int64_t c = 0; c <= cap; ++c) {
+      for (int64_t w = 0; w <= all; ++w) {
+        if (!has(i, c, w)) continue;
+        auto written = [&](ExprId item) { return c == 0 ? item : g_.AddSequence({ItemSep(depth), item}); };
+        std::vector<ExprId> alts;
+        if (max_p < 0 && c == cap && w == all) {
+          // Past the minimum with no maximum and every witness written: extras repeat freely,
+          // as in the uncounted layout.
+          ExprId extras =
+              extra == kNoExpr ? g_.AddEmpty() : g_.AddRepeat(g_.AddSequence({ItemSep(depth), extra}), 0, kUnbounded);
+          if (i == n) {
+            alts.push_back(extras);
+          } else {
+            ExprId member = g_.AddSequence({ItemSep(depth), props[i].kv});
+            alts.push_back(g_.AddSequence({extras, props[i].required ? member : Opt(&g_, member), ref(i + 1, c, w)}));
+          }
+        } else {
+          const bool room = max_p < 0 || c < max_p;
+          if (room && extra != kNoExpr && has(i, next(c), w))
+            alts.push_back(g_.AddSequence({written(extra), ref(i, next(c), w)}));
+          for (int64_t j = 0; j < k; ++j) {
+            const int64_t wj = w | (int64_t{1} << j);
+            if (room && wj != w && has(i, next(c), wj))
+              alts.push_back(g_.AddSequence({written(witnesses[j]), ref(i, next(c), wj)}));
+          }
+          if (i < n && room && has(i + 1, next(c), w))
+            alts.push_back(g_.AddSequence({written(props[i].kv), ref(i + 1, next(c), w)}));
+          if (i < n && !props[i].required && has(i + 1, c, w)) alts.push_back(ref(i + 1, c, w));
+          if (i == n && c >= min_p && w == all) alts.push_back(g_.AddEmpty());
+        }
+        g_.SetRuleBody(at(i, c, w), alts.size() == 1 ? alts[0] : g_.AddChoice(alts));
+      }
+    }
+  }
+  const bool empty_ok = required_from[0] == 0 && min_p <= 0 && k == 0;
+  if (!has(0, 0, 0)) return empty_ok ? Empty('{', '}') : Never();
+  ExprId ne = g_.AddSequence({Open('{', depth), ref(0, 0, 0), Close('}', depth)});
   return empty_ok ? g_.AddChoice({Empty('{', '}'), ne}) : ne;
 }
 

@@ -81,6 +81,7 @@ void Converter::SomePropertyCases(const std::vector<Merged::SomeProperty>& ws, s
     if (!d.Requires(n)) d.required.push_back(n);
     auto p = std::find_if(d.props.begin(), d.props.end(), [&](const auto& pr) { return pr.first == n; });
     if (p == d.props.end()) {
+      if (!c.Requires(n)) d.witness_names.push_back(n);
       d.props.push_back({n, w.value});
     } else {
       p->second.insert(p->second.end(), w.value.begin(), w.value.end());
