@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 
 import xg2_jax as xg
-from xg2_jax._src.errors import UnsupportedSchemaError
+from xg2_jax._src.errors import UnsupportedSchemaError, UnsupportedSchemaWarning
 
 VOCAB = [bytes([c]) for c in range(32, 127)] + [b"</s>"]
 TOK = xg.TokenizerInfo(VOCAB, stop_token_ids=[len(VOCAB) - 1])
@@ -119,3 +119,10 @@ def test_counted_ordered_layout_refuses_too_many_states():
     with pytest.raises(UnsupportedSchemaError, match=r"maxProperties.*any_order"):
         xg.Grammar.from_json_schema(s)
     xg.Grammar.from_json_schema(s, any_order=True)
+    # on_unsupported="warn" widens: the count is not enforced, the members keep their schemas.
+    with pytest.warns(UnsupportedSchemaWarning, match="maxProperties"):
+        g = xg.Grammar.from_json_schema(s, on_unsupported="warn", any_whitespace=False)
+    compiled = COMPILER.compile_grammar(g)
+    assert accepts(compiled, '{"p0": 1, "p1": 2}')
+    assert accepts(compiled, "{" + ", ".join(f'"p{i}": {i}' for i in range(95)) + "}")
+    assert not accepts(compiled, '{"p0": "s"}')

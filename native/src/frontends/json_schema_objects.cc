@@ -357,7 +357,9 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth, const std::vector<Merge
   if (!witness_members.empty()) {
     cur_ptr_ = saved;
     OrderedObjectLimit limit{"not", witnesses.empty() ? saved : witnesses[0].ptr};
-    return CountedOrderedObject(props, extra, min_p, max_p, depth, limit, witness_members);
+    ExprId counted = CountedOrderedObject(props, extra, min_p, max_p, depth, limit, witness_members);
+    if (counted != kNoExpr) return counted;
+    // Refused and reported (on "warn" / "ignore"): the members are not required, a widening.
   }
   if (n == 0) {
     if (extra == kNoExpr) return (min_p > 0) ? Never() : Empty('{', '}');
@@ -384,7 +386,9 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth, const std::vector<Merge
     cur_ptr_ = saved;
     OrderedObjectLimit limit = min_p > nreq ? OrderedObjectLimit{"minProperties", m.min_props_ptr}
                                             : OrderedObjectLimit{"maxProperties", m.max_props_ptr};
-    return CountedOrderedObject(props, extra, min_p, max_p, depth, limit, {});
+    ExprId counted = CountedOrderedObject(props, extra, min_p, max_p, depth, limit, {});
+    if (counted != kNoExpr) return counted;
+    // Refused and reported (on "warn" / "ignore"): the count is not enforced, a widening.
   }
   // Ordered: Tail(i) = X [sep kv_i] Tail(i+1); X = (sep extra)*.
   auto X = [&]() { return g_.AddRepeat(g_.AddSequence({ItemSep(depth), extra}), 0, kUnbounded); };
@@ -434,7 +438,7 @@ ExprId Converter::CountedOrderedObject(const std::vector<PropT>& props, ExprId e
     Unsupported(limit.keyword, limit.ptr,
                 "more than " + std::to_string(kMaxCountedObjectStates) +
                     " (declared member, count, witnesses written) states in the ordered layout (any_order takes it)");
-    return Never();
+    return kNoExpr;  // on "warn" / "ignore" the caller lays the object out without them
   }
   const int64_t all = (int64_t{1} << k) - 1;
   std::vector<int64_t> required_from(n + 1, 0);
