@@ -37,6 +37,43 @@ void AppendEdge(std::vector<ByteDfaEdge>* edges, uint8_t c, int32_t t) {
   }
 }
 
+// Adds bytes lo..hi to target t, merging with the last edge where they continue it.
+void AppendRange(std::vector<ByteDfaEdge>* edges, uint8_t lo, uint8_t hi, int32_t t) {
+  if (!edges->empty() && edges->back().target == t && edges->back().hi + 1 == lo) {
+    edges->back().hi = hi;
+  } else {
+    edges->push_back({lo, hi, t});
+  }
+}
+
+// Per decoder state, the byte runs the JSON decoder treats alike: (lo, hi, next state, whether
+// the byte starts a character); bytes it refuses are left out.
+struct DecoderRun {
+  uint8_t lo, hi;
+  int8_t next;
+  bool starts;
+};
+const std::vector<DecoderRun>& DecoderRuns(int u) {
+  static const auto* runs = [] {
+    auto* all = new std::vector<std::vector<DecoderRun>>(kNumDec);
+    for (int v = 0; v < kNumDec; ++v) {
+      for (int c = 0; c < 256; ++c) {
+        bool starts;
+        const int next = JsonDecNext(v, static_cast<uint8_t>(c), &starts);
+        if (next < 0) continue;
+        auto& r = (*all)[v];
+        if (!r.empty() && r.back().hi + 1 == c && r.back().next == next && r.back().starts == starts) {
+          r.back().hi = static_cast<uint8_t>(c);
+        } else {
+          r.push_back({static_cast<uint8_t>(c), static_cast<uint8_t>(c), static_cast<int8_t>(next), starts});
+        }
+      }
+    }
+    return all;
+  }();
+  return (*runs)[u];
+}
+
 }  // namespace
 
 ByteDfaSpec ByteDfaOfExpr(const Grammar& g, ExprId e, int64_t max_states) {
@@ -84,17 +121,17 @@ ByteDfaSpec IntersectJsonLength(const ByteDfaSpec& content, int64_t min_len, int
       continue;
     }
     std::vector<ByteDfaEdge> edges;
+    // Each content edge meets the runs of bytes the decoder treats alike (ASCII, continuation
+    // bytes, ...): one target per overlap, not per byte.
     for (const auto& e : content.edges[s]) {
-      for (int c = e.lo; c <= e.hi; ++c) {
-        bool starts;
-        int u2 = JsonDecNext(u, static_cast<uint8_t>(c), &starts);
-        if (u2 < 0) continue;
-        int64_t n2 = n + (starts ? 1 : 0);
+      for (const DecoderRun& r : DecoderRuns(u)) {
+        if (r.hi < e.lo || r.lo > e.hi) continue;
+        int64_t n2 = n + (r.starts ? 1 : 0);
         if (n2 > cap) {
           if (max_len >= 0) continue;
           n2 = cap;
         }
-        AppendEdge(&edges, static_cast<uint8_t>(c), id_of(e.target, u2, n2));
+        AppendRange(&edges, std::max(r.lo, e.lo), std::min(r.hi, e.hi), id_of(e.target, r.next, n2));
       }
     }
     out.edges[i] = std::move(edges);
