@@ -6,6 +6,8 @@
 // are shared between alternatives, sequences and repeats as the front ends share them) are
 // built by BuildRuleDfa, and every string of up to 6 bytes over the alphabet is accepted
 // exactly when a recursive matcher over the expression says it is in the language.
+// The size check of length-bounded JSON content (JsonLengthProductExceeds) against the
+// product it stands for: random automata over bytes the JSON decoder tells apart.
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -15,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "automata/byte_dfa_ops.h"
 #include "automata/rule_dfa.h"
 #include "check.h"
 #include "xg2/grammar.h"
@@ -283,6 +286,40 @@ void CheckSplicedByteDfa(std::mt19937& rng) {
   }
 }
 
+// Random content automata over byte ranges the JSON decoder treats differently (ASCII,
+// escapes, hex digits, UTF-8 lead and continuation bytes); the layered count must equal the
+// number of states IntersectJsonLength builds, with and without stop states.
+void CheckJsonLengthProductSize(std::mt19937& rng) {
+  static const ByteDfaEdge kRanges[] = {{'0', '9', 0},   {'A', 'Z', 0},  {'\\', '\\', 0}, {'a', 'f', 0},
+                                        {'n', 'n', 0},   {'u', 'u', 0},  {0x80, 0xBF, 0}, {0xC2, 0xDF, 0},
+                                        {0xE0, 0xEF, 0}, {0xF0, 0xF4, 0}};
+  const int n = 1 + static_cast<int>(rng() % 6);
+  ByteDfaSpec d;
+  for (int s = 0; s < n; ++s) {
+    d.is_final.push_back(rng() % 3 == 0);
+    std::vector<ByteDfaEdge> edges;
+    for (const auto& r : kRanges) {
+      if (rng() % 2) edges.push_back({r.lo, r.hi, static_cast<int32_t>(rng() % n)});
+    }
+    d.edges.push_back(edges);
+  }
+  const std::vector<uint8_t> stars = JsonStarStates(d);
+  for (auto [lo, hi] : {std::pair<int64_t, int64_t>{0, 3}, {2, 7}, {4, -1}, {0, 0}, {1, 12}}) {
+    for (const std::vector<uint8_t>* stop : {static_cast<const std::vector<uint8_t>*>(nullptr), &stars}) {
+      std::vector<JsonLengthExit> exits;
+      const int64_t size = IntersectJsonLength(d, lo, hi, 1 << 20, stop, stop ? &exits : nullptr).num_states();
+      CHECK(!JsonLengthProductExceeds(d, lo, hi, size, stop));
+      CHECK(JsonLengthProductExceeds(d, lo, hi, size - 1, stop));
+      if (g_failures) {
+        std::printf("json length product: %d states, bounds %lld..%lld, stop %d, size %lld\n", n,
+                    static_cast<long long>(lo), static_cast<long long>(hi), stop != nullptr,
+                    static_cast<long long>(size));
+        return;
+      }
+    }
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -311,6 +348,7 @@ int main() {
   }
   CHECK_EQ(MinimizeRuleDfa(chain).num_states(), n);
   for (int iter = 0; iter < 300 && g_failures == 0; ++iter) CheckConstruction(rng);
+  for (int iter = 0; iter < 500 && g_failures == 0; ++iter) CheckJsonLengthProductSize(rng);
   if (g_failures == 0) std::printf("test_rule_dfa: OK\n");
   return g_failures ? 1 : 0;
 }

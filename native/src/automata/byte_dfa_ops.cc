@@ -139,6 +139,43 @@ ByteDfaSpec IntersectJsonLength(const ByteDfaSpec& content, int64_t min_len, int
   return out;
 }
 
+bool JsonLengthProductExceeds(const ByteDfaSpec& content, int64_t min_len, int64_t max_len, int64_t max_states,
+                              const std::vector<uint8_t>* stop) {
+  const int64_t cap = max_len >= 0 ? max_len : min_len;
+  const size_t pairs = static_cast<size_t>(content.num_states()) * kNumDec;
+  std::vector<uint8_t> in_layer(pairs, 0), in_next(pairs, 0);
+  std::vector<int32_t> layer{kB}, next;  // pair s * kNumDec + u; the start is (0, kB)
+  in_layer[kB] = 1;
+  int64_t total = 0;
+  for (int64_t n = 0; !layer.empty(); ++n) {
+    // From the last count a new character dies (bounded) or keeps the saturated count.
+    const bool last = n == cap;
+    for (size_t i = 0; i < layer.size(); ++i) {  // grows: bytes inside a character stay here
+      const int32_t s = layer[i] / kNumDec;
+      const int u = layer[i] % kNumDec;
+      if (stop != nullptr && (*stop)[s] && u == kB) continue;
+      for (const auto& e : content.edges[s]) {
+        for (const DecoderRun& r : DecoderRuns(u)) {
+          if (r.hi < e.lo || r.lo > e.hi) continue;
+          const int32_t q = e.target * kNumDec + r.next;
+          if (!r.starts || (last && max_len < 0)) {
+            if (!in_layer[q]) in_layer[q] = 1, layer.push_back(q);
+          } else if (!last && !in_next[q]) {
+            in_next[q] = 1, next.push_back(q);
+          }
+        }
+      }
+    }
+    total += static_cast<int64_t>(layer.size());
+    if (total > max_states) return true;
+    for (int32_t q : layer) in_layer[q] = 0;
+    layer.swap(next);
+    next.clear();
+    in_layer.swap(in_next);
+  }
+  return false;
+}
+
 namespace {
 
 // Visits the (content state, decoder state) pairs reachable from s on a character boundary

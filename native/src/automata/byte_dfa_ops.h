@@ -35,6 +35,13 @@ ByteDfaSpec IntersectJsonLength(const ByteDfaSpec& content, int64_t min_len, int
                                 const std::vector<uint8_t>* stop = nullptr,
                                 std::vector<JsonLengthExit>* exits = nullptr);
 
+// Whether IntersectJsonLength(content, min_len, max_len, max_states, stop) would build more
+// than max_states states. Counts the (content state, decoder state) pairs reachable with each
+// number of characters, layer by layer, without building edges: a refusal costs a fraction
+// of the product it spares.
+bool JsonLengthProductExceeds(const ByteDfaSpec& content, int64_t min_len, int64_t max_len, int64_t max_states,
+                              const std::vector<uint8_t>* stop = nullptr);
+
 // Final states s of `content` whose residual language is C* for a set C of complete
 // characters: every character read from s returns to s (e.g. the loop of "^x[a-z]*$").
 std::vector<uint8_t> JsonStarStates(const ByteDfaSpec& content);

@@ -96,6 +96,17 @@ ExprId Converter::LengthBoundedPattern(const std::vector<Ref>& pats, const std::
     std::vector<uint8_t> stars = JsonStarStates(dfa);
     std::vector<JsonLengthExit> exits;
     ByteDfaSpec product;
+    // The automaton times a character counter is too large (an email address of at most 254
+    // characters): the parser counts the characters instead. (Its paths are well-formed JSON
+    // content, as the parser's decoder reads them.)
+    auto counted_by_parser = [&]() {
+      constexpr int64_t kMaxDecodedStates = 200000;
+      const RuleId rule = NewRule("string_chars");
+      g_.SetRuleBody(rule, g_.AddByteDfa(TrimAndMinimize(IntersectJsonLength(dfa, 0, -1, kMaxDecodedStates))));
+      g_.SetRuleJsonChars(rule, min_len, max_len);
+      return g_.AddRuleRef(rule);
+    };
+    if (JsonLengthProductExceeds(dfa, min_len, max_len, kMaxPatternDfaStates, &stars)) return counted_by_parser();
     try {
       product = IntersectJsonLength(dfa, min_len, max_len, kMaxPatternDfaStates, &stars, &exits);
       if (exits.size() > kMaxLoopExits) {
@@ -104,14 +115,7 @@ ExprId Converter::LengthBoundedPattern(const std::vector<Ref>& pats, const std::
       }
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kLimitExceeded) throw;
-      // The automaton times a character counter is too large (an email address of at most
-      // 254 characters): the parser counts the characters instead.
-      // (Its paths are well-formed JSON content, as the parser's decoder reads them.)
-      constexpr int64_t kMaxDecodedStates = 200000;
-      const RuleId rule = NewRule("string_chars");
-      g_.SetRuleBody(rule, g_.AddByteDfa(TrimAndMinimize(IntersectJsonLength(dfa, 0, -1, kMaxDecodedStates))));
-      g_.SetRuleJsonChars(rule, min_len, max_len);
-      return g_.AddRuleRef(rule);
+      return counted_by_parser();
     }
     std::vector<ExprId> alts;
     ByteDfaSpec plain = TrimAndMinimize(product);
