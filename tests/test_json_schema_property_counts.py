@@ -119,6 +119,10 @@ def test_counted_ordered_layout_refuses_too_many_states():
     with pytest.raises(UnsupportedSchemaError, match=r"maxProperties.*any_order"):
         xg.Grammar.from_json_schema(s)
     xg.Grammar.from_json_schema(s, any_order=True)
+    huge = {"type": "object", "properties": {"a": {}}, "additionalProperties": {"type": "integer"},
+            "maxProperties": 2**63 - 1}
+    with pytest.raises(UnsupportedSchemaError, match="maxProperties"):
+        xg.Grammar.from_json_schema(huge)
     # on_unsupported="warn" widens: the count is not enforced, the members keep their schemas.
     with pytest.warns(UnsupportedSchemaWarning, match="maxProperties"):
         g = xg.Grammar.from_json_schema(s, on_unsupported="warn", any_whitespace=False)

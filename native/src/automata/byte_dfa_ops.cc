@@ -29,14 +29,6 @@ int32_t Step(const ByteDfaSpec& d, int32_t s, uint8_t c) {
   return c <= it->hi ? it->target : -1;
 }
 
-void AppendEdge(std::vector<ByteDfaEdge>* edges, uint8_t c, int32_t t) {
-  if (!edges->empty() && edges->back().target == t && edges->back().hi + 1 == c) {
-    edges->back().hi = c;
-  } else {
-    edges->push_back({c, c, t});
-  }
-}
-
 // Adds bytes lo..hi to target t, merging with the last edge where they continue it.
 void AppendRange(std::vector<ByteDfaEdge>* edges, uint8_t lo, uint8_t hi, int32_t t) {
   if (!edges->empty() && edges->back().target == t && edges->back().hi + 1 == lo) {
@@ -45,6 +37,8 @@ void AppendRange(std::vector<ByteDfaEdge>* edges, uint8_t lo, uint8_t hi, int32_
     edges->push_back({lo, hi, t});
   }
 }
+
+void AppendEdge(std::vector<ByteDfaEdge>* edges, uint8_t c, int32_t t) { AppendRange(edges, c, c, t); }
 
 // Per decoder state, the byte runs the JSON decoder treats alike: (lo, hi, next state, whether
 // the byte starts a character); bytes it refuses are left out.

@@ -434,7 +434,9 @@ ExprId Converter::CountedOrderedObject(const std::vector<PropT>& props, ExprId e
   const int64_t n = static_cast<int64_t>(props.size());
   const int64_t k = static_cast<int64_t>(witnesses.size());
   const int64_t cap = max_p >= 0 ? max_p : std::max<int64_t>(min_p, 1);
-  if (k > 12 || (n + 1) * (cap + 1) * (int64_t{1} << k) > kMaxCountedObjectStates) {
+  // Each factor is checked alone first: a huge maxProperties must not overflow the product.
+  if (k > 12 || cap >= kMaxCountedObjectStates || n >= kMaxCountedObjectStates ||
+      (n + 1) * (cap + 1) * (int64_t{1} << k) > kMaxCountedObjectStates) {
     Unsupported(limit.keyword, limit.ptr,
                 "more than " + std::to_string(kMaxCountedObjectStates) +
                     " (declared member, count, witnesses written) states in the ordered layout (any_order takes it)");
