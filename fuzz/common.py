@@ -169,8 +169,14 @@ def small_compiler() -> "xg.GrammarCompiler":
 
 
 def mask_of(matcher: "xg.GrammarMatcher", vocab_size: int) -> np.ndarray:
+    """The allowed tokens; none after a stop token, where a fill raises (as xgrammar's)."""
     bm = xg.allocate_token_bitmask(1, vocab_size)
-    matcher.fill_next_token_bitmask(bm)
+    try:
+        matcher.fill_next_token_bitmask(bm)
+    except xg.MatcherStateError:
+        if not matcher.has_ended():
+            raise InvariantViolation("a fill raised MatcherStateError before the end") from None
+        return np.zeros(vocab_size, dtype=bool)
     return xg.bitmask_to_bool(bm[0], vocab_size)
 
 

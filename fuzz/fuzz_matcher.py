@@ -88,7 +88,8 @@ def one_input(data: bytes) -> None:
     tok = small_tokenizer()
     V = tok.vocab_size
     stops = tok.stop_token_ids
-    m0 = xg.GrammarMatcher(cg, terminate_without_stop_token=bool(head & 0x10))
+    auto_end = bool(head & 0x10)
+    m0 = xg.GrammarMatcher(cg, terminate_without_stop_token=auto_end)
     live = [Tracked(m0, [mask_of(m0, V)])]
     cur = live[0]
     ops = 0
@@ -109,8 +110,8 @@ def one_input(data: bytes) -> None:
             if not 0 <= t < V:
                 _expect_error(xg.InvalidArgumentError, m.accept_token, t)
             elif term:
-                # Ended: a token is refused, but the stop tokens the mask allows (a no-op).
-                if m.accept_token(t) != bool(allowed[t]) or not m.has_ended():
+                # Ended: every token is refused (the mask allows none).
+                if m.accept_token(t) or allowed.any() or not m.has_ended():
                     raise InvariantViolation(f"accept_token({t}) after the end disagrees with the mask")
                 if not np.array_equal(mask_of(m, V), allowed):
                     raise InvariantViolation(f"accept_token({t}) after the end changed the mask")
@@ -163,8 +164,12 @@ def one_input(data: bytes) -> None:
                 raise InvariantViolation(f"jump-forward bytes {jf!r} are not accepted")
         elif op == 10 and not term:
             mask = check_mask_agrees(m, V)
-            if m.is_completed() and not any(mask[s] for s in stops):
+            # Stop tokens are allowed exactly where the output can end, but never with
+            # terminate_without_stop_token (as xgrammar).
+            if m.is_completed() and not auto_end and not any(mask[s] for s in stops):
                 raise InvariantViolation("is_completed() but no stop token is allowed")
+            if auto_end and any(mask[s] for s in stops):
+                raise InvariantViolation("a stop token allowed with terminate_without_stop_token")
         cur.check(f"op {op}", V)
     for t in live:  # forks never disturbed each other
         t.check("end", V)

@@ -515,10 +515,13 @@ def test_accept_after_termination(matcher, tok):
     stop = tok.stop_token_ids[0]
     assert matcher.accept_token(0) and matcher.accept_token(1) and matcher.accept_token(stop)
     assert matcher.is_terminated()
-    # Misuse leaves the matcher as it is: refused, as xgrammar; the stop token is a no-op.
-    for fn, arg, accepted in [(matcher.accept_token, 0, False), (matcher.accept_token, stop, True),
-                              (matcher.accept_string, "a", False)]:
-        assert fn(arg) is accepted
+    # Misuse leaves the matcher as it is: refused, and a fill raises, as xgrammar.
+    for fn, arg in [(matcher.accept_token, 0), (matcher.accept_token, stop),
+                    (matcher.accept_string, "a")]:
+        assert fn(arg) is False
+    e = raises_typed(xg.MatcherStateError, matcher.fill_next_token_bitmask,
+                     xg.allocate_token_bitmask(1, tok.vocab_size))
+    assert "terminated after accepting the stop token" in str(e)
     assert matcher.num_accepted_tokens == 3 and matcher.is_terminated()
     matcher.rollback(1)  # usable again
     assert not matcher.is_terminated() and matcher.accept_token(stop)

@@ -70,16 +70,20 @@ def json_compiled(gpt2):
 
 @pytest.fixture(scope="module")
 def json_states(json_compiled):
-    """64 matchers at different states of the builtin JSON grammar, plus a completed one and a
-    terminated one."""
+    """64 matchers at different states of the builtin JSON grammar, the last one completed."""
     states = [m for doc in DOCS for m in document_states(json_compiled, doc)]
     rng = random.Random(0)
-    states = rng.sample(states, 52) + random_walk_states(json_compiled, 10, seed=1)
+    states = rng.sample(states, 52) + random_walk_states(json_compiled, 11, seed=1)
     done = xg.GrammarMatcher(json_compiled)
     assert done.accept_string('{"a": [1, 2]}')
-    term = done.fork()
+    return states + [done]
+
+
+def terminated(json_states):
+    """A fork of the completed matcher that has accepted its stop token."""
+    term = json_states[-1].fork()
     assert term.accept_token(term.stop_token_ids[0]) and term.is_terminated()
-    return states + [done, term]
+    return term
 
 
 def forks(matchers):
@@ -88,6 +92,12 @@ def forks(matchers):
 
 def serial_masks(matchers, vocab_size):
     return np.stack([mask_row(m, vocab_size) for m in matchers])
+
+
+def live_masks(matchers, vocab_size):
+    """Each matcher's mask, or -1 where it accepted its stop token (a fill would raise)."""
+    return np.stack([np.full(xg.get_bitmask_shape(1, vocab_size)[1], -1, np.int32)
+                     if m.is_terminated() else mask_row(m, vocab_size) for m in matchers])
 
 
 # ------------------------------------------------------------------------------ batch fill
@@ -103,7 +113,7 @@ def test_batch_fill_equals_serial(json_states, gpt2, n):
     bm[:] = 0x5A5A5A5A
     need = batch.batch_fill_next_token_bitmask(matchers, bm)
     np.testing.assert_array_equal(bm, expected)
-    assert need == [True] * n  # JSON always disallows some token
+    assert need is None  # as xgrammar
 
     # Rows given by indices into a larger, padded bitmask: other rows untouched.
     rows = n + 5
@@ -199,7 +209,25 @@ def test_batch_fill_argument_errors(json_states, gpt2):
     with pytest.raises(xg.InvalidArgumentError, match="GrammarMatcher"):
         batch.batch_fill_next_token_bitmask([a, "not a matcher"], bm)
     np.testing.assert_array_equal(bm, before)  # nothing written by a failed call
-    assert batch.batch_fill_next_token_bitmask([], bm) == []
+    assert batch.batch_fill_next_token_bitmask([], bm) is None  # as xgrammar
+
+
+def test_batch_fill_with_a_terminated_matcher_raises(json_states, gpt2):
+    """As xgrammar: a matcher that accepted its stop token fails the whole call, on the
+    calling thread, before any row is written; the other matchers stay usable."""
+    live = json_states[0].fork()
+    term = terminated(json_states)
+    bm = xg.allocate_token_bitmask(2, gpt2.vocab_size)
+    bm[:] = 7
+    with pytest.raises(xg.MatcherStateError, match="matcher 1 has terminated"):
+        xg.BatchGrammarMatcher(2).batch_fill_next_token_bitmask([live, term], bm)
+    assert (bm == 7).all()
+    with pytest.raises(RuntimeError, match="terminated after accepting the stop token"):
+        term.fill_next_token_bitmask(bm)
+    xg.BatchGrammarMatcher(2).batch_fill_next_token_bitmask([live], bm)
+    np.testing.assert_array_equal(bm[0], mask_row(json_states[0], gpt2.vocab_size))
+    term.rollback(1)  # the stop token undone: fills again
+    xg.BatchGrammarMatcher(2).batch_fill_next_token_bitmask([live, term], bm)
 
 
 # ------------------------------------------------------------------------------ batch accept / rollback
@@ -223,7 +251,7 @@ def test_batch_accept_and_rollback_equal_serial(json_states, gpt2):
         expected = [serial[i].accept_token(tokens[i]) for i in keep]
         got = batch.batch_accept_token([batched[i] for i in keep], [tokens[i] for i in keep])
         assert got == expected
-        np.testing.assert_array_equal(serial_masks(batched, vocab), serial_masks(serial, vocab))
+        np.testing.assert_array_equal(live_masks(batched, vocab), live_masks(serial, vocab))
         assert [m.num_accepted_tokens for m in batched] == [m.num_accepted_tokens for m in serial]
         assert [m.is_terminated() for m in batched] == [m.is_terminated() for m in serial]
 
@@ -231,7 +259,7 @@ def test_batch_accept_and_rollback_equal_serial(json_states, gpt2):
     for m, c in zip(serial, counts):
         m.rollback(c)
     batch.batch_rollback(batched, counts)
-    np.testing.assert_array_equal(serial_masks(batched, vocab), serial_masks(serial, vocab))
+    np.testing.assert_array_equal(live_masks(batched, vocab), live_masks(serial, vocab))
     assert [m.num_accepted_tokens for m in batched] == [m.num_accepted_tokens for m in serial]
 
 
@@ -248,12 +276,12 @@ def test_batch_accept_rollback_errors_change_nothing(json_states, gpt2):
         batch.batch_accept_token([ms[0], ms[0]], [ok_token, ok_token])
     with pytest.raises(xg.InvalidArgumentError):
         batch.batch_accept_token(ms[:2], [ok_token])
-    term = json_states[-1].fork()
-    # A terminated matcher refuses a normal token and takes its stop token as a no-op.
+    term = terminated(json_states)
+    # A terminated matcher refuses every token and string, the stop token too (as xgrammar).
     term_steps = term.num_accepted_tokens
     assert batch.batch_accept_token([term], [0]) == [False]
     assert batch.batch_accept_string([term], ["{"]) == [False]
-    assert batch.batch_accept_token([term], [gpt2.stop_token_ids[0]]) == [True]
+    assert batch.batch_accept_token([term], [gpt2.stop_token_ids[0]]) == [False]
     assert term.num_accepted_tokens == term_steps and term.is_terminated()
     with pytest.raises(xg.MatcherStateError, match="cannot roll back"):
         batch.batch_rollback(ms[:2], [0, steps[1] + 1])
@@ -401,6 +429,15 @@ def test_traverse_draft_tree_small_grammar():
     assert m.accept_token(0) and m.is_terminated()
     assert xg.traverse_draft_tree(m, [5], one, parents=[-1]).tolist() == [True]
     assert one[0].tolist() == [0]
+    # As xgrammar: with terminate_without_stop_token a path ends where the output is
+    # complete, though the grammar could go on ("a"+).
+    more = xg.GrammarCompiler(tok).compile_grammar('root ::= "a"+')
+    m = xg.GrammarMatcher(more, terminate_without_stop_token=True)
+    valid = xg.traverse_draft_tree(m, [0, 0, 0], bm, parents=[-1, 0, 1])
+    assert valid.tolist() == [True, True, False] and bm[:, 0].tolist() == [1, 0, 0]
+    m = xg.GrammarMatcher(more)  # with a stop token the path goes on
+    valid = xg.traverse_draft_tree(m, [0, 0, 0], bm, parents=[-1, 0, 1])
+    assert valid.tolist() == [True, True, True] and bm[:, 0].tolist() == [1, 5, 5]
 
 
 def test_traverse_draft_tree_deep_chain():
@@ -460,6 +497,8 @@ def test_traverse_draft_tree_argument_errors(json_states, gpt2):
         (dict(first_child=[1, -1, -1, -1], next_sibling=[-1, -7, -1, -1]),
          "next_sibling\\[1\\] = -7"),
         (dict(parents=[-1.0, 0.0, 1.0, 2.0]), "integer"),
+        (dict(first_child=np.array([1, 2, 3, -1]), next_sibling=np.full(4, -1, np.int32)),
+         "same dtype"),
     ]
     for kwargs, msg in cases:
         with pytest.raises(xg.InvalidArgumentError, match=msg):

@@ -270,7 +270,8 @@ def test_any_order_lazy_pooled_and_threaded_equal_eager(cases, gpt2_tokenizer, p
         masks = xg.allocate_token_bitmask(len(streams), gpt2_tokenizer.vocab_size)
         live = [True] * len(streams)
         for step in range(max(len(s) for s in streams)):
-            batch.batch_fill_next_token_bitmask(matchers, masks)
+            rows_live = [k for k in range(len(streams)) if not matchers[k].is_terminated()]
+            batch.batch_fill_next_token_bitmask([matchers[k] for k in rows_live], masks, rows_live)
             for k, ids in enumerate(streams):
                 if not live[k] or step >= len(ids):
                     live[k] = False

@@ -198,14 +198,18 @@ def test_special_tokens():
     by_id = compiler.compile_lark('start: <[0]> "b"')
     assert xg.GrammarMatcher(by_id).accept_token(0)
     assert not xg.GrammarMatcher(by_id).accept_string("ab")
-    # Sets: ranges, negation (any token but those), the wildcard; stop tokens stay stop tokens.
-    for grammar, accepted, rejected in [("start: <[0-1,3]>", [0, 1, 3], [2]),
-                                        ("start: <[^0,2]>", [1, 3], [0, 2, 4]),
-                                        ("start: <[*]>", [0, 1, 2, 3], [4])]:
+    # Sets: ranges, negation (any token but those), the wildcard. The stop token (4) is one of
+    # the tokens a negation or the wildcard takes, so, as in xgrammar, it is accepted where
+    # reading it so completes the grammar, and then terminates.
+    for grammar, accepted, rejected in [("start: <[0-1,3]>", [0, 1, 3], [2, 4]),
+                                        ("start: <[^0,2]>", [1, 3, 4], [0, 2]),
+                                        ("start: <[*]>", [0, 1, 2, 3, 4], []),
+                                        ('start: <[*]> "a"', [], [4])]:
         compiled = compiler.compile_lark(grammar)
         for t in accepted + rejected:
             m = xg.GrammarMatcher(compiled)
             assert m.accept_token(t) == (t in accepted) and (t not in accepted or m.is_completed()), (grammar, t)
+            assert m.is_terminated() == (t == 4 and t in accepted)
     with pytest.raises(xg.GrammarSyntaxError, match="stop token"):
         compiler.compile_lark("start: <[4]>")
     with pytest.raises(xg.GrammarSyntaxError, match="requires tokenizer_info"):

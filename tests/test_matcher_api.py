@@ -225,14 +225,13 @@ def test_accept_after_termination(small_tok):
     assert m.accept_token(SMALL_STOP)
     assert m.is_terminated()
     assert m.num_accepted_tokens == 2
-    assert allowed(m, v) == [SMALL_STOP]
-    # Refused, as xgrammar; the stop token the terminated mask allows is a no-op.
-    for call, accepted in ((lambda: m.accept_token(sid("b")), False),
-                           (lambda: m.accept_token(SMALL_STOP), True),
-                           (lambda: m.accept_string("b"), False)):
-        assert call() is accepted
+    # Refused, and a fill raises, as xgrammar; nothing changes.
+    for call in (lambda: m.accept_token(sid("b")), lambda: m.accept_token(SMALL_STOP),
+                 lambda: m.accept_string("b")):
+        assert call() is False
         assert m.is_terminated() and m.num_accepted_tokens == 2
-        assert allowed(m, v) == [SMALL_STOP]
+        with pytest.raises(xg.MatcherStateError, match="terminated after accepting the stop"):
+            mask_row(m, v)
     assert m.find_jump_forward_string() == ""
     m.rollback(1)
     assert not m.is_terminated()
@@ -243,6 +242,43 @@ def test_accept_after_termination(small_tok):
     assert m.accept_token(SMALL_STOP)
 
 
+def test_stop_token_as_grammar_input():
+    """As xgrammar: a stop token is also allowed where reading it as grammar input completes
+    the grammar (by id, or as text when it is a text token, i.e. an override_stop_tokens one),
+    and then terminates; a tokenizer's stop token is never read as its text."""
+    tok = xg.TokenizerInfo(["</s>", "<|return|>", "ok", "STOP"], stop_token_ids=[0])
+    compiler = xg.GrammarCompiler(tok)
+    v = tok.vocab_size
+    text_stop = compiler.compile_grammar('root ::= "ok" "<|return|>"')
+    m = xg.GrammarMatcher(text_stop, override_stop_tokens=[1])
+    assert allowed(m, v) == [2] and not m.accept_token(1)
+    assert m.accept_token(2)
+    assert allowed(m, v) == [1]
+    assert m.accept_token(1) and m.is_terminated() and m.is_completed()
+    with pytest.raises(xg.MatcherStateError):
+        mask_row(m, v)
+    m.rollback(1)
+    assert not m.is_terminated() and m.accept_token(1) and m.is_terminated()
+    # Not where reading it leaves the grammar incomplete.
+    longer = compiler.compile_grammar('root ::= "ok" "<|return|>" "ok"')
+    m = xg.GrammarMatcher(longer, override_stop_tokens=[1])
+    assert m.accept_token(2) and allowed(m, v) == [] and not m.accept_token(1)
+    assert m.accept_string("<|return|>") and allowed(m, v) == [2]
+    # By id, also with terminate_without_stop_token.
+    by_id = compiler.compile_grammar('root ::= "ok" Token(0)')
+    for auto in (False, True):
+        m = xg.GrammarMatcher(by_id, terminate_without_stop_token=auto)
+        assert m.accept_token(2) and allowed(m, v) == [0]
+        assert m.accept_token(0) and m.is_terminated()
+        with pytest.raises(xg.MatcherStateError):
+            mask_row(m, v)
+    # A tokenizer's stop token is special: its text "STOP" is never grammar text.
+    tok = xg.TokenizerInfo(["</s>", "STOP", "ok"], stop_token_ids=[1])
+    m = xg.GrammarMatcher(xg.GrammarCompiler(tok).compile_grammar('root ::= "ok" "STOP"'))
+    assert m.accept_token(2) and allowed(m, 3) == [] and not m.accept_token(1)
+    assert m.accept_string("STOP") and allowed(m, 3) == [1]
+
+
 def test_terminate_without_stop_token(small_tok):
     v = small_tok.vocab_size
     m = small_matcher(small_tok, 'root ::= "yes" | "no" | "y" "a"*',
@@ -250,10 +286,12 @@ def test_terminate_without_stop_token(small_tok):
     assert m.accept_token(sid("y"))
     # xgrammar's semantics: terminated once complete, though "a" may still follow
     assert m.is_completed() and m.is_terminated()
+    assert allowed(m, v) == [sid("a"), sid("e"), sid("es")]  # never a stop token, as xgrammar
+    assert m.accept_token(SMALL_STOP) is False
     assert m.accept_token(sid("es"))
     assert m.is_terminated()  # complete, and nothing can follow
-    assert allowed(m, v) == [SMALL_STOP]
-    assert m.accept_token(sid("a")) is False
+    assert allowed(m, v) == []  # a fill does not raise (no stop token was accepted)
+    assert m.accept_token(sid("a")) is False and m.accept_token(SMALL_STOP) is False
     m.rollback(1)
     assert m.is_terminated()
     assert m.accept_token(sid("a"))
@@ -303,8 +341,8 @@ def test_override_stop_tokens(small_tok):
     assert sorted(m.stop_token_ids) == sorted([sid("x"), sid("o")])
     assert not m.accept_token(sid("o"))  # not complete yet
     assert m.accept_token(sid("a"))
+    assert allowed(m, v) == sorted([sid("a"), sid("x"), sid("o")])
     assert m.accept_token(sid("o")) and m.is_terminated()
-    assert allowed(m, v) == sorted([sid("x"), sid("o")])
     assert small_matcher(small_tok, g).stop_token_ids == [SMALL_STOP]
     for bad in (v, -1):
         with pytest.raises(xg.InvalidArgumentError):

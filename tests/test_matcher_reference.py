@@ -414,26 +414,31 @@ def check_token_masks(v: SmallVocab, g: GrammarAst, rng: random.Random, steps: i
         for mm in matchers:
             assert mm.accept_token(nxt)
         if auto is not None:
-            assert auto.accept_token(nxt)
-            if nxt != stop_id:
+            # xgrammar's semantics: the mask without the stop token, which is never accepted;
+            # terminated once complete; nothing more once it ends.
+            expected_auto = allowed.copy()
+            expected_auto[stop_id] = False
+            assert np.array_equal(xg.bitmask_to_bool(v.mask(auto), vocab_size), expected_auto)
+            assert auto.accept_token(nxt) is (nxt != stop_id)
+            if nxt == stop_id:
+                auto = None
+            else:
                 after = state.feed_bytes(tokens[nxt])
                 can_end = after.complete and not after.pending
                 ends = can_end and not after.parse.can_continue()
-                # xgrammar's semantics: terminated once complete; nothing more once it ends
                 assert auto.is_terminated() == can_end, (text, history, nxt)
                 if ends:
-                    assert xg.bitmask_to_bool(v.mask(auto), vocab_size).tolist() == [
-                        t == stop_id for t in range(vocab_size)]
-                    # ended: refused, but for the stop token the mask allows (a no-op)
-                    assert auto.accept_token(nxt) is (nxt == stop_id)
+                    assert not xg.bitmask_to_bool(v.mask(auto), vocab_size).any()
+                    assert auto.accept_token(nxt) is False
                     auto = None
         if nxt == stop_id:
             for mm in matchers:
                 assert mm.is_terminated()
-                after = xg.bitmask_to_bool(v.mask(mm), vocab_size)
-                assert after.tolist() == [t == stop_id for t in range(vocab_size)]
-                assert mm.accept_token(0) is (stop_id == 0)
-                assert mm.accept_token(stop_id) and mm.is_terminated()
+                # After the stop token a fill raises and nothing is accepted (as xgrammar).
+                with pytest.raises(xg.MatcherStateError):
+                    v.mask(mm)
+                assert mm.accept_token(0) is False
+                assert mm.accept_token(stop_id) is False and mm.is_terminated()
             break
         history.append(nxt)
         state = state.feed_bytes(tokens[nxt])

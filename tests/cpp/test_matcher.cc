@@ -218,10 +218,18 @@ int main() {
   CHECK(m.AcceptToken(10));
   CHECK(m.AcceptToken(0));
   CHECK(m.IsTerminated());
-  // After termination a normal token is refused and the stop token is a no-op.
+  // After termination every token is refused and a fill throws (as xgrammar).
   CHECK(!m.AcceptToken(10));
-  CHECK(m.AcceptToken(0));
+  CHECK(!m.AcceptToken(0));
   CHECK(m.IsTerminated());
+  std::vector<int32_t> words(static_cast<size_t>(compiled->mask_cache().num_words()) + 1);
+  bool fill_threw = false;
+  try {
+    m.FillNextTokenBitmask(words.data(), static_cast<int64_t>(words.size()));
+  } catch (const xg2::Error& e) {
+    fill_threw = e.kind() == xg2::ErrorKind::kMatcherState;
+  }
+  CHECK(fill_threw);
   m.Rollback(1);
   CHECK(!m.IsTerminated());
   CHECK(m.IsCompleted());

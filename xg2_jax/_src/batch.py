@@ -81,7 +81,6 @@ class BatchGrammarMatcher:
         [True, False]
         >>> mask = xg.allocate_token_bitmask(3, tok.vocab_size)
         >>> batch.batch_fill_next_token_bitmask(matchers, mask)
-        [True, True, True]
         >>> [xg.bitmask_to_bool(row, 3).tolist() for row in mask]
         [[False, True, False], [True, False, False], [True, False, False]]
     """
@@ -109,7 +108,7 @@ class BatchGrammarMatcher:
 
     def batch_fill_next_token_bitmask(self, matchers: Sequence[GrammarMatcher], bitmask,
                                       indices: Optional[Sequence[int]] = None,
-                                      debug_print: bool = False) -> list[bool]:
+                                      debug_print: bool = False) -> None:
         """Fills the next-token mask of every matcher in parallel.
 
         Args:
@@ -121,11 +120,13 @@ class BatchGrammarMatcher:
             debug_print: accepted for xgrammar compatibility; ignored.
 
         Returns:
-            Per matcher, True if some token is disallowed (the row must be applied).
+            None, as in xgrammar (apply every row).
 
         Raises:
             InvalidArgumentError: a matcher repeats, an index is out of range or repeats, or
                 the bitmask has the wrong dtype, shape or device. Nothing is written then.
+            MatcherStateError: a matcher has accepted a stop token (nothing can follow; as in
+                xgrammar). Nothing is written then.
         """
         handles = _handles(matchers)
         idx = [] if indices is None else _int32_list(indices, "indices")
@@ -133,7 +134,7 @@ class BatchGrammarMatcher:
             raise InvalidArgumentError(
                 f"got {len(handles)} matchers but {len(idx)} indices")
         bitmask = host_bitmask(bitmask)
-        return self._handle.fill_next_token_bitmask(handles, bitmask, idx)
+        self._handle.fill_next_token_bitmask(handles, bitmask, idx)
 
     @_OnInstanceOrClass
     def batch_fill_temperature(self, matchers: Sequence[GrammarMatcher], temperatures,

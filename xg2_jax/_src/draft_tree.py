@@ -23,8 +23,8 @@ def walk_draft_tree(handle, draft_tokens, bitmask: np.ndarray, *, parents=None, 
     the rows it did not reach stay zero (the root's is always filled).
 
     Raises:
-        InvalidArgumentError: malformed tree arrays, both or neither tree forms, or a bitmask
-            that is not a writable numpy array.
+        InvalidArgumentError: malformed tree arrays (link arrays of two dtypes included),
+            both or neither tree forms, or a bitmask that is not a writable numpy array.
     """
     tokens = index_array(draft_tokens, "draft_tokens")
     bitmask = host_bitmask(bitmask)
@@ -40,8 +40,19 @@ def walk_draft_tree(handle, draft_tokens, bitmask: np.ndarray, *, parents=None, 
             handle, tokens, bitmask, parents=index_array(parents, "parents"),
             temperatures=temperatures, time_limit_s=limit)
     else:
+        _check_same_dtype(first_child, next_sibling)
         valid, completed = _core.traverse_draft_tree(
             handle, tokens, bitmask, first_child=index_array(first_child, "first_child"),
             next_sibling=index_array(next_sibling, "next_sibling"), temperatures=temperatures,
             time_limit_s=limit)
     return np.asarray(valid, dtype=bool), bool(completed)
+
+
+def _check_same_dtype(first_child, next_sibling) -> None:
+    """The two link arrays of one tree share one integer width (int32 or int64): a tree
+    built from two widths is a caller's mix-up (xgrammar takes int64 links only)."""
+    a, b = np.asarray(first_child), np.asarray(next_sibling)
+    if a.size and b.size and a.dtype != b.dtype:
+        raise InvalidArgumentError(
+            f"first_child and next_sibling must have the same dtype; got {a.dtype} and "
+            f"{b.dtype}")

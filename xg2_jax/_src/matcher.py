@@ -211,20 +211,26 @@ class GrammarMatcher:
 
         Returns:
             True if some token is disallowed (the mask must be applied).
+
+        Raises:
+            MatcherStateError: a stop token was accepted (nothing can follow; as in xgrammar).
+                ``reset()`` or ``rollback()`` makes the matcher fill again.
         """
         return self._handle.fill_next_token_bitmask(host_bitmask(bitmask), int(index))
 
     def is_terminated(self) -> bool:
         """True after a stop token was accepted; with ``terminate_without_stop_token``, as
         soon as the output is complete (as xgrammar; more tokens are still accepted while
-        the grammar continues, until nothing can follow)."""
+        the grammar continues, until nothing can follow, and no stop token is ever allowed
+        or accepted)."""
         return self._handle.is_terminated()
 
     def has_ended(self) -> bool:
         """True when nothing more is accepted: a stop token was accepted, or, with
         ``terminate_without_stop_token``, the output is complete and nothing can follow.
-        The mask then allows only the stop tokens; accepting one is a no-op, and any other
-        token returns False.
+        Every token then returns False; after a stop token a fill raises
+        ``MatcherStateError`` (as xgrammar), and with ``terminate_without_stop_token`` the
+        mask allows nothing.
         """
         return self._handle.has_ended()
 

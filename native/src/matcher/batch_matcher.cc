@@ -59,6 +59,11 @@ std::vector<bool> BatchGrammarMatcher::FillNextTokenBitmask(const std::vector<Gr
                   "bitmask row " + std::to_string(row) + " is assigned to more than one matcher");
     }
     row_used[row] = 1;
+    if (matchers[i]->StopAccepted()) {
+      throw Error(ErrorKind::kMatcherState, "matcher " + std::to_string(i) +
+                                                " has terminated after accepting the stop token; nothing can follow "
+                                                "(no row was written)");
+    }
     const int64_t needed = matchers[i]->compiled()->mask_cache().num_words();
     if (words < needed) {
       throw Error(ErrorKind::kInvalidArgument, "bitmask rows have " + std::to_string(words) + " words; matcher " +

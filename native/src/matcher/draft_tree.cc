@@ -124,7 +124,7 @@ std::vector<bool> TraverseDraftTree(const GrammarMatcher& matcher, const DraftTr
   };
 
   std::unique_ptr<GrammarMatcher> m = matcher.Fork();
-  if (m->HasEnded()) return std::vector<bool>(valid.begin(), valid.end());
+  if (m->IsTerminated()) return std::vector<bool>(valid.begin(), valid.end());
   m->FillNextTokenBitmask(bitmask, words);
   record_temperature(m.get(), 0);
 
@@ -154,7 +154,7 @@ std::vector<bool> TraverseDraftTree(const GrammarMatcher& matcher, const DraftTr
       break;
     }
     valid[c] = 1;
-    if (m->HasEnded()) {  // nothing may follow: zero row, children invalid
+    if (m->IsTerminated()) {  // as xgrammar: the output ends here; zero row, children invalid
       m->Rollback(1);
       continue;
     }

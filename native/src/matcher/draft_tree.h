@@ -11,9 +11,9 @@
 // 0 is the mask at the current state. The target model's verify logits at node i are masked
 // with row i. A row is all zero when the node's path is invalid: some token on it was
 // rejected by the grammar (or is outside the vocabulary), or the path continues after the
-// matcher terminated (a stop token was accepted, or the grammar ended with
-// terminate_without_stop_token); the row of the node that terminates is zero too (nothing may
-// follow). Nodes not reachable from the root also get zero rows.
+// matcher terminated (a stop token was accepted, or, with terminate_without_stop_token, the
+// output is complete: xgrammar's IsTerminated); the row of the node that terminates is zero
+// too (nothing may follow). Nodes not reachable from the root also get zero rows.
 //
 // The tree is walked depth first on a fork of the matcher, with one accept, one fill and one
 // rollback per node; the caller's matcher is never changed.

@@ -49,46 +49,73 @@ bool GrammarMatcher::AcceptToken(int32_t token_id) {
                                                  " is outside the vocabulary [0, " + std::to_string(tok.vocab_size()) +
                                                  ")");
   }
-  // After termination the state stays as it is. A stop token is still accepted, as a no-op,
-  // because the mask of a terminated matcher allows exactly the stop tokens (a finished row
-  // of a batch keeps sampling them); any other token is refused, as xgrammar refuses it.
-  if (terminated_) return IsStopToken(token_id);
+  // After a stop token nothing more is accepted, as in xgrammar.
+  if (stop_accepted_) return false;
+  const int32_t rows = parser_.num_rows();
+  const std::string& text = tok.token_bytes(token_id);
   if (IsStopToken(token_id)) {
-    if (!parser_.CanEnd()) return false;
-    history_.push_back({parser_.num_rows(), terminated_, tokens_accepted_});
-    terminated_ = true;
+    // A stop token ends the output where the grammar can end (never with
+    // terminate_without_stop_token), or, as in xgrammar, is read by id (Token(...)) or, when
+    // the tokenizer has it as text (a stop set by override_stop_tokens), as text, where that
+    // completes the grammar; either way it terminates. A stop token of the tokenizer is
+    // never text: its text is not in the output the caller detokenizes.
+    if (!terminate_without_stop_token_ && parser_.CanEnd()) {
+      history_.push_back({rows, stop_accepted_, tokens_accepted_});
+      stop_accepted_ = true;
+      return true;
+    }
+    if (!AdvanceByToken(token_id, rows, text)) return false;
+    if (!parser_.CanEnd()) {
+      parser_.TruncateRows(rows);
+      return false;
+    }
+    AcceptedToken(rows, text);
+    stop_accepted_ = true;
     return true;
   }
+  return AdvanceByToken(token_id, rows, text) && AcceptedToken(rows, text);
+}
+
+bool GrammarMatcher::AdvanceByToken(int32_t token_id, int32_t rows, const std::string& text) {
+  const TokenizerInfo& tok = *compiled_->tokenizer();
   if (token_id >= tok.num_tokens()) return false;
   // A token is read as its text, or by id as its virtual string (see VirtualTokenBytes), which
   // only token-level grammar nodes read (Token(...), ExcludeToken(...), special tokens). Where
   // both readings fit, the parse goes on from both (as xgrammar merges them): a text token
   // may close a literal and also be a free token of an ExcludeToken region.
-  int32_t rows = parser_.num_rows();
-  const std::string& text = tok.token_bytes(token_id);
   const bool text_token = tok.is_text_token(token_id);
   EarleyParser::RowSnapshot by_id;
   if (compiled_->automaton()->scans_virtual_tokens && AdvanceToken(VirtualTokenBytes(token_id))) {
-    if (!text_token) return AcceptedToken(rows, text);
+    if (!text_token) return true;
     by_id = parser_.SnapshotLastRow();
     parser_.TruncateRows(rows);
   }
   const bool by_text = text_token && AdvanceToken(text);
   if (!by_text) {
-    if (by_id.row >= 0 && AdvanceToken(VirtualTokenBytes(token_id))) return AcceptedToken(rows, text);
-    return text_token && AdvanceMidTokenEntry(token_id, text) && AcceptedToken(rows, text);
+    if (by_id.row >= 0 && AdvanceToken(VirtualTokenBytes(token_id))) return true;
+    return text_token && AdvanceMidTokenEntry(token_id, text);
   } else if (by_id.row >= 0 && !compiled_->automaton()->has_captures) {
     // (Captures read one derivation of the token's rows, so a capturing grammar keeps the text.)
     parser_.MergeIntoLastRow(by_id, rows);
   }
-  return AcceptedToken(rows, text);
+  return true;
+}
+
+bool GrammarMatcher::StopTokenCompletesGrammar(int32_t token_id) {
+  const int32_t rows = parser_.num_rows();
+  const bool completes =
+      AdvanceByToken(token_id, rows, compiled_->tokenizer()->token_bytes(token_id)) && parser_.CanEnd();
+  parser_.TruncateRows(rows);
+  // Rows made by the trial may have been memoised; the next ones made at these indices differ.
+  temperature_finder_.ForgetRowsFrom(rows);
+  ForgetCompletionWalksFrom(rows);
+  return completes;
 }
 
 bool GrammarMatcher::AcceptedToken(int32_t rows, const std::string& text) {
   history_.push_back({rows, false, tokens_accepted_});
   ++tokens_accepted_;
   RecordCaptures(rows, text);
-  if (terminate_without_stop_token_ && parser_.CanEnd() && !parser_.CanContinue()) terminated_ = true;
   return true;
 }
 
@@ -149,7 +176,7 @@ int32_t GrammarMatcher::CountValidTokens(const int32_t* tokens, int64_t n) {
 bool GrammarMatcher::AcceptString(const std::string& bytes) {
   UseGuard guard(in_use_, "accept_string");
   StepRestore restore(this);
-  if (terminated_) return false;
+  if (stop_accepted_) return false;
   // A string has no token boundaries, so it never matches a token read by id: its virtual
   // string's lead byte 0xFF is not text (as xgrammar, whose strings never match token edges).
   if (bytes.find(static_cast<char>(kVirtualTokenLead)) != std::string::npos) return false;
@@ -162,7 +189,6 @@ bool GrammarMatcher::AcceptString(const std::string& bytes) {
   }
   history_.push_back({rows, false, tokens_accepted_});
   RecordCaptures(rows, bytes);
-  if (terminate_without_stop_token_ && parser_.CanEnd() && !parser_.CanContinue()) terminated_ = true;
   return true;
 }
 
@@ -177,7 +203,7 @@ void GrammarMatcher::Reset() {
   }
   temperature_finder_.ForgetRowsFrom(parser_.num_rows());
   history_.clear();
-  terminated_ = false;
+  stop_accepted_ = false;
   tokens_accepted_ = 0;
   ForgetCapturesFrom(1);
   completion_walks_.clear();
@@ -194,7 +220,7 @@ void GrammarMatcher::Rollback(int32_t n) {
   const Step& step = history_[history_.size() - n];
   parser_.TruncateRows(step.rows_before);
   temperature_finder_.ForgetRowsFrom(parser_.num_rows());  // rows made again may differ
-  terminated_ = step.terminated_before;
+  stop_accepted_ = step.stop_accepted_before;
   tokens_accepted_ = step.tokens_before;
   history_.resize(history_.size() - n);
   ForgetCapturesFrom(parser_.num_rows());
@@ -225,7 +251,7 @@ GrammarMatcher::StepRestore::StepRestore(GrammarMatcher* matcher)
     : m_(*matcher),
       rows_(matcher->parser_.num_rows()),
       history_(matcher->history_.size()),
-      terminated_(matcher->terminated_),
+      stop_accepted_(matcher->stop_accepted_),
       tokens_accepted_(matcher->tokens_accepted_),
       uncaught_(std::uncaught_exceptions()) {}
 
@@ -236,7 +262,7 @@ GrammarMatcher::StepRestore::~StepRestore() {
   if (m_.parser_.num_rows() > rows_) m_.parser_.TruncateRows(rows_);
   m_.temperature_finder_.ForgetRowsFrom(rows_);
   m_.history_.resize(history_);
-  m_.terminated_ = terminated_;
+  m_.stop_accepted_ = stop_accepted_;
   m_.tokens_accepted_ = tokens_accepted_;
   m_.ForgetCapturesFrom(rows_);
   m_.by_id_words_.reset();
@@ -247,7 +273,7 @@ GrammarMatcher::StepRestore::~StepRestore() {
 }
 
 std::string GrammarMatcher::DebugState() const {
-  std::string out = "steps=" + std::to_string(history_.size()) + " terminated=" + (terminated_ ? "1" : "0") +
+  std::string out = "steps=" + std::to_string(history_.size()) + " terminated=" + (stop_accepted_ ? "1" : "0") +
                     " rows=" + std::to_string(parser_.num_rows()) + " last_row=[";
   for (const EarleyItem* it = parser_.last_row_begin(); it != parser_.last_row_end(); ++it) {
     if (it != parser_.last_row_begin()) out += ' ';
@@ -297,13 +323,10 @@ bool AllIdsSet(const uint32_t* words, int32_t begin, int32_t end) {
 bool GrammarMatcher::FillNextTokenBitmask(int32_t* out_words, int64_t num_words) {
   UseGuard guard(in_use_, "fill_next_token_bitmask");
   StepRestore restore(this);
-  CheckRowWidth(num_words);
+  CheckRowWidth(num_words);  // a bad buffer is an argument error in any state
+  CheckNotStopped("fill_next_token_bitmask");
   auto* words = reinterpret_cast<uint32_t*>(out_words);
   std::memset(words, 0, sizeof(uint32_t) * static_cast<size_t>(num_words));
-  if (terminated_) {
-    for (int32_t id : stop_token_ids_) SetTokenBit(words, id);
-    return true;
-  }
   fill_stats_ = FillStats();
   by_id_applied_ = nullptr;
   EnforceTokenBudgets();
@@ -356,10 +379,17 @@ void GrammarMatcher::EnforceTokenBudgets() {
   }
 }
 
-void GrammarMatcher::ApplyStopTokens(uint32_t* words) const {
-  const bool can_end = parser_.CanEnd();
+void GrammarMatcher::CheckNotStopped(const char* call) const {
+  if (!stop_accepted_) return;
+  throw Error(ErrorKind::kMatcherState,
+              std::string("GrammarMatcher has terminated after accepting the stop token, but ") + call +
+                  " was called: nothing can follow; reset() or rollback() first");
+}
+
+void GrammarMatcher::ApplyStopTokens(uint32_t* words) {
+  const bool can_end = parser_.CanEnd() && !terminate_without_stop_token_;
   for (int32_t id : stop_token_ids_) {
-    if (can_end) {
+    if (can_end || StopTokenCompletesGrammar(id)) {
       SetTokenBit(words, id);
     } else {
       ClearTokenBit(words, id);
@@ -846,7 +876,7 @@ std::string GrammarMatcher::FindJumpForwardString() {
 
 std::string GrammarMatcher::ForcedBytes() {
   std::string out;
-  if (terminated_) return out;
+  if (stop_accepted_) return out;
   const int32_t rows0 = parser_.num_rows();
   while (out.size() < kMaxJumpForwardBytes && !parser_.CanEnd()) {
     uint64_t next[kByteSetWords];

@@ -40,14 +40,19 @@ class GrammarMatcher {
   // Accepts raw bytes as one history step; false (state unchanged) if not a valid continuation.
   bool AcceptString(const std::string& bytes);
   // Writes the allowed-token bitmask into `words` (num_words >= ceil(vocab_size / 32); extra
-  // words are zeroed). Returns true if some token of the vocabulary is disallowed.
+  // words are zeroed). Returns true if some token of the vocabulary is disallowed. Throws
+  // Error(kMatcherState) after a stop token was accepted, as xgrammar does.
   bool FillNextTokenBitmask(int32_t* words, int64_t num_words);
   // xgrammar's semantics: a stop token was accepted, or, with terminate_without_stop_token,
   // the input so far is complete (more may still be accepted while the grammar continues).
-  bool IsTerminated() const { return terminated_ || (terminate_without_stop_token_ && parser_.CanEnd()); }
+  bool IsTerminated() const { return stop_accepted_ || (terminate_without_stop_token_ && parser_.CanEnd()); }
   // Nothing more is accepted: a stop token was accepted, or, with
   // terminate_without_stop_token, the input is complete and nothing can follow.
-  bool HasEnded() const { return terminated_; }
+  bool HasEnded() const {
+    return stop_accepted_ || (terminate_without_stop_token_ && parser_.CanEnd() && !parser_.CanContinue());
+  }
+  // Whether a stop token was accepted (fills then throw, as in xgrammar).
+  bool StopAccepted() const { return stop_accepted_; }
   // The input so far is a complete sentence (a stop token would be accepted).
   bool IsCompleted() const { return parser_.CanEnd(); }
   void Reset();
@@ -125,16 +130,18 @@ class GrammarMatcher {
     GrammarMatcher& m_;
     int32_t rows_;
     size_t history_;
-    bool terminated_;
+    bool stop_accepted_;
     int32_t tokens_accepted_;
     int uncaught_;
   };
   struct Step {
     int32_t rows_before;
-    bool terminated_before;
+    bool stop_accepted_before;
     int32_t tokens_before;
   };
   bool IsStopToken(int32_t id) const;
+  // Throws MatcherStateError after a stop token was accepted, naming `call`.
+  void CheckNotStopped(const char* call) const;
   // Captures: after an accept that added the rows from rows_before on, reading `text`; and
   // dropping what rows from `rows` on recorded.
   void RecordCaptures(int32_t rows_before, const std::string& text);
@@ -142,6 +149,12 @@ class GrammarMatcher {
   // Advances the parser over a token's bytes (its text or its virtual string); false (parser
   // unchanged) if they do not fit.
   bool AdvanceToken(const std::string& bytes);
+  // Advances the parser by token `token_id` (its text, or by id, or entering a token region
+  // mid-token), from `rows` rows; false (nothing added) when no reading fits.
+  bool AdvanceByToken(int32_t token_id, int32_t rows, const std::string& text);
+  // Whether reading stop token `token_id` as grammar text (or by id) completes the grammar
+  // (xgrammar's stop token as a terminal); the parser is left as it was.
+  bool StopTokenCompletesGrammar(int32_t token_id);
   // The bookkeeping of a token accepted from `rows` rows on (history, count, captures, the
   // end without a stop token); true.
   bool AcceptedToken(int32_t rows, const std::string& text);
@@ -186,9 +199,10 @@ class GrammarMatcher {
   // accept_token's last reading: the longest text prefix (1 .. all but one byte) after which
   // a free region takes the token; false (parser unchanged) if none.
   bool AdvanceMidTokenEntry(int32_t token_id, const std::string& text);
-  // Stop tokens are decided by the stop rule alone (allowed iff the input can end), whatever
-  // the mask cache decided for their text (an override may make a text token a stop token).
-  void ApplyStopTokens(uint32_t* words) const;
+  // Stop tokens are decided by the stop rule alone, whatever the mask cache decided for their
+  // text (an override may make a text token a stop token): allowed where the input can end
+  // (never with terminate_without_stop_token), or where reading one completes the grammar.
+  void ApplyStopTokens(uint32_t* words);
   // The bytes every continuation starts with (at most kMaxJumpForwardBytes), not cut.
   std::string ForcedBytes();
   // The smallest non-stop token id among trie.sorted_tokens[begin, end), or -1.
@@ -267,7 +281,7 @@ class GrammarMatcher {
   bool terminate_without_stop_token_;
   EarleyParser parser_;
   std::vector<Step> history_;
-  bool terminated_ = false;
+  bool stop_accepted_ = false;
   int32_t tokens_accepted_ = 0;         // tokens in history_ (strings and stop tokens not counted)
   CaptureRecorder captures_;            // automaton().has_captures
   bool budget_relaxed_warned_ = false;  // warned once per matcher, as xgrammar
