@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import re
 
 import jsonschema
 import pytest
@@ -130,3 +131,21 @@ def test_counted_ordered_layout_refuses_too_many_states():
     assert accepts(compiled, '{"p0": 1, "p1": 2}')
     assert accepts(compiled, "{" + ", ".join(f'"p{i}": {i}' for i in range(95)) + "}")
     assert not accepts(compiled, '{"p0": "s"}')
+
+
+@pytest.mark.parametrize("any_order", [False, True])
+@pytest.mark.parametrize("schema, why", [
+    ({"type": "object", "minProperties": 5, "maxProperties": 3},
+     "minProperties is greater than maxProperties: 5 > 3"),
+    ({"type": "object", "properties": {"k": {}}, "additionalProperties": False,
+      "minProperties": 2},
+     "minProperties is greater than the number of properties, but additional properties "
+     "aren't allowed: 2 > 1"),
+    ({"type": "object", "additionalProperties": False, "minProperties": 1},
+     "aren't allowed: 1 > 0"),
+])
+def test_unsatisfiable_counts_say_why(schema, why, any_order):
+    """An object no count can satisfy is refused at conversion with the reason (xgrammar's
+    phrases), not an internal repetition error."""
+    with pytest.raises(xg.GrammarError, match=re.escape(why)):
+        xg.Grammar.from_json_schema(schema, any_order=any_order)

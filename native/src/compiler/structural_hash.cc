@@ -39,6 +39,10 @@ std::vector<std::vector<RuleId>> CalleeGraph(const GrammarAutomaton& g, const st
 
 }  // namespace
 
+// A recursive component whose members x size passes this is serialised once, not once per
+// member (see below): about 10 ms of hashing.
+constexpr int64_t kMaxComponentSerializationWork = int64_t{4} << 20;
+
 RuleHashes ComputeRuleHashes(const GrammarAutomaton& g) {
   const int32_t n = g.num_rules();
   RuleHashes out;
@@ -123,7 +127,41 @@ RuleHashes ComputeRuleHashes(const GrammarAutomaton& g) {
     }
   };
 
+  // What one serialisation of a component reads: its states and edges.
+  auto component_size = [&](const std::vector<RuleId>& members) {
+    int64_t size = 0;
+    for (RuleId r : members) {
+      size += count[r] + 1;
+      if (count[r] > 0) {
+        size += g.byte_edge_begin[first[r] + count[r]] - g.byte_edge_begin[first[r]];
+        size += g.rule_edge_begin[first[r] + count[r]] - g.rule_edge_begin[first[r]];
+      }
+    }
+    return size;
+  };
   for (size_t c = 0; c < comps.size(); ++c) {
+    if (comps[c].size() > 1 &&
+        static_cast<int64_t>(comps[c].size()) * component_size(comps[c]) > kMaxComponentSerializationWork) {
+      // One serialisation from the component's lowest rule, and each member named by its place
+      // in it: linear, where one per member is quadratic in a large recursive component (a
+      // recursive meta-schema's hundreds of rules took seconds). Sound: equal hashes mean the
+      // same serialisation, so the same structure; the same component reached from another
+      // first rule only misses the cross-grammar cache.
+      const RuleId root = *std::min_element(comps[c].begin(), comps[c].end());
+      std::unordered_map<RuleId, int32_t> local{{root, 0}};
+      std::vector<RuleId> queue{root};
+      Hasher h;
+      for (size_t q = 0; q < queue.size(); ++q) serialize(queue[q], static_cast<int32_t>(c), &local, &queue, &h);
+      const Hash128 whole = h.Finish();
+      for (RuleId r : comps[c]) {
+        Hasher member;
+        member.Add(0x53434330504C4143ull);  // "SCC0PLAC"
+        member.Add(whole);
+        member.Add(static_cast<uint64_t>(local.at(r)));
+        out.rule[r] = member.Finish();
+      }
+      continue;
+    }
     for (RuleId r : comps[c]) {
       std::unordered_map<RuleId, int32_t> local{{r, 0}};
       std::vector<RuleId> queue{r};

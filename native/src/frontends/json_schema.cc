@@ -221,7 +221,9 @@ std::string Converter::RuleName(const std::vector<Ref>& parts) {
   return last.empty() ? "schema" : last;
 }
 
-RuleId Converter::ConjRule(const std::vector<Ref>& parts, int depth) {
+RuleId Converter::ConjRule(const std::vector<Ref>& given, int depth) {
+  std::vector<Ref> parts;
+  for (const auto& p : given) parts.push_back(ThroughLoneRefs(p));
   std::string key = Key(parts, depth);
   auto it = rules_.find(key);
   if (it != rules_.end()) return it->second;
@@ -342,11 +344,33 @@ ExprId Converter::Lower(const Merged& m, int depth, int expansion) {
 }
 
 // A value of the conjunction (false: kNoExpr).
+Ref Converter::ThroughLoneRefs(const Ref& r) {
+  Ref at = r;
+  std::vector<const JsonValue*> seen{r.v};
+  for (;;) {
+    if (at.v == nullptr || !at.v->is_object()) return at;
+    const JsonValue* ref = at.v->Find("$ref");
+    if (ref == nullptr || !ref->is_string()) return at;
+    const auto& members = at.v->members();
+    if (!ref_overrides_siblings_ && !std::all_of(members.begin(), members.end(), [](const auto& kv) {
+          return kv.first == "$ref" || IsAnnotation(kv.first);
+        })) {
+      return at;
+    }
+    Ref next = Resolve(ref->as_string(), at.ptr);
+    // A cycle (or a missing target) is left to the merge, which reports it where it starts.
+    if (next.v == nullptr || std::find(seen.begin(), seen.end(), next.v) != seen.end()) return r;
+    seen.push_back(next.v);
+    at = next;
+  }
+}
+
 ExprId Converter::ValueRef(const std::vector<Ref>& parts, int depth) {
   // A schema met twice (the same property through two allOf branches or $refs) is one
   // conjunct: merging it again would repeat its combinators, which multiply when expanded.
   std::vector<Ref> distinct;
-  for (const auto& p : parts) {
+  for (const auto& part : parts) {
+    const Ref p = ThroughLoneRefs(part);
     if (p.v->is_bool() && !p.v->as_bool()) return kNoExpr;
     if (std::none_of(distinct.begin(), distinct.end(), [&](const Ref& d) { return d.v == p.v; })) distinct.push_back(p);
   }

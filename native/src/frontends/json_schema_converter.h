@@ -129,6 +129,10 @@ class Converter {
 
   // ------------------------------------------------------------------ $ref
   Ref Resolve(const std::string& ref, const std::string& at);
+  // `r` with each schema that is only a "$ref" (beside annotations, or any siblings where
+  // drafts 3-7 ignore them) replaced by its target, so every site of {"$ref": "#"} shares the
+  // target's rule; `r` itself where the chain is cyclic or does not resolve.
+  Ref ThroughLoneRefs(const Ref& r);
 
   const JsonValue* FindAnchor(const JsonValue& v, const std::string& name);
 

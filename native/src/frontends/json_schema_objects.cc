@@ -82,7 +82,7 @@ ExprId Converter::AnyOrderObject(const std::vector<PropT>& props, ExprId extra, 
   }
   if (extra == kNoExpr && min_p > static_cast<int64_t>(props.size())) {
     return NeverBecause(
-        "minProperties is greater than the number of properties, but additional properties are not allowed: " +
+        "minProperties is greater than the number of properties, but additional properties aren't allowed: " +
         std::to_string(min_p) + " > " + std::to_string(props.size()));
   }
   AnyOrderSpec spec;
@@ -354,6 +354,15 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth, const std::vector<Merge
   int64_t nreq = std::count_if(props.begin(), props.end(), [](const Prop& p) { return p.required; });
   // min/maxProperties
   int64_t min_p = m.min_props, max_p = m.max_props;
+  if (max_p >= 0 && min_p > max_p) {
+    return NeverBecause("minProperties is greater than maxProperties: " + std::to_string(min_p) + " > " +
+                        std::to_string(max_p));
+  }
+  if (extra == kNoExpr && witness_members.empty() && min_p > n) {
+    return NeverBecause(
+        "minProperties is greater than the number of properties, but additional properties aren't allowed: " +
+        std::to_string(min_p) + " > " + std::to_string(n));
+  }
   if (!witness_members.empty()) {
     cur_ptr_ = saved;
     OrderedObjectLimit limit{"not", witnesses.empty() ? saved : witnesses[0].ptr};
@@ -373,8 +382,7 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth, const std::vector<Merge
     cur_ptr_ = saved;
     return AnyOrderObject(props, extra, min_p, max_p, depth, std::move(presence));
   }
-  if (min_p > nreq && extra == kNoExpr && min_p >= n) {
-    if (min_p > n) return Never();
+  if (min_p > nreq && extra == kNoExpr && min_p >= n) {  // (min_p > n is refused above)
     for (auto& p : props) p.required = true;
     nreq = n;
   }
