@@ -44,6 +44,11 @@ SCHEMAS = {
     "expanded_with_witness": {"type": "object", "properties": ints("abc"), "maxProperties": 3,
                               "dependencies": {"a": {"anyOf": [{"required": ["b"]}, {"required": ["c"]}]}},
                               "not": {"propertyNames": {"not": {"pattern": "^x"}}}},
+    # Undeclared names: declared as optional members taking the additional schema (any order).
+    "undeclared_additional_string": {"type": "object", "properties": ints("ab"),
+                                     "additionalProperties": {"type": "string"},
+                                     "dependencies": {"z": ["x1"], "a": ["z"]}},
+    "undeclared_only": {"type": "object", "properties": ints("a"), "dependencies": {"z": ["x1"], "x1": ["a"]}},
     "tmlanguage_like": {"type": "object", "properties": ints(["begin", "end", "while", "contentName", "match"]),
                         "dependencies": {
                             "begin": {"anyOf": [{"required": ["end"]}, {"required": ["while"]}]},
@@ -112,6 +117,21 @@ def test_dependencies_become_presence_rules():
     assert not accepts(compiled, '{"end": 1}')
     assert accepts(compiled, '{"contentName": 1, "begin": 2, "end": 3, "while": 4}')
     assert not accepts(compiled, '{"contentName": 1, "begin": 2}')
+
+
+def test_undeclared_dependency_names_are_declared():
+    """Dependencies on names the schema does not declare (a meta-schema's "pattern" needs
+    "maxLength") are presence rules too: the names become optional members taking the schema
+    an undeclared key takes, instead of 2^k objects."""
+    schema = {"type": "object", "properties": ints("ab"), "additionalProperties": {"type": "integer"},
+              "dependencies": {"pattern": ["maxLength"], "format": ["maxLength"], "a": ["b"]}}
+    printed = str(xg.Grammar.from_json_schema(schema, any_order=True, strict_mode=False))
+    assert printed.count("AnyOrder(") == 1, printed
+    compiled = COMPILER.compile_json_schema(schema, any_order=True, strict_mode=False)
+    check = jsonschema.Draft7Validator(schema)
+    for inst in [{"pattern": 1}, {"pattern": 1, "maxLength": 2}, {"maxLength": "x", "format": 1},
+                 {"q": 1, "format": 2, "maxLength": 3, "a": 4, "b": 5}, {"pattern": "s", "maxLength": 1}]:
+        assert accepts(compiled, json.dumps(inst)) == check.is_valid(inst), inst
 
 
 def test_presence_rules_in_the_cache_key():

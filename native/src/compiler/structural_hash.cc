@@ -42,6 +42,9 @@ std::vector<std::vector<RuleId>> CalleeGraph(const GrammarAutomaton& g, const st
 // A recursive component whose members x size passes this is serialised once, not once per
 // member (see below): about 10 ms of hashing.
 constexpr int64_t kMaxComponentSerializationWork = int64_t{4} << 20;
+// Label refinement rounds for such a component (each reads it once); unsettled after these,
+// members are named by place.
+constexpr int kMaxLabelRounds = 32;
 
 RuleHashes ComputeRuleHashes(const GrammarAutomaton& g) {
   const int32_t n = g.num_rules();
@@ -60,19 +63,13 @@ RuleHashes ComputeRuleHashes(const GrammarAutomaton& g) {
     for (RuleId r : comps[c]) comp_of[r] = static_cast<int32_t>(c);
   std::vector<uint8_t> done(n, 0);
 
-  // Serialises rule r into h; callees inside the component `comp` get local indices from
-  // `local` (assigned on first sight, appended to `queue`), others their final hash.
-  auto serialize = [&](RuleId r, int32_t comp, std::unordered_map<RuleId, int32_t>* local, std::vector<RuleId>* queue,
-                       Hasher* h) {
+  // Serialises rule r into h; a callee inside the component `comp` is written by
+  // in_component(callee, h), others by their final hash.
+  auto serialize = [&](RuleId r, int32_t comp, const auto& in_component, Hasher* h) {
     auto ref = [&](RuleId callee) {
       if (comp_of[callee] == comp) {
-        auto it = local->find(callee);
-        if (it == local->end()) {
-          it = local->emplace(callee, static_cast<int32_t>(local->size())).first;
-          queue->push_back(callee);
-        }
         h->Add(1);
-        h->Add(static_cast<uint64_t>(it->second));
+        in_component(callee, h);
       } else {
         h->Add(2);
         h->Add(out.rule[callee]);
@@ -127,6 +124,24 @@ RuleHashes ComputeRuleHashes(const GrammarAutomaton& g) {
     }
   };
 
+  // A breadth-first serialisation of component `comp` from `start`: in-component callees are
+  // numbered in the order first met. Returns the hash; `local` gets each member's number.
+  auto serialize_from = [&](RuleId start, int32_t comp, std::unordered_map<RuleId, int32_t>* local) {
+    local->clear();
+    local->emplace(start, 0);
+    std::vector<RuleId> queue{start};
+    auto numbered = [&](RuleId callee, Hasher* h) {
+      auto it = local->find(callee);
+      if (it == local->end()) {
+        it = local->emplace(callee, static_cast<int32_t>(local->size())).first;
+        queue.push_back(callee);
+      }
+      h->Add(static_cast<uint64_t>(it->second));
+    };
+    Hasher h;
+    for (size_t q = 0; q < queue.size(); ++q) serialize(queue[q], comp, numbered, &h);
+    return h.Finish();
+  };
   // What one serialisation of a component reads: its states and edges.
   auto component_size = [&](const std::vector<RuleId>& members) {
     int64_t size = 0;
@@ -139,36 +154,55 @@ RuleHashes ComputeRuleHashes(const GrammarAutomaton& g) {
     }
     return size;
   };
+  // A large component: one serialisation from its lowest rule (linear, where one per member
+  // is quadratic: a recursive meta-schema's hundreds of rules took seconds), and each member
+  // named by its class under refined labels. Round 0 labels a member by its own states and
+  // edges; each round adds its in-component callees' labels of the round before. Once a round
+  // makes no new class, members of one class have the same unfolding, so the same masks: the
+  // dozens of copies of an object member a schema's alternatives make share their entries.
+  // Sound across grammars: the whole serialisation is in the hash (another grammar with the
+  // same component reached from another first rule only misses the cross-grammar cache).
+  auto out_of_place_hashes = [&](const std::vector<RuleId>& members, int32_t comp) {
+    std::unordered_map<RuleId, int32_t> local;
+    const Hash128 whole = serialize_from(*std::min_element(members.begin(), members.end()), comp, &local);
+    std::unordered_map<RuleId, Hash128> label;
+    for (RuleId r : members) label[r] = Hash128{};
+    size_t classes = 1;
+    bool stable = false;
+    for (int round = 0; round < kMaxLabelRounds && !stable; ++round) {
+      std::unordered_map<RuleId, Hash128> next;
+      auto labelled = [&](RuleId callee, Hasher* h) { h->Add(label.at(callee)); };
+      for (RuleId r : members) {
+        Hasher h;
+        serialize(r, comp, labelled, &h);
+        next[r] = h.Finish();
+      }
+      std::unordered_map<Hash128, int, Hash128Hasher> distinct;
+      for (const auto& [r, l] : next) distinct.emplace(l, 0);
+      stable = round > 0 && distinct.size() == classes;
+      classes = distinct.size();
+      label = std::move(next);
+    }
+    for (RuleId r : members) {
+      Hasher member;
+      member.Add(0x5343434C41535321ull);  // "SCCLASS!"
+      member.Add(whole);
+      if (stable) {
+        member.Add(label.at(r));
+      } else {  // not settled: each member by its place in the serialisation
+        member.Add(static_cast<uint64_t>(local.at(r)));
+      }
+      out.rule[r] = member.Finish();
+    }
+  };
   for (size_t c = 0; c < comps.size(); ++c) {
     if (comps[c].size() > 1 &&
         static_cast<int64_t>(comps[c].size()) * component_size(comps[c]) > kMaxComponentSerializationWork) {
-      // One serialisation from the component's lowest rule, and each member named by its place
-      // in it: linear, where one per member is quadratic in a large recursive component (a
-      // recursive meta-schema's hundreds of rules took seconds). Sound: equal hashes mean the
-      // same serialisation, so the same structure; the same component reached from another
-      // first rule only misses the cross-grammar cache.
-      const RuleId root = *std::min_element(comps[c].begin(), comps[c].end());
-      std::unordered_map<RuleId, int32_t> local{{root, 0}};
-      std::vector<RuleId> queue{root};
-      Hasher h;
-      for (size_t q = 0; q < queue.size(); ++q) serialize(queue[q], static_cast<int32_t>(c), &local, &queue, &h);
-      const Hash128 whole = h.Finish();
-      for (RuleId r : comps[c]) {
-        Hasher member;
-        member.Add(0x53434330504C4143ull);  // "SCC0PLAC"
-        member.Add(whole);
-        member.Add(static_cast<uint64_t>(local.at(r)));
-        out.rule[r] = member.Finish();
-      }
+      out_of_place_hashes(comps[c], static_cast<int32_t>(c));
       continue;
     }
-    for (RuleId r : comps[c]) {
-      std::unordered_map<RuleId, int32_t> local{{r, 0}};
-      std::vector<RuleId> queue{r};
-      Hasher h;
-      for (size_t q = 0; q < queue.size(); ++q) serialize(queue[q], static_cast<int32_t>(c), &local, &queue, &h);
-      out.rule[r] = h.Finish();
-    }
+    std::unordered_map<RuleId, int32_t> local;
+    for (RuleId r : comps[c]) out.rule[r] = serialize_from(r, static_cast<int32_t>(c), &local);
   }
   return out;
 }

@@ -337,6 +337,12 @@ class Converter {
   // Presence dependencies (Merged::presence_deps): attached to the any-order node as
   // AnyOrderPresenceRules where they can be, else expanded into a union of objects.
   bool PresenceDepAttachable(const Merged& m, const Merged::PresenceDep& d) const;
+  // `m` with the names its presence dependencies mention but it does not declare declared as
+  // optional properties taking the schema an undeclared key would (additionalProperties, or
+  // any value), so the dependencies attach as presence rules instead of expanding into 2^k
+  // objects; empty where that would change the language (closed, patternProperties,
+  // propertyNames, a name it forbids) or nothing is to be declared.
+  std::optional<Merged> WithDependencyNamesDeclared(const Merged& m) const;
   ExprId ExpandPresenceDep(const Merged& m, size_t k, int depth, const std::vector<Merged::SomeProperty>& witnesses);
   template <typename PropT>
   bool ResolvePresenceRules(const Merged& m, std::vector<PropT>* props, size_t named,

@@ -112,6 +112,35 @@ bool Converter::PresenceDepAttachable(const Merged& m, const Merged::PresenceDep
                      [&](const auto& alt) { return std::all_of(alt.begin(), alt.end(), declared); });
 }
 
+std::optional<Merged> Converter::WithDependencyNamesDeclared(const Merged& m) const {
+  if (!o_.any_order || m.max_props >= 0 || m.presence_deps.empty()) return std::nullopt;
+  if (!m.pattern_props.empty() || !m.property_names.empty()) return std::nullopt;
+  // Undeclared keys must be allowed, as ObjectExpr decides it.
+  const bool declares = !m.props.empty();
+  if (!m.additional_set && o_.strict_mode && declares) return std::nullopt;
+  for (const auto& a : m.additional) {
+    if (a.v->is_bool() && !a.v->as_bool()) return std::nullopt;
+  }
+  Merged out = m;
+  auto declare = [&](const std::string& name) {
+    if (std::any_of(out.props.begin(), out.props.end(), [&](const auto& pr) { return pr.first == name; })) return true;
+    if (m.Forbids(name)) return false;
+    out.props.push_back({name, {}});  // ObjectExpr adds the additionalProperties schemas
+    return true;
+  };
+  const size_t before = out.props.size();
+  for (const auto& d : m.presence_deps) {
+    if (!declare(d.name)) return std::nullopt;
+    for (const auto& alt : d.any_of) {
+      for (const auto& n : alt) {
+        if (!declare(n)) return std::nullopt;
+      }
+    }
+  }
+  if (out.props.size() == before) return std::nullopt;
+  return out;
+}
+
 // The union of objects the dependency stands for (DependencyAlternatives): the name absent, or
 // present with the names of one alternative. Used where it cannot be a presence rule; each
 // object keeps the witnesses (members it must have) of the caller.
@@ -180,6 +209,10 @@ bool Converter::ResolvePresenceRules(const Merged& m, std::vector<PropT>* props,
 }
 
 ExprId Converter::ObjectExpr(const Merged& m, int depth, const std::vector<Merged::SomeProperty>& witnesses) {
+  if (std::any_of(m.presence_deps.begin(), m.presence_deps.end(),
+                  [&](const Merged::PresenceDep& d) { return !PresenceDepAttachable(m, d); })) {
+    if (std::optional<Merged> declared = WithDependencyNamesDeclared(m)) return ObjectExpr(*declared, depth, witnesses);
+  }
   for (size_t k = 0; k < m.presence_deps.size(); ++k) {
     if (!PresenceDepAttachable(m, m.presence_deps[k])) return ExpandPresenceDep(m, k, depth, witnesses);
   }

@@ -2,6 +2,7 @@
 // distinct grammar structures are negligible, so equal hashes may be treated as equal structure.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 namespace xg2 {
@@ -10,6 +11,11 @@ struct Hash128 {
   uint64_t lo = 0;
   uint64_t hi = 0;
   bool operator==(const Hash128& o) const { return lo == o.lo && hi == o.hi; }
+};
+
+// For hash tables keyed by a Hash128 (already well mixed: one lane folded into the other).
+struct Hash128Hasher {
+  size_t operator()(const Hash128& h) const { return static_cast<size_t>(h.lo ^ (h.hi * 0x9E3779B97F4A7C15ull)); }
 };
 
 class Hasher {
