@@ -43,7 +43,7 @@ void BindBatch(nb::module_& m) {
             BatchGrammarMatcher::CheckDistinct(matchers);
             BitmaskView v = CheckBitmask(bitmask, /*require_2d=*/false);
             nb::gil_scoped_release release;
-            return self.FillNextTokenBitmask(matchers, v.data, v.rows, v.words, v.row_stride, indices);
+            self.FillNextTokenBitmask(matchers, v.data, v.rows, v.words, v.row_stride, indices);
           },
           nb::arg("matchers"), nb::arg("bitmask"), nb::arg("indices") = std::vector<int32_t>())
       .def(

@@ -14,10 +14,6 @@
 namespace xg2 {
 namespace {
 
-struct KeyHash {
-  size_t operator()(const Hash128& h) const { return static_cast<size_t>(h.lo ^ (h.hi * 0x9E3779B97F4A7C15ull)); }
-};
-
 // The body's structure with rule references numbered by first appearance (depth first).
 class BodyKey {
  public:
@@ -112,7 +108,7 @@ class Cache {
  private:
   std::mutex mu_;
   std::list<std::pair<Hash128, RuleDfa>> lru_;  // most recent first
-  std::unordered_map<Hash128, std::list<std::pair<Hash128, RuleDfa>>::iterator, KeyHash> map_;
+  std::unordered_map<Hash128, std::list<std::pair<Hash128, RuleDfa>>::iterator, Hash128Hasher> map_;
   size_t bytes_ = 0;
   size_t limit_ = size_t{48} << 20;  // cache_registry.h's default budget / 8: thousands of automata
   RuleDfaCacheStats stats_;

@@ -39,7 +39,7 @@ void FollowSuffixCache::Insert(uint64_t tokenizer, const Hash128& key, std::shar
     // means the workload's shapes changed.
     stats_.evictions += static_cast<int64_t>(map_.size());
     cache_registry::NoteEvicted(stats_.bytes);
-    std::unordered_map<Hash128, std::shared_ptr<const FinishedSuffixes>, KeyHash>().swap(map_);
+    std::unordered_map<Hash128, std::shared_ptr<const FinishedSuffixes>, Hash128Hasher>().swap(map_);
     stats_.bytes = 0;
   }
   if (map_.emplace(k, std::move(value)).second) stats_.bytes += bytes;
@@ -66,7 +66,7 @@ void FollowSuffixCache::SetLimit(int64_t bytes) {
 
 void FollowSuffixCache::Clear() {
   std::lock_guard<std::mutex> lock(mu_);
-  std::unordered_map<Hash128, std::shared_ptr<const FinishedSuffixes>, KeyHash>().swap(map_);
+  std::unordered_map<Hash128, std::shared_ptr<const FinishedSuffixes>, Hash128Hasher>().swap(map_);
   stats_ = FollowSuffixCacheStats();
 }
 

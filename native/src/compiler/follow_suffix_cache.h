@@ -35,13 +35,10 @@ class FollowSuffixCache {
   void Clear();
 
  private:
-  struct KeyHash {
-    size_t operator()(const Hash128& k) const { return static_cast<size_t>(k.lo ^ (k.hi >> 7)); }
-  };
   static Hash128 Combine(uint64_t tokenizer, const Hash128& key);
 
   mutable std::mutex mu_;
-  std::unordered_map<Hash128, std::shared_ptr<const FinishedSuffixes>, KeyHash> map_;
+  std::unordered_map<Hash128, std::shared_ptr<const FinishedSuffixes>, Hash128Hasher> map_;
   FollowSuffixCacheStats stats_;
   int64_t limit_bytes_ = int64_t{96} << 20;  // cache_registry.h's default budget / 4
 };

@@ -61,7 +61,6 @@ RuleHashes ComputeRuleHashes(const GrammarAutomaton& g) {
   auto comps = StronglyConnectedComponents(callees);
   for (size_t c = 0; c < comps.size(); ++c)
     for (RuleId r : comps[c]) comp_of[r] = static_cast<int32_t>(c);
-  std::vector<uint8_t> done(n, 0);
 
   // Serialises rule r into h; a callee inside the component `comp` is written by
   // in_component(callee, h), others by their final hash.

@@ -351,12 +351,7 @@ Ref Converter::ThroughLoneRefs(const Ref& r) {
     if (at.v == nullptr || !at.v->is_object()) return at;
     const JsonValue* ref = at.v->Find("$ref");
     if (ref == nullptr || !ref->is_string()) return at;
-    const auto& members = at.v->members();
-    if (!ref_overrides_siblings_ && !std::all_of(members.begin(), members.end(), [](const auto& kv) {
-          return kv.first == "$ref" || IsAnnotation(kv.first);
-        })) {
-      return at;
-    }
+    if (!ref_overrides_siblings_ && !RefStandsAlone(*at.v)) return at;
     Ref next = Resolve(ref->as_string(), at.ptr);
     // A cycle (or a missing target) is left to the merge, which reports it where it starts.
     if (next.v == nullptr || std::find(seen.begin(), seen.end(), next.v) != seen.end()) return r;

@@ -246,6 +246,8 @@ bool ProvablyDisjoint(const Merged& a, const Merged& b, const MergeFn& merge, in
 // --- keywords (json_schema_keywords.cc) ---
 // Keywords that assert nothing (titles, descriptions, $defs, ...).
 bool IsAnnotation(const std::string& k);
+// A schema object whose only keyword beside annotations is "$ref".
+bool RefStandsAlone(const JsonValue& s);
 // {"not": v}.
 JsonValue NotOf(JsonValue v);
 // A schema every value satisfies: true or {}.

@@ -62,6 +62,12 @@ JsonValue NotOf(JsonValue v) { return JsonValue::Object({{"not", std::move(v)}})
 
 bool IsTrueSchema(const JsonValue& v) { return v.is_bool() ? v.as_bool() : v.is_object() && v.members().empty(); }
 
+bool RefStandsAlone(const JsonValue& s) {
+  return s.is_object() && s.Find("$ref") != nullptr &&
+         std::all_of(s.members().begin(), s.members().end(),
+                     [](const auto& kv) { return kv.first == "$ref" || IsAnnotation(kv.first); });
+}
+
 bool IsAnnotation(const std::string& k) {
   static const std::set<std::string> kAnn = {"title",
                                              "description",

@@ -76,11 +76,8 @@ void Converter::MergeInto(Merged* m, const Ref& r, int guard) {
     if (k == "$ref") {
       if (!v.is_string()) Invalid(kp, "$ref must be a string");
       Ref t = Resolve(v.as_string(), P);
-      auto ref_alone = [&]() {
-        return std::all_of(s.members().begin(), s.members().end(),
-                           [](const auto& kv) { return kv.first == "$ref" || IsAnnotation(kv.first); });
-      };
-      if (t.v && m->scope_root == &s && ref_alone()) m->scope_root = t.v;  // the target's keywords see the same scope
+      if (t.v && m->scope_root == &s && RefStandsAlone(s))
+        m->scope_root = t.v;  // the target's keywords see the same scope
       if (t.v) MergeRef(m, t, guard + 1);
       continue;
     }

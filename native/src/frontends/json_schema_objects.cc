@@ -80,11 +80,7 @@ ExprId Converter::AnyOrderObject(const std::vector<PropT>& props, ExprId extra, 
     return NeverBecause("maxProperties is less than the number of required properties: " + std::to_string(max_p) +
                         " < " + std::to_string(nreq));
   }
-  if (extra == kNoExpr && min_p > static_cast<int64_t>(props.size())) {
-    return NeverBecause(
-        "minProperties is greater than the number of properties, but additional properties aren't allowed: " +
-        std::to_string(min_p) + " > " + std::to_string(props.size()));
-  }
+  // (minProperties above the members of a closed object is refused by ObjectExpr.)
   AnyOrderSpec spec;
   spec.num_required = static_cast<int32_t>(nreq);
   spec.num_optional = static_cast<int32_t>(props.size() - nreq);
@@ -209,12 +205,10 @@ bool Converter::ResolvePresenceRules(const Merged& m, std::vector<PropT>* props,
 }
 
 ExprId Converter::ObjectExpr(const Merged& m, int depth, const std::vector<Merged::SomeProperty>& witnesses) {
-  if (std::any_of(m.presence_deps.begin(), m.presence_deps.end(),
-                  [&](const Merged::PresenceDep& d) { return !PresenceDepAttachable(m, d); })) {
-    if (std::optional<Merged> declared = WithDependencyNamesDeclared(m)) return ObjectExpr(*declared, depth, witnesses);
-  }
   for (size_t k = 0; k < m.presence_deps.size(); ++k) {
-    if (!PresenceDepAttachable(m, m.presence_deps[k])) return ExpandPresenceDep(m, k, depth, witnesses);
+    if (PresenceDepAttachable(m, m.presence_deps[k])) continue;
+    if (std::optional<Merged> declared = WithDependencyNamesDeclared(m)) return ObjectExpr(*declared, depth, witnesses);
+    return ExpandPresenceDep(m, k, depth, witnesses);
   }
   int d1 = depth + 1;
   std::string saved = cur_ptr_;

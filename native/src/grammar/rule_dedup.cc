@@ -10,10 +10,6 @@
 namespace xg2 {
 namespace {
 
-struct HashKey {
-  size_t operator()(const Hash128& h) const { return static_cast<size_t>(h.lo ^ (h.hi * 31)); }
-};
-
 // Expressions reachable from rule bodies, in increasing id order: children always have
 // smaller ids than their parent (the arena only appends), so this order is bottom-up.
 std::vector<ExprId> LiveExprsBottomUp(const Grammar& g) {
@@ -71,7 +67,7 @@ void DeduplicateRules(Grammar* grammar) {
   };
   for (ExprId id : order) rehash(id);
   std::vector<RuleId> next(n);
-  std::unordered_map<Hash128, RuleId, HashKey> first;
+  std::unordered_map<Hash128, RuleId, Hash128Hasher> first;
   // Refine until stable: a body's hash names its callees by their current representatives.
   for (int round = 0; round < 64; ++round) {
     if (round > 0) {

@@ -39,10 +39,9 @@ void BatchGrammarMatcher::CheckDistinct(const std::vector<GrammarMatcher*>& matc
   }
 }
 
-std::vector<bool> BatchGrammarMatcher::FillNextTokenBitmask(const std::vector<GrammarMatcher*>& matchers,
-                                                            int32_t* bitmask, int64_t rows, int64_t words,
-                                                            int64_t row_stride,
-                                                            const std::vector<int32_t>& indices) const {
+void BatchGrammarMatcher::FillNextTokenBitmask(const std::vector<GrammarMatcher*>& matchers, int32_t* bitmask,
+                                               int64_t rows, int64_t words, int64_t row_stride,
+                                               const std::vector<int32_t>& indices) const {
   CheckDistinct(matchers);
   const int64_t n = static_cast<int64_t>(matchers.size());
   if (!indices.empty()) CheckSameSize(matchers.size(), indices.size(), "indices");
@@ -70,15 +69,13 @@ std::vector<bool> BatchGrammarMatcher::FillNextTokenBitmask(const std::vector<Gr
                                                    std::to_string(i) + "'s vocabulary needs " + std::to_string(needed));
     }
   }
-  std::vector<uint8_t> result(static_cast<size_t>(n), 0);
   ThreadPool::Default().ParallelFor(
       n,
       [&](int64_t i) {
         int64_t row = indices.empty() ? i : indices[i];
-        result[i] = matchers[i]->FillNextTokenBitmask(bitmask + row * row_stride, words) ? 1 : 0;
+        matchers[i]->FillNextTokenBitmask(bitmask + row * row_stride, words);
       },
       max_threads_);
-  return std::vector<bool>(result.begin(), result.end());
 }
 
 std::vector<bool> BatchGrammarMatcher::FillTemperatures(const std::vector<GrammarMatcher*>& matchers, float* out,

@@ -25,10 +25,9 @@ class BatchGrammarMatcher {
 
   // Fills row indices[i] (i when indices is empty) of the (rows, words) int32 bitmask at
   // `bitmask` (row r starts at bitmask + r * row_stride) with matcher i's next-token mask.
-  // Rows must be distinct. Returns, per matcher, whether some token is disallowed (as
-  // GrammarMatcher::FillNextTokenBitmask).
-  std::vector<bool> FillNextTokenBitmask(const std::vector<GrammarMatcher*>& matchers, int32_t* bitmask, int64_t rows,
-                                         int64_t words, int64_t row_stride, const std::vector<int32_t>& indices) const;
+  // Rows must be distinct. Returns nothing, as xgrammar's batch fill (apply every row).
+  void FillNextTokenBitmask(const std::vector<GrammarMatcher*>& matchers, int32_t* bitmask, int64_t rows, int64_t words,
+                            int64_t row_stride, const std::vector<int32_t>& indices) const;
   // Writes matcher i's Temperature() into out[indices[i]] (out[i] when indices is empty),
   // -1 where it has none (xgrammar's batch_fill_temperature). Indices must be distinct and
   // in [0, size). Returns, per matcher, whether it met disagreeing paths for the first time

@@ -66,7 +66,7 @@ bool GrammarMatcher::AcceptToken(int32_t token_id) {
     }
     if (!AdvanceByToken(token_id, rows, text)) return false;
     if (!parser_.CanEnd()) {
-      parser_.TruncateRows(rows);
+      DropRowsFrom(rows);
       return false;
     }
     AcceptedToken(rows, text);
@@ -105,11 +105,16 @@ bool GrammarMatcher::StopTokenCompletesGrammar(int32_t token_id) {
   const int32_t rows = parser_.num_rows();
   const bool completes =
       AdvanceByToken(token_id, rows, compiled_->tokenizer()->token_bytes(token_id)) && parser_.CanEnd();
+  DropRowsFrom(rows);
+  return completes;
+}
+
+void GrammarMatcher::DropRowsFrom(int32_t rows) {
+  if (parser_.num_rows() <= rows) return;  // nothing was added (the common case of a fill)
   parser_.TruncateRows(rows);
   // Rows made by the trial may have been memoised; the next ones made at these indices differ.
   temperature_finder_.ForgetRowsFrom(rows);
   ForgetCompletionWalksFrom(rows);
-  return completes;
 }
 
 bool GrammarMatcher::AcceptedToken(int32_t rows, const std::string& text) {

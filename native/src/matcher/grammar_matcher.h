@@ -155,6 +155,8 @@ class GrammarMatcher {
   // Whether reading stop token `token_id` as grammar text (or by id) completes the grammar
   // (xgrammar's stop token as a terminal); the parser is left as it was.
   bool StopTokenCompletesGrammar(int32_t token_id);
+  // Undoes a trial advance: the rows from `rows` on and what was memoised for them.
+  void DropRowsFrom(int32_t rows);
   // The bookkeeping of a token accepted from `rows` rows on (history, count, captures, the
   // end without a stop token); true.
   bool AcceptedToken(int32_t rows, const std::string& text);
