@@ -1,17 +1,24 @@
 // Tests of the JSON document parser (errors with line:col, values, limits) and of the JSON
 // Schema front end (a few conversions checked by matching texts, unsupported keywords and
-// invalid schemas). A standalone executable: prints each failure and exits non-zero if any
-// check failed.
+// invalid schemas, the word-set automaton and key exclusion against the subset construction). A standalone executable:
+// prints each failure and exits non-zero if any check failed.
+#include <cctype>
 #include <cstdio>
+#include <map>
 #include <memory>
+#include <random>
 #include <string>
 #include <vector>
 
+#include "automata/byte_dfa_ops.h"
+#include "automata/word_set_dfa.h"
 #include "check.h"
 #include "compiler/grammar_compiler.h"
 #include "frontends/json_schema.h"
+#include "frontends/json_schema_internal.h"
 #include "matcher/grammar_matcher.h"
 #include "support/json.h"
+#include "support/utf8.h"
 #include "xg2/errors.h"
 #include "xg2/grammar.h"
 #include "xg2/tokenizer.h"
@@ -290,6 +297,119 @@ void TestFormatDfaCache() {
   CHECK_EQ(FormatDfaCacheStats().entries, 1);  // an unsupported format is not stored
 }
 
+// The spellings of one key character the exclusion matches, written here as expressions: raw
+// UTF-8 where JSON allows it, the short escape where there is one, and "\u00XY" (either case)
+// for the other control characters.
+ExprId ReferenceKeyChar(Grammar* g, uint32_t cp) {
+  std::vector<ExprId> alts;
+  if (cp >= 0x20 && cp != '"' && cp != '\\') {
+    std::string raw;
+    AppendUtf8(cp, &raw);
+    alts.push_back(g->AddBytes(raw));
+  }
+  const std::map<uint32_t, std::string> shorts = {{'"', "\\\""}, {'\\', "\\\\"}, {'/', "\\/"},  {'\b', "\\b"},
+                                                  {'\f', "\\f"}, {'\n', "\\n"},  {'\r', "\\r"}, {'\t', "\\t"}};
+  if (shorts.count(cp)) alts.push_back(g->AddBytes(shorts.at(cp)));
+  if (cp < 0x20 && !shorts.count(cp)) {
+    const char* hex = "0123456789abcdef";
+    const char low = hex[cp & 15], up = static_cast<char>(std::toupper(low));
+    alts.push_back(
+        g->AddSequence({g->AddBytes(std::string("\\u00") + hex[cp >> 4]),
+                        g->AddCharClass({{uint32_t(low), uint32_t(low)}, {uint32_t(up), uint32_t(up)}}, false)}));
+  }
+  return alts.size() == 1 ? alts[0] : g->AddChoice(alts);
+}
+
+// Key exclusion (an open object's undeclared keys) against its construction from expressions:
+// JSON string content minus the union of every excluded key's spellings, built by the subset
+// construction and a product. For random key sets over letters with one, two or three
+// spellings (and multi-byte ones) both must give the same automaton, state numbers included.
+void TestKeyExclusion() {
+  const std::vector<uint32_t> letters = {'a', 'b', 'x', '/', '"', '\\', '\n', 0x01, 0x1f, 0xe9, 0x4e00, 0x1f600};
+  std::mt19937 rng(7);
+  Grammar contents_grammar;
+  const ByteDfaSpec contents = ByteDfaOfExpr(
+      contents_grammar, contents_grammar.AddRepeat(jsonschema::JsonCharExpr(&contents_grammar), 0, kUnbounded), 20000);
+  for (int iter = 0; iter < 200; ++iter) {
+    std::vector<std::string> names;
+    std::vector<std::vector<uint32_t>> name_letters;
+    const int count = 1 + static_cast<int>(rng() % 6);
+    for (int i = 0; i < count; ++i) {
+      std::string name;
+      std::vector<uint32_t> cps;
+      const int length = static_cast<int>(rng() % 5);
+      for (int k = 0; k < length; ++k) cps.push_back(letters[rng() % letters.size()]);
+      for (uint32_t cp : cps) AppendUtf8(cp, &name);
+      names.push_back(name);
+      name_letters.push_back(cps);
+    }
+    Grammar g;
+    const ExprId rest = g.AddEmpty();
+    const Expr& quoted = g.expr(jsonschema::JsonStringNotIn(&g, names, rest));
+    CHECK(quoted.kind == ExprKind::kSequence && quoted.children.size() == 3);
+    const Expr& key = g.expr(quoted.children[1]);
+    CHECK(key.kind == ExprKind::kByteDfa);
+    if (key.kind != ExprKind::kByteDfa) return;
+    Grammar ref;
+    std::vector<ExprId> spelled;
+    for (const auto& cps : name_letters) {
+      std::vector<ExprId> chars;
+      for (uint32_t cp : cps) chars.push_back(ReferenceKeyChar(&ref, cp));
+      spelled.push_back(chars.empty() ? ref.AddEmpty() : ref.AddSequence(chars));
+    }
+    const ByteDfaSpec expected = TrimAndMinimize(
+        SelectByParts(ProductWithParts(contents, {ByteDfaOfExpr(ref, ref.AddChoice(spelled), 20000)}, 20000), 1, 0),
+        /*minimize=*/false);
+    if (!(*key.dfa == expected)) {
+      std::printf("FAIL key exclusion differs from the reference construction (iteration %d, %d names)\n", iter, count);
+      ++g_failures;
+      return;
+    }
+  }
+}
+
+// The minimal automaton of a word set: equal words by different spellings share states, and
+// the result is what minimising the subset construction of the same union gives.
+void TestWordSetDfa() {
+  WordSetDfaBuilder b;
+  // "ab", "b" and "xb" spelled "ab" / "a\x62", "b" / "\x62", "xb" / "x\x62": one shared tail.
+  const WordSetDfaBuilder::Spelling plain_b = {{'b'}}, escaped_b = {{'\\'}, {'x'}, {'6'}, {'2'}};
+  int32_t a = b.AddLetter(b.root(), 'a', {{{'a'}}});
+  b.SetFinal(b.AddLetter(a, 'b', {plain_b, escaped_b}));
+  b.SetFinal(b.AddLetter(b.root(), 'b', {plain_b, escaped_b}));
+  const int32_t x = b.AddByteLetter(b.root(), 'x');
+  b.SetFinal(b.AddLetter(x, 'b', {plain_b, escaped_b}));
+  const ByteDfaSpec dfa = b.Minimal(100);
+  Grammar g;
+  const ExprId tail = g.AddChoice({g.AddBytes("b"), g.AddBytes("\\x62")});
+  const ExprId words =
+      g.AddChoice({g.AddSequence({g.AddBytes("a"), tail}), tail, g.AddSequence({g.AddBytes("x"), tail})});
+  CHECK(dfa == ByteDfaOfExpr(g, words, 100));
+  for (const char* yes : {"ab", "a\\x62", "b", "\\x62", "xb", "x\\x62"}) CHECK(ByteDfaAccepts(dfa, yes));
+  for (const char* no : {"", "a", "x", "ba", "\\x6", "abb"}) CHECK(!ByteDfaAccepts(dfa, no));
+  // Spellings that are prefixes of one another would make the trie nondeterministic.
+  for (const std::vector<WordSetDfaBuilder::Spelling>& spellings :
+       {std::vector<WordSetDfaBuilder::Spelling>{{{'a'}}, {{'a'}, {'a'}}},
+        std::vector<WordSetDfaBuilder::Spelling>{{{'a'}, {'a'}}, {{'a'}}}}) {
+    WordSetDfaBuilder bad;
+    try {
+      bad.AddLetter(bad.root(), 'a', spellings);
+      std::printf("FAIL no error for spellings that are prefixes of one another\n");
+      ++g_failures;
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::kInvalidArgument);
+    }
+  }
+  // The state bound.
+  try {
+    b.Minimal(2);
+    std::printf("FAIL no error past the state bound\n");
+    ++g_failures;
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::kLimitExceeded);
+  }
+}
+
 }  // namespace
 
 int main() {
@@ -297,6 +417,8 @@ int main() {
   TestJsonParserValues();
   TestSchemaConversions();
   TestFormatDfaCache();
+  TestWordSetDfa();
+  TestKeyExclusion();
   if (g_failures) {
     std::printf("%d check(s) failed\n", g_failures);
     return 1;

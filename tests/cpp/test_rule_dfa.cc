@@ -8,6 +8,8 @@
 // exactly when a recursive matcher over the expression says it is in the language.
 // The size check of length-bounded JSON content (JsonLengthProductExceeds) against the
 // product it stands for: random automata over bytes the JSON decoder tells apart.
+// Concatenation by merging (ConcatenatedRuleDfa) against the subset construction of the
+// sequence: equal automata, state numbers included.
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -286,6 +288,60 @@ void CheckSplicedByteDfa(std::mt19937& rng) {
   }
 }
 
+bool SameRuleDfa(const RuleDfa& a, const RuleDfa& b) {
+  if (a.is_final != b.is_final || a.byte_begin != b.byte_begin || a.rule_begin != b.rule_begin) return false;
+  if (a.byte_list.size() != b.byte_list.size() || a.rule_list.size() != b.rule_list.size()) return false;
+  for (size_t k = 0; k < a.byte_list.size(); ++k) {
+    const auto &x = a.byte_list[k], &y = b.byte_list[k];
+    if (x.lo != y.lo || x.hi != y.hi || x.target != y.target) return false;
+  }
+  for (size_t k = 0; k < a.rule_list.size(); ++k)
+    if (a.rule_list[k].rule != b.rule_list[k].rule || a.rule_list[k].target != b.rule_list[k].target) return false;
+  return true;
+}
+
+// ConcatenatedRuleDfa against the subset construction: for random prefixes and bodies (bytes,
+// classes, repeats and rule references) it either declines or builds exactly what
+// BuildRuleDfa builds for the sequence, state numbers included. Returns how many it built.
+int CheckConcatenation(std::mt19937& rng) {
+  Grammar g;
+  const RuleId r0 = g.DeclareRule("r0"), r1 = g.DeclareRule("r1");
+  g.SetRuleBody(r0, g.AddBytes("a"));
+  g.SetRuleBody(r1, g.AddBytes("b"));
+  std::vector<ExprId> pool = {g.AddBytes("a"),
+                              g.AddBytes("\""),
+                              g.AddBytes(","),
+                              g.AddCharClass({{' ', ' '}, {'\t', '\t'}}, false),
+                              g.AddRepeat(g.AddCharClass({{' ', ' '}}, false), 0, kUnbounded),
+                              g.AddCharClass({{'a', 'c'}}, false),
+                              g.AddRuleRef(r0),
+                              g.AddRuleRef(r1)};
+  auto pick = [&]() { return pool[rng() % pool.size()]; };
+  for (int k = 0; k < 10; ++k) {
+    switch (rng() % 4) {
+      case 0: pool.push_back(g.AddSequence({pick(), pick()})); break;
+      case 1: pool.push_back(g.AddChoice({pick(), pick()})); break;
+      case 2: pool.push_back(g.AddSequence({pick(), pick(), pick()})); break;
+      default: pool.push_back(g.AddRepeat(pick(), rng() % 2, rng() % 2 ? kUnbounded : 2));
+    }
+  }
+  AutomatonLimits limits;
+  limits.minimize = false;
+  int built = 0;
+  for (int k = 0; k < 12; ++k) {
+    const ExprId prefix = pick(), body = pick();
+    RuleDfa joined;
+    if (!ConcatenatedRuleDfa(BuildRuleDfa(g, prefix, limits), BuildRuleDfa(g, body, limits), &joined)) continue;
+    ++built;
+    if (!SameRuleDfa(joined, BuildRuleDfa(g, g.AddSequence({prefix, body}), limits))) {
+      std::printf("concatenation differs: prefix %d, body %d\n", prefix, body);
+      CHECK(false);
+      return built;
+    }
+  }
+  return built;
+}
+
 // Random content automata over byte ranges the JSON decoder treats differently (ASCII,
 // escapes, hex digits, UTF-8 lead and continuation bytes); the layered count must equal the
 // number of states IntersectJsonLength builds, with and without stop states.
@@ -349,6 +405,49 @@ int main() {
   CHECK_EQ(MinimizeRuleDfa(chain).num_states(), n);
   for (int iter = 0; iter < 300 && g_failures == 0; ++iter) CheckConstruction(rng);
   for (int iter = 0; iter < 500 && g_failures == 0; ++iter) CheckJsonLengthProductSize(rng);
+  // Trimming without minimisation: an automaton numbered breadth first with every state live
+  // comes back as it is; one with a dead state loses it, the rest renumbered.
+  {
+    ByteDfaSpec live;
+    live.is_final = {0, 0, 1};
+    live.edges = {{{'a', 'a', 1}, {'b', 'b', 2}}, {{'c', 'c', 2}}, {{'a', 'a', 0}}};
+    CHECK(TrimAndMinimize(live, false) == live);
+    ByteDfaSpec dead = live;
+    dead.is_final.push_back(0);  // state 3: reached on 'd', reaches no final state
+    dead.edges[0].push_back({'d', 'd', 3});
+    dead.edges.emplace_back();
+    CHECK(TrimAndMinimize(dead, false) == live);
+    ByteDfaSpec unordered = live;  // states 1 and 2 swapped: renumbered breadth first
+    unordered.is_final = {0, 1, 0};
+    unordered.edges = {{{'a', 'a', 2}, {'b', 'b', 1}}, {{'a', 'a', 0}}, {{'c', 'c', 1}}};
+    CHECK(TrimAndMinimize(unordered, false) == live);
+  }
+  int concatenated = 0;
+  for (int iter = 0; iter < 400 && g_failures == 0; ++iter) concatenated += CheckConcatenation(rng);
+  CHECK(concatenated > 200);  // the merge, not only its refusals, is exercised
+  // An any-order object's "separator, member" rule: the member's automaton behind the separator's.
+  {
+    Grammar g;
+    const RuleId value = g.DeclareRule("value");
+    g.SetRuleBody(value, g.AddBytes("1"));
+    const ExprId ws = g.AddRepeat(g.AddCharClass({{'\t', '\n'}, {' ', ' '}}, false), 0, kUnbounded);
+    const ExprId separator = g.AddSequence({ws, g.AddBytes(","), ws});
+    const ExprId member = g.AddSequence({g.AddBytes("\"key\""), ws, g.AddBytes(":"), ws, g.AddRuleRef(value)});
+    AutomatonLimits limits;
+    limits.minimize = false;
+    RuleDfa joined;
+    CHECK(ConcatenatedRuleDfa(BuildRuleDfa(g, separator, limits), BuildRuleDfa(g, member, limits), &joined));
+    CHECK(SameRuleDfa(joined, BuildRuleDfa(g, g.AddSequence({separator, member}), limits)));
+    // A body whose start is entered again ("(ab)*" returns to it) is declined; "(ab)+" is not.
+    const ExprId looping = g.AddRepeat(g.AddBytes("ab"), 0, kUnbounded);
+    CHECK(!ConcatenatedRuleDfa(BuildRuleDfa(g, separator, limits), BuildRuleDfa(g, looping, limits), &joined));
+    const ExprId once_or_more = g.AddRepeat(g.AddBytes("ab"), 1, kUnbounded);
+    CHECK(ConcatenatedRuleDfa(BuildRuleDfa(g, separator, limits), BuildRuleDfa(g, once_or_more, limits), &joined));
+    CHECK(SameRuleDfa(joined, BuildRuleDfa(g, g.AddSequence({separator, once_or_more}), limits)));
+    // So is a body whose first byte the separator's final state also reads.
+    const ExprId spaced = g.AddSequence({g.AddBytes(" "), g.AddBytes("x")});
+    CHECK(!ConcatenatedRuleDfa(BuildRuleDfa(g, separator, limits), BuildRuleDfa(g, spaced, limits), &joined));
+  }
   if (g_failures == 0) std::printf("test_rule_dfa: OK\n");
   return g_failures ? 1 : 0;
 }

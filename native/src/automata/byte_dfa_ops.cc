@@ -275,6 +275,7 @@ ByteDfaProduct ProductWithParts(const ByteDfaSpec& universe, const std::vector<B
     }
     std::sort(cuts.begin(), cuts.end());
     cuts.erase(std::unique(cuts.begin(), cuts.end()), cuts.end());
+    edges.reserve(universe.edges[from[0]].size() + cuts.size());
     for (const auto& e : universe.edges[from[0]]) {
       int a = e.lo;
       auto cut = std::upper_bound(cuts.begin(), cuts.end(), a);
@@ -327,7 +328,27 @@ bool ByteDfaEmpty(const ByteDfaSpec& dfa) {
   return true;
 }
 
-ByteDfaSpec TrimAndMinimize(const ByteDfaSpec& dfa, bool minimize) {
+namespace {
+// Whether breadth-first numbering from state 0, edges in order, keeps every state's number
+// (so every state is reachable).
+bool NumberedBreadthFirst(const ByteDfaSpec& dfa) {
+  const int32_t n = dfa.num_states();
+  int32_t next = 1;
+  std::vector<uint8_t> seen(n, 0);
+  seen[0] = 1;
+  for (int32_t s = 0; s < n && s < next; ++s) {
+    for (const auto& e : dfa.edges[s]) {
+      if (seen[e.target]) continue;
+      if (e.target != next) return false;
+      seen[e.target] = 1;
+      ++next;
+    }
+  }
+  return next == n;
+}
+}  // namespace
+
+ByteDfaSpec TrimAndMinimize(ByteDfaSpec dfa, bool minimize) {
   CheckThreadTimeLimit();
   const int32_t n = dfa.num_states();
   // Co-reachability: reverse edges (grouped by target) from the final states.
@@ -350,6 +371,12 @@ ByteDfaSpec TrimAndMinimize(const ByteDfaSpec& dfa, bool minimize) {
     stack.pop_back();
     for (int32_t k = rev_begin[s]; k < rev_begin[s + 1]; ++k)
       if (!live[rev[k]]) live[rev[k]] = 1, stack.push_back(rev[k]);
+  }
+  // A product built breadth first with no dead state is its own result (a key exclusion's
+  // automaton: a copy of its thousands of edges, per object, otherwise).
+  if (!minimize && std::all_of(live.begin(), live.end(), [](uint8_t l) { return l != 0; }) &&
+      NumberedBreadthFirst(dfa)) {
+    return dfa;
   }
   if (!live[0]) {
     ByteDfaSpec empty;

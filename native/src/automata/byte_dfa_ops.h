@@ -70,7 +70,7 @@ bool ByteDfaEmpty(const ByteDfaSpec& dfa);
 // Drops states that reach no final state, then minimises when small enough (and asked: a DFA
 // that becomes part of a rule is minimised with the rule anyway). A DFA with no string keeps
 // one non-final state.
-ByteDfaSpec TrimAndMinimize(const ByteDfaSpec& dfa, bool minimize = true);
+ByteDfaSpec TrimAndMinimize(ByteDfaSpec dfa, bool minimize = true);
 
 // Whether `dfa` accepts `s` (for tests and assertions).
 bool ByteDfaAccepts(const ByteDfaSpec& dfa, const std::string& s);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <functional>
+#include <unordered_map>
 #include <unordered_set>
 
 #include "automata/char_budget_dist.h"
@@ -96,16 +97,48 @@ std::vector<std::vector<RuleId>> AnyOrderMembers(int32_t num_rules, const std::v
   return member_rules;
 }
 
+// Per rule: the any-order member rule whose body a "separator, member" rule repeats behind
+// its separator (-1: none).
+std::vector<RuleId> SeparatedMemberOf(const Grammar& g, const std::vector<LoweredAnyOrder>& any_order) {
+  std::vector<RuleId> first_of(g.num_rules(), -1);
+  for (const LoweredAnyOrder& lo : any_order) {
+    for (size_t i = 0; i < lo.first.size(); ++i) {
+      const Expr& e = g.expr(g.rule(lo.rest[i]).body);
+      if (e.kind == ExprKind::kSequence && e.children.size() == 2 && e.children[1] == g.rule(lo.first[i]).body &&
+          lo.first[i] < lo.rest[i]) {
+        first_of[lo.rest[i]] = lo.first[i];
+      }
+    }
+  }
+  return first_of;
+}
+
 // One DFA per rule; a rule the root cannot reach gets one dead state (no string, no used state).
 std::vector<RuleDfa> BuildRuleDfas(const Grammar& g, const std::vector<std::vector<RuleId>>& member_rules,
-                                   const AutomatonLimits& limits) {
+                                   const std::vector<LoweredAnyOrder>& any_order, const AutomatonLimits& limits) {
   const int32_t num_rules = g.num_rules();
   std::vector<RuleDfa> dfas;
   dfas.reserve(num_rules);
   const std::vector<uint8_t> reachable = RulesReachableFromRoot(g, member_rules);
+  // Without minimisation a "separator, member" automaton is the member's behind the
+  // separator's (ConcatenatedRuleDfa); minimised ones are left to BuildRuleDfa's size policy.
+  const std::vector<RuleId> separated_member =
+      limits.minimize ? std::vector<RuleId>(num_rules, -1) : SeparatedMemberOf(g, any_order);
+  std::unordered_map<ExprId, RuleDfa> separators;
   for (RuleId r = 0; r < num_rules; ++r) {
     if (g.rule(r).body == kNoExpr) {
       throw Error(ErrorKind::kGrammarSemantic, "rule '" + g.rule(r).name + "' has no body");
+    }
+    if (reachable[r] && separated_member[r] >= 0 && reachable[separated_member[r]]) {
+      const ExprId separator = g.expr(g.rule(r).body).children[0];
+      auto it = separators.find(separator);
+      if (it == separators.end()) it = separators.emplace(separator, CachedRuleDfa(g, separator, limits)).first;
+      RuleDfa joined;
+      if (ConcatenatedRuleDfa(it->second, dfas[separated_member[r]], &joined)) {
+        dfas.push_back(std::move(joined));
+        limits.CheckDeadline();
+        continue;
+      }
     }
     dfas.push_back(reachable[r] ? CachedRuleDfa(g, g.rule(r).body, limits) : DeadRuleDfa());
     limits.CheckDeadline();
@@ -556,7 +589,7 @@ std::shared_ptr<const GrammarAutomaton> BuildOnce(const Grammar& source, const A
   const LoweredGrammar lowered = LowerGrammar(source, limits);
   const Grammar& g = lowered.g;
   const std::vector<std::vector<RuleId>> member_rules = AnyOrderMembers(g.num_rules(), lowered.any_order);
-  const std::vector<RuleDfa> dfas = BuildRuleDfas(g, member_rules, limits);
+  const std::vector<RuleDfa> dfas = BuildRuleDfas(g, member_rules, lowered.any_order, limits);
   const Productivity productivity = FindProductiveRules(dfas, member_rules, lowered.any_order);
   const RuleId root = CheckedRoot(g, productivity.productive);
 

@@ -121,6 +121,15 @@ RuleDfa BuildRuleDfa(const Grammar& g, ExprId body, const AutomatonLimits& limit
 // BuildRuleDfa takes this path first.
 bool SplicedByteDfa(const Grammar& g, ExprId body, RuleDfa* out);
 
+// The DFA of `prefix` followed by `body` (two rule automata) built by merging the prefix's
+// one final state with the body's start, when that is deterministic: the final state has no
+// rule edge, the start is entered by no edge, and their byte edges are disjoint (else false).
+// An any-order object's "separator, member" rule is its member's automaton behind the
+// separator's, so this spares a second subset construction of every member. The states are
+// the subset construction's (sets {final, start} and singletons), numbered breadth first as
+// it numbers them, so the result equals BuildRuleDfa of the sequence without minimisation.
+bool ConcatenatedRuleDfa(const RuleDfa& prefix, const RuleDfa& body, RuleDfa* out);
+
 // The minimal DFA of `dfa` (partition refinement with a worklist), states renumbered in BFS
 // order; unreachable states dropped.
 RuleDfa MinimizeRuleDfa(const RuleDfa& dfa);

@@ -272,6 +272,10 @@ class Converter {
   // Several patterns and formats intersect their automata first.
   ExprId LengthBoundedPattern(const std::vector<Ref>& pats, const std::vector<Ref>& formats, int64_t min_len,
                               int64_t max_len);
+  // Its lowering of the contents (pattern and format nodes); `pat` and `what` name the
+  // keyword an unsupported product is reported at.
+  ExprId LowerLengthBounded(const std::vector<ExprId>& contents, const Ref& pat, const char* what, int64_t min_len,
+                            int64_t max_len);
 
   // 1: every match of the pattern has a length within [min_len, max_len]; -1: none has; 0:
   // some may (or unknown).
@@ -368,6 +372,10 @@ class Converter {
   // escape spelling of its characters) cost more than the rest of the conversion. The grammar
   // interns nodes, so a hit is the node a second lowering would return.
   std::unordered_map<std::string, ExprId> pattern_contents_, format_contents_;
+  // Length-bounded pattern strings lowered so far, by their contents' nodes and the bounds:
+  // a schema repeats one (an identifier of at most 64 characters) at many properties, and each
+  // lowering is a product with a character counter and its minimisation.
+  std::map<std::pair<std::vector<ExprId>, std::pair<int64_t, int64_t>>, ExprId> length_bounded_;
   int neg_depth_ = 0;
   std::string cur_ptr_;
   std::string empty_reason_;  // "PTR: why" of the first NeverBecause

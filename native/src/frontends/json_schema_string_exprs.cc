@@ -78,8 +78,17 @@ ExprId Converter::LengthBoundedPattern(const std::vector<Ref>& pats, const std::
       return kNoExpr;
     }
   }
-  const Ref& pat = pats.empty() ? formats[0] : pats[0];
-  const char* what = pats.empty() ? "format" : "pattern";
+  const auto key = std::make_pair(contents, std::make_pair(min_len, max_len));
+  if (auto hit = length_bounded_.find(key); hit != length_bounded_.end()) return hit->second;
+  // Failures are not kept: each site reports its own.
+  const ExprId lowered = LowerLengthBounded(contents, pats.empty() ? formats[0] : pats[0],
+                                            pats.empty() ? "format" : "pattern", min_len, max_len);
+  if (lowered != kNoExpr) length_bounded_.emplace(key, lowered);
+  return lowered;
+}
+
+ExprId Converter::LowerLengthBounded(const std::vector<ExprId>& contents, const Ref& pat, const char* what,
+                                     int64_t min_len, int64_t max_len) {
   try {
     std::vector<ByteDfaSpec> parts;
     for (ExprId c : contents) parts.push_back(TrimAndMinimize(ByteDfaOfExpr(g_, c, kMaxPatternDfaStates)));

@@ -9,6 +9,7 @@
 #include <unordered_map>
 
 #include "automata/byte_dfa_ops.h"
+#include "automata/word_set_dfa.h"
 #include "frontends/json_schema.h"
 #include "frontends/json_schema_internal.h"
 #include "support/utf8.h"
@@ -295,6 +296,38 @@ ExprId KeyCharSpellings(Grammar* g, uint32_t cp) {
   return alts.size() == 1 ? alts[0] : g->AddChoice(alts);
 }
 
+// The byte spellings KeyCharSpellings matches, for the word-set automaton of excluded keys.
+std::vector<WordSetDfaBuilder::Spelling> KeyCharByteSpellings(uint32_t cp) {
+  std::vector<WordSetDfaBuilder::Spelling> out;
+  auto bytes_of = [](const std::string& text) {
+    WordSetDfaBuilder::Spelling s;
+    for (char c : text) s.push_back({static_cast<uint8_t>(c)});
+    return s;
+  };
+  bool raw = false;
+  for (const auto& a : kRawAllowed) raw = raw || (cp >= a.lo && cp <= a.hi);
+  if (raw) {
+    std::string enc;
+    AppendUtf8(cp, &enc);
+    out.push_back(bytes_of(enc));
+  }
+  if (const char* e = ShortEscape(cp)) out.push_back(bytes_of(e));
+  if (cp < 0x20 && !ShortEscape(cp)) {
+    static const char* kLower = "0123456789abcdef";
+    static const char* kUpper = "0123456789ABCDEF";
+    WordSetDfaBuilder::Spelling s = bytes_of("\\u");
+    for (int shift = 12; shift >= 0; shift -= 4) {
+      const int v = (cp >> shift) & 15;
+      if (v < 10)
+        s.push_back({static_cast<uint8_t>(kLower[v])});
+      else
+        s.push_back({static_cast<uint8_t>(kUpper[v]), static_cast<uint8_t>(kLower[v])});
+    }
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
 // Key content that is not any excluded key below trie node n. Excluded keys are matched in
 // their raw and short-escape spellings (and "\u" for control characters); other "\u"
 // spellings of a character of an excluded key count as a different key. That keeps the
@@ -423,20 +456,26 @@ ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, Exp
   std::shared_ptr<const ByteDfaSpec> kept = KeyExclusionCache::Global().Find(cache_key);
   if (!kept) {
     try {
-      Grammar scratch;
-      std::vector<ExprId> spelled;
+      // The excluded spellings as one trie merged into its minimal automaton: linear in the
+      // names, where a subset construction of their union took most of a large schema's
+      // conversion (an object of a hundred properties).
+      WordSetDfaBuilder spelled;
       for (const auto& key : names) {
         bool ok;
-        std::vector<ExprId> chars;
-        for (uint32_t cp : DecodeUtf8(key, &ok)) chars.push_back(KeyCharSpellings(&scratch, cp));
-        spelled.push_back(chars.empty() ? scratch.AddEmpty() : scratch.AddSequence(chars));
+        int32_t node = spelled.root();
+        for (uint32_t cp : DecodeUtf8(key, &ok)) {
+          // Printable ASCII other than '"', '\\' and '/' has one spelling: itself.
+          const bool plain = cp >= 0x20 && cp < 0x7F && cp != '"' && cp != '\\' && cp != '/';
+          node = plain ? spelled.AddByteLetter(node, static_cast<uint8_t>(cp))
+                       : spelled.AddLetter(node, cp, KeyCharByteSpellings(cp));
+        }
+        spelled.SetFinal(node);
       }
       static const ByteDfaSpec kContents = [] {
         Grammar u;
         return ByteDfaOfExpr(u, u.AddRepeat(JsonCharExpr(&u), 0, kUnbounded), kMaxKeyDfaStates);
       }();
-      ByteDfaProduct product = ProductWithParts(
-          kContents, {ByteDfaOfExpr(scratch, scratch.AddChoice(spelled), kMaxKeyDfaStates)}, kMaxKeyDfaStates);
+      ByteDfaProduct product = ProductWithParts(kContents, {spelled.Minimal(kMaxKeyDfaStates)}, kMaxKeyDfaStates);
       kept = std::make_shared<const ByteDfaSpec>(
           TrimAndMinimize(SelectByParts(std::move(product), 1, 0), /*minimize=*/false));
       KeyExclusionCache::Global().Insert(cache_key, kept);
