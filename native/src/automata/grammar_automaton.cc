@@ -345,6 +345,10 @@ void CopyLiveStates(const Grammar& g, const std::vector<RuleDfa>& dfas, const Pr
   out->state_used.assign(total, 0);
   out->byte_edge_begin.assign(total + 1, 0);
   out->rule_edge_begin.assign(total + 1, 0);
+  size_t byte_edges = 0, rule_edges = 0;
+  for (const RuleDfa& d : dfas) byte_edges += d.byte_list.size(), rule_edges += d.rule_list.size();
+  out->byte_edges.reserve(byte_edges);  // an open object's key automaton: thousands of edges
+  out->rule_edges.reserve(rule_edges);
   for (RuleId r = 0; r < num_rules; ++r) {
     const RuleDfa& d = dfas[r];
     out->rule_start[r] = offset[r];
