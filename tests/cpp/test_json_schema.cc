@@ -368,6 +368,43 @@ void TestKeyExclusion() {
   }
 }
 
+// An open object with so many declared names that their exclusion is too large for one
+// automaton takes the trie form: the declared names and their escape spellings still reach
+// only the declared properties, and any other key is an additional property.
+void TestKeyExclusionTrieForm() {
+  std::mt19937 rng(11);
+  std::string schema = "{\"type\": \"object\", \"properties\": {\"a/b\\u0001c\": {\"type\": \"integer\"}";
+  std::string declared;
+  for (int i = 0; i < 3000; ++i) {
+    std::string name;
+    for (int k = 0; k < 12; ++k) name.push_back(static_cast<char>('a' + rng() % 26));
+    if (i == 0) declared = name;
+    schema += ", \"" + name + "\": {\"type\": \"integer\"}";
+  }
+  schema += "}}";
+  JsonSchemaOptions loose;
+  loose.strict_mode = false;
+  loose.any_whitespace = false;
+  const Grammar g = JsonSchemaToGrammar(schema, loose).grammar;
+  CHECK(g.ToEbnf().find("ByteDfa") == std::string::npos);  // the trie form, not one automaton
+  GrammarCompiler compiler(ByteTokenizer(), 1, false);
+  CompileOptions options;
+  options.precompute_masks = false;
+  const auto compiled = compiler.Compile(g, options);
+  auto accepts = [&](const std::string& text) {
+    GrammarMatcher m(compiled, {}, false);
+    return m.AcceptString(text) && m.IsCompleted();
+  };
+  // Undeclared keys take any value; a declared name, in either spelling of its slash, only
+  // its declared type.
+  for (const std::string& ok : std::vector<std::string>{"{\"" + declared + "\": 1}", "{\"zz\": \"x\"}",
+                                                        "{\"a\\/b\\u0001c\": 2}", "{\"" + declared + "x\": \"x\"}"})
+    CHECK(accepts(ok));
+  for (const std::string& bad : std::vector<std::string>{"{\"" + declared + "\": \"x\"}", "{\"a/b\\u0001c\": \"x\"}",
+                                                         "{\"a\\/b\\u0001c\": \"x\"}"})
+    CHECK(!accepts(bad));
+}
+
 // The minimal automaton of a word set: equal words by different spellings share states, and
 // the result is what minimising the subset construction of the same union gives.
 void TestWordSetDfa() {
@@ -419,6 +456,7 @@ int main() {
   TestFormatDfaCache();
   TestWordSetDfa();
   TestKeyExclusion();
+  TestKeyExclusionTrieForm();
   if (g_failures) {
     std::printf("%d check(s) failed\n", g_failures);
     return 1;

@@ -281,22 +281,8 @@ struct TrieNode {
 };
 
 // The spellings of `cp` inside a JSON string that key exclusion recognises: raw when allowed,
-// the short escape if any, and "\u" with four hex digits for other control characters.
-ExprId KeyCharSpellings(Grammar* g, uint32_t cp) {
-  std::vector<ExprId> alts;
-  bool raw = false;
-  for (const auto& a : kRawAllowed) raw = raw || (cp >= a.lo && cp <= a.hi);
-  if (raw) {
-    std::string enc;
-    AppendUtf8(cp, &enc);
-    alts.push_back(Lit(g, enc));
-  }
-  if (const char* e = ShortEscape(cp)) alts.push_back(Lit(g, e));
-  if (cp < 0x20 && !ShortEscape(cp)) AddBmpEscapes(g, {{cp, cp}}, &alts);
-  return alts.size() == 1 ? alts[0] : g->AddChoice(alts);
-}
-
-// The byte spellings KeyCharSpellings matches, for the word-set automaton of excluded keys.
+// the short escape if any, and "\u" with four hex digits (either case) for other control
+// characters. As bytes, per position the bytes taken there.
 std::vector<WordSetDfaBuilder::Spelling> KeyCharByteSpellings(uint32_t cp) {
   std::vector<WordSetDfaBuilder::Spelling> out;
   auto bytes_of = [](const std::string& text) {
@@ -326,6 +312,29 @@ std::vector<WordSetDfaBuilder::Spelling> KeyCharByteSpellings(uint32_t cp) {
     out.push_back(std::move(s));
   }
   return out;
+}
+
+// The same spellings as an expression (the trie form of a key exclusion too large for one
+// automaton): runs of one-byte positions as literals, a position of several bytes as a class.
+ExprId KeyCharSpellings(Grammar* g, uint32_t cp) {
+  std::vector<ExprId> alts;
+  for (const WordSetDfaBuilder::Spelling& s : KeyCharByteSpellings(cp)) {
+    std::vector<ExprId> parts;
+    std::string run;
+    for (const std::vector<uint8_t>& bytes : s) {
+      if (bytes.size() == 1) {
+        run.push_back(static_cast<char>(bytes[0]));
+        continue;
+      }
+      if (!run.empty()) parts.push_back(Lit(g, run)), run.clear();
+      std::vector<CodepointRange> ranges;
+      for (uint8_t b : bytes) ranges.push_back({b, b});
+      parts.push_back(Cls(g, std::move(ranges)));
+    }
+    if (!run.empty()) parts.push_back(Lit(g, run));
+    alts.push_back(parts.size() == 1 ? parts[0] : g->AddSequence(parts));
+  }
+  return alts.size() == 1 ? alts[0] : g->AddChoice(alts);
 }
 
 // Key content that is not any excluded key below trie node n. Excluded keys are matched in
