@@ -141,7 +141,7 @@ ExprId Converter::LowerLengthBounded(const std::vector<ExprId>& contents, const 
       int64_t lo = std::max<int64_t>(0, min_len - x.count);
       int64_t hi = max_len < 0 ? kUnbounded : max_len - x.count;
       ExprId tail = g_.AddRepeat(g_.AddByteDfa(JsonCharLoop(dfa, x.content_state)), lo, hi);
-      alts.push_back(g_.AddSequence({g_.AddByteDfa(TrimAndMinimize(prefix)), tail}));
+      alts.push_back(g_.AddSequence({g_.AddByteDfa(TrimAndMinimize(std::move(prefix))), tail}));
     }
     return alts.size() == 1 ? alts[0] : g_.AddChoice(alts);
   } catch (const Error& e) {

@@ -225,7 +225,7 @@ ExprId EndWithoutMarker(Grammar* g, RuleId rule, ExprId body, int64_t max_states
   ByteDfaSpec out = BodyProduct(dfa, &body_dfa, -1, max_states, [&](const ProductKey& key) {
     return dfa.is_final[key.state] == 0 && key.body_state >= 0 && body_dfa.is_final[key.body_state] != 0;
   });
-  return g->AddByteDfa(TrimAndMinimize(out));
+  return g->AddByteDfa(TrimAndMinimize(std::move(out)));
 }
 
 void ApplyRuleAttributes(Grammar* g, RuleId rule, const RuleAttributes& attrs, int64_t max_states) {
@@ -244,7 +244,7 @@ void ApplyRuleAttributes(Grammar* g, RuleId rule, const RuleAttributes& attrs, i
     const ByteDfaSpec* split_body = r.has_marker_split() ? g->expr(r.marker_split.body).dfa.get() : nullptr;
     dfa = LimitChars(dfa, split_body, attrs.max_chars, max_states);
   }
-  g->SetRuleBody(rule, g->AddByteDfa(TrimAndMinimize(dfa)));
+  g->SetRuleBody(rule, g->AddByteDfa(TrimAndMinimize(std::move(dfa))));
 }
 
 }  // namespace xg2
