@@ -8,6 +8,40 @@
 
 namespace xg2 {
 
+namespace {
+
+// The automaton of combined states 0..n-1 (per state its byte edges, sorted by lo, and its
+// rule edges, sorted by rule; `rules` may be empty: none), numbered breadth first from state
+// 0, bytes before rules, as the subset construction numbers its states; unreachable states
+// are dropped.
+RuleDfa BreadthFirstRuleDfa(const std::vector<std::vector<DfaByteEdge>>& bytes,
+                            const std::vector<std::vector<DfaRuleEdge>>& rules, const std::vector<uint8_t>& is_final) {
+  const size_t n = bytes.size();
+  std::vector<int32_t> order{0}, number(n, -1);
+  number[0] = 0;
+  auto visit = [&](int32_t c) {
+    if (number[c] >= 0) return;
+    number[c] = static_cast<int32_t>(order.size());
+    order.push_back(c);
+  };
+  for (size_t k = 0; k < order.size(); ++k) {
+    for (const auto& e : bytes[order[k]]) visit(e.target);
+    if (!rules.empty())
+      for (const auto& e : rules[order[k]]) visit(e.target);
+  }
+  RuleDfa dfa;
+  for (int32_t c : order) dfa.AddState(is_final[c] != 0);
+  for (int32_t c : order) {
+    for (const auto& e : bytes[c]) dfa.AddByteEdge(e.lo, e.hi, number[e.target]);
+    if (!rules.empty())
+      for (const auto& e : rules[c]) dfa.AddRuleEdge(e.rule, number[e.target]);
+    dfa.CloseState();
+  }
+  return dfa;
+}
+
+}  // namespace
+
 bool SplicedByteDfa(const Grammar& g, ExprId body, RuleDfa* out) {
   const Expr& e = g.expr(body);
   if (e.kind != ExprKind::kSequence || e.children.size() != 3) return false;
@@ -47,24 +81,9 @@ bool SplicedByteDfa(const Grammar& g, ExprId body, RuleDfa* out) {
     const uint8_t c = static_cast<uint8_t>(post.bytes[i]);
     edges[np + nd + i - 1].push_back({c, c, np + nd + i});
   }
-  // Breadth-first renumbering from the start; unreachable states are dropped.
-  std::vector<int32_t> order{0}, number(total, -1);
-  number[0] = 0;
-  for (size_t k = 0; k < order.size(); ++k) {
-    for (const auto& x : edges[order[k]]) {
-      if (number[x.target] < 0) {
-        number[x.target] = static_cast<int32_t>(order.size());
-        order.push_back(x.target);
-      }
-    }
-  }
-  RuleDfa dfa;
-  for (int32_t old : order) dfa.AddState(old == total - 1);
-  for (int32_t old : order) {
-    for (const auto& x : edges[old]) dfa.AddByteEdge(x.lo, x.hi, number[x.target]);
-    dfa.CloseState();
-  }
-  *out = std::move(dfa);
+  std::vector<uint8_t> is_final(total, 0);
+  is_final[total - 1] = 1;
+  *out = BreadthFirstRuleDfa(edges, {}, is_final);
   return true;
 }
 
@@ -100,62 +119,27 @@ bool ConcatenatedRuleDfa(const RuleDfa& prefix, const RuleDfa& body, RuleDfa* ou
   for (const auto& e : body.rule_list)
     if (e.target == 0) return false;
   if (BytesOverlap(prefix.byte_edges(final_state), body.byte_edges(0))) return false;
-  // Combined states: the prefix's (its final state standing for the pair), then the body's
-  // other states, np + s - 1 for body state s > 0.
-  auto combined_of_body = [&](int32_t s) { return s == 0 ? final_state : np + s - 1; };
+  // Combined states: the prefix's (its final state standing for the pair {final, body
+  // start}), then the body's other states, np + s - 1 for body state s > 0.
+  auto combined = [&](int32_t s) { return s == 0 ? final_state : np + s - 1; };
   const int32_t total = np + nb - 1;
-  std::vector<int32_t> number(total, -1), order{0};
-  number[0] = 0;
-  std::vector<DfaByteEdge> merged;
-  // The edges of combined state c, in the subset construction's order: bytes by lo, then
-  // rules by id.
-  auto edges_of = [&](int32_t c, std::vector<DfaByteEdge>* bytes, EdgeSpan<DfaRuleEdge>* rules, bool* rules_in_body) {
-    bytes->clear();
-    *rules_in_body = c == final_state || c >= np;
-    if (c == final_state) {
-      const auto a = prefix.byte_edges(c), b = body.byte_edges(0);
-      const DfaByteEdge *x = a.begin(), *y = b.begin();
-      while (x != a.end() || y != b.end()) {
-        if (y == b.end() || (x != a.end() && x->lo < y->lo))
-          bytes->push_back(*x++);
-        else
-          bytes->push_back({y->lo, y->hi, combined_of_body(y->target)}), ++y;
-      }
-      *rules = body.rule_edges(0);
-    } else if (c < np) {
-      bytes->assign(prefix.byte_edges(c).begin(), prefix.byte_edges(c).end());
-      *rules = prefix.rule_edges(c);
-    } else {
-      for (const auto& e : body.byte_edges(c - np + 1)) bytes->push_back({e.lo, e.hi, combined_of_body(e.target)});
-      *rules = body.rule_edges(c - np + 1);
-    }
-  };
-  auto target_of_rule = [&](const DfaRuleEdge& e, bool in_body) {
-    return in_body ? combined_of_body(e.target) : e.target;
-  };
-  EdgeSpan<DfaRuleEdge> rules{nullptr, nullptr};
-  bool rules_in_body = false;
-  for (size_t k = 0; k < order.size(); ++k) {
-    edges_of(order[k], &merged, &rules, &rules_in_body);
-    auto visit = [&](int32_t c) {
-      if (number[c] < 0) {
-        number[c] = static_cast<int32_t>(order.size());
-        order.push_back(c);
-      }
-    };
-    for (const auto& e : merged) visit(e.target);
-    for (const auto& e : rules) visit(target_of_rule(e, rules_in_body));
+  std::vector<std::vector<DfaByteEdge>> bytes(total);
+  std::vector<std::vector<DfaRuleEdge>> rules(total);
+  std::vector<uint8_t> is_final(total, 0);
+  for (int32_t s = 0; s < np; ++s) {
+    bytes[s].assign(prefix.byte_edges(s).begin(), prefix.byte_edges(s).end());
+    rules[s].assign(prefix.rule_edges(s).begin(), prefix.rule_edges(s).end());
   }
-  RuleDfa dfa;
-  for (int32_t c : order)
-    dfa.AddState(c == final_state ? body.is_final[0] != 0 : c < np ? false : body.is_final[c - np + 1] != 0);
-  for (int32_t c : order) {
-    edges_of(c, &merged, &rules, &rules_in_body);
-    for (const auto& e : merged) dfa.AddByteEdge(e.lo, e.hi, number[e.target]);
-    for (const auto& e : rules) dfa.AddRuleEdge(e.rule, number[target_of_rule(e, rules_in_body)]);
-    dfa.CloseState();
+  for (int32_t s = 0; s < nb; ++s) {
+    const int32_t c = combined(s);
+    for (const auto& e : body.byte_edges(s)) bytes[c].push_back({e.lo, e.hi, combined(e.target)});
+    for (const auto& e : body.rule_edges(s)) rules[c].push_back({e.rule, combined(e.target)});
+    is_final[c] = body.is_final[s];
   }
-  *out = std::move(dfa);
+  // The pair's byte edges: the prefix's and the body start's, disjoint, in order of lo.
+  std::sort(bytes[final_state].begin(), bytes[final_state].end(),
+            [](const DfaByteEdge& x, const DfaByteEdge& y) { return x.lo < y.lo; });
+  *out = BreadthFirstRuleDfa(bytes, rules, is_final);
   return true;
 }
 

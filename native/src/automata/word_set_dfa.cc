@@ -53,6 +53,10 @@ int32_t WordSetDfaBuilder::AddByteLetter(int32_t from, uint8_t byte) {
 }
 
 int32_t WordSetDfaBuilder::AddLetter(int32_t from, uint32_t letter, const std::vector<Spelling>& spellings) {
+  // One spelling of one byte: the edge is the letter (whichever call adds it).
+  if (spellings.size() == 1 && spellings[0].size() == 1 && spellings[0][0].size() == 1) {
+    return AddByteLetter(from, spellings[0][0][0]);
+  }
   auto [it, inserted] = letter_child_.emplace(std::make_pair(from, letter), -1);
   if (inserted) {
     it->second = NewNode();

@@ -32,8 +32,8 @@ class WordSetDfaBuilder {
   // reached by each of `spellings`; made on first use. Throws Error(kInvalidArgument) where the
   // spellings would make the trie nondeterministic (kInvalidArgument).
   int32_t AddLetter(int32_t from, uint32_t letter, const std::vector<Spelling>& spellings);
-  // The same for a letter whose one spelling is one byte (most letters of most words); a
-  // letter is always added by the same one of the two calls.
+  // The same for a letter whose one spelling is one byte (most letters of most words),
+  // without building its spellings; AddLetter takes such a letter this way too.
   int32_t AddByteLetter(int32_t from, uint8_t byte);
   void SetFinal(int32_t node) { final_[node] = 1; }
   // The trie's minimal DFA, states numbered breadth first from the start, edges sorted and

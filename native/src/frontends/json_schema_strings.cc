@@ -28,12 +28,14 @@ namespace {
 ExprId Hex(Grammar* g) { return Cls(g, {{'0', '9'}, {'A', 'F'}, {'a', 'f'}}); }
 ExprId HexN(Grammar* g, int n) { return g->AddRepeat(Hex(g), n, n); }
 
+// Hex digits by value, in either letter case.
+constexpr char kHexLower[] = "0123456789abcdef";
+constexpr char kHexUpper[] = "0123456789ABCDEF";
+
 // One hex digit equal to v (either letter case).
 ExprId HexDigitIs(Grammar* g, int v) {
-  static const char* kLower = "0123456789abcdef";
-  static const char* kUpper = "0123456789ABCDEF";
-  if (v < 10) return Lit(g, std::string(1, kLower[v]));
-  return Cls(g, {{uint32_t(kLower[v]), uint32_t(kLower[v])}, {uint32_t(kUpper[v]), uint32_t(kUpper[v])}});
+  if (v < 10) return Lit(g, std::string(1, kHexLower[v]));
+  return Cls(g, {{uint32_t(kHexLower[v]), uint32_t(kHexLower[v])}, {uint32_t(kHexUpper[v]), uint32_t(kHexUpper[v])}});
 }
 
 // One hex digit in [lo, hi].
@@ -87,13 +89,11 @@ const char* ShortEscape(uint32_t cp) {
 
 // One hex digit, either letter case, of the digit values set in `digits` (bit v: value v).
 ExprId HexDigitSet(Grammar* g, uint32_t digits) {
-  static const char* kLower = "0123456789abcdef";
-  static const char* kUpper = "0123456789ABCDEF";
   std::vector<CodepointRange> r;
   for (int v = 0; v < 16; ++v) {
     if (!(digits >> v & 1)) continue;
-    r.push_back({uint32_t(kLower[v]), uint32_t(kLower[v])});
-    if (v >= 10) r.push_back({uint32_t(kUpper[v]), uint32_t(kUpper[v])});
+    r.push_back({uint32_t(kHexLower[v]), uint32_t(kHexLower[v])});
+    if (v >= 10) r.push_back({uint32_t(kHexUpper[v]), uint32_t(kHexUpper[v])});
   }
   if (r.size() == 1) return Lit(g, std::string(1, char(r[0].lo)));
   return Cls(g, std::move(r));
@@ -280,6 +280,16 @@ struct TrieNode {
   std::map<uint32_t, int> children;
 };
 
+// Whether JSON writes `cp` raw inside a string.
+bool KeyCharRaw(uint32_t cp) {
+  for (const auto& a : kRawAllowed)
+    if (cp >= a.lo && cp <= a.hi) return true;
+  return false;
+}
+
+// Whether KeyCharByteSpellings(cp) is the one byte cp (most characters of most names).
+bool KeyCharIsOneByte(uint32_t cp) { return cp < 0x80 && KeyCharRaw(cp) && !ShortEscape(cp); }
+
 // The spellings of `cp` inside a JSON string that key exclusion recognises: raw when allowed,
 // the short escape if any, and "\u" with four hex digits (either case) for other control
 // characters. As bytes, per position the bytes taken there.
@@ -290,24 +300,20 @@ std::vector<WordSetDfaBuilder::Spelling> KeyCharByteSpellings(uint32_t cp) {
     for (char c : text) s.push_back({static_cast<uint8_t>(c)});
     return s;
   };
-  bool raw = false;
-  for (const auto& a : kRawAllowed) raw = raw || (cp >= a.lo && cp <= a.hi);
-  if (raw) {
+  if (KeyCharRaw(cp)) {
     std::string enc;
     AppendUtf8(cp, &enc);
     out.push_back(bytes_of(enc));
   }
   if (const char* e = ShortEscape(cp)) out.push_back(bytes_of(e));
   if (cp < 0x20 && !ShortEscape(cp)) {
-    static const char* kLower = "0123456789abcdef";
-    static const char* kUpper = "0123456789ABCDEF";
     WordSetDfaBuilder::Spelling s = bytes_of("\\u");
     for (int shift = 12; shift >= 0; shift -= 4) {
       const int v = (cp >> shift) & 15;
       if (v < 10)
-        s.push_back({static_cast<uint8_t>(kLower[v])});
+        s.push_back({static_cast<uint8_t>(kHexLower[v])});
       else
-        s.push_back({static_cast<uint8_t>(kUpper[v]), static_cast<uint8_t>(kLower[v])});
+        s.push_back({static_cast<uint8_t>(kHexUpper[v]), static_cast<uint8_t>(kHexLower[v])});
     }
     out.push_back(std::move(s));
   }
@@ -473,10 +479,8 @@ ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, Exp
         bool ok;
         int32_t node = spelled.root();
         for (uint32_t cp : DecodeUtf8(key, &ok)) {
-          // Printable ASCII other than '"', '\\' and '/' has one spelling: itself.
-          const bool plain = cp >= 0x20 && cp < 0x7F && cp != '"' && cp != '\\' && cp != '/';
-          node = plain ? spelled.AddByteLetter(node, static_cast<uint8_t>(cp))
-                       : spelled.AddLetter(node, cp, KeyCharByteSpellings(cp));
+          node = KeyCharIsOneByte(cp) ? spelled.AddByteLetter(node, static_cast<uint8_t>(cp))
+                                      : spelled.AddLetter(node, cp, KeyCharByteSpellings(cp));
         }
         spelled.SetFinal(node);
       }
