@@ -267,6 +267,21 @@ def test_minimax_m3_refuses_open_keys(schema):
         _grammar(schema, "minimax_m3_xml")
 
 
+@pytest.mark.parametrize("string_schema", [
+    {"type": "string", "pattern": ".*"},
+    {"type": "string", "format": "email"},
+    {"type": "string", "minLength": 1},
+])
+def test_minimax_m3_refuses_constrained_strings(string_schema):
+    """Its values cannot be both checked and kept clear of the namespace marker: refused, in
+    xgrammar's words, at the value's path."""
+    schema = {"type": "object", "properties": {"value": string_schema}, "required": ["value"],
+              "additionalProperties": False}
+    with pytest.raises(xg.StructuralTagError, match=r"json_schema/properties/value: String pattern, "
+                                                    r"recognized format, and length constraints are not supported"):
+        _grammar(schema, "minimax_m3_xml")
+
+
 # XML argument styles: parameters the schema does not declare, named by identifiers; each case
 # gives the argument object the text stands for.
 def _qwen(name, text):

@@ -285,12 +285,7 @@ ExprId Converter::Lower(const Merged& m, int depth, int expansion) {
         }
       }
     }
-    std::vector<Ref> group = base.any_of.front();
-    bool exclusive = base.any_of_exclusive.front();
-    std::string at = base.any_of_at.front();
-    base.any_of.erase(base.any_of.begin());
-    base.any_of_at.erase(base.any_of_at.begin());
-    base.any_of_exclusive.erase(base.any_of_exclusive.begin());
+    auto [group, exclusive, at] = base.TakeFirstAnyOf();
     std::vector<Merged> rewritten;
     if (exclusive) rewritten = CheckOneOf(base, group, at);
     std::vector<ExprId> alts;

@@ -108,7 +108,7 @@ class Converter {
   // ------------------------------------------------------------------ excluded substrings
   // (o_.excludes; json_schema_excludes.cc). Exact: each filtered language is the product of
   // the content automaton with the complement of "contains an excluded substring".
-  bool Excluding() const { return !o_.excludes.empty(); }
+  bool Excluding() const { return !o_.excludes.empty() && !names_only_; }
   // A quoted JSON string of min_len..max_len characters whose content is not one of
   // `declared` and contains no excluded substring (one rule per distinct request).
   ExprId FilteredString(int64_t min_len, int64_t max_len, const std::vector<std::string>& declared);
@@ -293,7 +293,19 @@ class Converter {
 
   ExprId ArrayExpr(const Merged& m, int depth);
 
+  // The quoted keys an object takes beyond its declared properties: those propertyNames
+  // allows (any key without it) but no spelling of a declared name, which properties
+  // governs (additionalProperties and propertyNames apply to the other keys only).
+  // kNoExpr when there is none.
   ExprId KeyExprFromNames(const std::vector<Ref>& names, const std::vector<std::string>& declared);
+  ExprId KeyExpr(const Merged& nm, const std::vector<std::string>& declared, const std::string& at, int expansion);
+  ExprId KeyAlternatives(const Merged& nm, const std::vector<std::string>& declared, const std::string& at,
+                         int expansion);
+  // The automaton of the quoted keys propertyNames allows (reported when it cannot be built).
+  ByteDfaSpec PropertyNamesDfa(const std::vector<Ref>& names);
+  // `key` (a quoted string expression) without any spelling of `declared`: unchanged when it
+  // holds none; reported (and kept) when its automaton is too large or not regular here.
+  ExprId WithoutDeclared(ExprId key, const std::vector<std::string>& declared, const std::string& at);
 
   // Extra keys under patternProperties: one alternative per set of patterns some undeclared
   // key matches exactly, with the conjunction of their schemas; with_none adds the keys no
@@ -354,6 +366,9 @@ class Converter {
 
   const JsonValue& root_;
   JsonSchemaOptions o_;
+  // Set while building the names propertyNames allows: the excludes bound what is written,
+  // not which names are valid.
+  bool names_only_ = false;
   Grammar g_;
   std::string item_sep_, key_sep_;
   std::vector<std::string> warnings_;

@@ -212,6 +212,19 @@ struct Merged {
   // oneOf (exactly one alternative must match) rather than anyOf.
   std::vector<std::string> any_of_at;
   std::vector<bool> any_of_exclusive;
+  // The first group, removed: its alternatives, whether it is a oneOf, and where it stands.
+  struct AnyOfGroup {
+    std::vector<Ref> alternatives;
+    bool exclusive = false;
+    std::string at;
+  };
+  AnyOfGroup TakeFirstAnyOf() {
+    AnyOfGroup g{std::move(any_of.front()), any_of_exclusive.front(), std::move(any_of_at.front())};
+    any_of.erase(any_of.begin());
+    any_of_at.erase(any_of_at.begin());
+    any_of_exclusive.erase(any_of_exclusive.begin());
+    return g;
+  }
   bool constrained = false;  // any keyword besides combinators seen
   // unevaluatedProperties / unevaluatedItems other than true, and the schema holding each.
   // Converter::ResolveUnevaluated reads them as additionalProperties / items where that is

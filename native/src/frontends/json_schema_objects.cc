@@ -9,20 +9,104 @@ ExprId Converter::KeyExprFromNames(const std::vector<Ref>& names, const std::vec
   if (names.empty()) return declared.empty() ? AnyString(0, kUnbounded) : JsonStringNotIn(&g_, declared, StringRest());
   Merged nm;
   for (const auto& r : names) MergeInto(&nm, r, 0);
-  if (nm.is_false) return kNoExpr;
-  if (!nm.any_of.empty()) {
-    Unsupported("propertyNames", names[0].ptr, "combinators in propertyNames");
+  return KeyExpr(nm, declared, names[0].ptr, 0);
+}
+
+ByteDfaSpec Converter::PropertyNamesDfa(const std::vector<Ref>& names) {
+  const bool saved = names_only_;
+  names_only_ = true;
+  ExprId keys = kNoExpr;
+  try {
+    keys = KeyExprFromNames(names, {});
+  } catch (...) {
+    names_only_ = saved;
+    throw;
   }
+  names_only_ = saved;
+  if (keys == kNoExpr) return ByteDfaSpec{{0}, {{}}};
+  try {
+    return ByteDfaOfExpr(g_, keys, kMaxPatternDfaStates);
+  } catch (const Error& e) {
+    Unsupported("propertyNames", names[0].ptr, std::string("checking declared names: ") + e.what());
+    // (On "warn" / "ignore") every name.
+    return ByteDfaOfExpr(g_, JsonStringExpr(&g_, 0, kUnbounded, JsonCharExpr(&g_)), kMaxPatternDfaStates);
+  }
+}
+
+ExprId Converter::KeyExpr(const Merged& nm, const std::vector<std::string>& declared, const std::string& at,
+                          int expansion) {
+  if (nm.is_false) return kNoExpr;
+  if (!nm.any_of.empty()) return KeyAlternatives(nm, declared, at, expansion);
   if (nm.has_enum) {
     std::vector<ExprId> alts;
     for (const auto& v : nm.enum_values) {
-      if (v.is_string() && std::find(declared.begin(), declared.end(), v.as_string()) == declared.end())
+      if (v.is_string() && std::find(declared.begin(), declared.end(), v.as_string()) == declared.end() &&
+          EnumValueAllowed(nm, v))
         alts.push_back(QuotedLiteral(v.as_string()));
     }
     return alts.empty() ? kNoExpr : g_.AddChoice(alts);
   }
   if (!(nm.types & kStr)) return kNoExpr;
-  return StringExpr(nm);
+  const bool length_only = nm.patterns.empty() && nm.formats.empty() && nm.not_patterns.empty() &&
+                           nm.not_formats.empty() && !nm.ExcludesStrings();
+  if (Excluding() && length_only) return FilteredString(nm.min_len, nm.max_len, declared);
+  return WithoutDeclared(StringExpr(nm), declared, at);
+}
+
+// As Lower's: each alternative of the first group merged with the rest; a oneOf only where
+// CheckOneOf finds its alternatives exclusive (or rewrites them so).
+ExprId Converter::KeyAlternatives(const Merged& nm, const std::vector<std::string>& declared, const std::string& at,
+                                  int expansion) {
+  if (expansion > 16) {
+    Unsupported("propertyNames", at, "combinators nested too deeply");
+    return kNoExpr;
+  }
+  Merged base = nm;
+  auto [group, exclusive, group_at] = base.TakeFirstAnyOf();
+  std::vector<Merged> alts;
+  if (exclusive) alts = CheckOneOf(base, group, group_at);
+  std::optional<NegationScope> scope;
+  if (!alts.empty() && negated_one_of_.count(group_at)) scope.emplace(this, group_at);
+  if (alts.empty()) {
+    for (const auto& a : group) {
+      if (--expansion_budget_ < 0) {
+        Unsupported("propertyNames", at, "too many combinations of alternatives to expand");
+        return kNoExpr;
+      }
+      Merged c = base;
+      MergeInto(&c, a, 0);
+      alts.push_back(std::move(c));
+    }
+  }
+  std::vector<ExprId> keys;
+  for (const auto& c : alts) {
+    ExprId k = KeyExpr(c, declared, at, expansion + 1);
+    if (k != kNoExpr) keys.push_back(k);
+  }
+  return keys.empty() ? kNoExpr : g_.AddChoice(keys);
+}
+
+ExprId Converter::WithoutDeclared(ExprId key, const std::vector<std::string>& declared, const std::string& at) {
+  if (declared.empty() || IsNever(key)) return key;
+  try {
+    Grammar scratch;
+    std::vector<ExprId> names;
+    for (const std::string& d : declared) {
+      names.push_back(
+          scratch.AddSequence({Lit(&scratch, "\""), JsonStringContentAllSpellings(&scratch, d), Lit(&scratch, "\"")}));
+    }
+    ByteDfaProduct p = ProductWithParts(ByteDfaOfExpr(g_, key, kMaxPatternDfaStates),
+                                        {ByteDfaOfExpr(scratch, scratch.AddChoice(names), kMaxPatternDfaStates)},
+                                        kMaxPatternDfaStates);
+    bool clash = false;
+    for (int32_t s = 0; s < p.dfa.num_states(); ++s) clash = clash || (p.dfa.is_final[s] && (p.accepted_by[s] & 1));
+    if (!clash) return key;
+    ByteDfaSpec rest = TrimAndMinimize(SelectByParts(std::move(p), 1, 0));
+    return ByteDfaEmpty(rest) ? kNoExpr : g_.AddByteDfa(std::move(rest));
+  } catch (const Error& e) {
+    Unsupported("propertyNames", at, std::string("keys beside declared properties: ") + e.what());
+    return key;
+  }
 }
 
 // Extra keys under patternProperties: one alternative per set of patterns some undeclared
@@ -250,9 +334,24 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth, const std::vector<Merge
       Unsupported(a.keyword, a.ptr, "together with patternProperties or propertyNames");
     declared.push_back(a.name);  // excluded from the extra keys
   }
+  // propertyNames applies to every key, declared ones too: a name is tested against the
+  // automaton of the keys it allows (built on first use).
+  std::optional<ByteDfaSpec> names_dfa;
+  auto name_allowed = [&](const std::string& name) {
+    if (m.property_names.empty()) return true;
+    if (!names_dfa) names_dfa = PropertyNamesDfa(m.property_names);
+    return ByteDfaAccepts(*names_dfa, JsonQuote(name));
+  };
+  auto name_refused = [&](const std::string& name) {
+    return NeverBecause("required property \"" + name + "\" is not a name propertyNames allows");
+  };
   for (const auto& pr : m.props) {
     if (m.Forbids(pr.first)) continue;
     declared.push_back(pr.first);
+    if (!name_allowed(pr.first)) {
+      if (m.Requires(pr.first)) return name_refused(pr.first);
+      continue;
+    }
     std::vector<Ref> conj = pr.second;
     pattern_schemas(pr.first, &conj);
     for (size_t j = 0; j < m.additional.size(); ++j) {
@@ -296,6 +395,7 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth, const std::vector<Merge
       });
       for (const auto& rn : m.required) {
         if (std::find(declared.begin(), declared.end(), rn) == declared.end()) {
+          if (!name_allowed(rn)) return name_refused(rn);
           std::vector<Ref> conj;
           ExprId val = ValueRef(pattern_schemas(rn, &conj) ? conj : add, d1);
           if (val == kNoExpr) return Never();
@@ -319,6 +419,7 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth, const std::vector<Merge
     } else {
       for (const auto& rn : m.required) {
         if (std::find(declared.begin(), declared.end(), rn) == declared.end()) {
+          if (!name_allowed(rn)) return name_refused(rn);
           std::vector<Ref> conj;
           if (!pattern_schemas(rn, &conj)) return Never();
           ExprId val = ValueRef(conj, d1);
@@ -341,9 +442,6 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth, const std::vector<Merge
       ExprId val = ValueRef(pp.second, d1);
       if (content == kNoExpr || val == kNoExpr) continue;
       extra_alts.push_back(g_.AddSequence({Lit(&g_, "\""), content, Lit(&g_, "\""), KeySep(), val}));
-    }
-    if (!m.property_names.empty() && !props.empty()) {
-      // Declared names are assumed to satisfy propertyNames.
     }
   }
   (void)additional_any;

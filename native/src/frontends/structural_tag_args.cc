@@ -286,7 +286,8 @@ void StyledArgumentLowering::CheckExclusive(const std::vector<JsonValue>& alts, 
 }
 
 ExprId StyledArgumentLowering::ConstrainedString(ExprId, ValueName, const std::string& path) {
-  Fail(path, "'pattern', 'format' and length-bounded strings are not supported by the " + style_ + " style");
+  Fail(path, "String pattern, recognized format, and length constraints are not supported by the " + style_ +
+                 " style ('pattern', an asserted 'format', 'minLength' / 'maxLength')");
 }
 
 ExprId StyledArgumentLowering::TextBefore(ExprId content, const std::string& end, const std::string& path) {
