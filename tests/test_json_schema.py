@@ -673,12 +673,16 @@ def test_conditions_follow_the_draft(compiler):
     check(compiler, old, [{"k": "a", "v": 1}, {"k": "a"}], [], strict_mode=False, any_order=True)
 
 
-def test_property_names_with_pattern_properties_is_reported():
-    """Pattern keys do not apply propertyNames: reported, never widened to any matching key."""
-    schema = {"type": "object", "propertyNames": {"enum": ["a", "b"]}, "patternProperties": {".*": {"type": "number"}},
+def test_property_names_narrow_pattern_keys(compiler):
+    """propertyNames narrows the keys of each patternProperties region (never widened to any
+    matching key), with additionalProperties false or not."""
+    closed = {"type": "object", "propertyNames": {"enum": ["a", "b"]}, "patternProperties": {".*": {"type": "number"}},
               "additionalProperties": False}
-    with pytest.raises(UnsupportedSchemaError, match="'propertyNames' at /propertyNames: together with patternProperties"):
-        Grammar.from_json_schema(schema, strict_mode=False)
+    check(compiler, closed, [{"a": 1}, {"a": 1, "b": 2.5}, {}], [{"c": 1}, {"a": "x"}], strict_mode=False)
+    open_ = {"type": "object", "propertyNames": {"maxLength": 2}, "patternProperties": {"^x": {"type": "number"}},
+             "additionalProperties": {"type": "string"}}
+    check(compiler, open_, [{"x1": 1}, {"ab": "s"}, {"x": 2, "q": "t"}], [{"x1": "s"}, {"xyz": 1}, {"abc": "s"}, {"ab": 1}],
+          strict_mode=False)
 
 
 @pytest.mark.parametrize("schema", [

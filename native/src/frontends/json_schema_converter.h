@@ -309,11 +309,13 @@ class Converter {
 
   // Extra keys under patternProperties: one alternative per set of patterns some undeclared
   // key matches exactly, with the conjunction of their schemas; with_none adds the keys no
-  // pattern matches, with additionalProperties. False (reported) when the automata are too
-  // large.
+  // pattern matches, with additionalProperties. `names` (the quoted keys propertyNames
+  // allows, or null) narrows every region. False (reported) when the automata are too large.
   bool PatternKeyAlternatives(const Merged& m, const std::vector<std::string>& patterns,
                               const std::vector<std::string>& declared, const std::vector<Ref>& add, int depth,
-                              std::vector<ExprId>* alts, bool with_none = true);
+                              std::vector<ExprId>* alts, bool with_none = true, const ByteDfaSpec* names = nullptr);
+  // The quoted keys whose content `content` takes and `names` (quoted keys) allows.
+  static ByteDfaSpec QuotedKeysWithin(ByteDfaSpec content, const ByteDfaSpec& names);
 
   // witnesses: members the object must have, each with a key it does not declare (see
   // SomePropertyObject).

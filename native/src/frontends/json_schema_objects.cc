@@ -111,11 +111,11 @@ ExprId Converter::WithoutDeclared(ExprId key, const std::vector<std::string>& de
 
 // Extra keys under patternProperties: one alternative per set of patterns some undeclared
 // key matches exactly, with the conjunction of their schemas; with_none adds the keys no
-// pattern matches, with additionalProperties. False (reported) when the automata are too
-// large.
+// pattern matches, with additionalProperties. `names` (the quoted keys propertyNames allows,
+// or null) narrows every region. False (reported) when the automata are too large.
 bool Converter::PatternKeyAlternatives(const Merged& m, const std::vector<std::string>& patterns,
                                        const std::vector<std::string>& declared, const std::vector<Ref>& add, int depth,
-                                       std::vector<ExprId>* alts, bool with_none) {
+                                       std::vector<ExprId>* alts, bool with_none, const ByteDfaSpec* names) {
   std::vector<KeyRegion> regions;
   try {
     regions = PatternKeyRegions(patterns, declared, with_none, kMaxPatternDfaStates);
@@ -124,6 +124,19 @@ bool Converter::PatternKeyAlternatives(const Merged& m, const std::vector<std::s
     return false;
   }
   for (auto& r : regions) {
+    ExprId key = kNoExpr;
+    if (names == nullptr) {
+      key = g_.AddSequence({Lit(&g_, "\""), g_.AddByteDfa(std::move(r.keys)), Lit(&g_, "\"")});
+    } else {
+      try {
+        ByteDfaSpec quoted = QuotedKeysWithin(std::move(r.keys), *names);
+        if (ByteDfaEmpty(quoted)) continue;
+        key = g_.AddByteDfa(std::move(quoted));
+      } catch (const Error& e) {
+        Unsupported("propertyNames", m.property_names[0].ptr, std::string("beside patternProperties: ") + e.what());
+        return false;
+      }
+    }
     std::vector<Ref> conj;
     for (size_t i = 0; i < patterns.size(); ++i) {
       if (r.patterns >> i & 1)
@@ -131,10 +144,18 @@ bool Converter::PatternKeyAlternatives(const Merged& m, const std::vector<std::s
     }
     ExprId val = ValueRef(r.patterns == 0 ? add : conj, depth);
     if (val == kNoExpr) continue;
-    ExprId key = g_.AddSequence({Lit(&g_, "\""), g_.AddByteDfa(std::move(r.keys)), Lit(&g_, "\"")});
     alts->push_back(g_.AddSequence({key, KeySep(), val}));
   }
   return true;
+}
+
+ByteDfaSpec Converter::QuotedKeysWithin(ByteDfaSpec content, const ByteDfaSpec& names) {
+  Grammar scratch;
+  ExprId quoted =
+      scratch.AddSequence({Lit(&scratch, "\""), scratch.AddByteDfa(std::move(content)), Lit(&scratch, "\"")});
+  ByteDfaProduct p =
+      ProductWithParts(ByteDfaOfExpr(scratch, quoted, kMaxPatternDfaStates), {names}, kMaxPatternDfaStates);
+  return TrimAndMinimize(SelectByParts(std::move(p), 1, 1));
 }
 
 // Properties in any order, each at most once, required ones exactly once, additional ones
@@ -337,10 +358,14 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth, const std::vector<Merge
   // propertyNames applies to every key, declared ones too: a name is tested against the
   // automaton of the keys it allows (built on first use).
   std::optional<ByteDfaSpec> names_dfa;
-  auto name_allowed = [&](const std::string& name) {
-    if (m.property_names.empty()) return true;
+  auto names_automaton = [&]() -> const ByteDfaSpec* {
+    if (m.property_names.empty()) return nullptr;
     if (!names_dfa) names_dfa = PropertyNamesDfa(m.property_names);
-    return ByteDfaAccepts(*names_dfa, JsonQuote(name));
+    return &*names_dfa;
+  };
+  auto name_allowed = [&](const std::string& name) {
+    const ByteDfaSpec* names = names_automaton();
+    return names == nullptr || ByteDfaAccepts(*names, JsonQuote(name));
   };
   auto name_refused = [&](const std::string& name) {
     return NeverBecause("required property \"" + name + "\" is not a name propertyNames allows");
@@ -403,11 +428,9 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth, const std::vector<Merge
           declared.push_back(rn);
         }
       }
-      if (!m.pattern_props.empty() && m.property_names.empty()) {
-        pattern_regions = PatternKeyAlternatives(m, pattern_texts, declared, add, d1, &extra_alts);
-      } else if (!m.pattern_props.empty()) {
-        Unsupported("patternProperties", m.pattern_props[0].first.ptr,
-                    "together with propertyNames and additionalProperties other than false");
+      if (!m.pattern_props.empty()) {
+        pattern_regions = PatternKeyAlternatives(m, pattern_texts, declared, add, d1, &extra_alts,
+                                                 /*with_none=*/true, names_automaton());
       }
       if (!pattern_regions) {
         ExprId key = KeyExprFromNames(m.property_names, declared);
@@ -429,12 +452,9 @@ ExprId Converter::ObjectExpr(const Merged& m, int depth, const std::vector<Merge
         }
       }
     }
-    if (!allowed && !m.pattern_props.empty() && !m.property_names.empty()) {
-      // The pattern keys below do not apply propertyNames: report rather than widen.
-      Unsupported("propertyNames", m.property_names[0].ptr, "together with patternProperties");
-    }
     if (!allowed && !m.pattern_props.empty()) {
-      pattern_regions = PatternKeyAlternatives(m, pattern_texts, declared, {}, d1, &extra_alts, /*with_none=*/false);
+      pattern_regions = PatternKeyAlternatives(m, pattern_texts, declared, {}, d1, &extra_alts, /*with_none=*/false,
+                                               names_automaton());
     }
     for (const auto& pp : m.pattern_props) {
       if (pattern_regions) break;
