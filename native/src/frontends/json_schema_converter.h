@@ -416,6 +416,15 @@ class Converter {
   std::set<std::string> negated_one_of_;
   std::map<std::string, std::string> no_negation_;  // oneOf pointer -> why its rewrite failed
   std::vector<std::string> negation_scope_;
+  // Sets names_only_ for its lifetime.
+  struct NamesOnlyScope {
+    explicit NamesOnlyScope(Converter* c) : c_(c), saved_(c->names_only_) { c_->names_only_ = true; }
+    ~NamesOnlyScope() { c_->names_only_ = saved_; }
+    NamesOnlyScope(const NamesOnlyScope&) = delete;
+    NamesOnlyScope& operator=(const NamesOnlyScope&) = delete;
+    Converter* c_;
+    bool saved_;
+  };
   struct NegationScope {
     NegationScope(Converter* c, const std::string& at) : c_(c) { c_->negation_scope_.push_back(at); }
     ~NegationScope() { c_->negation_scope_.pop_back(); }

@@ -13,16 +13,11 @@ ExprId Converter::KeyExprFromNames(const std::vector<Ref>& names, const std::vec
 }
 
 ByteDfaSpec Converter::PropertyNamesDfa(const std::vector<Ref>& names) {
-  const bool saved = names_only_;
-  names_only_ = true;
   ExprId keys = kNoExpr;
-  try {
+  {
+    NamesOnlyScope scope(this);
     keys = KeyExprFromNames(names, {});
-  } catch (...) {
-    names_only_ = saved;
-    throw;
   }
-  names_only_ = saved;
   if (keys == kNoExpr) return ByteDfaSpec{{0}, {{}}};
   try {
     return ByteDfaOfExpr(g_, keys, kMaxPatternDfaStates);
