@@ -77,6 +77,11 @@ def runner():
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(schema=object_schemas(), samples=st.lists(instances, min_size=8, max_size=16))
 def test_objects_match_jsonschema(runner, schema, samples):
+    _check_compiled(runner, schema, samples)
+
+
+def _check_compiled(runner, schema, samples):
+    """Every sample judged as jsonschema judges it, where the schema compiles."""
     import jsonschema
 
     status, cg = runner.compile(schema)
@@ -124,11 +129,4 @@ values = st.recursive(st.sampled_from([None, True, 0, 1, 2, 3, -1, 1.5, "a", "ab
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(schema=nested_schemas, samples=st.lists(values, min_size=10, max_size=20))
 def test_combinators_and_arrays_match_jsonschema(runner, schema, samples):
-    import jsonschema
-
-    status, cg = runner.compile(schema)
-    assume(cg is not None)
-    validator = jsonschema.Draft202012Validator(schema)
-    for x in samples:
-        expect = "accepted" if validator.is_valid(x) else "rejected"
-        assert runner.match(cg, x) == expect, (schema, x)
+    _check_compiled(runner, schema, samples)

@@ -112,3 +112,14 @@ def test_declared_names_beside_excludes(text, ok):
     tag = {"type": "structural_tag", "format": {"type": "json_schema", "json_schema": schema, "excludes": ["bq"]}}
     grammar = xg.Grammar.from_structural_tag(json.dumps(tag))
     assert _is_grammar_accept_string(grammar, text) is ok
+
+
+@pytest.mark.xfail(strict=True, reason="known widening: without propertyNames, the undeclared keys exclude a "
+                   "declared name only in the spellings KeyCharByteSpellings lists (raw, short escapes, \\u00XX "
+                   "for control characters), not a \\u escape of a printable character")
+def test_undeclared_key_never_spells_a_declared_name():
+    from xg2_jax.testing import _is_grammar_accept_string
+
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}, "additionalProperties": {"type": "string"}}
+    grammar = Grammar.from_json_schema(schema, any_whitespace=False)
+    assert not _is_grammar_accept_string(grammar, '{"\\u0061": "x"}')

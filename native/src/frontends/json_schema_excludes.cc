@@ -27,10 +27,7 @@ ByteDfaSpec Filter(const ByteDfaSpec& universe, const ByteDfaSpec& excluded, con
   std::vector<ByteDfaSpec> parts{excluded};
   uint64_t care = 1;
   if (!declared.empty()) {
-    Grammar scratch;
-    std::vector<ExprId> names;
-    for (const std::string& d : declared) names.push_back(JsonStringContentAllSpellings(&scratch, d));
-    parts.push_back(ByteDfaOfExpr(scratch, scratch.AddChoice(names), kMaxExcludeDfaStates));
+    parts.push_back(JsonStringSpellingsDfa(declared, kMaxExcludeDfaStates));
     care |= 2;
   }
   return TrimAndMinimize(SelectByParts(ProductWithParts(universe, parts, kMaxExcludeDfaStates), care, 0));

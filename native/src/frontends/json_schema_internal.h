@@ -59,6 +59,9 @@ ExprId RegexToJsonContent(Grammar* g, ExprId regex_expr);
 ExprId RegexToJsonContentAllSpellings(Grammar* g, ExprId regex_expr);
 // Every JSON spelling of the content of string `text`.
 ExprId JsonStringContentAllSpellings(Grammar* g, const std::string& text);
+// The automaton of every JSON spelling of any of `texts`: their string contents, or with
+// `quoted` the whole strings. Throws Error(kLimitExceeded) past max_states.
+ByteDfaSpec JsonStringSpellingsDfa(const std::vector<std::string>& texts, int64_t max_states, bool quoted = false);
 
 // --- key languages of patternProperties (json_schema_keys.cc) ---
 // Keys (JSON string content, every spelling) matched by exactly the patterns in `patterns`

@@ -264,10 +264,10 @@ ExprId Converter::NegatedPatternString(const Merged& m) {
     }
     const uint64_t want = (uint64_t{1} << parts.size()) - 1;
     if (m.ExcludesStrings()) {
-      std::vector<ExprId> names;
+      std::vector<std::string> names;
       for (const auto& x : m.not_values)
-        if (x.is_string()) names.push_back(JsonStringContentAllSpellings(&scratch, x.as_string()));
-      parts.push_back(TrimAndMinimize(ByteDfaOfExpr(scratch, scratch.AddChoice(names), kMaxPatternDfaStates)));
+        if (x.is_string()) names.push_back(x.as_string());
+      parts.push_back(TrimAndMinimize(JsonStringSpellingsDfa(names, kMaxPatternDfaStates)));
     }
     for (const auto& p : m.not_patterns) {
       RegexOptions ro;

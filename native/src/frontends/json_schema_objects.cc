@@ -84,14 +84,8 @@ ExprId Converter::KeyAlternatives(const Merged& nm, const std::vector<std::strin
 ExprId Converter::WithoutDeclared(ExprId key, const std::vector<std::string>& declared, const std::string& at) {
   if (declared.empty() || IsNever(key)) return key;
   try {
-    Grammar scratch;
-    std::vector<ExprId> names;
-    for (const std::string& d : declared) {
-      names.push_back(
-          scratch.AddSequence({Lit(&scratch, "\""), JsonStringContentAllSpellings(&scratch, d), Lit(&scratch, "\"")}));
-    }
     ByteDfaProduct p = ProductWithParts(ByteDfaOfExpr(g_, key, kMaxPatternDfaStates),
-                                        {ByteDfaOfExpr(scratch, scratch.AddChoice(names), kMaxPatternDfaStates)},
+                                        {JsonStringSpellingsDfa(declared, kMaxPatternDfaStates, /*quoted=*/true)},
                                         kMaxPatternDfaStates);
     bool clash = false;
     for (int32_t s = 0; s < p.dfa.num_states(); ++s) clash = clash || (p.dfa.is_final[s] && (p.accepted_by[s] & 1));

@@ -940,6 +940,16 @@ ExprId JsonStringContentAllSpellings(Grammar* g, const std::string& text) {
   return parts.size() == 1 ? parts[0] : g->AddSequence(parts);
 }
 
+ByteDfaSpec JsonStringSpellingsDfa(const std::vector<std::string>& texts, int64_t max_states, bool quoted) {
+  Grammar scratch;
+  std::vector<ExprId> alts;
+  for (const std::string& t : texts) {
+    ExprId content = JsonStringContentAllSpellings(&scratch, t);
+    alts.push_back(quoted ? scratch.AddSequence({Lit(&scratch, "\""), content, Lit(&scratch, "\"")}) : content);
+  }
+  return ByteDfaOfExpr(scratch, scratch.AddChoice(alts), max_states);
+}
+
 bool CodepointLengthRange(const Grammar& g, ExprId e, int64_t* lo, int64_t* hi) {
   constexpr int64_t kCap = int64_t(1) << 40;  // beyond any real bound; avoids overflow
   auto add = [&](int64_t a, int64_t b) { return (a < 0 || b < 0) ? -1 : std::min(kCap, a + b); };
