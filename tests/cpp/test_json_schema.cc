@@ -297,9 +297,20 @@ void TestFormatDfaCache() {
   CHECK_EQ(FormatDfaCacheStats().entries, 1);  // an unsupported format is not stored
 }
 
-// The spellings of one key character the exclusion matches, written here as expressions: raw
-// UTF-8 where JSON allows it, the short escape where there is one, and "\u00XY" (either case)
-// for the other control characters.
+// "\u" and the four hex digits of `unit`, each letter digit in either case.
+ExprId ReferenceUnitEscape(Grammar* g, uint32_t unit) {
+  const char* hex = "0123456789abcdef";
+  std::vector<ExprId> parts{g->AddBytes("\\u")};
+  for (int shift = 12; shift >= 0; shift -= 4) {
+    const char low = hex[(unit >> shift) & 15], up = static_cast<char>(std::toupper(low));
+    parts.push_back(g->AddCharClass({{uint32_t(low), uint32_t(low)}, {uint32_t(up), uint32_t(up)}}, false));
+  }
+  return g->AddSequence(parts);
+}
+
+// The spellings of one character of an undeclared key, written here as expressions: raw UTF-8
+// where JSON allows it, the short escape where there is one, and "\u" escapes (either case, a
+// surrogate pair above U+FFFF) outside U+0020..U+007F.
 ExprId ReferenceKeyChar(Grammar* g, uint32_t cp) {
   std::vector<ExprId> alts;
   if (cp >= 0x20 && cp != '"' && cp != '\\') {
@@ -310,12 +321,10 @@ ExprId ReferenceKeyChar(Grammar* g, uint32_t cp) {
   const std::map<uint32_t, std::string> shorts = {{'"', "\\\""}, {'\\', "\\\\"}, {'/', "\\/"},  {'\b', "\\b"},
                                                   {'\f', "\\f"}, {'\n', "\\n"},  {'\r', "\\r"}, {'\t', "\\t"}};
   if (shorts.count(cp)) alts.push_back(g->AddBytes(shorts.at(cp)));
-  if (cp < 0x20 && !shorts.count(cp)) {
-    const char* hex = "0123456789abcdef";
-    const char low = hex[cp & 15], up = static_cast<char>(std::toupper(low));
-    alts.push_back(
-        g->AddSequence({g->AddBytes(std::string("\\u00") + hex[cp >> 4]),
-                        g->AddCharClass({{uint32_t(low), uint32_t(low)}, {uint32_t(up), uint32_t(up)}}, false)}));
+  if (cp < 0x20 || cp > 0x7F) {
+    alts.push_back(cp < 0x10000 ? ReferenceUnitEscape(g, cp)
+                                : g->AddSequence({ReferenceUnitEscape(g, 0xD800 + ((cp - 0x10000) >> 10)),
+                                                  ReferenceUnitEscape(g, 0xDC00 + ((cp - 0x10000) & 0x3FF))}));
   }
   return alts.size() == 1 ? alts[0] : g->AddChoice(alts);
 }
@@ -328,8 +337,9 @@ void TestKeyExclusion() {
   const std::vector<uint32_t> letters = {'a', 'b', 'x', '/', '"', '\\', '\n', 0x01, 0x1f, 0xe9, 0x4e00, 0x1f600};
   std::mt19937 rng(7);
   Grammar contents_grammar;
-  const ByteDfaSpec contents = ByteDfaOfExpr(
-      contents_grammar, contents_grammar.AddRepeat(jsonschema::JsonCharExpr(&contents_grammar), 0, kUnbounded), 20000);
+  const ByteDfaSpec contents =
+      ByteDfaOfExpr(contents_grammar,
+                    contents_grammar.AddRepeat(jsonschema::JsonKeyCharExpr(&contents_grammar), 0, kUnbounded), 20000);
   for (int iter = 0; iter < 200; ++iter) {
     std::vector<std::string> names;
     std::vector<std::vector<uint32_t>> name_letters;
@@ -345,7 +355,7 @@ void TestKeyExclusion() {
     }
     Grammar g;
     const ExprId rest = g.AddEmpty();
-    const Expr& quoted = g.expr(jsonschema::JsonStringNotIn(&g, names, rest));
+    const Expr& quoted = g.expr(jsonschema::JsonStringNotIn(&g, names, [&] { return rest; }));
     CHECK(quoted.kind == ExprKind::kSequence && quoted.children.size() == 3);
     const Expr& key = g.expr(quoted.children[1]);
     CHECK(key.kind == ExprKind::kByteDfa);
@@ -403,6 +413,10 @@ void TestKeyExclusionTrieForm() {
   for (const std::string& bad : std::vector<std::string>{"{\"" + declared + "\": \"x\"}", "{\"a/b\\u0001c\": \"x\"}",
                                                          "{\"a\\/b\\u0001c\": \"x\"}"})
     CHECK(!accepts(bad));
+  // An undeclared key writes no "\u" escape of U+0020..U+007F (the declared name or another).
+  CHECK(!accepts("{\"\\u0061\\/b\\u0001c\": \"x\"}"));
+  CHECK(!accepts("{\"\\u007a\": \"x\"}"));
+  CHECK(accepts("{\"\\u00e9\": \"x\"}"));
 }
 
 // The minimal automaton of a word set: equal words by different spellings share states, and

@@ -48,6 +48,15 @@ ExprId Converter::StringRest() {
   return g_.AddRuleRef(string_rest_);
 }
 
+// Any undeclared key's content (JsonStringNotIn's `rest`): one rule shared by the grammar.
+ExprId Converter::KeyStringRest() {
+  if (key_string_rest_ < 0) {
+    key_string_rest_ = NewRule("json_key_rest");
+    g_.SetRuleBody(key_string_rest_, g_.AddRepeat(JsonKeyCharExpr(&g_), 0, kUnbounded));
+  }
+  return g_.AddRuleRef(key_string_rest_);
+}
+
 void Converter::Invalid(const std::string& ptr, const std::string& msg) {
   throw Error(ErrorKind::kGrammarSemantic, "invalid schema at " + Show(ptr) + ": " + msg);
 }

@@ -89,6 +89,7 @@ class Converter {
 
   // Any JSON string content (no quotes): one rule shared by the whole grammar.
   ExprId StringRest();
+  ExprId KeyStringRest();
   // A pattern string the converter writes, alive for the conversion.
   const JsonValue& WrittenPattern(const std::string& pattern) {
     return written_patterns_.emplace_back(JsonValue::String(pattern));
@@ -405,6 +406,7 @@ class Converter {
   // where Refs can point at them for the whole conversion.
   std::deque<JsonValue> written_patterns_;
   RuleId string_rest_ = -1;
+  RuleId key_string_rest_ = -1;
   std::map<std::pair<std::pair<int64_t, int64_t>, std::vector<std::string>>, RuleId> filtered_strings_;
   std::unique_ptr<ByteDfaSpec> excluded_text_;  // strings with an excluded substring, over bytes
   ExprId ws_ = kNoExpr, item_sep_expr_ = kNoExpr, key_sep_expr_ = kNoExpr;  // memoised separators

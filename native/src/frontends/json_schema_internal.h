@@ -32,11 +32,17 @@ ExprId JsonCharExpr(Grammar* g);
 ExprId JsonStringExpr(Grammar* g, int64_t min_len, int64_t max_len, ExprId json_char = kNoExpr);
 // Every JSON encoding (raw or escaped) of the given decoded text, without quotes.
 ExprId JsonStringContentLiteral(Grammar* g, const std::string& text);
-// A quoted JSON string whose decoded text is not any of `excluded`. Raw and short-escape
-// spellings (\n, \", \\, \/ ...) of an excluded key are excluded; a "\u" spelling of one
-// of its characters (other than a control character) counts as a different key.
-// `rest`: any string content (JsonCharExpr repeated), typically a shared rule's reference.
-ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, ExprId rest);
+// A quoted JSON string whose decoded text is not any of `excluded` (an undeclared key beside
+// declared names), written without "\u" escapes of the characters U+0020..U+007F: each has
+// a raw or short-escape form, and leaving those escapes out keeps every spelling of an
+// excluded key out at the cost of the names' own automaton (their exact complement needs a
+// chain of escape states per trie node, which doubled a large schema's first mask).
+// `rest` makes any undeclared key's content (JsonKeyCharExpr repeated), typically a shared
+// rule's reference; called only where the names are too many for one automaton.
+ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, const std::function<ExprId()>& rest);
+// One JSON string character of an undeclared key (JsonStringNotIn): JsonCharExpr without
+// the "\u" escapes of U+0020..U+007F.
+ExprId JsonKeyCharExpr(Grammar* g);
 // Whether `format` asserts (the formats JSON Schema defines); any other value is an
 // annotation and constrains nothing.
 bool IsAssertedFormat(const std::string& format);

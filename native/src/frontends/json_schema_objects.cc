@@ -6,7 +6,9 @@ namespace xg2::jsonschema {
 
 ExprId Converter::KeyExprFromNames(const std::vector<Ref>& names, const std::vector<std::string>& declared) {
   if (names.empty() && Excluding()) return FilteredString(0, kUnbounded, declared);
-  if (names.empty()) return declared.empty() ? AnyString(0, kUnbounded) : JsonStringNotIn(&g_, declared, StringRest());
+  if (names.empty())
+    return declared.empty() ? AnyString(0, kUnbounded)
+                            : JsonStringNotIn(&g_, declared, [this] { return KeyStringRest(); });
   Merged nm;
   for (const auto& r : names) MergeInto(&nm, r, 0);
   return KeyExpr(nm, declared, names[0].ptr, 0);

@@ -165,8 +165,22 @@ void AddSurrogatePairEscapes(Grammar* g, uint32_t lo, uint32_t hi, std::vector<E
   }
 }
 
-// Every JSON encoding of the code points in `ranges` (sorted, merged, no surrogates).
-ExprId EncodedClass(Grammar* g, const std::vector<CodepointRange>& ranges) {
+// The code points whose "\u" escapes an undeclared key leaves out (see JsonStringNotIn).
+constexpr CodepointRange kKeyUnescaped = {0x20, 0x7F};
+
+// `ranges` (sorted, merged) without kKeyUnescaped.
+std::vector<CodepointRange> WithoutKeyUnescaped(const std::vector<CodepointRange>& ranges) {
+  std::vector<CodepointRange> out;
+  for (const auto& r : ranges) {
+    if (r.lo < kKeyUnescaped.lo) out.push_back({r.lo, std::min(r.hi, kKeyUnescaped.lo - 1)});
+    if (r.hi > kKeyUnescaped.hi) out.push_back({std::max(r.lo, kKeyUnescaped.hi + 1), r.hi});
+  }
+  return out;
+}
+
+// Every JSON encoding of the code points in `ranges` (sorted, merged, no surrogates); with
+// key_spelling, none that "\u"-escapes a code point of kKeyUnescaped.
+ExprId EncodedClass(Grammar* g, const std::vector<CodepointRange>& ranges, bool key_spelling = false) {
   std::vector<CodepointRange> raw;
   std::vector<ExprId> alts;
   for (const auto& r : ranges) {
@@ -180,7 +194,7 @@ ExprId EncodedClass(Grammar* g, const std::vector<CodepointRange>& ranges) {
     }
     AddSurrogatePairEscapes(g, r.lo, r.hi, &alts);
   }
-  AddBmpEscapes(g, ranges, &alts);
+  AddBmpEscapes(g, key_spelling ? WithoutKeyUnescaped(ranges) : ranges, &alts);
   if (!raw.empty()) alts.insert(alts.begin(), Cls(g, raw));
   if (alts.empty()) return g->AddChoice({});
   return alts.size() == 1 ? alts[0] : g->AddChoice(alts);
@@ -248,6 +262,8 @@ ExprId JsonCharExpr(Grammar* g) {
   return g->AddChoice({raw, esc});
 }
 
+ExprId JsonKeyCharExpr(Grammar* g) { return EncodedClass(g, {{0, 0xD7FF}, {0xE000, 0x10FFFF}}, /*key_spelling=*/true); }
+
 ExprId JsonStringExpr(Grammar* g, int64_t min_len, int64_t max_len, ExprId json_char) {
   if (json_char == kNoExpr) json_char = JsonCharExpr(g);
   return g->AddSequence({Lit(g, "\""), g->AddRepeat(json_char, min_len, max_len), Lit(g, "\"")});
@@ -290,9 +306,22 @@ bool KeyCharRaw(uint32_t cp) {
 // Whether KeyCharByteSpellings(cp) is the one byte cp (most characters of most names).
 bool KeyCharIsOneByte(uint32_t cp) { return cp < 0x80 && KeyCharRaw(cp) && !ShortEscape(cp); }
 
-// The spellings of `cp` inside a JSON string that key exclusion recognises: raw when allowed,
-// the short escape if any, and "\u" with four hex digits (either case) for other control
-// characters. As bytes, per position the bytes taken there.
+// Appends "\u" and the four hex digits of `unit` (either case for a letter digit).
+void AppendUnitEscape(uint32_t unit, WordSetDfaBuilder::Spelling* s) {
+  s->push_back({static_cast<uint8_t>('\\')});
+  s->push_back({static_cast<uint8_t>('u')});
+  for (int shift = 12; shift >= 0; shift -= 4) {
+    const int v = (unit >> shift) & 15;
+    if (v < 10)
+      s->push_back({static_cast<uint8_t>(kHexLower[v])});
+    else
+      s->push_back({static_cast<uint8_t>(kHexUpper[v]), static_cast<uint8_t>(kHexLower[v])});
+  }
+}
+
+// The spellings of `cp` inside an undeclared key (JsonStringNotIn): raw when allowed, the
+// short escape if any, and "\u" with four hex digits (either case; a surrogate pair above
+// U+FFFF) outside kKeyUnescaped. As bytes, per position the bytes taken there.
 std::vector<WordSetDfaBuilder::Spelling> KeyCharByteSpellings(uint32_t cp) {
   std::vector<WordSetDfaBuilder::Spelling> out;
   auto bytes_of = [](const std::string& text) {
@@ -306,16 +335,15 @@ std::vector<WordSetDfaBuilder::Spelling> KeyCharByteSpellings(uint32_t cp) {
     out.push_back(bytes_of(enc));
   }
   if (const char* e = ShortEscape(cp)) out.push_back(bytes_of(e));
-  if (cp < 0x20 && !ShortEscape(cp)) {
-    WordSetDfaBuilder::Spelling s = bytes_of("\\u");
-    for (int shift = 12; shift >= 0; shift -= 4) {
-      const int v = (cp >> shift) & 15;
-      if (v < 10)
-        s.push_back({static_cast<uint8_t>(kHexLower[v])});
-      else
-        s.push_back({static_cast<uint8_t>(kHexUpper[v]), static_cast<uint8_t>(kHexLower[v])});
+  if (cp < kKeyUnescaped.lo || cp > kKeyUnescaped.hi) {
+    WordSetDfaBuilder::Spelling u;
+    if (cp < 0x10000) {
+      AppendUnitEscape(cp, &u);
+    } else {
+      AppendUnitEscape(0xD800 + ((cp - 0x10000) >> 10), &u);
+      AppendUnitEscape(0xDC00 + ((cp - 0x10000) & 0x3FF), &u);
     }
-    out.push_back(std::move(s));
+    out.push_back(std::move(u));
   }
   return out;
 }
@@ -343,45 +371,50 @@ ExprId KeyCharSpellings(Grammar* g, uint32_t cp) {
   return alts.size() == 1 ? alts[0] : g->AddChoice(alts);
 }
 
-// Key content that is not any excluded key below trie node n. Excluded keys are matched in
-// their raw and short-escape spellings (and "\u" for control characters); other "\u"
-// spellings of a character of an excluded key count as a different key. That keeps the
-// grammar small: the exact complement of every "\u" spelling needs a hex range per gap.
-ExprId TrieExclusion(Grammar* g, const std::vector<TrieNode>& nodes, int n, ExprId rest) {
-  const TrieNode& t = nodes[n];
-  std::vector<ExprId> alts;
-  // Diverge: a character that continues no excluded key, then anything.
-  std::vector<CodepointRange> taken;
-  for (const auto& kv : t.children) taken.push_back({kv.first, kv.first});
-  std::vector<CodepointRange> allowed = WithoutSurrogates(Complement(NormalizeRanges(taken)));
-  std::vector<CodepointRange> raw_no_special;
+// The characters no excluded key continues with at a trie node whose continuations `taken`
+// are all in kKeyUnescaped (the usual node): raw, short escapes, and `escapes` (every "\u"
+// escape an undeclared key writes, built once).
+ExprId DivergeAtAsciiNode(Grammar* g, const std::vector<CodepointRange>& allowed, const std::set<uint32_t>& taken,
+                          ExprId escapes) {
+  std::vector<CodepointRange> raw;
   for (const auto& r : allowed) {
     for (const auto& a : kRawAllowed) {
-      uint32_t lo = std::max(r.lo, a.lo), hi = std::min(r.hi, a.hi);
-      if (lo <= hi) raw_no_special.push_back({lo, hi});
+      const uint32_t lo = std::max(r.lo, a.lo), hi = std::min(r.hi, a.hi);
+      if (lo <= hi) raw.push_back({lo, hi});
     }
   }
-  std::vector<CodepointRange> short_letters;  // short escapes of characters no key continues with
+  std::vector<CodepointRange> short_letters;
   const std::pair<char, uint32_t> kShort[] = {{'"', '"'},  {'\\', '\\'}, {'/', '/'},  {'b', '\b'},
                                               {'f', '\f'}, {'n', '\n'},  {'r', '\r'}, {'t', '\t'}};
-  for (const auto& sc : kShort) {
-    if (!t.children.count(sc.second)) short_letters.push_back({uint32_t(sc.first), uint32_t(sc.first)});
+  for (const auto& [letter, cp] : kShort) {
+    if (!taken.count(cp)) short_letters.push_back({uint32_t(letter), uint32_t(letter)});
   }
-  bool control_child = false;
-  for (const auto& kv : t.children) control_child = control_child || (kv.first < 0x20 && !ShortEscape(kv.first));
-  std::vector<ExprId> diverge;
-  if (control_child) {
-    diverge.push_back(EncodedClass(g, allowed));  // exact, "\u" spellings included
-  } else {
-    if (!raw_no_special.empty()) diverge.push_back(Cls(g, raw_no_special));
-    if (!short_letters.empty()) diverge.push_back(g->AddSequence({Lit(g, "\\"), Cls(g, short_letters)}));
-    diverge.push_back(g->AddSequence({Lit(g, "\\u"), HexN(g, 4)}));
+  std::vector<ExprId> alts{escapes};
+  if (!raw.empty()) alts.push_back(Cls(g, raw));
+  if (!short_letters.empty()) alts.push_back(g->AddSequence({Lit(g, "\\"), Cls(g, short_letters)}));
+  return g->AddChoice(alts);
+}
+
+// Key content that is not any excluded key below trie node n, in the spellings of an
+// undeclared key (KeyCharByteSpellings): a character no excluded key continues with diverges.
+// `escapes`: as for DivergeAtAsciiNode.
+ExprId TrieExclusion(Grammar* g, const std::vector<TrieNode>& nodes, int n, ExprId rest, ExprId escapes) {
+  const TrieNode& t = nodes[n];
+  std::vector<ExprId> alts;
+  std::set<uint32_t> taken;
+  std::vector<CodepointRange> taken_ranges;
+  bool ascii = true;
+  for (const auto& kv : t.children) {
+    taken.insert(kv.first);
+    taken_ranges.push_back({kv.first, kv.first});
+    ascii = ascii && kv.first >= kKeyUnescaped.lo && kv.first <= kKeyUnescaped.hi;
   }
-  if (!diverge.empty()) {
-    alts.push_back(g->AddSequence({diverge.size() == 1 ? diverge[0] : g->AddChoice(diverge), rest}));
-  }
+  std::vector<CodepointRange> allowed = WithoutSurrogates(Complement(NormalizeRanges(taken_ranges)));
+  const ExprId diverge = ascii ? DivergeAtAsciiNode(g, allowed, taken, escapes)
+                               : EncodedClass(g, allowed, /*key_spelling=*/true);  // exact, per code point
+  alts.push_back(g->AddSequence({diverge, rest}));
   for (const auto& kv : t.children)
-    alts.push_back(g->AddSequence({KeyCharSpellings(g, kv.first), TrieExclusion(g, nodes, kv.second, rest)}));
+    alts.push_back(g->AddSequence({KeyCharSpellings(g, kv.first), TrieExclusion(g, nodes, kv.second, rest, escapes)}));
   if (!t.terminal) alts.push_back(g->AddEmpty());
   return g->AddChoice(alts);
 }
@@ -455,7 +488,7 @@ class KeyExclusionCache {
 
 }  // namespace
 
-ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, ExprId rest) {
+ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, const std::function<ExprId()>& rest) {
   // As one automaton when it stays small: the string contents minus the excluded spellings,
   // built by a DFA product. The expression form below puts a complement character class at
   // every trie node, whose UTF-8 automata made many-property objects slow to compile.
@@ -486,7 +519,7 @@ ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, Exp
       }
       static const ByteDfaSpec kContents = [] {
         Grammar u;
-        return ByteDfaOfExpr(u, u.AddRepeat(JsonCharExpr(&u), 0, kUnbounded), kMaxKeyDfaStates);
+        return ByteDfaOfExpr(u, u.AddRepeat(JsonKeyCharExpr(&u), 0, kUnbounded), kMaxKeyDfaStates);
       }();
       ByteDfaProduct product = ProductWithParts(kContents, {spelled.Minimal(kMaxKeyDfaStates)}, kMaxKeyDfaStates);
       kept = std::make_shared<const ByteDfaSpec>(
@@ -516,7 +549,15 @@ ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, Exp
     }
     nodes[n].terminal = true;
   }
-  return g->AddSequence({Lit(g, "\""), TrieExclusion(g, nodes, 0, rest), Lit(g, "\"")});
+  // Every "\u" escape of a key character (JsonKeyCharExpr's escapes: the code points outside
+  // kKeyUnescaped, which an ASCII node's continuations never are), as one rule every node
+  // refers to.
+  std::vector<ExprId> escapes;
+  AddSurrogatePairEscapes(g, 0x10000, 0x10FFFF, &escapes);
+  AddBmpEscapes(g, WithoutKeyUnescaped({{0, 0xD7FF}, {0xE000, 0xFFFF}}), &escapes);
+  const RuleId escape_rule = g->DeclareRule("json_key_escape");
+  g->SetRuleBody(escape_rule, g->AddChoice(escapes));
+  return g->AddSequence({Lit(g, "\""), TrieExclusion(g, nodes, 0, rest(), g->AddRuleRef(escape_rule)), Lit(g, "\"")});
 }
 
 // ---------------------------------------------------------------------------- formats
