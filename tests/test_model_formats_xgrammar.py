@@ -281,6 +281,47 @@ def test_gemma_4_markers_spelled_as_text_are_not_markers(vocab, gpt2_compiler):
     assert _complete(gpt2_compiler, as_text, call)
 
 
+def test_gemma_4_default_tag_defers_its_markers(vocab, gpt2_compiler):
+    """The default gemma_4 tag lists its markers in marker_tokens: without a tokenizer
+    (Grammar.from_structural_tag, as xgrammar's users build it) they are text; the compiler
+    binds them where its tokenizer has them as special tokens, also when handed that grammar."""
+    from xg2_jax.testing import _is_grammar_accept_string
+
+    tag = xg.get_model_structural_tag("gemma_4", TOOLS, "required", "disabled")
+    assert tag.marker_tokens == ("<|channel>", "<channel|>", "<|tool_call>", "<tool_call|>")
+    call = '<|tool_call>call:search{query:<|"|>x<|"|>}<tool_call|>'
+    grammar = xg.Grammar.from_structural_tag(tag)
+    assert _is_grammar_accept_string(grammar, call)
+    assert not _is_grammar_accept_string(grammar, call.replace("<tool_call|>", ""))
+
+    v = vocab("gemma4")
+    spelled = tokenize(v.tokenizer, "<|tool_call>")
+    for compiled in (v.compiler.compile_grammar(grammar), v.compiler.compile_structural_tag(tag)):
+        m = xg.GrammarMatcher(compiled)
+        assert not m.accept_token(spelled[0])  # the marker written with ordinary pieces
+        assert m.accept_token(48)  # <|tool_call>, the special token
+    assert v.run(tag, call, eos=106)
+    # A vocabulary without Gemma's special tokens keeps the markers as text.
+    assert _complete(gpt2_compiler, tag, call)
+
+
+def test_marker_tokens_survive_json_and_bind_from_json(vocab):
+    tag = xg.get_model_structural_tag("gemma_4", TOOLS, "required", "disabled")
+    data = tag.to_dict()
+    assert data["marker_tokens"] == list(tag.marker_tokens)
+    assert xg.StructuralTag.from_dict(tag.to_json()) == tag
+    assert xg.StructuralTag.model_validate_json(tag.model_dump_json()) == tag
+    v = vocab("gemma4")
+    call = '<|tool_call>call:search{query:<|"|>x<|"|>}<tool_call|>'
+    for envelope in (data, json.dumps(data)):
+        assert v.run(envelope, call, eos=106)
+    with pytest.raises(xg.StructuralTagError, match="marker_tokens"):
+        xg.Grammar.from_structural_tag({**data, "marker_tokens": [""]})
+    # Bound now (True) or never (False): no marker_tokens left to resolve.
+    assert xg.get_model_structural_tag("gemma_4", TOOLS, token_markers=True).marker_tokens == ()
+    assert "marker_tokens" not in xg.get_model_structural_tag("gemma_4", TOOLS, token_markers=False).to_dict()
+
+
 # ----------------------------------------------------------------------------------------------
 # DeepSeek: the reference encoders' "\n\n" before the calls section (reasoning off, required)
 # ----------------------------------------------------------------------------------------------

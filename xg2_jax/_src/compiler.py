@@ -407,10 +407,17 @@ class GrammarCompiler:
                 Both give the same masks.
 
         Returns:
-            The compiled grammar.
+            The compiled grammar. A grammar that :meth:`Grammar.from_structural_tag` built
+            without a tokenizer from a tag with ``marker_tokens`` (Gemma 4's built-in tag) is
+            lowered again with this compiler's tokenizer, so its markers match the special
+            tokens (see :meth:`compile_structural_tag`).
         """
         if isinstance(grammar, str):
             grammar = Grammar.from_ebnf(grammar, root_rule_name=root_rule_name)
+        if grammar._deferred_structural_tag is not None:
+            # Built from a structural tag whose markers wait for a tokenizer: this one binds them.
+            tag, on_unsupported = grammar._deferred_structural_tag
+            return self.compile_structural_tag(tag, on_unsupported=on_unsupported, lazy=lazy)
         return self._compile(grammar, lazy, max_unrolled_repeat)
 
     def compile_json_schema(self, schema: Any, *, any_whitespace: bool = True,

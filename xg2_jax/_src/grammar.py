@@ -17,6 +17,8 @@ from xg2_jax._src.errors import (
     StructuralTagError,
     UnsupportedSchemaWarning,
 )
+from xg2_jax._src.model_formats_markers import bind_for_tokenizer
+from xg2_jax._src.structural_tag import StructuralTag
 
 
 def _schema_to_text(schema: Any) -> str:
@@ -110,6 +112,9 @@ class Grammar:
 
     def __init__(self, handle: "_core.Grammar"):
         self._handle = handle
+        # A structural tag with marker tokens lowered without a tokenizer (its markers as
+        # text): GrammarCompiler.compile_grammar lowers it again with its tokenizer.
+        self._deferred_structural_tag: Optional[Tuple[Any, str]] = None
 
     @classmethod
     def from_ebnf(cls, ebnf: str, *, root_rule_name: str = "root") -> "Grammar":
@@ -408,13 +413,18 @@ class Grammar:
             from xg2_jax._src.structural_tag_legacy import legacy_structural_tag
 
             structural_tag = legacy_structural_tag(structural_tag, triggers)
-        text = _structural_tag_to_text(structural_tag)
+        structural_tag = _with_typed_markers(structural_tag)
+        deferred = getattr(structural_tag, "marker_tokens", ()) and tokenizer_info is None
+        text = _structural_tag_to_text(bind_for_tokenizer(structural_tag, tokenizer_info))
         _check_utf8(text, phrase="Failed to parse JSON: ")
         native_tok = getattr(tokenizer_info, "_handle", None) if tokenizer_info is not None else None
         handle, warns = _core.grammar_from_structural_tag(text, native_tok, on_unsupported == "warn")
         for w in warns:
             _warnings.warn(w, UnsupportedSchemaWarning, stacklevel=2)
-        return cls(handle)
+        grammar = cls(handle)
+        if deferred:
+            grammar._deferred_structural_tag = (structural_tag, on_unsupported)
+        return grammar
 
     def serialize_json(self) -> str:
         """This grammar as a JSON document (its EBNF text and root rule).
@@ -499,6 +509,26 @@ def _resolve_named_grammars(named_grammars: Any, tokenizer_info: Any) -> Dict[st
     for name in named_grammars:
         resolve(name, [])
     return resolved
+
+
+def _with_typed_markers(tag: Any) -> Any:
+    """A dict or JSON envelope that sets ``marker_tokens`` as a :class:`StructuralTag` (whose
+    markers are bound against the tokenizer); anything else as it is."""
+    if isinstance(tag, str):
+        if '"marker_tokens"' not in tag:
+            return tag
+        try:
+            data = _json.loads(tag)
+        except ValueError:
+            return tag  # the native parser reports it with its position
+    else:
+        data = tag
+    if isinstance(data, dict) and data.get("type") == "structural_tag" and "marker_tokens" in data:
+        try:
+            return StructuralTag.from_dict(data)
+        except (TypeError, ValueError) as e:
+            raise StructuralTagError(f"Invalid structural tag error: {e}") from None
+    return tag
 
 
 def _structural_tag_to_text(tag: Any) -> str:

@@ -420,9 +420,12 @@ def get_model_structural_tag(
             arguments (None: no limit).
         parallel_tool_calls: ``False`` allows at most one call (stop after the first).
         token_markers: match the model's control markers as their special tokens instead of
-            as text (compile with the model's tokenizer). ``None``: the model's default, True
-            for ``gemma_4`` (every Gemma 4 marker is a special token of its tokenizer), False
-            for the others. Supported for qwen3, qwen3_coder, glm4, glm4_7 and gemma_4.
+            as text (compile with the model's tokenizer). ``None``: the model's default. For
+            ``gemma_4`` (every Gemma 4 marker is a special token of its tokenizer) the tag
+            keeps its markers as text and lists them in ``marker_tokens``: a compile with a
+            tokenizer that has them as special tokens binds them, while
+            ``Grammar.from_structural_tag`` without one reads them as text (as xgrammar).
+            False for the others. Supported for qwen3, qwen3_coder, glm4, glm4_7 and gemma_4.
         reasoning_prefilled: the prompt already ends with the opening think tag, so the
             output starts inside the reasoning; ``None`` uses the model's chat-template default
             (True for deepseek_r1/v3.1/v3.2/v4/v4.1, glm4_7, minimax_m3, exaone and cohere with
@@ -471,6 +474,10 @@ def get_model_structural_tag(
                        reasoning_prefilled, bool(exclude_special_tokens))
     fmt = with_json_options(fmt, any_order=bool(any_order), max_whitespace_cnt=max_whitespace_cnt,
                             keep_excludes=bool(exclude_special_tokens))
+    if markers and token_markers is None:
+        # The model's default: bound when compiled with a tokenizer that has them as special
+        # tokens, text otherwise (Grammar.from_structural_tag without a tokenizer, as xgrammar).
+        return StructuralTag(format=fmt, marker_tokens=markers)
     if markers:
         fmt = bind_marker_tokens(fmt, markers)
     return StructuralTag(format=fmt)

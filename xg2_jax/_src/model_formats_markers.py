@@ -28,6 +28,7 @@ from xg2_jax._src.structural_tag import (
     RepeatFormat,
     SequenceFormat,
     StarFormat,
+    StructuralTag,
     TagFormat,
     TagsWithSeparatorFormat,
     TokenFormat,
@@ -35,7 +36,7 @@ from xg2_jax._src.structural_tag import (
     TriggeredTagsFormat,
 )
 
-__all__ = ["bind_marker_tokens", "with_json_options"]
+__all__ = ["bind_marker_tokens", "bind_for_tokenizer", "with_json_options"]
 
 _CONTAINERS = (OptionalFormat, StarFormat, PlusFormat)
 
@@ -204,3 +205,36 @@ def bind_marker_tokens(fmt, markers):
             format, or a list of end alternatives one of which ends with a marker.
     """
     return _Binder(markers).bind(fmt, "format")
+
+
+def bind_for_tokenizer(structural_tag, tokenizer_info):
+    """A :class:`StructuralTag` whose ``marker_tokens`` are resolved: those ``tokenizer_info``
+    has as special tokens (which are never text) bound as tokens, the rest left as text.
+
+    Args:
+        structural_tag: a :class:`StructuralTag` (other inputs are returned as they are).
+        tokenizer_info: the compiling tokenizer, or None (every marker stays text).
+
+    Returns:
+        ``structural_tag`` without ``marker_tokens``, its format bound where that applies.
+
+    Example:
+        >>> from xg2_jax import TokenizerInfo
+        >>> from xg2_jax._src.structural_tag import StructuralTag, TagFormat, AnyTextFormat
+        >>> tag = StructuralTag(format=TagFormat(begin="<t>", content=AnyTextFormat(), end="</t>"),
+        ...                     marker_tokens=("<t>",))
+        >>> bind_for_tokenizer(tag, None).format.begin
+        '<t>'
+        >>> tok = TokenizerInfo(["a", "<t>", "</s>"], stop_token_ids=[2], special_token_ids=[1])
+        >>> bind_for_tokenizer(tag, tok).format.begin
+        TokenFormat(token='<t>')
+    """
+    if not isinstance(structural_tag, StructuralTag) or not structural_tag.marker_tokens:
+        return structural_tag
+    markers: list = []
+    if tokenizer_info is not None:
+        vocab = tokenizer_info.decoded_vocab
+        special = {vocab[i] for i in tokenizer_info.special_token_ids if 0 <= i < len(vocab)}
+        markers = [m for m in structural_tag.marker_tokens if m.encode("utf-8") in special]
+    fmt = bind_marker_tokens(structural_tag.format, markers) if markers else structural_tag.format
+    return StructuralTag(format=fmt)
