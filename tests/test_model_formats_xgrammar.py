@@ -128,7 +128,9 @@ def _complete(compiler, tag, text) -> bool:
     ('{kind:<|"|>b<|"|>,name:<|"|>line\nbreak {}<|"|>}', True),
     ('{"name":<|"|>Ada<|"|>}', False),            # quoted key
     ('{name:"Ada"}', False),                       # JSON string
-    ('{name:<|"|>Ada<|"|>,age:36}', False),        # not in dictsort order
+    ('{name:<|"|>Ada<|"|>,age:36}', True),         # declaration order (xgrammar's): any order goes
+    ('{name:<|"|>Ada<|"|>,kind:3,age:36}', True),  # neither order
+    ('{name:<|"|>Ada<|"|>,age:36,name:<|"|>B<|"|>}', False),  # a key twice
     ('{name:<|"|>Ada<|"|> }', False),              # whitespace
     ('{age:36}', False),                           # required name missing
     ('{name:<|"|>Ada<|"|>,zzz:1}', False),         # undeclared key
@@ -138,6 +140,18 @@ def _complete(compiler, tag, text) -> bool:
 ])
 def test_gemma_style_text(gpt2_compiler, text, ok):
     assert _complete(gpt2_compiler, _gemma_tag(PROFILE), text) == ok
+
+
+@pytest.mark.parametrize("text, ok", [
+    ('{cfg:{name:<|"|>x<|"|>,tags:[<|"|>a<|"|>,3,true]}}', True),   # the template's dictsort order
+    ('{cfg:{tags:[<|"|>a<|"|>,3,true],name:<|"|>x<|"|>}}', True),   # declaration order (xgrammar's)
+    ('{cfg:{"tags":["a",3,true],"name":"x"}}', False),               # JSON
+    ('{cfg:{name:<|"|>y<|"|>,tags:[<|"|>a<|"|>,3,true]}}', False),   # another value
+])
+def test_gemma_const_object_in_either_order(gpt2_compiler, text, ok):
+    schema = {"type": "object", "properties": {"cfg": {"const": {"tags": ["a", 3, True], "name": "x"}}},
+              "required": ["cfg"]}
+    assert _complete(gpt2_compiler, _gemma_tag(schema), text) == ok
 
 
 def _profile_values():
@@ -253,7 +267,7 @@ def test_gemma_4_template_turn_is_accepted(vocab, reasoning, tool_choice):
 
 
 @pytest.mark.parametrize("text", [
-    '<|tool_call>call:get_weather{unit:<|"|>celsius<|"|>,city:<|"|>Paris<|"|>}<tool_call|>',   # order
+    '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>,city:<|"|>Rome<|"|>}<tool_call|>',     # key twice
     '<|tool_call>call:get_weather{"city":<|"|>Paris<|"|>}<tool_call|>',                      # JSON key
     '<|tool_call>call:get_weather{city:"Paris"}<tool_call|>',                                 # JSON string
     '<|tool_call>call:get_time{}<tool_call|>',                                                # unknown tool
@@ -316,7 +330,7 @@ def test_marker_tokens_survive_json_and_bind_from_json(vocab):
     for envelope in (data, json.dumps(data)):
         assert v.run(envelope, call, eos=106)
     with pytest.raises(xg.StructuralTagError, match="marker_tokens"):
-        xg.Grammar.from_structural_tag({**data, "marker_tokens": [""]})
+        xg.Grammar.from_structural_tag({**data, "marker_tokens": [3]})
     # Bound now (True) or never (False): no marker_tokens left to resolve.
     assert xg.get_model_structural_tag("gemma_4", TOOLS, token_markers=True).marker_tokens == ()
     assert "marker_tokens" not in xg.get_model_structural_tag("gemma_4", TOOLS, token_markers=False).to_dict()
@@ -596,10 +610,13 @@ ORDER_SCHEMA = {"type": "object", "properties": {"a": {"type": "string"}, "b": {
 ])
 def test_any_order_in_argument_styles(gpt2_compiler, style, in_order, reordered, repeated):
     """any_order: any order, required members still exactly once (stricter than xgrammar 0.2.9,
-    which drops presence and uniqueness)."""
+    which drops presence and uniqueness). Gemma's keys come in any order either way (its
+    template sorts them, xgrammar keeps the declaration order)."""
     def tag(any_order):
         return xg.StructuralTag(format=xg.JSONSchemaFormat(json_schema=ORDER_SCHEMA, style=style,
                                                            any_order=any_order))
-    assert _complete(gpt2_compiler, tag(False), in_order) and not _complete(gpt2_compiler, tag(False), reordered)
+    assert _complete(gpt2_compiler, tag(False), in_order)
+    assert _complete(gpt2_compiler, tag(False), reordered) is (style == "gemma")
+    assert not _complete(gpt2_compiler, tag(False), repeated)
     assert _complete(gpt2_compiler, tag(True), in_order) and _complete(gpt2_compiler, tag(True), reordered)
     assert not _complete(gpt2_compiler, tag(True), repeated)

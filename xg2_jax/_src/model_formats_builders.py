@@ -6,8 +6,9 @@ Each ``get_<model>_structural_tag(tools, tool_choice, reasoning, **options)`` is
 
 Example:
     >>> tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
-    >>> get_gemma_4_structural_tag(tools, reasoning="disabled").format.type
-    'token_triggered_tags'
+    >>> tag = get_gemma_4_structural_tag(tools, reasoning="disabled")
+    >>> tag.format.type, tag.marker_tokens[2]
+    ('triggered_tags', '<|tool_call>')
 """
 
 from __future__ import annotations

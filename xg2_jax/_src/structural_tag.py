@@ -659,13 +659,8 @@ def format_from_dict(data: dict) -> Format:
 class StructuralTag(PydanticNames):
     """The envelope ``{"type": "structural_tag", "format": ...}`` that compilers accept.
 
-    ``marker_tokens`` (an xg2-jax field, written to JSON only when set) lists marker strings
-    of ``format`` that a compiler binds as their special tokens: a tokenizer that has one as a
-    special token (never text) matches it by id there, as ``token_markers=True`` of
-    :func:`~xg2_jax.get_model_structural_tag` writes it; without a tokenizer, or where the
-    tokenizer has it as text, it stays text. ``get_model_structural_tag("gemma_4", ...)``
-    sets it, so one tag serves both ``Grammar.from_structural_tag(tag)`` (text, as xgrammar)
-    and a compile with Gemma's tokenizer (tokens).
+    ``marker_tokens`` (xg2-jax's; Gemma 4's built-in tag sets it): marker strings a compile binds
+    by id where its tokenizer has them as special tokens; elsewhere they stay text.
 
     Example:
         >>> StructuralTag(format=ConstStringFormat(value="hi")).to_json()
@@ -678,22 +673,17 @@ class StructuralTag(PydanticNames):
 
     def __post_init__(self) -> None:
         _check_format("StructuralTag", "format", self.format)
-        markers = self.marker_tokens
-        if isinstance(markers, str) or not all(isinstance(m, str) and m for m in markers):
-            raise ValueError(f"StructuralTag.marker_tokens must be non-empty strings, got {markers!r}")
-        object.__setattr__(self, "marker_tokens", tuple(markers))
+        object.__setattr__(self, "marker_tokens",
+                           _check_str_list("StructuralTag", "marker_tokens", self.marker_tokens))
 
     def to_dict(self) -> dict[str, Any]:
         """The envelope as a JSON-ready ``dict``."""
-        out = {"type": "structural_tag", "format": _to_plain(self.format)}
-        if self.marker_tokens:
-            out["marker_tokens"] = list(self.marker_tokens)
-        return out
+        markers = {"marker_tokens": list(self.marker_tokens)} if self.marker_tokens else {}
+        return {"type": "structural_tag", "format": _to_plain(self.format), **markers}
 
     def to_json(self, **json_kwargs: Any) -> str:
         """The envelope as JSON text."""
         return json.dumps(self.to_dict(), ensure_ascii=False, **json_kwargs)
-
 
     @classmethod
     def from_dict(cls, data: Union[dict, str]) -> "StructuralTag":
@@ -704,8 +694,7 @@ class StructuralTag(PydanticNames):
         """
         if isinstance(data, str):
             data = json.loads(data)
-        if not isinstance(data, dict) or data.get("type") != "structural_tag" \
-                or "format" not in data:
+        if not isinstance(data, dict) or data.get("type") != "structural_tag" or "format" not in data:
             raise ValueError('expected {"type": "structural_tag", "format": {...}}')
         return cls(format=format_from_dict(data["format"]), marker_tokens=data.get("marker_tokens", ()))
     _from_plain = from_dict  # PydanticNames' reader

@@ -35,7 +35,10 @@ ExprId GemmaArgumentLowering::Arguments(std::vector<Member> members, ExprId extr
 }
 
 ExprId GemmaArgumentLowering::Object(std::vector<Member> members, ExprId extra, ValueName) {
-  return g_->AddSequence({g_->AddBytes("{"), JoinMembers(members, extra, ItemSeparator()), g_->AddBytes("}")});
+  const bool several = members.size() > 1 || (extra != kNoExpr && !members.empty());
+  const ExprId body =
+      several ? AnyOrderMembers(members, extra, ItemSeparator()) : JoinMembers(members, extra, ItemSeparator());
+  return g_->AddSequence({g_->AddBytes("{"), body, g_->AddBytes("}")});
 }
 
 ExprId GemmaArgumentLowering::Array(ExprId items, ValueName) {
@@ -59,7 +62,10 @@ ExprId GemmaArgumentLowering::Scalar(ExprId json, ValueName) { return json; }
 
 // A string holding the delimiter as text cannot be written (a reader would end it there).
 ExprId GemmaArgumentLowering::Literal(const JsonValue& v, ValueName, const std::string& path) {
-  return SpellsDelimiter(v) ? kNoExpr : g_->AddBytes(Serialize(v, path));
+  if (SpellsDelimiter(v)) return kNoExpr;
+  const std::string sorted = Serialize(v, path, false), declared = Serialize(v, path, true);
+  if (sorted == declared) return g_->AddBytes(sorted);
+  return g_->AddChoice({g_->AddBytes(sorted), g_->AddBytes(declared)});
 }
 
 bool GemmaArgumentLowering::SpellsDelimiter(const JsonValue& v) const {
@@ -103,20 +109,20 @@ ExprId GemmaArgumentLowering::KeyText(ByteDfaSpec keys, const std::string& path)
 
 ExprId GemmaArgumentLowering::ItemSeparator() { return g_->AddBytes(","); }
 
-// A const/enum value as the template writes it.
-std::string GemmaArgumentLowering::Serialize(const JsonValue& v, const std::string& path) {
+// A const/enum value as the template writes it (or, with declared, in declaration order).
+std::string GemmaArgumentLowering::Serialize(const JsonValue& v, const std::string& path, bool declared) {
   if (v.is_string()) return delimiter_ + v.as_string() + delimiter_;
   if (v.is_bool()) return v.as_bool() ? "true" : "false";
   if (v.is_null()) return "null";
   if (v.is_number()) return v.number_literal();
   std::string out;
   if (v.is_array()) {
-    for (size_t i = 0; i < v.items().size(); ++i) out += (i ? "," : "") + Serialize(v.items()[i], path);
+    for (size_t i = 0; i < v.items().size(); ++i) out += (i ? "," : "") + Serialize(v.items()[i], path, declared);
     return "[" + out + "]";
   }
-  for (const auto& [k, item] : Ordered(v)) {
+  for (const auto& [k, item] : declared ? StyledArgumentLowering::Ordered(v) : Ordered(v)) {
     if (!IsIdentifier(k)) Fail(path, "key '" + k + "' is not a bare identifier");
-    out += (out.empty() ? "" : ",") + k + ":" + Serialize(*item, path);
+    out += (out.empty() ? "" : ",") + k + ":" + Serialize(*item, path, declared);
   }
   return "{" + out + "}";
 }

@@ -2,8 +2,10 @@
 // Gemma 4's chat template writes them (its format_argument macro with escape_keys=False):
 //   {key:<|"|>text<|"|>,n:3,flag:true,xs:[1,<|"|>a<|"|>],obj:{k:null}}
 // Keys are bare and unescaped, strings are raw text between <|"|> delimiters, numbers,
-// booleans and null keep their JSON spelling, and there is no whitespace. The template sorts
-// every mapping with Jinja's dictsort (case-insensitive), so properties come in that order.
+// booleans and null keep their JSON spelling, and there is no whitespace. Properties come in
+// any order: the template sorts every mapping with Jinja's dictsort (case-insensitive),
+// xgrammar writes the declaration order, and a reader takes each key by name whatever its
+// place. A const object is written in either of the first two orders.
 #pragma once
 
 #include <string>
@@ -39,7 +41,8 @@ class GemmaArgumentLowering : public StyledArgumentLowering {
   std::vector<std::pair<std::string, const JsonValue*>> Ordered(const JsonValue& props) override;
 
  private:
-  std::string Serialize(const JsonValue& v, const std::string& path);
+  // v as the template writes it; with declared, objects keep their declaration order.
+  std::string Serialize(const JsonValue& v, const std::string& path, bool declared);
   bool SpellsDelimiter(const JsonValue& v) const;  // some string of v holds the delimiter
 
   std::string delimiter_;
