@@ -8,6 +8,8 @@ jsonschema does.
   propertyNames (with combinators) and minProperties / maxProperties.
 - Nested combinators and arrays: anyOf, oneOf, allOf, not, if/then/else, items, prefixItems,
   contains, over leaves of every type.
+- Counted contains: minContains / maxContains beside items, minItems and maxItems, on longer
+  arrays.
 """
 
 from __future__ import annotations
@@ -112,6 +114,8 @@ def _nested(children):
         st.builds(lambda xs, x: {"type": "array", "prefixItems": xs, "items": x}, st.lists(children, max_size=2),
                   children),
         st.builds(lambda x: {"type": "array", "contains": x}, children),
+        st.builds(lambda x, lo, hi: {"contains": x, "minContains": lo, "maxContains": hi}, children,
+                  st.integers(0, 2), st.integers(0, 3)),
         st.builds(lambda x, y: {"type": "object", "properties": {"a": x}, "additionalProperties": y}, children,
                   children),
         st.builds(lambda x, y: dict(x, **{"not": y}) if isinstance(x, dict) else {"not": y}, children, children),
@@ -129,4 +133,28 @@ values = st.recursive(st.sampled_from([None, True, 0, 1, 2, 3, -1, 1.5, "a", "ab
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
 @given(schema=nested_schemas, samples=st.lists(values, min_size=10, max_size=20))
 def test_combinators_and_arrays_match_jsonschema(runner, schema, samples):
+    _check_compiled(runner, schema, samples)
+
+
+ITEM_SCHEMAS = [True, {"type": "integer"}, {"enum": [0, 1, "a"]}, {"not": {"type": "string"}}]
+CONTAINS_SCHEMAS = [{"const": 1}, {"type": "integer"}, {"type": "integer", "minimum": 1}, {"enum": ["a", None]},
+                    {"not": {"const": 0}}, {"anyOf": [{"const": 1}, {"type": "string"}]}, False, True]
+
+
+@st.composite
+def counted_contains_schemas(draw):
+    schema = {"type": "array", "contains": draw(st.sampled_from(CONTAINS_SCHEMAS))}
+    if draw(st.booleans()):
+        schema["items"] = draw(st.sampled_from(ITEM_SCHEMAS))
+    for key, bound in (("minContains", 4), ("maxContains", 4), ("minItems", 3), ("maxItems", 6)):
+        if draw(st.booleans()):
+            schema[key] = draw(st.integers(0, bound))
+    return schema
+
+
+@settings(max_examples=EXAMPLES, derandomize=XG2_DERANDOMIZE, deadline=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture])
+@given(schema=counted_contains_schemas(),
+       samples=st.lists(st.lists(st.sampled_from([0, 1, 2, "a", None]), max_size=7), min_size=10, max_size=20))
+def test_counted_contains_match_jsonschema(runner, schema, samples):
     _check_compiled(runner, schema, samples)

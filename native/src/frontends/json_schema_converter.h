@@ -241,6 +241,10 @@ class Converter {
   // kNoExpr (after reporting) otherwise.
   ExprId ContainsArrayExpr(const Merged& m, const std::vector<Ref>& items, ExprId item, int64_t prefix, int depth);
 
+  // Arrays with one `contains` counted by minContains / maxContains (see the definition).
+  ExprId CountedContainsArrayExpr(const Merged& m, const std::vector<Ref>& items, ExprId item, int64_t prefix,
+                                  int depth);
+
   // Arrays of any length with two `contains` (see ContainsArrayExpr).
   ExprId TwoContainsArrayExpr(const Merged& m, const std::vector<Ref>& items, ExprId item, int depth);
 

@@ -89,10 +89,12 @@ bool Converter::EnumValueAllowed(const Merged& m, const JsonValue& v) {
         for (size_t j = i + 1; j < v.items().size(); ++j)
           if (v.items()[i] == v.items()[j]) return false;
     }
-    for (const Ref& c : m.contains) {
-      // Each contains (several come from allOf) needs an item of its own kind, not a common one.
-      if (std::none_of(v.items().begin(), v.items().end(), [&](const JsonValue& x) { return ValueSatisfies({c}, x); }))
-        return false;
+    for (size_t k = 0; k < m.contains.size(); ++k) {
+      // Each contains (several come from allOf) counts the items of its own kind.
+      const int64_t matches = std::count_if(v.items().begin(), v.items().end(),
+                                            [&](const JsonValue& x) { return ValueSatisfies({m.contains[k]}, x); });
+      const auto [lo, hi] = m.contains_counts[k];
+      if (matches < lo || (hi >= 0 && matches > hi)) return false;
     }
     for (size_t i = 0; i < v.items().size(); ++i) {
       // Position i takes its prefixItems schema, or items past the prefix; items_all (items

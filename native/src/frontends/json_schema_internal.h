@@ -165,6 +165,9 @@ struct Merged {
   std::vector<Ref> items_all;
   int64_t min_items = 0, max_items = -1;
   std::vector<Ref> contains;
+  // Per contains: how many items must match it (minContains, default 1; maxContains, -1
+  // unbounded), from the schema beside it.
+  std::vector<std::pair<int64_t, int64_t>> contains_counts;
   bool unique_items = false;
   std::string unique_items_ptr;
   // objects

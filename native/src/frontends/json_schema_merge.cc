@@ -117,8 +117,11 @@ void Converter::MergeInto(Merged* m, const Ref& r, int guard) {
       if (&s != m->scope_root) m->unevaluated_off_root = true;
       continue;
     }
+    if (k == "minContains" || k == "maxContains") {
+      NonNegInt(v, kp, k);  // read beside "contains" (nothing without one)
+      continue;
+    }
     if (IsKnownUnsupported(k)) {
-      if ((k == "minContains" && v.is_number() && v.as_number() == 1 && s.Find("maxContains") == nullptr)) continue;
       Unsupported(k, P);
       continue;
     }
@@ -224,6 +227,10 @@ void Converter::MergeInto(Merged* m, const Ref& r, int guard) {
       m->max_items = m->max_items < 0 ? x : std::min(m->max_items, x);
     } else if (k == "contains") {
       m->contains.push_back(Ref{&v, kp});
+      const JsonValue* lo = s.Find("minContains");
+      const JsonValue* hi = s.Find("maxContains");
+      m->contains_counts.emplace_back(lo ? NonNegInt(*lo, JsonPointerChild(P, "minContains"), "minContains") : 1,
+                                      hi ? NonNegInt(*hi, JsonPointerChild(P, "maxContains"), "maxContains") : -1);
     } else if (k == "uniqueItems") {
       if (v.is_bool() && v.as_bool() && !m->unique_items) {
         m->unique_items = true;

@@ -169,7 +169,9 @@ ExprId Converter::ArrayExpr(const Merged& m, int depth) {
     return NeverBecause("minItems is greater than maxItems: " + std::to_string(m.min_items) + " > " +
                         std::to_string(max));
   }
-  if (!m.contains.empty()) {
+  const bool vacuous = std::all_of(m.contains_counts.begin(), m.contains_counts.end(),
+                                   [](const auto& c) { return c.first == 0 && c.second < 0; });
+  if (!m.contains.empty() && !vacuous) {  // (minContains 0 without maxContains asserts nothing)
     ExprId e = ContainsArrayExpr(m, items, item, p, depth);
     if (e != kNoExpr) return e;  // else reported; on "warn" contains is not enforced
   }
@@ -202,6 +204,9 @@ ExprId Converter::ArrayExpr(const Merged& m, int depth) {
 ExprId Converter::ContainsArrayExpr(const Merged& m, const std::vector<Ref>& items, ExprId item, int64_t prefix,
                                     int depth) {
   constexpr int64_t kMaxPositions = 64;  // alternatives one array expression may list
+  const bool counted = std::any_of(m.contains_counts.begin(), m.contains_counts.end(),
+                                   [](const auto& c) { return c.first != 1 || c.second >= 0; });
+  if (counted) return CountedContainsArrayExpr(m, items, item, prefix, depth);
   const int64_t lo = std::max<int64_t>(m.min_items, 1), hi = m.max_items;
   const int64_t last = hi >= 0 ? hi - 1 : lo - 1;
   if (m.contains.size() == 2 && prefix == 0 && hi < 0 && lo <= 1) return TwoContainsArrayExpr(m, items, item, depth);
@@ -230,6 +235,81 @@ ExprId Converter::ContainsArrayExpr(const Merged& m, const std::vector<Ref>& ite
   }
   ExprId body = alts.size() == 1 ? alts[0] : g_.AddChoice(alts);
   return g_.AddSequence({Open('[', depth), body, Close(']', depth)});
+}
+
+// Arrays with one `contains` C counted by minContains / maxContains (cmin..cmax matching
+// items) and no prefix, as an automaton over items with one rule per state (a, b): a items
+// counted as matching C, b items written (each capped where it no longer matters: a at cmin
+// when cmax is unbounded, b at minItems when maxItems is). An item matching C may be counted;
+// with cmax bounded every other item must match `not C` (refused where C has no exact
+// negation), with cmax unbounded any item may go uncounted, which a union allows.
+ExprId Converter::CountedContainsArrayExpr(const Merged& m, const std::vector<Ref>& items, ExprId item, int64_t prefix,
+                                           int depth) {
+  constexpr int64_t kMaxStates = 4096;  // rules one array may take
+  const Ref& c = m.contains[0];
+  const auto [cmin, cmax] = m.contains_counts[0];
+  const char* kw = cmax >= 0 ? "maxContains" : "minContains";
+  if (m.contains.size() > 1 || prefix > 0) {
+    Unsupported(kw, c.ptr, "together with prefixItems or another contains");
+    return kNoExpr;
+  }
+  if (cmax >= 0 && cmin > cmax) {
+    return NeverBecause("minContains is greater than maxContains: " + std::to_string(cmin) + " > " +
+                        std::to_string(cmax));
+  }
+  const int64_t lo = m.min_items, hi = m.max_items;  // hi -1: unbounded
+  const int64_t top_a = cmax >= 0 ? cmax : cmin, top_b = hi >= 0 ? hi : lo;
+  if ((top_a + 1) * (top_b + 1) > kMaxStates) {
+    Unsupported(kw, c.ptr, "counts beside minItems/maxItems above " + std::to_string(kMaxStates) + " states");
+    return kNoExpr;
+  }
+  auto matching = [&](const Ref& extra) {
+    std::vector<Ref> refs = items;
+    refs.push_back(extra);
+    const ExprId e = ValueRef(refs, depth + 1);
+    return e == kNoExpr ? Never() : e;
+  };
+  const ExprId counted = item == kNoExpr ? Never() : matching(c);
+  ExprId other = item == kNoExpr ? Never() : item;
+  if (cmax >= 0 && item != kNoExpr) {
+    if (!Negate(*c.v, c.ptr, 0)) {
+      Unsupported(kw, c.ptr, "the contains schema has no exact negation (the items it does not count)");
+      return kNoExpr;
+    }
+    other = matching(Ref{Synthesized(c.v, 2, [&]() { return NotOf(*c.v); }), c.ptr + "/not"});
+  }
+  auto accepts = [&](int64_t a, int64_t b) { return a >= cmin && b >= lo; };
+  auto next_a = [&](int64_t a) { return cmax >= 0 ? a + 1 : std::min(a + 1, cmin); };
+  auto next_b = [&](int64_t b) { return hi >= 0 ? b + 1 : std::min(b + 1, lo); };
+  // rules[a][b]: the items after state (a, b), each after a separator; made when first
+  // reached, filled from the work list.
+  std::vector<std::vector<RuleId>> rules(top_a + 1, std::vector<RuleId>(top_b + 1, -1));
+  std::vector<std::pair<int64_t, int64_t>> pending;
+  auto rule_of = [&](int64_t a, int64_t b) {
+    if (rules[a][b] < 0) {
+      rules[a][b] = NewRule("counted_items");
+      pending.emplace_back(a, b);
+    }
+    return g_.AddRuleRef(rules[a][b]);
+  };
+  // The items of state (a, b) on, `lead` before the next (a separator, or nothing first).
+  auto steps = [&](int64_t a, int64_t b, ExprId lead) {
+    std::vector<ExprId> alts;
+    if (hi >= 0 && b >= hi) return alts;
+    if (cmax < 0 || a < cmax) alts.push_back(g_.AddSequence({lead, counted, rule_of(next_a(a), next_b(b))}));
+    alts.push_back(g_.AddSequence({lead, other, rule_of(a, next_b(b))}));
+    return alts;
+  };
+  const std::vector<ExprId> first = steps(0, 0, g_.AddEmpty());
+  while (!pending.empty()) {
+    const auto [a, b] = pending.back();
+    pending.pop_back();
+    std::vector<ExprId> alts = steps(a, b, ItemSep(depth));
+    if (accepts(a, b)) alts.push_back(g_.AddEmpty());
+    g_.SetRuleBody(rules[a][b], g_.AddChoice(alts));
+  }
+  const ExprId non_empty = g_.AddSequence({Open('[', depth), g_.AddChoice(first), Close(']', depth)});
+  return accepts(0, 0) ? g_.AddChoice({Empty('[', ']'), non_empty}) : non_empty;
 }
 
 // Arrays of any length with two `contains` (A, B): one item matching both, or an item
