@@ -249,8 +249,9 @@ ExprId Converter::CountedContainsArrayExpr(const Merged& m, const std::vector<Re
   const Ref& c = m.contains[0];
   const auto [cmin, cmax] = m.contains_counts[0];
   const char* kw = cmax >= 0 ? "maxContains" : "minContains";
+  const std::string at = c.ptr.substr(0, c.ptr.rfind('/'));  // the schema holding the keywords
   if (m.contains.size() > 1 || prefix > 0) {
-    Unsupported(kw, c.ptr, "together with prefixItems or another contains");
+    Unsupported(kw, at, "together with prefixItems or another contains");
     return kNoExpr;
   }
   if (cmax >= 0 && cmin > cmax) {
@@ -259,8 +260,8 @@ ExprId Converter::CountedContainsArrayExpr(const Merged& m, const std::vector<Re
   }
   const int64_t lo = m.min_items, hi = m.max_items;  // hi -1: unbounded
   const int64_t top_a = cmax >= 0 ? cmax : cmin, top_b = hi >= 0 ? hi : lo;
-  if ((top_a + 1) * (top_b + 1) > kMaxStates) {
-    Unsupported(kw, c.ptr, "counts beside minItems/maxItems above " + std::to_string(kMaxStates) + " states");
+  if (top_a >= kMaxStates || top_b >= kMaxStates || (top_a + 1) * (top_b + 1) > kMaxStates) {
+    Unsupported(kw, at, "the counts (with minItems/maxItems) need more than " + std::to_string(kMaxStates) + " states");
     return kNoExpr;
   }
   auto matching = [&](const Ref& extra) {
@@ -273,7 +274,7 @@ ExprId Converter::CountedContainsArrayExpr(const Merged& m, const std::vector<Re
   ExprId other = item == kNoExpr ? Never() : item;
   if (cmax >= 0 && item != kNoExpr) {
     if (!Negate(*c.v, c.ptr, 0)) {
-      Unsupported(kw, c.ptr, "the contains schema has no exact negation (the items it does not count)");
+      Unsupported(kw, at, "the contains schema has no exact negation (the items it does not count)");
       return kNoExpr;
     }
     other = matching(Ref{Synthesized(c.v, 2, [&]() { return NotOf(*c.v); }), c.ptr + "/not"});
