@@ -414,7 +414,7 @@ class GrammarCompiler:
         """
         if isinstance(grammar, str):
             grammar = Grammar.from_ebnf(grammar, root_rule_name=root_rule_name)
-        if grammar._deferred_structural_tag is not None:
+        if getattr(grammar, "_deferred_structural_tag", None) is not None:
             # Built from a structural tag whose markers wait for a tokenizer: this one binds them.
             tag, on_unsupported = grammar._deferred_structural_tag
             return self.compile_structural_tag(tag, on_unsupported=on_unsupported, lazy=lazy)
