@@ -68,7 +68,8 @@ STYLE_INSTANCES = [
                 "<arg_key>age</arg_key><arg_value>1</arg_value>", True),
     ("glm_xml", "<arg_key>age</arg_key><arg_value>1</arg_value>", False),
     ("gemma", '{age:1,name:<|"|>Bob<|"|>}', True),      # the template sorts the keys
-    ("gemma", '{name:<|"|>Bob<|"|>,age:1}', False),
+    ("gemma", '{name:<|"|>Bob<|"|>,age:1}', True),      # xgrammar keeps the declaration order
+    ("gemma", '{name:<|"|>Bob<|"|>,age:1,age:2}', False),
     ("gemma", '{"name":"Bob","age":1}', False),
     ("json", '{"name": "Bob", "age": 1}', True),
 ]
