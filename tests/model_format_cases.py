@@ -367,6 +367,15 @@ def cases(model: str) -> list[Case]:
         add("recipient_in_header", think + calls1.replace(
             "<|channel|>commentary to=functions.get_weather <|constrain|>json",
             " to=functions.get_weather<|channel|>commentary <|constrain|>json"), True)
+        # openai/harmony's parser also reads <|constrain|> right after the recipient or the
+        # channel (its *_constrain_adjacent tests), as xgrammar writes it.
+        add("constrain_adjacent", think + calls1.replace(
+            "get_weather <|constrain|>", "get_weather<|constrain|>"), True)
+        add("constrain_adjacent_in_header", think + calls1.replace(
+            "<|channel|>commentary to=functions.get_weather <|constrain|>json",
+            " to=functions.get_weather<|channel|>commentary<|constrain|>json"), True)
+        add("constrain_two_spaces_rejected", think + calls1.replace(
+            "get_weather <|constrain|>", "get_weather  <|constrain|>"), False)
         add("final_after_call_rejected", think + calls1 + "<|start|>assistant"
             + _final(model, "Done."), False)
         add("marker_inside_analysis", _harmony_think("thinking <|channel|>final") + calls1,

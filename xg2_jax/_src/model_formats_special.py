@@ -65,16 +65,21 @@ def _harmony_calls(tool) -> list[TagFormat]:
             "analysis", "commentary") for begin in (
             f"<|channel|>{channel} to={tool.name} code<|message|>",
             f" to={tool.name}<|channel|>{channel} code<|message|>")]
-    # The third form is how gpt-oss's chat_template.jinja renders a call: "<|start|>assistant
-    # to=" + "functions." + NAME + "<|channel|>commentary " + "json" + "<|message|>".
-    return [
-        TagFormat(begin=f"<|channel|>commentary to=functions.{tool.name} <|constrain|>json"
-                        "<|message|>", content=args, end="<|call|>"),
-        TagFormat(begin=f" to=functions.{tool.name}<|channel|>commentary <|constrain|>json"
-                        "<|message|>", content=args, end="<|call|>"),
-        TagFormat(begin=f" to=functions.{tool.name}<|channel|>commentary json<|message|>",
-                  content=args, end="<|call|>"),
-    ]
+    # The last form is how gpt-oss's chat_template.jinja renders a call: "<|start|>assistant
+    # to=" + "functions." + NAME + "<|channel|>commentary " + "json" + "<|message|>". The
+    # renderer writes a space before <|constrain|>; openai/harmony's parser also reads the
+    # marker right after the recipient or channel (encoding.rs inserts the space; its tests
+    # test_streamable_parser_tool_call_with_constrain_adjacent and
+    # test_tool_call_with_constrain_marker_adjacent), as xgrammar writes it, so both are taken.
+    tags = []
+    for space in (" ", ""):
+        tags.append(TagFormat(begin=f"<|channel|>commentary to=functions.{tool.name}{space}"
+                                    "<|constrain|>json<|message|>", content=args, end="<|call|>"))
+        tags.append(TagFormat(begin=f" to=functions.{tool.name}<|channel|>commentary{space}"
+                                    "<|constrain|>json<|message|>", content=args, end="<|call|>"))
+    tags.append(TagFormat(begin=f" to=functions.{tool.name}<|channel|>commentary json<|message|>",
+                          content=args, end="<|call|>"))
+    return tags
 
 
 def harmony_format(tools: list, mode: str, reasoning: str, parallel_tool_calls: bool, *,
