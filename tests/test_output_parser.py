@@ -21,6 +21,7 @@ import xg2_jax as xg
 EXPECTED_CALLS = {"one_call": [CALL_WEATHER], "one_call_required": [CALL_WEATHER],
                   "named_choice": [CALL_WEATHER], "two_calls": [CALL_WEATHER, CALL_SEARCH],
                   "preamble_then_call": [CALL_WEATHER], "recipient_in_header": [CALL_WEATHER],
+                  "constrain_adjacent": [CALL_WEATHER], "constrain_adjacent_in_header": [CALL_WEATHER],
                   "required_without_reasoning": [CALL_WEATHER]}
 OK_CASES = [c for c in ALL_CASES if c.ok]
 
