@@ -73,6 +73,9 @@ ExprId HexFixedRange(Grammar* g, uint32_t lo, uint32_t hi, int width) {
 // Code points that may appear unescaped in a JSON string.
 const std::vector<CodepointRange> kRawAllowed = {{0x20, 0x21}, {0x23, 0x5B}, {0x5D, 0xD7FF}, {0xE000, 0x10FFFF}};
 
+// The code points with a short escape (ShortEscape).
+constexpr uint32_t kShortEscaped[] = {'"', '\\', '/', '\b', '\f', '\n', '\r', '\t'};
+
 const char* ShortEscape(uint32_t cp) {
   switch (cp) {
     case '"': return "\\\"";
@@ -188,8 +191,7 @@ ExprId EncodedClass(Grammar* g, const std::vector<CodepointRange>& ranges, bool 
       uint32_t lo = std::max(r.lo, a.lo), hi = std::min(r.hi, a.hi);
       if (lo <= hi) raw.push_back({lo, hi});
     }
-    for (uint32_t c : {uint32_t('"'), uint32_t('\\'), uint32_t('/'), uint32_t('\b'), uint32_t('\f'), uint32_t('\n'),
-                       uint32_t('\r'), uint32_t('\t')}) {
+    for (uint32_t c : kShortEscaped) {
       if (c >= r.lo && c <= r.hi) alts.push_back(Lit(g, ShortEscape(c)));
     }
     AddSurrogatePairEscapes(g, r.lo, r.hi, &alts);
@@ -384,10 +386,9 @@ ExprId DivergeAtAsciiNode(Grammar* g, const std::vector<CodepointRange>& allowed
     }
   }
   std::vector<CodepointRange> short_letters;
-  const std::pair<char, uint32_t> kShort[] = {{'"', '"'},  {'\\', '\\'}, {'/', '/'},  {'b', '\b'},
-                                              {'f', '\f'}, {'n', '\n'},  {'r', '\r'}, {'t', '\t'}};
-  for (const auto& [letter, cp] : kShort) {
-    if (!taken.count(cp)) short_letters.push_back({uint32_t(letter), uint32_t(letter)});
+  for (uint32_t cp : kShortEscaped) {
+    const uint32_t letter = static_cast<uint8_t>(ShortEscape(cp)[1]);
+    if (!taken.count(cp)) short_letters.push_back({letter, letter});
   }
   std::vector<ExprId> alts{escapes};
   if (!raw.empty()) alts.push_back(Cls(g, raw));
