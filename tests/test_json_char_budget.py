@@ -186,6 +186,56 @@ def test_budgets_are_part_of_the_cross_grammar_key(gpt2_tokenizer):
     assert not np.array_equal(narrow, wide)
 
 
+# (schema of a string, JSON strings it allows): the parser-counted form (a word count over 120
+# characters), the product form and two formats intersected with a pattern.
+CACHED_CASES = [
+    ({"pattern": "^(?:\\S+\\s+){0,19}\\S+$", "maxLength": 120, "minLength": 1}, ['"one two\\tthree"', '"x"']),
+    ({"pattern": "^[a-z]+(?:-[a-z]+)*$", "minLength": 2, "maxLength": 12}, ['"ab"', '"abc-def"']),
+    ({"format": "email", "pattern": "^[a-z@.]+$", "maxLength": 40}, ['"a@b.cd"']),
+]
+
+
+@pytest.mark.parametrize("string,texts", CACHED_CASES, ids=[f"c{i}" for i in range(len(CACHED_CASES))])
+def test_pattern_automata_cached_across_schemas_give_the_same_masks(gpt2_tokenizer, string, texts):
+    # A length-bounded pattern's automaton is kept process-wide by its words: a second schema
+    # with the same pattern (under another key, with other bounds' siblings) reuses it, and
+    # its masks equal those built with every cache off.
+    tok = gpt2_tokenizer
+    budget = xg.cross_grammar_cache_stats()["budget_bytes"]
+
+    def masks(schema: dict) -> list:
+        compiled = xg.GrammarCompiler(tok, cache_enabled=False).compile_json_schema(schema, any_whitespace=False)
+        return [masks_along(compiled, f'{{"k": {t}}}'.encode()) for t in texts]
+
+    first = {"type": "object", "properties": {"k": {"type": "string", **string}}, "required": ["k"]}
+    # Other bounds: the automaton is kept by the pattern's words alone, the bounds are applied
+    # to it in each compile.
+    narrower = {**string, "maxLength": string["maxLength"] - 1}
+    second = {"type": "object", "properties": {"k": {"type": "string", **narrower}, "n": {"type": "integer"}},
+              "required": ["k"], "additionalProperties": False}
+    try:
+        xg.set_cross_grammar_cache_limit(0)
+        uncached = [masks(first), masks(second)]
+        xg.set_cross_grammar_cache_limit(budget)
+        xg.clear_cross_grammar_cache()
+        before = xg.cross_grammar_cache_stats()
+        assert _same(masks(first), uncached[0])
+        assert _same(masks(second), uncached[1])
+        after = xg.cross_grammar_cache_stats()
+        assert after["pattern_automaton_hits"] > before["pattern_automaton_hits"], after
+        assert after["pattern_automaton_entries"] >= 1
+    finally:
+        xg.set_cross_grammar_cache_limit(budget)
+        xg.clear_cross_grammar_cache()
+
+
+def _same(a: list, b: list) -> bool:
+    """Equal lists of masks_along results (mask rows compared as arrays)."""
+    return len(a) == len(b) and all(
+        done_a == done_b and len(ma) == len(mb) and all(np.array_equal(x, y) for x, y in zip(ma, mb))
+        for (ma, done_a), (mb, done_b) in zip(a, b))
+
+
 SMALL_VOCAB = ['"', "a", "b", "ab", "ba", "aab", "\\", "\\n", "n", "\\u00", "e9", "é", "aé", 'a"', '""', 'b"', "</s>"]
 
 

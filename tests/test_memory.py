@@ -40,7 +40,7 @@ def distinct_schema(rng: random.Random, i: int) -> dict:
     """A schema no other index produces (property names carry i), of a few shapes."""
     props = {}
     for k in range(rng.randint(1, 6)):
-        kind = rng.choice(["string", "integer", "enum", "pattern", "array", "object"])
+        kind = rng.choice(["string", "integer", "enum", "pattern", "bounded_pattern", "array", "object"])
         name = f"f{i}_{k}"
         if kind == "string":
             props[name] = {"type": "string", "maxLength": rng.randint(1, 30)}
@@ -51,6 +51,9 @@ def distinct_schema(rng: random.Random, i: int) -> dict:
             props[name] = {"enum": [f"v{i}_{j}" for j in range(rng.randint(1, 5))]}
         elif kind == "pattern":
             props[name] = {"type": "string", "pattern": f"^[a-z]{{{rng.randint(1, 4)}}}{i}[0-9]*$"}
+        elif kind == "bounded_pattern":  # a distinct pattern automaton, kept by the front end
+            props[name] = {"type": "string", "pattern": f"^(?:\\S+\\s){{0,{rng.randint(2, 9)}}}{i}$",
+                           "maxLength": rng.randint(10, 300)}
         elif kind == "array":
             props[name] = {"type": "array", "items": {"type": "number"}, "maxItems": rng.randint(1, 5)}
         else:
@@ -65,13 +68,14 @@ def test_distinct_schemas_stay_under_low_limits(gpt2_tokenizer, cache_budget):
     budget = 6 << 20
     xg.set_cross_grammar_cache_limit(budget)
     stats = xg.cross_grammar_cache_stats()
-    # The registry's split: masks the budget, automata 1/8, suffixes 1/4, key exclusion 1/16.
+    # The registry's split: masks the budget, automata 1/8, suffixes 1/4, key exclusion and
+    # length-bounded patterns 1/16 each.
     assert stats["budget_bytes"] == budget
     assert stats["limit_bytes"] == budget
     assert stats["automaton_limit_bytes"] == budget // 8
     assert stats["suffix_limit_bytes"] == budget // 4
-    assert stats["key_exclusion_limit_bytes"] == budget // 16
-    assert stats["total_limit_bytes"] == budget + budget // 8 + budget // 4 + budget // 16
+    assert stats["key_exclusion_limit_bytes"] == stats["pattern_automaton_limit_bytes"] == budget // 16
+    assert stats["total_limit_bytes"] == budget + budget // 8 + budget // 4 + 2 * (budget // 16)
 
     compiler = xg.GrammarCompiler(gpt2_tokenizer, max_threads=2, cache_limit_bytes=4 << 20)
     rng = random.Random(18)
@@ -85,12 +89,14 @@ def test_distinct_schemas_stay_under_low_limits(gpt2_tokenizer, cache_budget):
         assert s["automaton_bytes"] <= s["automaton_limit_bytes"], s
         assert s["suffix_bytes"] <= s["suffix_limit_bytes"], s
         assert s["key_exclusion_bytes"] <= s["key_exclusion_limit_bytes"], s
+        assert s["pattern_automaton_bytes"] <= s["pattern_automaton_limit_bytes"], s
         assert s["total_bytes"] <= s["total_limit_bytes"]
         assert c["bytes"] <= c["limit_bytes"], c
         if i % 50 == 49:
             rss.append(vm_rss_mib())
     s, c = xg.cross_grammar_cache_stats(), compiler.cache_stats()
     assert s["evictions"] > 0 and c["evictions"] > 0, (s, c)
+    assert s["pattern_automaton_misses"] > 0 and s["pattern_automaton_entries"] > 0, s
     assert c["misses"] == len(schemas)
     # Flat after warm-up: the caches hold ~11 MiB at most, far below this margin.
     assert max(rss[1:]) - rss[1] < 64, rss

@@ -113,7 +113,8 @@ def test_stop_detection_without_special_ids(shared_data):
     raw = load_raw(shared_data / "vocab" / "llama3.json.gz")
     info = TokenizerInfo(raw["tokens"], VocabType.BYTE_LEVEL)
     assert info.stop_token_ids == [128001, 128009]
-    assert set(info.special_token_ids) == {128001, 128009}
+    assert info.special_token_ids == []  # stop ids are listed as stop ids only, as xgrammar
+    assert not {128001, 128009} & set(info.text_token_table()[0].values())  # still never text
     assert info.decoded_vocab[128009] == b"<|eot_id|>"
 
 
@@ -152,9 +153,9 @@ def test_small_vocab_and_empty_strings():
                          vocab_size=8)
     assert info.decoded_vocab == [b"a", b"", b" b", b"<|endoftext|>", b"a"]
     assert info.stop_token_ids == [3]
-    assert info.special_token_ids == [1, 3]
+    assert info.special_token_ids == [1]  # the empty token; the stop token is a stop id only
     assert info.vocab_size == 8 and info.num_tokens == 5
-    assert info._handle.trie_stats()["num_normal_tokens"] == 3
+    assert info._handle.trie_stats()["num_normal_tokens"] == 3  # the stop token is not text
     assert "BYTE_LEVEL" in repr(info)
 
 
@@ -165,14 +166,16 @@ def test_byte_fallback_and_raw_decoding():
     assert info.stop_token_ids == [1]
     raw = TokenizerInfo(["\u2581hi", b"\xff\xfe", "<0x0A>"], VocabType.RAW, stop_token_ids=1)
     assert raw.decoded_vocab == ["\u2581hi".encode(), b"\xff\xfe", b"<0x0A>"]
-    assert raw.stop_token_ids == [1] and raw.special_token_ids == [1]
+    assert raw.stop_token_ids == [1] and raw.special_token_ids == []
 
 
 def test_explicit_ids_and_add_prefix_space():
     info = TokenizerInfo(["a", "b", "c"], stop_token_ids=[2, 2], special_token_ids=(0,),
                          add_prefix_space=True)
     assert info.stop_token_ids == [2]
-    assert info.special_token_ids == [0, 2]
+    assert info.special_token_ids == [0]
+    both = TokenizerInfo(["a", "b", "c"], stop_token_ids=[2], special_token_ids=[0, 2])
+    assert both.special_token_ids == [0, 2] and both.stop_token_ids == [2]
     assert info.add_prefix_space is True
     assert info.vocab_type is VocabType.RAW
 

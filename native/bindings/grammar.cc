@@ -88,6 +88,7 @@ void BindGrammar(nb::module_& m) {
     PutCacheStats(d, "automaton_", s.automata);
     PutCacheStats(d, "suffix_", s.suffixes);
     PutCacheStats(d, "key_exclusion_", s.key_exclusion);
+    PutCacheStats(d, "pattern_automaton_", s.patterns);
     PutCacheStats(d, "format_dfa_", s.format_dfa);
     d["total_bytes"] = s.total_bytes();
     d["total_limit_bytes"] = s.total_limit_bytes();

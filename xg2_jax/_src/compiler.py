@@ -169,20 +169,21 @@ def cross_grammar_cache_stats() -> dict:
     """Statistics of the process-wide caches shared by all compiled grammars: mask-cache
     cores, rule automata (the ``automaton_*`` keys; rules of the same shape are built once),
     pruned suffixes (the ``suffix_*`` keys; a core's uncertain token suffixes pruned by what
-    may follow its rule, reused where another grammar has the same core and follow language)
-    and the JSON Schema front end's key-exclusion automata (``key_exclusion_*``), plus the
-    minimal automata of the JSON Schema formats (``format_dfa_*``: one per format at most,
-    built on first use, not counted in the totals and not emptied by
+    may follow its rule, reused where another grammar has the same core and follow language),
+    the JSON Schema front end's key-exclusion automata (``key_exclusion_*``) and the automata
+    of its patterns with minLength / maxLength (``pattern_automaton_*``, kept by the patterns'
+    text), plus the minimal automata of the JSON Schema formats (``format_dfa_*``: one per
+    format at most, built on first use, not counted in the totals and not emptied by
     :func:`clear_cross_grammar_cache`, as they depend on the format alone).
 
     Returns:
         A dict with ``hits``, ``misses``, ``entries``, ``bytes``, ``limit_bytes`` and
         ``evictions`` of the mask pool, the same six keys prefixed ``automaton_``,
-        ``suffix_``, ``key_exclusion_`` and ``format_dfa_`` for the other caches, and ``total_bytes``,
-        ``total_limit_bytes`` and ``budget_bytes`` (the limit they were split from, see
-        :func:`set_cross_grammar_cache_limit`). ``bytes`` count the entries and each
-        cache's own tables. A :class:`GrammarCompiler`'s compiled grammars are counted by
-        :meth:`GrammarCompiler.cache_stats`.
+        ``suffix_``, ``key_exclusion_``, ``pattern_automaton_`` and ``format_dfa_`` for the
+        other caches, and ``total_bytes``, ``total_limit_bytes`` and ``budget_bytes`` (the
+        limit they were split from, see :func:`set_cross_grammar_cache_limit`). ``bytes``
+        count the entries and each cache's own tables. A :class:`GrammarCompiler`'s compiled
+        grammars are counted by :meth:`GrammarCompiler.cache_stats`.
 
     Example:
         >>> {"bytes", "entries", "evictions", "automaton_bytes"} <= set(cross_grammar_cache_stats())
@@ -195,8 +196,9 @@ def set_cross_grammar_cache_limit(limit_bytes: int) -> None:
     """Sets the byte budget of the process-wide caches (default 384 MiB); 0 disables them.
 
     The mask pool gets the budget itself (least recently used cores are evicted), the
-    automaton cache an eighth, the suffix pool a quarter and the key-exclusion automata a
-    sixteenth: together at most 23/16 of ``limit_bytes``. See the README's "Memory" section
+    automaton cache an eighth, the suffix pool a quarter, and the JSON Schema front end's
+    key-exclusion and length-bounded pattern automata a sixteenth each: together at most 3/2
+    of ``limit_bytes``. See the README's "Memory" section
     for the bound of a long-lived process.
     """
     if int(limit_bytes) < 0:

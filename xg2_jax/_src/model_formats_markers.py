@@ -234,7 +234,8 @@ def bind_for_tokenizer(structural_tag, tokenizer_info):
     markers: list = []
     if tokenizer_info is not None:
         vocab = tokenizer_info.decoded_vocab
-        special = {vocab[i] for i in tokenizer_info.special_token_ids if 0 <= i < len(vocab)}
+        control = (*tokenizer_info.special_token_ids, *tokenizer_info.stop_token_ids)
+        special = {vocab[i] for i in control if 0 <= i < len(vocab)}
         markers = [m for m in structural_tag.marker_tokens if m.encode("utf-8") in special]
     fmt = bind_marker_tokens(structural_tag.format, markers) if markers else structural_tag.format
     return StructuralTag(format=fmt)

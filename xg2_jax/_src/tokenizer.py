@@ -98,8 +98,8 @@ class TokenizerInfo:
         stop_token_ids: ids that end generation (an int or a sequence). ``None`` or empty:
             detected from well-known names (``</s>``, ``<|endoftext|>``, ``<|eot_id|>``,
             ``<|im_end|>``, ``<eos>``, ``<end_of_turn>``, ...), preferring special tokens.
-        special_token_ids: control tokens that are never plain text. Stop tokens and empty
-            strings are special too.
+        special_token_ids: control tokens that are never plain text. Empty strings are
+            special too; stop tokens are never text either, but are listed as stop ids only.
         add_prefix_space: whether the tokenizer prepends a space to the text it encodes
             (SentencePiece's dummy prefix).
 
@@ -184,8 +184,9 @@ class TokenizerInfo:
 
     @property
     def special_token_ids(self) -> list[int]:
-        """Sorted ids below `num_tokens` that are never text: the given special ids, the stop
-        tokens, and tokens whose string is empty."""
+        """Sorted ids below `num_tokens` that are control tokens: the given special ids and the
+        tokens whose string is empty (as xgrammar). Stop tokens, never text either, are listed
+        in :attr:`stop_token_ids` unless given as special too."""
         return list(self._handle.special_token_ids)
 
     @property
@@ -207,7 +208,7 @@ class TokenizerInfo:
         :func:`greedy_tokenize`).
         """
         if self._text_token_table is None:
-            special = set(self.special_token_ids)
+            special = set(self.special_token_ids) | set(self.stop_token_ids)
             by_bytes: dict[bytes, int] = {}
             for i, b in enumerate(self.decoded_vocab):
                 if b and i not in special:

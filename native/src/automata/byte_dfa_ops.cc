@@ -40,34 +40,6 @@ void AppendRange(std::vector<ByteDfaEdge>* edges, uint8_t lo, uint8_t hi, int32_
 
 void AppendEdge(std::vector<ByteDfaEdge>* edges, uint8_t c, int32_t t) { AppendRange(edges, c, c, t); }
 
-// Per decoder state, the byte runs the JSON decoder treats alike: (lo, hi, next state, whether
-// the byte starts a character); bytes it refuses are left out.
-struct DecoderRun {
-  uint8_t lo, hi;
-  int8_t next;
-  bool starts;
-};
-const std::vector<DecoderRun>& DecoderRuns(int u) {
-  static const auto* runs = [] {
-    auto* all = new std::vector<std::vector<DecoderRun>>(kNumDec);
-    for (int v = 0; v < kNumDec; ++v) {
-      for (int c = 0; c < 256; ++c) {
-        bool starts;
-        const int next = JsonDecNext(v, static_cast<uint8_t>(c), &starts);
-        if (next < 0) continue;
-        auto& r = (*all)[v];
-        if (!r.empty() && r.back().hi + 1 == c && r.back().next == next && r.back().starts == starts) {
-          r.back().hi = static_cast<uint8_t>(c);
-        } else {
-          r.push_back({static_cast<uint8_t>(c), static_cast<uint8_t>(c), static_cast<int8_t>(next), starts});
-        }
-      }
-    }
-    return all;
-  }();
-  return (*runs)[u];
-}
-
 }  // namespace
 
 ByteDfaSpec ByteDfaOfExpr(const Grammar& g, ExprId e, int64_t max_states) {
@@ -80,6 +52,7 @@ ByteDfaSpec ByteDfaOfExpr(const Grammar& g, ExprId e, int64_t max_states) {
   out.edges.resize(r.num_states());
   for (int32_t s = 0; s < r.num_states(); ++s) {
     if (!r.rule_edges(s).empty()) throw Error(ErrorKind::kInvalidArgument, "a byte automaton cannot reference rules");
+    out.edges[s].reserve(r.byte_edges(s).size());
     for (const auto& x : r.byte_edges(s)) out.edges[s].push_back({x.lo, x.hi, x.target});
   }
   return out;

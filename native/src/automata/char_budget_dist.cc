@@ -48,14 +48,16 @@ CharGraph BuildCharGraph(const GrammarAutomaton& g, RuleId rule) {
     std::vector<Edge> edges;
     for (int32_t k = g.byte_edge_begin[s]; k < g.byte_edge_begin[s + 1]; ++k) {
       const DfaByteEdge& e = g.byte_edges[k];
-      for (int c = e.lo; c <= e.hi; ++c) {
-        bool starts = false;
-        const int u2 = JsonDecNext(u, static_cast<uint8_t>(c), &starts);
-        if (u2 < 0) {
-          throw Error(ErrorKind::kGrammarSemantic,
-                      "rule '" + g.rule_names[rule] + "': json_chars needs a body that reads JSON string content");
-        }
-        edges.push_back({node(e.target, u2), static_cast<uint8_t>(starts ? 1 : 0)});
+      // One edge per run of bytes the decoder treats alike (a range of \S is a few runs).
+      int covered = 0;
+      for (const DecoderRun& run : DecoderRuns(u)) {
+        if (run.hi < e.lo || run.lo > e.hi) continue;
+        covered += std::min<int>(run.hi, e.hi) - std::max<int>(run.lo, e.lo) + 1;
+        edges.push_back({node(e.target, run.next), static_cast<uint8_t>(run.starts ? 1 : 0)});
+      }
+      if (covered != e.hi - e.lo + 1) {
+        throw Error(ErrorKind::kGrammarSemantic,
+                    "rule '" + g.rule_names[rule] + "': json_chars needs a body that reads JSON string content");
       }
     }
     std::sort(edges.begin(), edges.end(),

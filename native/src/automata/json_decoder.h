@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 namespace xg2 {
 
@@ -59,6 +60,34 @@ inline int JsonDecNext(int u, uint8_t c, bool* starts) {
     case kHu: return c == 'u' ? kX4 : -1;
   }
   return -1;
+}
+
+// Per decoder state, the byte runs the JSON decoder treats alike: (lo, hi, next state, whether
+// the byte starts a character); bytes it refuses are left out.
+struct DecoderRun {
+  uint8_t lo, hi;
+  int8_t next;
+  bool starts;
+};
+inline const std::vector<DecoderRun>& DecoderRuns(int u) {
+  static const auto* runs = [] {
+    auto* all = new std::vector<std::vector<DecoderRun>>(kNumDec);
+    for (int v = 0; v < kNumDec; ++v) {
+      for (int c = 0; c < 256; ++c) {
+        bool starts;
+        const int next = JsonDecNext(v, static_cast<uint8_t>(c), &starts);
+        if (next < 0) continue;
+        auto& r = (*all)[v];
+        if (!r.empty() && r.back().hi + 1 == c && r.back().next == next && r.back().starts == starts) {
+          r.back().hi = static_cast<uint8_t>(c);
+        } else {
+          r.push_back({static_cast<uint8_t>(c), static_cast<uint8_t>(c), static_cast<int8_t>(next), starts});
+        }
+      }
+    }
+    return all;
+  }();
+  return (*runs)[u];
 }
 
 }  // namespace xg2

@@ -31,6 +31,7 @@ void SetBudget(int64_t bytes) {
   SetRuleDfaCacheLimit(bytes / 8);
   FollowSuffixCache::Global().SetLimit(bytes / 4);
   SetKeyExclusionCacheLimit(bytes / 16);
+  SetPatternAutomatonCacheLimit(bytes / 16);
   ReleaseFreedMemory();
 }
 
@@ -42,6 +43,7 @@ CacheRegistryStats Stats() {
   s.automata = GetRuleDfaCacheStats();
   s.suffixes = FollowSuffixCache::Global().Stats();
   s.key_exclusion = KeyExclusionCacheStats();
+  s.patterns = PatternAutomatonCacheStats();
   s.format_dfa = FormatDfaCacheStats();
   s.budget_bytes = g_budget.load();
   return s;
@@ -51,6 +53,7 @@ void Clear() {
   CrossGrammarCache::Global().Clear();
   ClearRuleDfaCache();
   ClearKeyExclusionCache();
+  ClearPatternAutomatonCache();
   FollowSuffixCache::Global().Clear();
   ReleaseFreedMemory();
 }

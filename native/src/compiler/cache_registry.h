@@ -1,9 +1,10 @@
 // One facade over the process-wide caches that outlive a request: the cross-grammar mask
 // pool, the rule-automaton cache, the pruned-suffix pool and the JSON Schema front end's
-// key-exclusion automata. They share one byte budget, split here (the bindings only bind):
-// the mask pool gets the budget itself, the automata an eighth, the suffixes a quarter and
-// the key-exclusion automata a sixteenth, so together they hold at most 23/16 of it. Each
-// counts what it holds (entries plus its own tables) and evicts beyond its share.
+// key-exclusion and length-bounded pattern automata. They share one byte budget, split here
+// (the bindings only bind): the mask pool gets the budget itself, the automata an eighth, the
+// suffixes a quarter and the front end's two caches a sixteenth each, so together they hold at
+// most 3/2 of it. Each counts what it holds (entries plus its own tables) and evicts beyond
+// its share.
 //
 // The other long-lived holder of memory is each GrammarCompiler's compiled-grammar cache
 // (GrammarCompiler::cache_limit_bytes, default kDefaultCompiledCacheBytes); see README.md
@@ -21,13 +22,17 @@ struct CacheRegistryStats {
   CacheStats automata;       // rule DFAs (CachedRuleDfa)
   CacheStats suffixes;       // FollowSuffixCache
   CacheStats key_exclusion;  // JSON Schema key-exclusion automata
+  CacheStats patterns;       // JSON Schema length-bounded pattern automata
   // The JSON Schema formats' automata: one per format at most, no byte budget and not
   // emptied by Clear() (they depend on the format alone), so outside the totals below.
   CacheStats format_dfa;
   int64_t budget_bytes = 0;  // the budget the limits were split from
-  int64_t total_bytes() const { return masks.bytes + automata.bytes + suffixes.bytes + key_exclusion.bytes; }
+  int64_t total_bytes() const {
+    return masks.bytes + automata.bytes + suffixes.bytes + key_exclusion.bytes + patterns.bytes;
+  }
   int64_t total_limit_bytes() const {
-    return masks.limit_bytes + automata.limit_bytes + suffixes.limit_bytes + key_exclusion.limit_bytes;
+    return masks.limit_bytes + automata.limit_bytes + suffixes.limit_bytes + key_exclusion.limit_bytes +
+           patterns.limit_bytes;
   }
 };
 

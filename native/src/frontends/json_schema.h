@@ -59,6 +59,10 @@ JsonSchemaResult JsonSchemaToGrammar(const std::string& schema_json,
 void ClearKeyExclusionCache();
 CacheStats KeyExclusionCacheStats();
 void SetKeyExclusionCacheLimit(int64_t bytes);  // 0 disables the cache
+// Likewise the automata of patterns and formats with minLength / maxLength, by their words.
+void ClearPatternAutomatonCache();
+CacheStats PatternAutomatonCacheStats();
+void SetPatternAutomatonCacheLimit(int64_t bytes);  // 0 disables the cache
 
 // The minimal JSON-string-content DFAs of the asserted formats, built once per process (they
 // depend on the format alone; at most one per format, so not emptied with the cross-grammar

@@ -277,10 +277,11 @@ class Converter {
   // Several patterns and formats intersect their automata first.
   ExprId LengthBoundedPattern(const std::vector<Ref>& pats, const std::vector<Ref>& formats, int64_t min_len,
                               int64_t max_len);
-  // Its lowering of the contents (pattern and format nodes); `pat` and `what` name the
-  // keyword an unsupported product is reported at.
-  ExprId LowerLengthBounded(const std::vector<ExprId>& contents, const Ref& pat, const char* what, int64_t min_len,
-                            int64_t max_len);
+  // Its lowering of the contents (pattern and format nodes); `words` spells the patterns and
+  // formats (the key of their automata in SchemaAutomatonCache::Patterns()); `pat` and `what`
+  // name the keyword an unsupported product is reported at.
+  ExprId LowerLengthBounded(const std::vector<ExprId>& contents, const std::string& words, const Ref& pat,
+                            const char* what, int64_t min_len, int64_t max_len);
 
   // 1: every match of the pattern has a length within [min_len, max_len]; -1: none has; 0:
   // some may (or unknown).

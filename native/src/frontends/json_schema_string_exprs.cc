@@ -1,5 +1,6 @@
 // Strings: pattern, format and length constraints lowered to string expressions.
 #include "frontends/json_schema_converter.h"
+#include "frontends/schema_automaton_cache.h"
 
 namespace xg2::jsonschema {
 
@@ -66,9 +67,14 @@ ExprId Converter::BoundedClassPattern(const Ref& pat, int64_t min_len, int64_t m
 ExprId Converter::LengthBoundedPattern(const std::vector<Ref>& pats, const std::vector<Ref>& formats, int64_t min_len,
                                        int64_t max_len) {
   std::vector<ExprId> contents;
+  std::string words;
+  auto spell = [&words](char kind, const std::string& text) {
+    words += kind + std::to_string(text.size()) + ':' + text;
+  };
   for (const auto& p : pats) {
     contents.push_back(PatternContent(p));
     if (contents.back() == kNoExpr) return kNoExpr;
+    spell('p', p.v->as_string());
   }
   for (const auto& f : formats) {
     try {
@@ -77,28 +83,37 @@ ExprId Converter::LengthBoundedPattern(const std::vector<Ref>& pats, const std::
       Unsupported(u.keyword, f.ptr, u.detail);
       return kNoExpr;
     }
+    spell('f', f.v->as_string());
   }
   const auto key = std::make_pair(contents, std::make_pair(min_len, max_len));
   if (auto hit = length_bounded_.find(key); hit != length_bounded_.end()) return hit->second;
   // Failures are not kept: each site reports its own.
-  const ExprId lowered = LowerLengthBounded(contents, pats.empty() ? formats[0] : pats[0],
+  const ExprId lowered = LowerLengthBounded(contents, words, pats.empty() ? formats[0] : pats[0],
                                             pats.empty() ? "format" : "pattern", min_len, max_len);
   if (lowered != kNoExpr) length_bounded_.emplace(key, lowered);
   return lowered;
 }
 
-ExprId Converter::LowerLengthBounded(const std::vector<ExprId>& contents, const Ref& pat, const char* what,
-                                     int64_t min_len, int64_t max_len) {
+ExprId Converter::LowerLengthBounded(const std::vector<ExprId>& contents, const std::string& words, const Ref& pat,
+                                     const char* what, int64_t min_len, int64_t max_len) {
+  SchemaAutomatonCache& cache = SchemaAutomatonCache::Patterns();
   try {
-    std::vector<ByteDfaSpec> parts;
-    for (ExprId c : contents) parts.push_back(TrimAndMinimize(ByteDfaOfExpr(g_, c, kMaxPatternDfaStates)));
-    ByteDfaSpec dfa = std::move(parts[0]);
-    parts.erase(parts.begin());
-    if (!parts.empty()) {
-      const uint64_t all = (uint64_t{1} << parts.size()) - 1;
-      dfa = TrimAndMinimize(SelectByParts(ProductWithParts(dfa, parts, kMaxPatternDfaStates), all, all));
+    // The automaton of the patterns and formats together, whatever the bounds.
+    std::shared_ptr<const ByteDfaSpec> content = cache.Find("content " + words);
+    if (!content) {
+      std::vector<ByteDfaSpec> parts;
+      for (ExprId c : contents) parts.push_back(TrimAndMinimize(ByteDfaOfExpr(g_, c, kMaxPatternDfaStates)));
+      ByteDfaSpec built = std::move(parts[0]);
+      parts.erase(parts.begin());
+      if (!parts.empty()) {
+        const uint64_t all = (uint64_t{1} << parts.size()) - 1;
+        built = TrimAndMinimize(SelectByParts(ProductWithParts(built, parts, kMaxPatternDfaStates), all, all));
+      }
+      content = std::make_shared<const ByteDfaSpec>(std::move(built));
+      cache.Insert("content " + words, content);
     }
-    if (min_len == 0 && max_len < 0) return g_.AddByteDfa(std::move(dfa));
+    const ByteDfaSpec& dfa = *content;
+    if (min_len == 0 && max_len < 0) return g_.AddByteDfa(content);
     // A trailing loop over characters (the [a-z]* of "^x[a-z]*$") entered at few counts
     // becomes a counted repetition: compile cost then does not grow with the bound.
     constexpr size_t kMaxLoopExits = 8;
@@ -110,8 +125,14 @@ ExprId Converter::LowerLengthBounded(const std::vector<ExprId>& contents, const 
     // content, as the parser's decoder reads them.)
     auto counted_by_parser = [&]() {
       constexpr int64_t kMaxDecodedStates = 200000;
+      std::shared_ptr<const ByteDfaSpec> decoded = cache.Find("decoded " + words);
+      if (!decoded) {
+        decoded =
+            std::make_shared<const ByteDfaSpec>(TrimAndMinimize(IntersectJsonLength(dfa, 0, -1, kMaxDecodedStates)));
+        cache.Insert("decoded " + words, decoded);
+      }
       const RuleId rule = NewRule("string_chars");
-      g_.SetRuleBody(rule, g_.AddByteDfa(TrimAndMinimize(IntersectJsonLength(dfa, 0, -1, kMaxDecodedStates))));
+      g_.SetRuleBody(rule, g_.AddByteDfa(decoded));
       g_.SetRuleJsonChars(rule, min_len, max_len);
       return g_.AddRuleRef(rule);
     };

@@ -12,6 +12,7 @@
 #include "automata/word_set_dfa.h"
 #include "frontends/json_schema.h"
 #include "frontends/json_schema_internal.h"
+#include "frontends/schema_automaton_cache.h"
 #include "support/utf8.h"
 #include "xg2/errors.h"
 
@@ -425,70 +426,6 @@ ExprId TrieExclusion(Grammar* g, const std::vector<TrieNode>& nodes, int n, Expr
 // Above this many states the key exclusion falls back to the expression form.
 constexpr int64_t kMaxKeyDfaStates = 20000;
 
-namespace {
-
-// Key-exclusion automata by excluded-name set: requests that repeat an object shape (the
-// same tool wrapper, the same open object) rebuild the same product otherwise. Bounded by
-// count and bytes; cleared with the other process-wide caches.
-class KeyExclusionCache {
- public:
-  std::shared_ptr<const ByteDfaSpec> Find(const std::string& key) {
-    std::lock_guard<std::mutex> lock(mu_);
-    auto it = map_.find(key);
-    if (it == map_.end()) {
-      ++stats_.misses;
-      return nullptr;
-    }
-    ++stats_.hits;
-    return it->second;
-  }
-  void Insert(const std::string& key, std::shared_ptr<const ByteDfaSpec> dfa) {
-    // The key, the automaton's arrays, and the map's node, bucket and control block.
-    size_t bytes = 2 * key.size() + 128 + dfa->is_final.capacity() + dfa->edges.capacity() * sizeof(dfa->edges[0]);
-    for (const auto& edges : dfa->edges) bytes += edges.capacity() * sizeof(ByteDfaEdge);
-    std::lock_guard<std::mutex> lock(mu_);
-    if (static_cast<int64_t>(bytes) > stats_.limit_bytes) return;
-    if (map_.size() >= kMaxEntries || stats_.bytes + static_cast<int64_t>(bytes) > stats_.limit_bytes) {
-      stats_.evictions += static_cast<int64_t>(map_.size());
-      Clear(lock);
-    }
-    if (map_.emplace(key, std::move(dfa)).second) stats_.bytes += static_cast<int64_t>(bytes);
-    stats_.entries = static_cast<int64_t>(map_.size());
-  }
-  void Clear() {
-    std::lock_guard<std::mutex> lock(mu_);
-    Clear(lock);
-  }
-  void SetLimit(int64_t bytes) {
-    std::lock_guard<std::mutex> lock(mu_);
-    stats_.limit_bytes = std::max<int64_t>(bytes, 0);
-    if (stats_.bytes > stats_.limit_bytes) Clear(lock);
-  }
-  CacheStats Stats() {
-    std::lock_guard<std::mutex> lock(mu_);
-    return stats_;
-  }
-  static KeyExclusionCache& Global() {
-    static KeyExclusionCache* cache = new KeyExclusionCache();  // never destroyed
-    return *cache;
-  }
-
- private:
-  KeyExclusionCache() { stats_.limit_bytes = int64_t{24} << 20; }  // cache_registry.h's default budget / 16
-  void Clear(const std::lock_guard<std::mutex>&) {
-    std::unordered_map<std::string, std::shared_ptr<const ByteDfaSpec>>().swap(map_);
-    stats_.bytes = 0;
-    stats_.entries = 0;
-  }
-
-  static constexpr size_t kMaxEntries = 1024;
-  std::mutex mu_;
-  std::unordered_map<std::string, std::shared_ptr<const ByteDfaSpec>> map_;
-  CacheStats stats_;  // objects with thousands of names make large automata: bounded in bytes
-};
-
-}  // namespace
-
 ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, const std::function<ExprId()>& rest) {
   // As one automaton when it stays small: the string contents minus the excluded spellings,
   // built by a DFA product. The expression form below puts a complement character class at
@@ -502,7 +439,7 @@ ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, con
     cache_key.push_back(':');
     cache_key += n;
   }
-  std::shared_ptr<const ByteDfaSpec> kept = KeyExclusionCache::Global().Find(cache_key);
+  std::shared_ptr<const ByteDfaSpec> kept = SchemaAutomatonCache::KeyExclusions().Find(cache_key);
   if (!kept) {
     try {
       // The excluded spellings as one trie merged into its minimal automaton: linear in the
@@ -525,7 +462,7 @@ ExprId JsonStringNotIn(Grammar* g, const std::vector<std::string>& excluded, con
       ByteDfaProduct product = ProductWithParts(kContents, {spelled.Minimal(kMaxKeyDfaStates)}, kMaxKeyDfaStates);
       kept = std::make_shared<const ByteDfaSpec>(
           TrimAndMinimize(SelectByParts(std::move(product), 1, 0), /*minimize=*/false));
-      KeyExclusionCache::Global().Insert(cache_key, kept);
+      SchemaAutomatonCache::KeyExclusions().Insert(cache_key, kept);
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::kLimitExceeded) throw;
     }
@@ -1044,9 +981,12 @@ bool CodepointLengthRange(const Grammar& g, ExprId e, int64_t* lo, int64_t* hi) 
 }  // namespace xg2::jsonschema
 
 namespace xg2 {
-void ClearKeyExclusionCache() { jsonschema::KeyExclusionCache::Global().Clear(); }
+void ClearKeyExclusionCache() { jsonschema::SchemaAutomatonCache::KeyExclusions().Clear(); }
+void ClearPatternAutomatonCache() { jsonschema::SchemaAutomatonCache::Patterns().Clear(); }
 void ClearFormatDfaCache() { jsonschema::FormatDfaCache::Global().Clear(); }
 CacheStats FormatDfaCacheStats() { return jsonschema::FormatDfaCache::Global().Stats(); }
-CacheStats KeyExclusionCacheStats() { return jsonschema::KeyExclusionCache::Global().Stats(); }
-void SetKeyExclusionCacheLimit(int64_t bytes) { jsonschema::KeyExclusionCache::Global().SetLimit(bytes); }
+CacheStats KeyExclusionCacheStats() { return jsonschema::SchemaAutomatonCache::KeyExclusions().Stats(); }
+void SetKeyExclusionCacheLimit(int64_t bytes) { jsonschema::SchemaAutomatonCache::KeyExclusions().SetLimit(bytes); }
+CacheStats PatternAutomatonCacheStats() { return jsonschema::SchemaAutomatonCache::Patterns().Stats(); }
+void SetPatternAutomatonCacheLimit(int64_t bytes) { jsonschema::SchemaAutomatonCache::Patterns().SetLimit(bytes); }
 }  // namespace xg2

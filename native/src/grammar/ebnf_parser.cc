@@ -993,9 +993,10 @@ Grammar EbnfParser::BuildResult(const std::string& root_rule_name) const {
 
   RuleId scratch_root = scratch_.FindRule(root_rule_name);
   if (scratch_root < 0) {
-    // Not a syntax error (no place in the text is wrong), so no line:col; xgrammar's phrase.
-    throw Error(ErrorKind::kGrammarSemantic,
-                "The root rule with name \"" + root_rule_name + "\" is not found: no rule of that name is defined");
+    // Not a syntax error (no place in the text is wrong): a semantic error, placed where the
+    // grammar starts, in xgrammar's words.
+    throw Error(ErrorKind::kGrammarSemantic, "EBNF parser error at line 1, column 1: The root rule with name \"" +
+                                                 root_rule_name + "\" is not found");
   }
 
   Grammar result;

@@ -212,6 +212,10 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded_vocab, Voca
     if (encoded_vocab[id].empty()) is_special_[id] = 1;
   }
 
+  // The ids listed as special: the given ones and the empty tokens. A stop token is never text
+  // either (is_special_), but it is listed among the stop ids only, as in xgrammar.
+  std::vector<uint8_t> listed_special = is_special_;
+
   if (stop_token_ids.empty()) {
     // Detect by name. Prefer matches among the tokens already known to be special, so that a
     // plain-text BPE token spelled "</s>" (Qwen, Gemma) does not become a stop token.
@@ -246,10 +250,10 @@ TokenizerInfo::TokenizerInfo(const std::vector<std::string>& encoded_vocab, Voca
     const std::string& tok = encoded_vocab[id];
     // Special tokens keep their text as UTF-8 (as written), normal ones are decoded.
     decoded_[id] = is_special_[id] ? tok : DecodeTokenString(tok, vocab_type_);
-    if (decoded_[id].empty()) is_special_[id] = 1;
+    if (decoded_[id].empty()) is_special_[id] = listed_special[id] = 1;
   }
   for (int32_t id = 0; id < num_tokens; ++id) {
-    if (is_special_[id]) special_token_ids_.push_back(id);
+    if (listed_special[id]) special_token_ids_.push_back(id);
   }
 
   // --- trie -------------------------------------------------------------------------------------
