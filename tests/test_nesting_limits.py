@@ -1,7 +1,9 @@
 """Nesting at the front ends' limits: at the most that can be set (xgrammar's default
 recursion depth, 10000), every front end either builds the grammar or raises a typed limit
-error; none overflows a thread's stack. Each case runs in a subprocess, on a worker thread,
-so that a crash fails the test instead of ending the test run."""
+error; none overflows a thread's stack, whether the thread has glibc's 8 MiB or 512 KiB
+(macOS's default for secondary threads; the front ends then run on a helper thread with a
+deep stack). Each case runs in a subprocess, on a worker thread, so that a crash fails the
+test instead of ending the test run."""
 
 import subprocess
 import sys
@@ -26,12 +28,14 @@ CASES = {
     "structural-tag": ("xg.Grammar.from_structural_tag('{\"type\":\"structural_tag\",\"format\":' + "
                        "'{\"type\":\"sequence\",\"elements\":[' * N + "
                        "'{\"type\":\"const_string\",\"value\":\"a\"}' + ']}' * N + '}')",
-                       LIMIT // 2 - 2),
+                       LIMIT // 40 - 1),
 }
 
 SCRIPT = textwrap.dedent("""
     import sys, threading
     import xg2_jax as xg
+    if {stack}:
+        threading.stack_size({stack})
     assert xg.get_max_recursion_depth() == {limit}
     compiler = xg.GrammarCompiler(xg.TokenizerInfo(["a", "b", "</s>"], stop_token_ids=[2]),
                                   cache_enabled=False)
@@ -59,10 +63,11 @@ def test_default_is_the_most_that_can_be_set():
     assert xg.get_max_recursion_depth() == LIMIT
 
 
+@pytest.mark.parametrize("stack", [0, 512 << 10], ids=["default-stack", "512KiB-stack"])
 @pytest.mark.parametrize("case", sorted(CASES))
-def test_deepest_nesting_builds_and_deeper_is_a_typed_error(case, tmp_path):
+def test_deepest_nesting_builds_and_deeper_is_a_typed_error(case, stack, tmp_path):
     source, deepest = CASES[case]
-    script = SCRIPT.format(limit=LIMIT, source=source, deepest=deepest)
+    script = SCRIPT.format(limit=LIMIT, source=source, deepest=deepest, stack=stack)
     # Run outside the repository root, whose xg2_jax/ folder would shadow the installed package.
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
                           timeout=900, cwd=tmp_path)
@@ -160,3 +165,57 @@ def test_structural_tag_too_deep_for_json_dumps_is_a_typed_error(as_object):
     tag = xg.StructuralTag(format=fmt) if as_object else {"type": "structural_tag", "format": fmt}
     with pytest.raises(xg.LimitExceededError, match="nested too deeply"):
         xg.Grammar.from_structural_tag(tag)
+
+
+def nested_sequences(depth: int) -> str:
+    """A structural tag of `depth` sequences around one string, as JSON text."""
+    fmt = '{"type": "sequence", "elements": [' * depth
+    fmt += '{"type": "const_string", "value": "a"}' + "]}" * depth
+    return '{"type": "structural_tag", "format": ' + fmt + "}"
+
+
+def test_structural_tag_formats_nest_at_most_250_levels():
+    # Like JSON Schema's subschemas (xgrammar bounds them too: its passes recurse per level).
+    xg.Grammar.from_structural_tag(nested_sequences(249))
+    with pytest.raises(xg.LimitExceededError,
+                       match=r"^format(\.elements\[0\]){250}: formats nested deeper than 250 levels"):
+        xg.Grammar.from_structural_tag(nested_sequences(250))
+    # Under a lower limit the tag's JSON text (two levels a sequence) is what it bounds first.
+    with xg.max_recursion_depth(100):
+        xg.Grammar.from_structural_tag(nested_sequences(48))
+        with pytest.raises(xg.LimitExceededError, match="max_nesting_depth=100"):
+            xg.Grammar.from_structural_tag(nested_sequences(50))
+
+
+def test_helper_thread_keeps_the_time_limit_and_errors(tmp_path):
+    # On a small stack the front end runs on a helper thread: the caller's time limit still
+    # applies there, its errors reach the caller typed, and results come back whole.
+    script = textwrap.dedent("""
+        import threading, time
+        import xg2_jax as xg
+        from xg2_jax import _core
+        threading.stack_size(256 << 10)
+        words = {"type": "string", "pattern": "^(?:\\\\S+\\\\s+){0,49}\\\\S+$", "maxLength": 500}
+        outcome = []
+        def run():
+            with _core.TimeLimit(1e-9):
+                time.sleep(0.001)
+                try:
+                    xg.Grammar.from_json_schema(words)
+                    outcome.append("built")
+                except xg.LimitExceededError as e:
+                    outcome.append("time" if "time_limit_s" in str(e) else "other")
+            try:
+                xg.Grammar.from_ebnf("root ::= (")
+            except xg.GrammarSyntaxError as e:
+                outcome.append("syntax" if "1:11" in str(e) or "column 11" in str(e) else str(e))
+            outcome.append(str(xg.Grammar.from_regex("a{2}b")).count("root"))
+        worker = threading.Thread(target=run)
+        worker.start()
+        worker.join()
+        print(*outcome)
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                          timeout=300, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split() == ["time", "syntax", "1"], proc.stdout

@@ -32,7 +32,7 @@ void BindJsonSchema(nb::module_& m) {
           r = JsonSchemaToGrammar(text, o);
         } else {
           JsonValue value;
-          if (!JsonFromPython(schema, MaxNestingDepth(), &value)) return nb::none();
+          if (!JsonFromPython(schema, StackBoundedNestingDepth(), &value)) return nb::none();
           nb::gil_scoped_release release;
           r = JsonSchemaToGrammar(value, o);
         }

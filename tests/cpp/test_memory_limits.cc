@@ -1,5 +1,7 @@
 // Issue #18 in the core: bounded compiled-grammar cache, the cache registry's budget split,
 // budgets (time, memory) that reach the caller from worker threads, degenerate vocabularies.
+#include <pthread.h>
+
 #include <chrono>
 #include <cstdio>
 #include <memory>
@@ -55,6 +57,8 @@ void TestRegistrySplit() {
   CHECK_EQ(s.automata.limit_bytes, (1 << 20) / 8);
   CHECK_EQ(s.suffixes.limit_bytes, (1 << 20) / 4);
   CHECK_EQ(s.key_exclusion.limit_bytes, (1 << 20) / 16);
+  CHECK_EQ(s.patterns.limit_bytes, (1 << 20) / 16);
+  CHECK_EQ(s.total_limit_bytes(), (1 << 20) * 3 / 2);
   bool threw = false;
   try {
     cache_registry::SetBudget(-1);
@@ -172,6 +176,57 @@ void TestByIdTokensOpenWords() {
   CHECK(d.many_open && d.open_words.empty());
 }
 
+// About 5 MiB of stack at the depth used below (a frame of 256 bytes and more a level).
+int Deep(int n) {
+  volatile char pad[256];
+  pad[0] = static_cast<char>(n & 1);
+  return n == 0 ? 0 : Deep(n - 1) + pad[0];
+}
+
+void* DeepStackChecks(void* ok) {
+  // This thread's 256 KiB are too little: the work moves to a helper thread and comes back.
+  CHECK(StackBytesLeft() < (size_t{256} << 10));
+  CHECK_EQ(WithDeepStack([] { return Deep(20000); }), 10000);
+  bool typed = false;
+  try {
+    WithDeepStack([]() -> int { throw Error(ErrorKind::kGrammarSyntax, "1:1: nothing here"); });
+  } catch (const Error& e) {
+    typed = e.kind() == ErrorKind::kGrammarSyntax && std::string(e.what()) == "1:1: nothing here";
+  }
+  CHECK(typed);
+  // The caller's time limit holds on the helper thread.
+  bool timed_out = false;
+  {
+    ScopedTimeLimit limit(1e-9);
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    try {
+      RunWithDeepStack([] { CheckThreadTimeLimit(); });
+    } catch (const BudgetExceeded& e) {
+      timed_out = e.limit() == "time_limit_s";
+    }
+  }
+  CHECK(timed_out);
+  *static_cast<bool*>(ok) = true;
+  return nullptr;
+}
+
+void TestDeepStack() {
+  // A thread with room runs the work itself.
+  const pthread_t self = pthread_self();
+  bool same_thread = false;
+  RunWithDeepStack([&] { same_thread = pthread_equal(self, pthread_self()) != 0; });
+  CHECK(same_thread == (StackBytesLeft() >= (size_t{7} << 20)));
+  pthread_attr_t attr;
+  pthread_attr_init(&attr);
+  pthread_attr_setstacksize(&attr, size_t{256} << 10);
+  pthread_t small;
+  bool ok = false;
+  CHECK(pthread_create(&small, &attr, DeepStackChecks, &ok) == 0);
+  pthread_join(small, nullptr);
+  pthread_attr_destroy(&attr);
+  CHECK(ok);
+}
+
 int main() {
   TestByIdTokenCacheIsBounded();
   TestByIdTokensOpenWords();
@@ -179,6 +234,7 @@ int main() {
   TestRegistrySplit();
   TestMemoryBudgetFromWorkers();
   TestThreadTimeLimit();
+  TestDeepStack();
   TestDegenerateVocabularies();
   if (g_failures) {
     std::printf("%d failure(s)\n", g_failures);

@@ -11,6 +11,7 @@
 #include "support/thread_pool.h"
 #include "support/thread_state.h"
 #include "xg2/errors.h"
+#include "xg2/limits.h"
 
 namespace xg2 {
 namespace {
@@ -180,6 +181,11 @@ GrammarCompiler::GrammarCompiler(std::shared_ptr<const TokenizerInfo> tokenizer,
 }
 
 std::shared_ptr<CompiledGrammar> GrammarCompiler::Compile(const Grammar& grammar, const CompileOptions& options) {
+  return WithDeepStack([&] { return CompileOnDeepStack(grammar, options); });
+}
+
+std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileOnDeepStack(const Grammar& grammar,
+                                                                     const CompileOptions& options) {
   AutomatonLimits limits = options.limits;
   limits.minimize = options.precompute_masks;  // see AutomatonLimits::minimize
   if (options.time_limit_s > 0) {

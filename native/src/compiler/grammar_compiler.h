@@ -123,6 +123,8 @@ class GrammarCompiler {
     int64_t bytes = 0;
   };
   void EvictLocked();
+  // Compile's work, on a thread with the stack its recursive passes need (RunWithDeepStack).
+  std::shared_ptr<CompiledGrammar> CompileOnDeepStack(const Grammar& grammar, const CompileOptions& options);
 
   std::shared_ptr<const TokenizerInfo> tokenizer_;
   int num_threads_;

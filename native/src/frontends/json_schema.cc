@@ -388,20 +388,22 @@ JsonSchemaResult JsonSchemaToGrammar(const JsonValue& schema, const JsonSchemaOp
     throw Error(ErrorKind::kGrammarSemantic, "invalid schema at (root): a schema must be an object or a boolean");
   }
   if (options.indent < -1) throw Error(ErrorKind::kInvalidArgument, "indent must be >= 0 or -1 (none)");
-  std::map<std::string, std::string> no_negation;
-  for (;;) {
-    try {
-      return Converter(schema, options, no_negation).Run();
-    } catch (const NegationFailed& f) {
-      // Bounded: every retry adds one of the schema's oneOf pointers.
-      no_negation.emplace(f.one_of_at, f.reason);
+  return WithDeepStack([&] {
+    std::map<std::string, std::string> no_negation;
+    for (;;) {
+      try {
+        return Converter(schema, options, no_negation).Run();
+      } catch (const NegationFailed& f) {
+        // Bounded: every retry adds one of the schema's oneOf pointers.
+        no_negation.emplace(f.one_of_at, f.reason);
+      }
     }
-  }
+  });
 }
 
 JsonSchemaResult JsonSchemaToGrammar(const std::string& schema_json, const JsonSchemaOptions& options) {
-  JsonValue v = ParseJson(schema_json);
-  return JsonSchemaToGrammar(v, options);
+  // The document is parsed and freed (both recursive) where the conversion runs.
+  return WithDeepStack([&] { return JsonSchemaToGrammar(ParseJson(schema_json), options); });
 }
 
 }  // namespace xg2

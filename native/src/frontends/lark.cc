@@ -22,6 +22,7 @@
 #include "grammar/rule_attributes.h"
 #include "grammar/token_set.h"
 #include "xg2/errors.h"
+#include "xg2/limits.h"
 
 namespace xg2 {
 
@@ -787,7 +788,7 @@ ExprId LarkConverter::CompileGrammarRef(const Node& node, Scope scope) {
 }  // namespace
 
 Grammar LarkToGrammar(const std::string& text, const LarkOptions& options) {
-  return LarkConverter(text, options).Convert();
+  return WithDeepStack([&] { return LarkConverter(text, options).Convert(); });
 }
 
 }  // namespace xg2

@@ -755,12 +755,14 @@ ExprId RegexToExpr(Grammar* g, const std::string& pattern, const RegexOptions& o
 }
 
 Grammar RegexToGrammar(const std::string& pattern, const RegexOptions& options) {
-  Grammar g;
-  RuleId root = g.DeclareRule("root");
-  ExprId body = RegexToExpr(&g, pattern, options);
-  g.SetRuleBody(root, body);
-  g.set_root(root);
-  return g;
+  return WithDeepStack([&] {
+    Grammar g;
+    RuleId root = g.DeclareRule("root");
+    ExprId body = RegexToExpr(&g, pattern, options);
+    g.SetRuleBody(root, body);
+    g.set_root(root);
+    return g;
+  });
 }
 
 }  // namespace xg2

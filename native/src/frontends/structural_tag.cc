@@ -15,6 +15,7 @@
 #include "frontends/structural_tag_xml.h"
 #include "grammar/token_set.h"
 #include "xg2/errors.h"
+#include "xg2/limits.h"
 
 namespace xg2 {
 namespace {
@@ -208,6 +209,17 @@ class Lowering {
   // format is the last thing before them: unbounded text inside stops at (and consumes) the
   // first end string, and *consumed_end says so.
   ExprId Lower(const JsonValue& f, const std::string& path, const std::vector<std::string>& ends, bool* consumed_end) {
+    struct Level {
+      int* n;
+      explicit Level(int* c) : n(c) { ++*n; }
+      ~Level() { --*n; }
+    } level(&format_depth_);
+    if (format_depth_ > CappedNestingDepth(kMaxFormatNestingDepth)) {
+      throw Error(ErrorKind::kLimitExceeded,
+                  path + ": formats nested deeper than " + std::to_string(CappedNestingDepth(kMaxFormatNestingDepth)) +
+                      " levels (max_nesting_depth, at most " + std::to_string(kMaxFormatNestingDepth) +
+                      " here; see xg2_jax.set_limits)");
+    }
     *consumed_end = false;
     if (!f.is_object()) Fail(path, "Format must be an object (a JSON object with a \"type\")");
     const JsonValue* type = f.Find("type");
@@ -681,6 +693,7 @@ class Lowering {
   std::vector<std::string> warnings_;
   bool ignored_ = false;
   int imports_ = 0;
+  int format_depth_ = 0;  // Lower's nesting, against kMaxFormatNestingDepth
   int continuations_ = 0;
   int dispatches_ = 0;
   int token_rules_ = 0;
@@ -857,11 +870,12 @@ ExprId Lowering::LowerTokenDispatch(const JsonValue& f, const std::string& path)
 }  // namespace
 
 StructuralTagResult StructuralTagToGrammar(const JsonValue& tag, const StructuralTagOptions& options) {
-  return Lowering(options).Run(tag);
+  return WithDeepStack([&] { return Lowering(options).Run(tag); });
 }
 
 StructuralTagResult StructuralTagToGrammar(const std::string& tag_json, const StructuralTagOptions& options) {
-  return StructuralTagToGrammar(ParseJson(tag_json), options);
+  // The document is parsed and freed (both recursive) where the lowering runs.
+  return WithDeepStack([&] { return StructuralTagToGrammar(ParseJson(tag_json), options); });
 }
 
 }  // namespace xg2

@@ -1057,7 +1057,7 @@ Grammar EbnfParser::BuildResult(const std::string& root_rule_name) const {
 }  // namespace ebnf
 
 Grammar ParseEbnf(const std::string& text, const std::string& root_rule_name) {
-  return ebnf::EbnfParser(text).Parse(root_rule_name);
+  return WithDeepStack([&] { return ebnf::EbnfParser(text).Parse(root_rule_name); });
 }
 
 }  // namespace xg2

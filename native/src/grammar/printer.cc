@@ -8,6 +8,7 @@
 
 #include "support/utf8.h"
 #include "xg2/grammar.h"
+#include "xg2/limits.h"
 #include "xg2/tokenizer.h"
 
 namespace xg2 {
@@ -416,6 +417,8 @@ class EbnfPrinter {
 
 }  // namespace
 
-std::string Grammar::ToEbnf() const { return EbnfPrinter(*this).Print(); }
+std::string Grammar::ToEbnf() const {
+  return WithDeepStack([&] { return EbnfPrinter(*this).Print(); });
+}
 
 }  // namespace xg2

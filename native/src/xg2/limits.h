@@ -2,8 +2,12 @@
 // that hit one name it, so a caller can tell a hostile input from a limit set too low.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
+#include <utility>
 
 namespace xg2 {
 
@@ -15,6 +19,9 @@ constexpr int kMaxNestingDepthLimit = 10000;
 // but never beyond these caps (a tenth and a fortieth of the most).
 constexpr int kMaxLarkGroupDepth = kMaxNestingDepthLimit / 10;
 constexpr int kMaxSchemaNestingDepth = kMaxNestingDepthLimit / 40;
+// Structural-tag formats likewise (each level is several frames of the lowering's passes; real
+// tags nest a few levels).
+constexpr int kMaxFormatNestingDepth = kMaxNestingDepthLimit / 40;
 int MaxNestingDepth();
 // MaxNestingDepth(), at most cap.
 int CappedNestingDepth(int cap);
@@ -40,5 +47,26 @@ class ScopedTimeLimit {
 };
 // Cheap when no limit is in scope (one thread-local load).
 void CheckThreadTimeLimit();
+
+// The front ends recurse once per nesting level, and the depth limits above are set for an
+// 8 MiB stack. RunWithDeepStack(f) runs f on the calling thread when it has that much left
+// (the main thread under the usual 8 MiB limit, glibc's threads), else on a helper thread
+// with kDeepStackBytes of stack that the caller waits for: f's exception is rethrown to the
+// caller and the time limit in scope carries over. A thread with a small stack (macOS gives
+// secondary threads 512 KiB, musl 128 KiB, Python's threading.stack_size sets any) would
+// otherwise overflow a few hundred levels down, which ends the process.
+constexpr size_t kDeepStackBytes = size_t{64} << 20;
+void RunWithDeepStack(const std::function<void()>& f);
+template <class F>
+auto WithDeepStack(F&& f) -> decltype(f()) {
+  std::optional<decltype(f())> result;
+  RunWithDeepStack([&] { result.emplace(f()); });
+  return std::move(*result);
+}
+// Bytes of stack left below the caller's frame (SIZE_MAX where the platform does not say).
+size_t StackBytesLeft();
+// MaxNestingDepth(), at most what this thread's stack holds at 1 KiB a level: for a walk
+// that must stay on the calling thread (reading Python objects under the GIL).
+int StackBoundedNestingDepth();
 
 }  // namespace xg2
