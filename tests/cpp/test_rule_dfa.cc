@@ -342,10 +342,34 @@ int CheckConcatenation(std::mt19937& rng) {
   return built;
 }
 
+// The unbounded product of a content automaton whose decoder state is determined: as many
+// states as the automaton reaches, and the same finals.
+void CheckProductIsTheAutomaton(const ByteDfaSpec& d) {
+  std::vector<int32_t> order{0};
+  std::vector<uint8_t> seen(d.is_final.size(), 0);
+  seen[0] = 1;
+  for (size_t i = 0; i < order.size(); ++i) {
+    for (const auto& e : d.edges[order[i]]) {
+      if (!seen[e.target]) {
+        seen[e.target] = 1;
+        order.push_back(e.target);
+      }
+    }
+  }
+  const ByteDfaSpec product = IntersectJsonLength(d, 0, -1, 1 << 20);
+  CHECK_EQ(product.num_states(), static_cast<int32_t>(order.size()));
+  int finals = 0, product_finals = 0;
+  for (int32_t s : order) finals += d.is_final[s] ? 1 : 0;
+  for (uint8_t f : product.is_final) product_finals += f ? 1 : 0;
+  CHECK_EQ(product_finals, finals);
+}
+
 // Random content automata over byte ranges the JSON decoder treats differently (ASCII,
 // escapes, hex digits, UTF-8 lead and continuation bytes); the layered count must equal the
-// number of states IntersectJsonLength builds, with and without stop states.
-void CheckJsonLengthProductSize(std::mt19937& rng) {
+// number of states IntersectJsonLength builds, with and without stop states. Where the
+// decoder's state is determined by the automaton's, the unbounded product is the automaton
+// itself: as many states as it reaches, the same finals. Returns whether it was determined.
+bool CheckJsonLengthProductSize(std::mt19937& rng) {
   static const ByteDfaEdge kRanges[] = {{'0', '9', 0},   {'A', 'Z', 0},  {'\\', '\\', 0}, {'a', 'f', 0},
                                         {'n', 'n', 0},   {'u', 'u', 0},  {0x80, 0xBF, 0}, {0xC2, 0xDF, 0},
                                         {0xE0, 0xEF, 0}, {0xF0, 0xF4, 0}};
@@ -359,6 +383,8 @@ void CheckJsonLengthProductSize(std::mt19937& rng) {
     }
     d.edges.push_back(edges);
   }
+  const bool determined = JsonDecoderDetermined(d);
+  if (determined) CheckProductIsTheAutomaton(d);
   const std::vector<uint8_t> stars = JsonStarStates(d);
   for (auto [lo, hi] : {std::pair<int64_t, int64_t>{0, 3}, {2, 7}, {4, -1}, {0, 0}, {1, 12}}) {
     for (const std::vector<uint8_t>* stop : {static_cast<const std::vector<uint8_t>*>(nullptr), &stars}) {
@@ -370,10 +396,53 @@ void CheckJsonLengthProductSize(std::mt19937& rng) {
         std::printf("json length product: %d states, bounds %lld..%lld, stop %d, size %lld\n", n,
                     static_cast<long long>(lo), static_cast<long long>(hi), stop != nullptr,
                     static_cast<long long>(size));
-        return;
+        return determined;
       }
     }
   }
+  return determined;
+}
+
+// Random automata that read whole characters (an ASCII range, "\\n" or "\\u" plus four hex
+// digits, a two-byte UTF-8 sequence) through states of their own: the decoder's state is
+// determined, and the unbounded product keeps every reachable state and final.
+void CheckDeterminedContent(std::mt19937& rng) {
+  const int n = 1 + static_cast<int>(rng() % 6);
+  ByteDfaSpec d;
+  d.is_final.assign(n, 0);
+  d.edges.assign(n, {});
+  auto fresh = [&d](bool final) {
+    d.is_final.push_back(final ? 1 : 0);
+    d.edges.emplace_back();
+    return static_cast<int32_t>(d.is_final.size() - 1);
+  };
+  for (int s = 0; s < n; ++s) {
+    d.is_final[s] = rng() % 3 == 0;
+    auto target = [&] { return static_cast<int32_t>(rng() % n); };
+    if (rng() % 2) d.edges[s].push_back({'a', 'm', target()});
+    if (rng() % 2) {
+      const int32_t esc = fresh(false);
+      d.edges[s].push_back({'\\', '\\', esc});
+      d.edges[esc].push_back({'n', 'n', target()});
+      if (rng() % 2) {
+        int32_t hex = fresh(false);
+        d.edges[esc].push_back({'u', 'u', hex});
+        for (int k = 0; k < 3; ++k) {
+          const int32_t next = fresh(false);
+          d.edges[hex].push_back({'0', '7', next});
+          hex = next;
+        }
+        d.edges[hex].push_back({'0', '9', target()});
+      }
+    }
+    if (rng() % 2) {
+      const int32_t cont = fresh(false);
+      d.edges[s].push_back({0xC2, 0xDF, cont});
+      d.edges[cont].push_back({0x80, 0xBF, target()});
+    }
+  }
+  CHECK(JsonDecoderDetermined(d));
+  CheckProductIsTheAutomaton(d);
 }
 
 }  // namespace
@@ -404,7 +473,22 @@ int main() {
   }
   CHECK_EQ(MinimizeRuleDfa(chain).num_states(), n);
   for (int iter = 0; iter < 300 && g_failures == 0; ++iter) CheckConstruction(rng);
-  for (int iter = 0; iter < 500 && g_failures == 0; ++iter) CheckJsonLengthProductSize(rng);
+  int determined = 0;
+  for (int iter = 0; iter < 500 && g_failures == 0; ++iter) determined += CheckJsonLengthProductSize(rng) ? 1 : 0;
+  CHECK(determined > 0 && determined < 500);  // both kinds occur
+  for (int iter = 0; iter < 300 && g_failures == 0; ++iter) CheckDeterminedContent(rng);
+  {
+    // Reached at a boundary and after a backslash (one state for both): not determined.
+    ByteDfaSpec mixed;
+    mixed.is_final = {1};
+    mixed.edges = {{{'\\', '\\', 0}, {'n', 'n', 0}}};
+    CHECK(!JsonDecoderDetermined(mixed));
+    // A byte no JSON string content holds there (a lone continuation byte): not determined.
+    ByteDfaSpec lone;
+    lone.is_final = {1, 1};
+    lone.edges = {{{0x80, 0x80, 1}}, {}};
+    CHECK(!JsonDecoderDetermined(lone));
+  }
   // Trimming without minimisation: an automaton numbered breadth first with every state live
   // comes back as it is; one with a dead state loses it, the rest renumbered.
   {

@@ -58,6 +58,31 @@ ByteDfaSpec ByteDfaOfExpr(const Grammar& g, ExprId e, int64_t max_states) {
   return out;
 }
 
+bool JsonDecoderDetermined(const ByteDfaSpec& content) {
+  if (content.edges.empty()) return true;
+  std::vector<int8_t> dec(content.edges.size(), -1);
+  std::vector<int32_t> queue{0};
+  dec[0] = kB;
+  for (size_t qi = 0; qi < queue.size(); ++qi) {
+    const int32_t s = queue[qi];
+    for (const auto& e : content.edges[s]) {
+      int covered = 0;
+      for (const DecoderRun& r : DecoderRuns(dec[s])) {
+        if (r.hi < e.lo || r.lo > e.hi) continue;
+        covered += std::min<int>(r.hi, e.hi) - std::max<int>(r.lo, e.lo) + 1;
+        if (dec[e.target] < 0) {
+          dec[e.target] = r.next;
+          queue.push_back(e.target);
+        } else if (dec[e.target] != r.next) {
+          return false;
+        }
+      }
+      if (covered != e.hi - e.lo + 1) return false;  // the product would drop those bytes
+    }
+  }
+  return true;
+}
+
 ByteDfaSpec IntersectJsonLength(const ByteDfaSpec& content, int64_t min_len, int64_t max_len, int64_t max_states,
                                 const std::vector<uint8_t>* stop, std::vector<JsonLengthExit>* exits) {
   // The count saturates at min_len when there is no upper bound; above max_len it dies.

@@ -42,6 +42,11 @@ ByteDfaSpec IntersectJsonLength(const ByteDfaSpec& content, int64_t min_len, int
 bool JsonLengthProductExceeds(const ByteDfaSpec& content, int64_t min_len, int64_t max_len, int64_t max_states,
                               const std::vector<uint8_t>* stop = nullptr);
 
+// Whether every state of `content` (from its start, at a character boundary) is reached in
+// one JSON decoder state only, and every byte it reads is well-formed there: then
+// IntersectJsonLength(content, 0, -1, ...) is `content` itself, state for state.
+bool JsonDecoderDetermined(const ByteDfaSpec& content);
+
 // Final states s of `content` whose residual language is C* for a set C of complete
 // characters: every character read from s returns to s (e.g. the loop of "^x[a-z]*$").
 std::vector<uint8_t> JsonStarStates(const ByteDfaSpec& content);

@@ -125,7 +125,10 @@ ExprId Converter::LowerLengthBounded(const std::vector<ExprId>& contents, const 
     // content, as the parser's decoder reads them.)
     auto counted_by_parser = [&]() {
       constexpr int64_t kMaxDecodedStates = 200000;
-      std::shared_ptr<const ByteDfaSpec> decoded = cache.Find("decoded " + words);
+      // A pattern's automaton mostly knows the decoder's state already (it reads escapes and
+      // UTF-8 sequences whole): then it is its own product with the decoder.
+      std::shared_ptr<const ByteDfaSpec> decoded =
+          JsonDecoderDetermined(dfa) ? content : cache.Find("decoded " + words);
       if (!decoded) {
         decoded =
             std::make_shared<const ByteDfaSpec>(TrimAndMinimize(IntersectJsonLength(dfa, 0, -1, kMaxDecodedStates)));
