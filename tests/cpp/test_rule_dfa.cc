@@ -483,6 +483,11 @@ int main() {
     mixed.is_final = {1};
     mixed.edges = {{{'\\', '\\', 0}, {'n', 'n', 0}}};
     CHECK(!JsonDecoderDetermined(mixed));
+    // Final after a backslash: the product drops that end, so it is not the automaton.
+    ByteDfaSpec open_escape;
+    open_escape.is_final = {0, 1};
+    open_escape.edges = {{{'\\', '\\', 1}}, {{'n', 'n', 0}}};
+    CHECK(!JsonDecoderDetermined(open_escape));
     // A byte no JSON string content holds there (a lone continuation byte): not determined.
     ByteDfaSpec lone;
     lone.is_final = {1, 1};

@@ -65,6 +65,7 @@ bool JsonDecoderDetermined(const ByteDfaSpec& content) {
   dec[0] = kB;
   for (size_t qi = 0; qi < queue.size(); ++qi) {
     const int32_t s = queue[qi];
+    if (content.is_final[s] && dec[s] != kB) return false;  // the product ends on characters only
     for (const auto& e : content.edges[s]) {
       int covered = 0;
       for (const DecoderRun& r : DecoderRuns(dec[s])) {

@@ -43,8 +43,9 @@ bool JsonLengthProductExceeds(const ByteDfaSpec& content, int64_t min_len, int64
                               const std::vector<uint8_t>* stop = nullptr);
 
 // Whether every state of `content` (from its start, at a character boundary) is reached in
-// one JSON decoder state only, and every byte it reads is well-formed there: then
-// IntersectJsonLength(content, 0, -1, ...) is `content` itself, state for state.
+// one JSON decoder state only, every byte it reads is well-formed there and every final state
+// is at a character boundary: then IntersectJsonLength(content, 0, -1, ...) is `content`
+// itself, state for state.
 bool JsonDecoderDetermined(const ByteDfaSpec& content);
 
 // Final states s of `content` whose residual language is C* for a set C of complete
