@@ -67,18 +67,16 @@ bool JsonDecoderDetermined(const ByteDfaSpec& content) {
     const int32_t s = queue[qi];
     if (content.is_final[s] && dec[s] != kB) return false;  // the product ends on characters only
     for (const auto& e : content.edges[s]) {
-      int covered = 0;
-      for (const DecoderRun& r : DecoderRuns(dec[s])) {
-        if (r.hi < e.lo || r.lo > e.hi) continue;
-        covered += std::min<int>(r.hi, e.hi) - std::max<int>(r.lo, e.lo) + 1;
+      bool consistent = true;
+      const bool well_formed = ForEachDecoderRun(dec[s], e.lo, e.hi, [&](const DecoderRun& r) {
         if (dec[e.target] < 0) {
           dec[e.target] = r.next;
           queue.push_back(e.target);
         } else if (dec[e.target] != r.next) {
-          return false;
+          consistent = false;
         }
-      }
-      if (covered != e.hi - e.lo + 1) return false;  // the product would drop those bytes
+      });
+      if (!well_formed || !consistent) return false;  // the product would drop or split states
     }
   }
   return true;

@@ -49,13 +49,10 @@ CharGraph BuildCharGraph(const GrammarAutomaton& g, RuleId rule) {
     for (int32_t k = g.byte_edge_begin[s]; k < g.byte_edge_begin[s + 1]; ++k) {
       const DfaByteEdge& e = g.byte_edges[k];
       // One edge per run of bytes the decoder treats alike (a range of \S is a few runs).
-      int covered = 0;
-      for (const DecoderRun& run : DecoderRuns(u)) {
-        if (run.hi < e.lo || run.lo > e.hi) continue;
-        covered += std::min<int>(run.hi, e.hi) - std::max<int>(run.lo, e.lo) + 1;
+      const bool well_formed = ForEachDecoderRun(u, e.lo, e.hi, [&](const DecoderRun& run) {
         edges.push_back({node(e.target, run.next), static_cast<uint8_t>(run.starts ? 1 : 0)});
-      }
-      if (covered != e.hi - e.lo + 1) {
+      });
+      if (!well_formed) {
         throw Error(ErrorKind::kGrammarSemantic,
                     "rule '" + g.rule_names[rule] + "': json_chars needs a body that reads JSON string content");
       }

@@ -90,4 +90,17 @@ inline const std::vector<DecoderRun>& DecoderRuns(int u) {
   return (*runs)[u];
 }
 
+// Calls visit(run) for each run of decoder state u that overlaps bytes [lo, hi]; returns
+// whether the runs cover them all (false: some byte is not well-formed there).
+template <class Visit>
+bool ForEachDecoderRun(int u, int lo, int hi, Visit&& visit) {
+  int covered = 0;
+  for (const DecoderRun& run : DecoderRuns(u)) {
+    if (run.hi < lo || run.lo > hi) continue;
+    covered += (run.hi < hi ? run.hi : hi) - (run.lo > lo ? run.lo : lo) + 1;
+    visit(run);
+  }
+  return covered == hi - lo + 1;
+}
+
 }  // namespace xg2

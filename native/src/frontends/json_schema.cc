@@ -241,11 +241,7 @@ RuleId Converter::ConjRule(const std::vector<Ref>& given, int depth) {
   // is several deep frames (8 KiB of stack and more where allOf merges through $ref
   // recursion, more under sanitizers), hence the cap of 250.
   const int kMaxRuleNesting = CappedNestingDepth(kMaxSchemaNestingDepth);
-  struct NestingGuard {
-    int* n;
-    explicit NestingGuard(int* c) : n(c) { ++*n; }
-    ~NestingGuard() { --*n; }
-  } guard(&rule_nesting_);
+  const ScopedDepth level(&rule_nesting_);
   if (rule_nesting_ > kMaxRuleNesting) {
     throw Error(ErrorKind::kLimitExceeded,
                 "schema nests more than " + std::to_string(kMaxRuleNesting) + " subschemas deep at " +

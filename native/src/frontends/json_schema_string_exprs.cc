@@ -126,12 +126,13 @@ ExprId Converter::LowerLengthBounded(const std::vector<ExprId>& contents, const 
     auto counted_by_parser = [&]() {
       constexpr int64_t kMaxDecodedStates = 200000;
       // A pattern's automaton mostly knows the decoder's state already (it reads escapes and
-      // UTF-8 sequences whole): then it is its own product with the decoder.
-      std::shared_ptr<const ByteDfaSpec> decoded =
-          JsonDecoderDetermined(dfa) ? content : cache.Find("decoded " + words);
+      // UTF-8 sequences whole): then it is its own product with the decoder. Either way the
+      // answer is kept, so a repeated pattern is checked once.
+      std::shared_ptr<const ByteDfaSpec> decoded = cache.Find("decoded " + words);
       if (!decoded) {
-        decoded =
-            std::make_shared<const ByteDfaSpec>(TrimAndMinimize(IntersectJsonLength(dfa, 0, -1, kMaxDecodedStates)));
+        decoded = JsonDecoderDetermined(dfa) ? content
+                                             : std::make_shared<const ByteDfaSpec>(
+                                                   TrimAndMinimize(IntersectJsonLength(dfa, 0, -1, kMaxDecodedStates)));
         cache.Insert("decoded " + words, decoded);
       }
       const RuleId rule = NewRule("string_chars");

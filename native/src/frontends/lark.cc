@@ -701,10 +701,7 @@ ExprId LarkConverter::CompileSubstrings(const Node& node, Scope scope) {
 ExprId LarkConverter::CompileNestedLark(const Node& node, Scope scope) {
   // Each level is a parser and a converter on the stack: bounded like expression nesting.
   static thread_local int depth = 0;
-  struct Level {
-    Level() { ++depth; }
-    ~Level() { --depth; }
-  } level;
+  const ScopedDepth level(&depth);
   if (depth > kMaxNestedLarkDepth)
     throw Error(ErrorKind::kLimitExceeded, lark::LarkWhere(lark::LineColumn(SourceOf(scope), node.offset)) +
                                                ": %lark grammars nested deeper than " +

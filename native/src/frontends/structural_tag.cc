@@ -209,11 +209,7 @@ class Lowering {
   // format is the last thing before them: unbounded text inside stops at (and consumes) the
   // first end string, and *consumed_end says so.
   ExprId Lower(const JsonValue& f, const std::string& path, const std::vector<std::string>& ends, bool* consumed_end) {
-    struct Level {
-      int* n;
-      explicit Level(int* c) : n(c) { ++*n; }
-      ~Level() { --*n; }
-    } level(&format_depth_);
+    const ScopedDepth level(&format_depth_);
     if (format_depth_ > CappedNestingDepth(kMaxFormatNestingDepth)) {
       throw Error(ErrorKind::kLimitExceeded,
                   path + ": formats nested deeper than " + std::to_string(CappedNestingDepth(kMaxFormatNestingDepth)) +

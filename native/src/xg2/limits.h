@@ -27,6 +27,18 @@ int MaxNestingDepth();
 int CappedNestingDepth(int cap);
 void SetMaxNestingDepth(int depth);  // Error(kInvalidArgument) unless 1 <= depth <= kMaxNestingDepthLimit
 
+// One more level of a recursive walk while in scope (*depth counts them).
+class ScopedDepth {
+ public:
+  explicit ScopedDepth(int* depth) : depth_(depth) { ++*depth_; }
+  ~ScopedDepth() { --*depth_; }
+  ScopedDepth(const ScopedDepth&) = delete;
+  ScopedDepth& operator=(const ScopedDepth&) = delete;
+
+ private:
+  int* depth_;
+};
+
 // " (limit max_nesting_depth=N, see xg2_jax.set_limits)": the tail of a depth error.
 std::string NestingLimitNote();
 
