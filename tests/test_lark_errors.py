@@ -40,8 +40,8 @@ TEXT = r"TEXT: /(\n|.)*/"
     ('start: "\\x4"', 1, 9, "invalid string literal"),
     ('start: "\u00c4"i', 1, 8, "case-insensitive string literals currently support ASCII characters only"),
     ("start: /[abc/", 1, 8, "failed to compile regular expression /[abc/: unterminated character class"),
-    ("start: /[]a]/", 1, 8, "failed to compile regular expression /[]a]/ at character 1: Empty character class []"),
-    ("start: /[^]/", 1, 8, "failed to compile regular expression /[^]/ at character 1: Empty character class [^]"),
+    ("start: /[]a]/", 1, 8, "failed to compile regular expression /[]a]/ at character 1: Empty character class is not"),
+    ("start: /[^]/", 1, 8, "failed to compile regular expression /[^]/ at character 1: Empty character class is not"),
     ("start: <bad token>", 1, 8, "invalid special token"),
     ("start: @", 1, 8, "empty grammar reference"),
     # directives and JSON values
@@ -144,19 +144,36 @@ def test_lark_constructs_kept(grammar):
     xg.Grammar.from_lark(grammar)
 
 
-@pytest.mark.parametrize("ebnf, line, column, phrase", [
-    ('root ::= Regex("[]")', 1, 10, "in Regex pattern at character 1: Empty character class []"),
-    ('root ::= Regex("[^]")', 1, 10, "in Regex pattern at character 1: Empty character class [^]"),
-    ('root ::= Regex("\\\\u{110000}")', 1, 10, "beyond the Unicode range"),
-    ('root ::= Regex("\\\\x4")', 1, 10, "must be followed by two hexadecimal digits"),
-    ('root ::= Regex("(?<n>a)\\\\k<n>")', 1, 10, "Backreferences are not supported: named backreference"),
+@pytest.mark.parametrize("ebnf, line, column, rule, phrase", [
+    ('root ::= Regex("[]")', 1, 10, "root", "in Regex pattern at character 1: Empty character class is not allowed"),
+    ('root ::= Regex("[^]")', 1, 10, "root", "in Regex pattern at character 1: Empty character class is not allowed"),
+    ('root ::= Regex("\\\\u{110000}")', 1, 10, "root", "beyond the Unicode range"),
+    ('root ::= Regex("\\\\x4")', 1, 10, "root", "must be followed by two hexadecimal digits"),
+    ('root ::= Regex("a(")', 1, 10, "root", "The parenthesis is not closed"),
+    ('root ::= Regex("(?<n>a)\\\\k<n>")', 1, 10, "root", "Backreferences are not supported: named backreference"),
+    ('root ::= "<" body ">"\nbody ::= "x" Regex("+a", json_string=true)', 2, 14, "body", "nothing to repeat"),
+    ('root ::= "<" (body | "y") ">"\nbody ::= Regex("a\x00")', 2, 10, "body", "must not contain null characters"),
 ])
-def test_ebnf_macro_errors(ebnf, line, column, phrase):
-    with pytest.raises(xg.GrammarSyntaxError) as info:
-        xg.Grammar.from_ebnf(ebnf)
-    message = str(info.value)
-    assert message.startswith(f"EBNF parser error at line {line}, column {column}: "), message
-    assert phrase in message, message
+def test_ebnf_macro_errors_are_raised_by_the_compile(ebnf, line, column, rule, phrase):
+    # As xgrammar: the grammar reads, prints, combines and serializes; compiling it raises the
+    # pattern's error at the macro's place, whatever path the grammar took.
+    grammar = xg.Grammar.from_ebnf(ebnf)
+    printed = xg.Grammar.from_ebnf(str(grammar))
+    assert str(printed) == str(grammar)
+    compiler = xg.GrammarCompiler(xg.TokenizerInfo(["a", "x"]), cache_enabled=False)
+    for form, rule_name in [(grammar, rule), (printed, rule),
+                            (xg.Grammar.deserialize_json(grammar.serialize_json()), rule),
+                            (xg.Grammar.union(xg.Grammar.from_ebnf('root ::= "q"'), grammar), "g1_" + rule)]:
+        with pytest.raises(xg.GrammarSyntaxError) as info:
+            compiler.compile_grammar(form)
+        message = str(info.value)
+        assert message.startswith(f"Failed to build the automaton for rule {rule_name}: EBNF parser error at line "
+                                  f"{line}, column {column}: "), message
+        assert phrase in message, message
+        if form is grammar:
+            assert (info.value.line, info.value.column) == (line, column)
+        # The compiler is unharmed: a valid grammar compiles after the refusal.
+        assert compiler.compile_grammar('root ::= "a"') is not None
 
 
 def test_tag_dispatch_excludes_take_precedence_over_triggers():
@@ -172,8 +189,13 @@ def test_tag_dispatch_excludes_take_precedence_over_triggers():
 
 
 def test_ecmascript_readers_keep_empty_classes():
-    # from_regex reads ECMAScript: [] matches nothing, [^] any character.
-    compiled = xg.GrammarCompiler(xg.TokenizerInfo([]), cache_enabled=False).compile_grammar(
-        xg.Grammar.from_regex("[^]x|[]y"))
+    # JSON Schema patterns are ECMAScript: [] matches nothing, [^] any character. (from_regex,
+    # Lark and Regex() read Python's spellings and refuse both.)
+    compiled = xg.GrammarCompiler(xg.TokenizerInfo([]), cache_enabled=False).compile_json_schema(
+        {"type": "string", "pattern": "^([^]x|[]y)$"}, any_whitespace=False)
     matcher = xg.GrammarMatcher(compiled)
-    assert matcher.accept_string("\nx") and matcher.is_completed()
+    assert matcher.accept_string('"\\nx"') and matcher.is_completed()
+    matcher = xg.GrammarMatcher(compiled)
+    assert not matcher.accept_string('"y"')
+    with pytest.raises(xg.GrammarSyntaxError, match="Empty character class is not allowed"):
+        xg.Grammar.from_regex("[^]x|[]y")

@@ -120,8 +120,8 @@ _COMPILED: dict = {}
 def compiled_for(compiler, pattern: str, search: bool = False):
     key = (pattern, search)
     if key not in _COMPILED:
-        grammar = xg.Grammar(_core.grammar_from_regex(pattern, search)) if search else \
-            xg.Grammar.from_regex(pattern)
+        # The ECMAScript reader of JSON Schema patterns (from_regex reads Python's spellings).
+        grammar = xg.Grammar(_core.grammar_from_regex(pattern, search))
         _COMPILED[key] = compiler.compile_grammar(grammar)
     return _COMPILED[key]
 
@@ -319,6 +319,40 @@ def test_syntax_errors(pattern, column, needle):
     assert info.value.column == column
     assert info.value.line == 1
     assert needle in str(info.value)
+
+
+@pytest.mark.parametrize("pattern,column,needle", [
+    ("a{,3}", 2, "Python reads it as {0,n}"),
+    ("(a|b){,12}c", 6, "Invalid repetition range"),
+    ("[]", 1, "Empty character class is not allowed in regex."),
+    ("a[^]", 2, "Empty character class is not allowed in regex."),
+    ("\x00", 1, "The regex must not contain null characters."),
+    ("[0-9]+\x00", 7, "The regex must not contain null characters."),
+])
+def test_python_spellings_are_refused_where_readings_differ(pattern, column, needle):
+    # from_regex reads as xgrammar (Python's re) does: a spelling ECMAScript reads otherwise is
+    # refused, never read one way; the ECMAScript reader of JSON Schema patterns keeps them.
+    with pytest.raises(xg.GrammarSyntaxError) as info:
+        xg.Grammar.from_regex(pattern)
+    assert (info.value.line, info.value.column) == (1, column)
+    assert needle in str(info.value)
+    xg.Grammar(_core.grammar_from_regex(pattern))
+
+
+@pytest.mark.parametrize("pattern,strings", [
+    (r"\a\e+", {"\x07\x1b": True, "\x07\x1b\x1b": True, "ae": False, "\x07": False}),
+    (r"[\a\e]", {"\x07": True, "\x1b": True, "a": False, "e": False}),
+    ("a{,}", {"a{,}": True, "a": False}),
+    ("a{0,3}", {"": True, "aaa": True, "aaaa": False}),
+])
+def test_python_escapes_and_literal_braces(compiler, pattern, strings):
+    # \a and \e are BEL and ESC (PCRE, xgrammar); a brace that is no quantifier is text.
+    compiled = compiler.compile_grammar(xg.Grammar.from_regex(pattern))
+    for text, expected in strings.items():
+        matcher = xg.GrammarMatcher(compiled)
+        assert (matcher.accept_string(text) and matcher.is_completed()) == expected, text
+    with pytest.raises(xg.GrammarSyntaxError, match="invalid escape"):
+        xg.Grammar(_core.grammar_from_regex(r"\a"))  # ECMAScript reads the letter: refused
 
 
 def test_anchored_patterns_stay_bounded():

@@ -190,9 +190,9 @@ class GrammarMatcher:
     @property
     def stop_token_ids(self) -> list[int]: ...
 
-def grammar_from_regex(pattern: str, search_semantics: bool = False) -> Grammar:
+def grammar_from_regex(pattern: str, search_semantics: bool = False, python_dialect: bool = False) -> Grammar:
     """
-    A grammar whose root rule matches the strings of an ECMAScript regex (the whole string unless search_semantics, where unanchored ends match any text).
+    A grammar whose root rule matches the strings of an ECMAScript regex (the whole string unless search_semantics, where unanchored ends match any text); python_dialect refuses the spellings Python's re reads otherwise and reads \\a \\e as BEL and ESC, as xgrammar.
     """
 
 def grammar_from_lark(text: str, tokenizer: TokenizerInfo | None = None, names: Sequence[str] = [], grammars: Sequence[Grammar] = []) -> Grammar:

@@ -157,7 +157,9 @@ class Grammar:
         \\u{H...} \\cX`` and escaped metacharacters), groups ``( )``, ``(?: )``,
         ``(?<name> )``, alternation ``|``, quantifiers ``* + ? {n} {n,} {n,m}`` and their lazy
         forms, and ``^`` / ``$`` at the start / end of the pattern or of a top-level
-        alternative.
+        alternative. Where Python's ``re`` reads a spelling otherwise, it is read as xgrammar
+        reads it: ``\\a`` and ``\\e`` are BEL and ESC, and ``[]``, ``[^]``, ``a{,3}`` and a NUL
+        character are refused.
 
         Args:
             pattern: the regular expression.
@@ -166,8 +168,8 @@ class Grammar:
             A grammar whose root rule matches the strings ``pattern`` matches in full.
 
         Raises:
-            GrammarSyntaxError: malformed or unsupported syntax (backreferences, lookaround,
-                ``\\b``, ``\\p{...}``, anchors elsewhere); ``.column`` is the 1-based
+            GrammarSyntaxError: malformed, unsupported or ambiguous syntax (backreferences,
+                lookaround, ``\\b``, ``\\p{...}``, the spellings above); ``.column`` is the 1-based
                 character position of the construct.
             LimitExceededError: a repetition bound above 100000 or groups nested deeper
                 than the nesting limit (:func:`xg2_jax.set_limits`, 10000 by default).
@@ -178,7 +180,7 @@ class Grammar:
             <BLANKLINE>
         """
         _check_utf8(pattern)
-        return cls(_core.grammar_from_regex(pattern))
+        return cls(_core.grammar_from_regex(pattern, python_dialect=True))
 
     @classmethod
     def from_lark(cls, lark_string: str, *, tokenizer_info: Any = None,

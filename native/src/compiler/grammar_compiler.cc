@@ -193,6 +193,7 @@ std::shared_ptr<CompiledGrammar> GrammarCompiler::CompileOnDeepStack(const Gramm
     limits.deadline =
         std::chrono::steady_clock::now() + std::chrono::microseconds(static_cast<int64_t>(options.time_limit_s * 1e6));
   }
+  ThrowIfUnbuilt(grammar);
   const int64_t max_token_id = MaxNamedTokenId(grammar);
   if (max_token_id >= tokenizer_->vocab_size()) {
     throw Error(ErrorKind::kGrammarSemantic, "the grammar names token id " + std::to_string(max_token_id) +

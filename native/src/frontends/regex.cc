@@ -117,7 +117,13 @@ class RegexParser {
       throw SyntaxError("invalid UTF-8 in regex pattern", 1, static_cast<int>(prefix.size()) + 1);
     }
     cps_ = DecodeUtf8(pattern);
+    if (options_.python_dialect) RefuseNul();
     inner_anchors_ = HasInnerAnchors(std::u32string(cps_.begin(), cps_.end()));
+  }
+
+  void RefuseNul() const {
+    auto nul = std::find(cps_.begin(), cps_.end(), 0u);
+    if (nul != cps_.end()) Fail("The regex must not contain null characters.", static_cast<size_t>(nul - cps_.begin()));
   }
 
   ExprId Parse() {
@@ -311,10 +317,22 @@ class RegexParser {
       *literal = e.cp;
       return kNoExpr;
     }
+    if (c == '{' && options_.python_dialect) RefuseOpenLowerBound();
     ++pos_;
     *is_literal = true;
     *literal = c;
     return kNoExpr;
+  }
+
+  // `{,n}` at pos_: Python's `re` reads {0,n}, ECMAScript the literal text.
+  void RefuseOpenLowerBound() const {
+    size_t i = pos_ + 1;
+    if (Peek(1) != ',') return;
+    while (++i < cps_.size() && IsDigit(cps_[i])) {
+    }
+    if (i > pos_ + 2 && i < cps_.size() && cps_[i] == '}') {
+      Fail("Invalid repetition range {,n}: Python reads it as {0,n}, JavaScript as literal text (write {0,n})", pos_);
+    }
   }
 
   // The anchored parse (HasInnerAnchors): terms compose by their anchors' assertions.
@@ -492,10 +510,8 @@ class RegexParser {
       ++pos_;
     }
     if (Peek() == ']' && options_.python_dialect) {
-      Fail(std::string("Empty character class ") + (negated ? "[^]" : "[]") +
-               " is not supported: Python reads a ']' right after '[' or '[^' as a literal, JavaScript as an empty "
-               "class "
-               "(write \\] for the literal)",
+      Fail(std::string("Empty character class is not allowed in regex. Python reads the ']' of ") +
+               (negated ? "[^]" : "[]") + " as a literal, JavaScript as an empty class (write \\] for the literal)",
            at);
     }
     Ranges ranges;
@@ -622,6 +638,10 @@ class RegexParser {
       case 'r': return Char('\r');
       case 'f': return Char('\f');
       case 'v': return Char('\v');
+      case 'a':
+      case 'e':
+        if (!options_.python_dialect) break;
+        return Char(c == 'a' ? 0x07 : 0x1B);
       case 'b':
         if (in_class) return Char('\b');
         Fail("Word boundary assertion \\b is not supported", at);

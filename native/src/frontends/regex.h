@@ -24,8 +24,11 @@ struct RegexOptions {
   // ASCII letters match both cases (literals and classes; a negated class excludes both cases
   // of the letters it names). Other letters keep their case, as in xgrammar's Lark `i` flag.
   bool ascii_case_insensitive = false;
-  // Set by AdaptPythonRegex: `[]` and `[^]` are refused ("Empty character class"), since Python
-  // reads a ']' right after '[' or '[^' as a literal and ECMAScript as an empty class.
+  // The dialect of xgrammar's regex front end (Python's `re` spellings), set by AdaptPythonRegex
+  // and by Grammar.from_regex. Where ECMAScript and Python read a pattern differently, it is
+  // refused: `[]` and `[^]` (Python reads the ']' as a literal, ECMAScript an empty class) and
+  // `{,n}` (Python reads {0,n}, ECMAScript the literal text). \a and \e are BEL and ESC (PCRE and
+  // xgrammar; ECMAScript reads the letters). A NUL character is refused, as xgrammar refuses it.
   bool python_dialect = false;
 };
 

@@ -741,17 +741,31 @@ ExprId EbnfParser::ParseRegexMacro() {
     }
   }
   ++pos_;
-  pattern = AdaptPythonRegex(pattern, &options);
   try {
+    pattern = AdaptPythonRegex(pattern, &options);
     ExprId regex = RegexToExpr(&scratch_, pattern, options);
     return json_string ? WithoutJsonSpecialCharacters(regex) : regex;
   } catch (const SyntaxError& e) {
     std::string what = e.what();
     size_t colon = what.find(": ");
-    Fail("in Regex pattern at character " + std::to_string(e.column()) + ": " +
-             (colon == std::string::npos ? what : what.substr(colon + 2)),
-         open);
+    return UnbuiltRegex(open, "in Regex pattern at character " + std::to_string(e.column()) + ": " +
+                                  (colon == std::string::npos ? what : what.substr(colon + 2)));
   }
+}
+
+// A pattern that does not compile is reported when the grammar is compiled, as xgrammar
+// reports it (the grammar reads, prints and combines; GrammarCompiler refuses it): a stand-in
+// automaton that keeps the macro's text and the error.
+ExprId EbnfParser::UnbuiltRegex(size_t open, const std::string& message) {
+  std::pair<int, int> lc = LineColumn(open);
+  auto spec = std::make_shared<ByteDfaSpec>();
+  spec->is_final = {0};
+  spec->edges = {{}};
+  spec->unbuilt_source = text_.substr(open, pos_ - open);
+  spec->unbuilt_error = SyntaxError("EBNF parser", message, lc.first, lc.second).what();
+  spec->unbuilt_line = lc.first;
+  spec->unbuilt_column = lc.second;
+  return scratch_.AddByteDfa(std::shared_ptr<const ByteDfaSpec>(std::move(spec)));
 }
 
 // json_string=true: the strings of `regex` that hold no '"', '\\' or control character (below

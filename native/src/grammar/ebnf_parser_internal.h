@@ -66,6 +66,7 @@ class EbnfParser {
   bool NextKeywordArgument(const std::string& macro, std::string* key, size_t* at);
   ExprId ParseSubstringMacro();
   ExprId WithoutJsonSpecialCharacters(ExprId regex);
+  ExprId UnbuiltRegex(size_t open, const std::string& message);
   size_t AttributesEnd(size_t offset) const;
   RuleAttributes ParseAttributes(const std::string& rule_name);
   std::string ParseCaptureName(const std::string& key, const std::string& default_name);

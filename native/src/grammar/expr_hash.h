@@ -65,6 +65,7 @@ inline void HashExprFields(const Expr& e, H* h) {
       const ByteDfaSpec& d = *e.dfa;
       h->Add(d.is_final.size());
       h->Add((d.is_token_set ? 1u : 0u) | (d.tokens_excluded ? 2u : 0u));
+      if (d.is_unbuilt()) HashBytes(d.unbuilt_source, h);
       for (int32_t s = 0; s < d.num_states(); ++s) {
         h->Add((static_cast<uint64_t>(d.edges[s].size()) << 1) | d.is_final[s]);
         for (const auto& x : d.edges[s])

@@ -422,6 +422,42 @@ RuleId Grammar::FindRule(const std::string& name) const {
   return it == rule_index_.end() ? -1 : it->second;
 }
 
+namespace {
+
+// Whether `target` is `root` or inside it (not through rule references).
+bool ExprHolds(const Grammar& g, ExprId root, ExprId target, std::vector<uint8_t>* seen) {
+  std::vector<ExprId> stack{root};
+  while (!stack.empty()) {
+    ExprId id = stack.back();
+    stack.pop_back();
+    if (id == kNoExpr || (*seen)[id]) continue;
+    if (id == target) return true;
+    (*seen)[id] = 1;
+    for (ExprId c : g.expr(id).children) stack.push_back(c);
+  }
+  return false;
+}
+
+}  // namespace
+
+void ThrowIfUnbuilt(const Grammar& g) {
+  for (ExprId id = 0; id < g.num_exprs(); ++id) {
+    const Expr& e = g.expr(id);
+    if (e.kind != ExprKind::kByteDfa || !e.dfa->is_unbuilt()) continue;
+    std::string rule_name = g.rule(g.root()).name;
+    std::vector<uint8_t> seen(static_cast<size_t>(g.num_exprs()), 0);
+    for (RuleId r = 0; r < g.num_rules(); ++r) {
+      const Rule& rule = g.rule(r);
+      if (ExprHolds(g, rule.body, id, &seen) || ExprHolds(g, rule.lookahead, id, &seen)) {
+        rule_name = rule.name;
+        break;
+      }
+    }
+    throw SyntaxError::Verbatim("Failed to build the automaton for rule " + rule_name + ": " + e.dfa->unbuilt_error,
+                                e.dfa->unbuilt_line, e.dfa->unbuilt_column);
+  }
+}
+
 RuleId ImportGrammar(Grammar* dst, const Grammar& src, const std::string& prefix) {
   std::vector<RuleId> rules(src.num_rules());
   for (RuleId r = 0; r < src.num_rules(); ++r) rules[r] = dst->DeclareRule(prefix + src.rule(r).name);

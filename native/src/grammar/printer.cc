@@ -321,6 +321,10 @@ class EbnfPrinter {
       out->push_back(kHex[b >> 4]);
       out->push_back(kHex[b & 15]);
     };
+    if (d.is_unbuilt()) {  // the Regex(...) text as written: reading the print keeps its error
+      *out += d.unbuilt_source;
+      return;
+    }
     if (d.is_token_set) {  // Token(ids...) / ExcludeToken(ids...): the edges follow from the ids
       *out += d.tokens_excluded ? "ExcludeToken(" : "Token(";
       for (size_t i = 0; i < d.token_ids.size(); ++i) {

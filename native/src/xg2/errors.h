@@ -40,10 +40,16 @@ class SyntaxError : public Error {
                                              std::to_string(column) + ": " + message),
         line_(line),
         column_(column) {}
+  // The message as given (already in a front end's wording), at line:column.
+  static SyntaxError Verbatim(const std::string& message, int line, int column) {
+    return SyntaxError(message, line, column, 0);
+  }
   int line() const { return line_; }
   int column() const { return column_; }
 
  private:
+  SyntaxError(const std::string& message, int line, int column, int /*verbatim*/)
+      : Error(ErrorKind::kGrammarSyntax, message), line_(line), column_(column) {}
   int line_;
   int column_;
 };

@@ -50,10 +50,21 @@ struct ByteDfaSpec {
   bool is_token_set = false;
   bool tokens_excluded = false;
   std::vector<int32_t> token_ids;
+  // Set on the stand-in for an EBNF `Regex(...)` whose pattern does not compile: xgrammar
+  // reads such a grammar and reports the pattern when the grammar is compiled, so the stand-in
+  // (one state, no final) is kept until then. `unbuilt_source` is the macro's text (what the
+  // printer shows, so the error survives a print and parse), `unbuilt_error` the reader's
+  // message at (unbuilt_line, unbuilt_column). GrammarCompiler refuses any grammar holding one.
+  std::string unbuilt_source;
+  std::string unbuilt_error;
+  int32_t unbuilt_line = 0;
+  int32_t unbuilt_column = 0;
+  bool is_unbuilt() const { return !unbuilt_source.empty(); }
   int32_t num_states() const { return static_cast<int32_t>(is_final.size()); }
   bool operator==(const ByteDfaSpec& o) const {
     return is_final == o.is_final && edges == o.edges && is_token_set == o.is_token_set &&
-           tokens_excluded == o.tokens_excluded && token_ids == o.token_ids;
+           tokens_excluded == o.tokens_excluded && token_ids == o.token_ids && unbuilt_source == o.unbuilt_source &&
+           unbuilt_error == o.unbuilt_error;
   }
 };
 
@@ -303,6 +314,11 @@ class Grammar {
   std::unordered_map<std::string, int64_t> next_suffix_;
   RuleId root_ = -1;
 };
+
+// Throws the error of the first Regex(...) stand-in of `g` (ByteDfaSpec::unbuilt_source), as a
+// SyntaxError "Failed to build the automaton for rule R: <reader's message>" at its line and
+// column; does nothing for a grammar without one.
+void ThrowIfUnbuilt(const Grammar& g);
 
 // Parses the GBNF/XGrammar EBNF dialect. Throws SyntaxError (line:col) for malformed text and
 // for references to undefined rules, Error(kGrammarSemantic) for a missing root rule, and
