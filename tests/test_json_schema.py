@@ -159,6 +159,21 @@ def test_large_bounds_use_repeat(compiler):
     assert "{0,100000}" in str(g)
 
 
+@pytest.mark.parametrize("keyword,schema,pointer", [
+    ("minItems", {"type": "array", "minItems": 2**31 + 1}, "(root)"),
+    ("minLength", {"type": "object", "properties": {"a": {"type": "string", "minLength": 2**31}}}, "/properties/a"),
+    ("minProperties", {"anyOf": [{"type": "integer"}, {"type": "object", "minProperties": 2**40}]}, "/anyOf/1"),
+    ("minContains", {"type": "array", "contains": {"type": "integer"}, "minContains": 2**31}, "/minContains"),
+])
+def test_lower_bounds_past_int32_are_refused(compiler, keyword, schema, pointer):
+    # As xgrammar: no generation reaches such a count, and the parser's counts are int32. A
+    # maximum past int32 bounds nothing a generation reaches, so it is kept.
+    with pytest.raises(xg.LimitExceededError, match=f"schema at {re.escape(pointer)}: {keyword} "):
+        Grammar.from_json_schema(schema)
+    check(compiler, {"type": "array", "items": {"type": "string", "maxLength": 2**32}, "maxItems": 2**31 + 1},
+          [["a", "b"], []], [["a", 1]])
+
+
 def test_enum_const(compiler):
     check(compiler, {"enum": ["a", 1, None, {"x": [1]}, [True]]},
           ["a", 1, None, {"x": [1]}, [True]], ["b", 2, {"x": [2]}])

@@ -3,6 +3,7 @@
 #include "frontends/json_schema.h"
 
 #include <algorithm>
+#include <climits>
 
 #include "frontends/json_schema_converter.h"
 #include "grammar/productivity.h"
@@ -208,6 +209,12 @@ int64_t Converter::NonNegInt(const JsonValue& v, const std::string& ptr, const s
   if (!v.is_number() || !v.is_integer()) Invalid(ptr, kw + " must be an integer (a non-negative one)");
   if (v.as_number() < 0) Invalid(ptr, kw + " must be a non-negative integer");
   double d = v.as_number();
+  // A maximum past int32 bounds nothing a generation reaches; a minimum past it is refused, as
+  // xgrammar refuses it (the counts of the parser's repetitions are int32).
+  if (kw.compare(0, 3, "min") == 0 && d > static_cast<double>(INT32_MAX)) {
+    throw Error(ErrorKind::kLimitExceeded, "schema at " + Show(ptr) + ": " + kw + " " + v.number_literal() +
+                                               " is above the largest supported lower bound, 2147483647");
+  }
   return d > 4e18 ? int64_t(4e18) : static_cast<int64_t>(d);
 }
 

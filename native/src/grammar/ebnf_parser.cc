@@ -370,11 +370,17 @@ ExprId EbnfParser::ParseLookahead() {
   size_t open = pos_;
   pos_ = SkipSpaceFrom(pos_ + 1) + 1;  // past "(" and "="
   EnterNesting(open);
+  in_lookahead_ = true;
   ExprId inner = ParseChoice();
+  in_lookahead_ = false;
   SkipSpace();
   if (Peek() != ')') {
     if (LookaheadStartsAt(pos_)) Fail("lookahead assertions cannot be nested", pos_);
     Fail("unbalanced '(': missing ')' of lookahead assertion", open);
+  }
+  // As xgrammar: a lookahead is one sequence (it is a hint of what follows, see Rule).
+  if (scratch_.expr(inner).kind == ExprKind::kChoice) {
+    Fail("Choices in lookahead assertion are not supported yet: write one sequence", open);
   }
   ++pos_;
   --depth_;
@@ -781,6 +787,7 @@ ExprId EbnfParser::WithoutJsonSpecialCharacters(ExprId regex) {
 
 // Substring("chunk", ...): any run of consecutive chunks, the empty one included.
 ExprId EbnfParser::ParseSubstringMacro() {
+  if (in_lookahead_) Fail("Substring should not be in lookahead assertion", pos_);
   pos_ += std::string("Substring(").size();
   std::vector<std::string> chunks;
   for (;;) {

@@ -95,6 +95,7 @@ class EbnfParser {
   const std::string& text_;
   size_t pos_ = 0;
   int depth_ = 0;
+  bool in_lookahead_ = false;  // parsing a rule's lookahead assertion
   Grammar scratch_;
   std::vector<size_t> first_reference_;  // per scratch rule: offset of first reference
   // Per scratch rule: where an undefined first reference is reported (the TagDispatch
