@@ -133,15 +133,39 @@ def test_lark_dispatch_errors(grammar, tokenizer, line, column, phrase):
     assert str(info.value).startswith(f"Lark error at line {line}, column {column}: {phrase}"), str(info.value)
 
 
-@pytest.mark.parametrize("grammar", [
-    # Decided to keep: a priority picks among parses (the language stays), a standalone lazy
-    # regex ends at its first match, a stop/suffix body of non-recursive rules is regular.
-    'start.2: "a"',
-    "start: head\nhead[lazy]: /(\\n|.)*END/",
-    'start: r\nr[suffix="!"]: sub\nsub: /[a-z]*/',
+@pytest.mark.parametrize("grammar, line, column, phrase", [
+    # Refused as xgrammar refuses them: a priority picks among tokenizations, which a mask
+    # cannot follow; a lazy, stop= or suffix= body is a terminal's; a standalone lazy regex
+    # with a trigger suffix is a dispatch head's form.
+    ('start.2: "a"', 1, 6, "rule and terminal priorities are not supported"),
+    ('start: X\nX.-1: "a"', 2, 2, "rule and terminal priorities are not supported"),
+    ("start: head\nhead[lazy]: /(\\n|.)*END/", 2, 1,
+     "lazy regex suffix is only supported on a head used by dynamic dispatch"),
+    ('start: r\nr[suffix="!"]: sub\nsub: /[a-z]*/', 2, 16, "terminal cannot reference rule 'sub'"),
+    ('start: r\nr[stop="!"]: "<" sub\nsub: /[a-z]*/', 2, 18, "terminal cannot reference rule 'sub'"),
+    ('start: "<" r ">"\nr[lazy]: "a" x | "b"\nx: "c"', 2, 14, "terminal cannot reference rule 'x'"),
 ])
-def test_lark_constructs_kept(grammar):
-    xg.Grammar.from_lark(grammar)
+def test_lark_refusals_as_xgrammar(grammar, line, column, phrase):
+    with pytest.raises(xg.GrammarSyntaxError) as info:
+        xg.Grammar.from_lark(grammar)
+    assert str(info.value).startswith(f"Lark error at line {line}, column {column}: {phrase}"), str(info.value)
+
+
+@pytest.mark.parametrize("grammar, accepted, rejected", [
+    # The same attributes over terminals, and a lazy regex head inside its dispatch.
+    ('start: r\nr[suffix="!"]: SUB\nSUB: /[a-z]*/', ["ab!", "!"], ["ab", "a!!"]),
+    ('start: r\nr[stop="!"]: "<" SUB\nSUB: /[a-z]*/', ["<a!"], ["a!"]),
+    ('start: "<" r ">"\nr[lazy]: "a" X | "b"\nX: "c"', ["<ac>", "<b>"], ["<a>"]),
+    ('start: r "z"\nr[lazy, max_tokens=8]: sub "x"\nsub: /[a-z]*/', ["abxz"], ["abz"]),
+    ('start: tool* tail\ntail: TEXT\nhead[lazy]: /(\\n|.)*<call>/\ntool: head /[0-9]+/ "</call>"\nTEXT: /(\\n|.)*/',
+     ["x<call>12</call>y", "free text"], ["<call>x</call>", "x<call>12"]),
+])
+def test_lark_terminal_bodies_kept(grammar, accepted, rejected):
+    compiled = xg.GrammarCompiler(xg.TokenizerInfo([]), cache_enabled=False).compile_grammar(
+        xg.Grammar.from_lark(grammar))
+    for text in accepted + rejected:
+        matcher = xg.GrammarMatcher(compiled)
+        assert (matcher.accept_string(text) and matcher.is_completed()) == (text in accepted), text
 
 
 @pytest.mark.parametrize("ebnf, line, column, rule, phrase", [

@@ -215,11 +215,11 @@ void TestStructure() {
     CHECK(g.expr(g.rule(1).body).kind == ExprKind::kEmpty);
   }
   // Lookahead assertion at the end of a rule body.
-  if (TryParse("root ::= a \"b\"\na ::= \"x\" | \"y\" (= \"b\" | [c])", &g)) {
+  if (TryParse("root ::= a \"b\"\na ::= \"x\" | \"y\" (= \"b\" [c])", &g)) {
     RuleId a = g.FindRule("a");
     CHECK(g.expr(g.rule(a).body).kind == ExprKind::kChoice);
     CHECK(g.rule(a).lookahead != kNoExpr);
-    CHECK(g.expr(g.rule(a).lookahead).kind == ExprKind::kChoice);
+    CHECK(g.expr(g.rule(a).lookahead).kind == ExprKind::kSequence);
     CHECK_EQ(g.rule(g.root()).lookahead, kNoExpr);
   }
   // A different root rule name.
@@ -259,7 +259,7 @@ void TestRoundTrip() {
       "root ::= (\"a\"*)+ (\"b\"?)? ((\"c\"))",
       "root ::= \"\\n\\r\\t\\\\\\\"'\\x00\\x7f\\u00ad\\u2028\\U0001F600 \xC3\xA9\xE4\xB8\xAD\"",
       "root ::= [\\]\\-\\^\\\\a-z\\x00-\\x1f\xC3\xA9\\uD800-\\uDFFF] [^^] [\\^a] [^] [] [ab] [+-]",
-      "root ::= a\na ::= \"x\" (= \"y\" | [0-9])\nb ::= a* (= a)",
+      "root ::= a\na ::= \"x\" (= (\"y\" | [0-9]) \"z\")\nb ::= a* (= a)",
       "root ::= \"a\" | \"\" | \"b\"\ne ::= ()\n",
       "main ::= \"m\"\nroot ::= main main",
       "root ::= '\\'' \"'\" \"\\\"\" [\"'] [\\[\\]]",

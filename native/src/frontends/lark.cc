@@ -155,6 +155,14 @@ class LarkConverter {
     return e.definition == nullptr || e.definition->is_terminal || e.definition->lazy || e.definition->max_chars >= 0 ||
            e.definition->temperature >= 0.0f;
   }
+  // A lazy, stop= or suffix= rule without a budget: as in xgrammar, its body is a terminal's
+  // (it names no rule), so its committed-shortest match is one automaton's.
+  static bool IsMatchedAsTerminal(const Definition* def) {
+    return def != nullptr && !def->is_terminal && def->lazy && def->max_tokens < 0 && def->max_chars < 0;
+  }
+  // `head[lazy]: /(\n|.)*END/` is the head of a dispatch (it names the trigger END), or refused
+  // as xgrammar refuses it.
+  void CheckDispatchHead(const Definition& def) const;
   // The body of a temperature rule when it is one subgrammar (@name, %json, %lark), else null.
   static const Node* TemperatureSubgrammar(const Definition& def);
   // Checks that a temperature rule's body is made of terminals, or is one subgrammar.
@@ -389,6 +397,18 @@ void LarkConverter::CheckTemperatureRule(const Entry& entry) {
   }
 }
 
+void LarkConverter::CheckDispatchHead(const Definition& def) const {
+  std::vector<lark::DispatchTool> tools;
+  std::vector<std::string> ignored;
+  if (lark::FindDispatchPattern(text_, user_, &tools, &ignored)) {
+    for (const lark::DispatchTool& tool : tools) {
+      if (tool.head == &def) return;
+    }
+  }
+  Fail(kUser, def.offset, "lazy regex suffix is only supported on a head used by dynamic dispatch (write " +
+                              def.name + "[lazy]: TEXT \"END\" for a rule of its own)");
+}
+
 ExprId LarkConverter::CompileBody(const Entry& entry) {
   const Definition& def = *entry.definition;
   std::vector<lark::DispatchTool> tools;
@@ -406,6 +426,7 @@ ExprId LarkConverter::CompileBody(const Entry& entry) {
       return CompileGrammarRef(*sub, entry.scope);
     }
   }
+  if (lark::IsLazyRegexSuffix(def)) CheckDispatchHead(def);
   body_of_ = &def;
   return Compile(def.body, entry.scope, IsLexeme(entry));
 }
@@ -574,6 +595,11 @@ ExprId LarkConverter::Compile(const Node& node, Scope scope, bool in_terminal) {
       return CompileNestedLark(node, scope);
     case Node::Kind::kName: {
       Entry* target = Lookup(scope, node.text, node.offset);
+      if (in_terminal && IsMatchedAsTerminal(body_of_) && !IsLexeme(*target)) {
+        Fail(scope, node.offset,
+             "terminal cannot reference rule '" + node.text + "' (the body of a lazy, stop= or suffix= rule " +
+                 "is matched like a terminal: name terminals, strings and regexes)");
+      }
       ExprId ref = g_.AddRuleRef(RuleOf(target));
       return IsLexeme(*target) ? lexeme(ref) : ref;
     }

@@ -129,6 +129,16 @@ void ConsumedRuleCheck(const std::string& text, const Definition& def) {
 
 }  // namespace
 
+bool IsLazyRegexSuffix(const Definition& def) {
+  if (!def.lazy || def.is_terminal || !def.marker_attribute.empty() || def.max_chars >= 0 || def.max_tokens >= 0 ||
+      def.body.kind != Node::Kind::kRegex) {
+    return false;
+  }
+  const size_t n = AnyTextPrefix(def.body.text, def.body.flags);
+  std::string literal;
+  return n > 0 && FixedRegexLiteral(def.body.text.substr(n), &literal);
+}
+
 bool IsAnyTextNode(const Node& node, const Document& doc) {
   Definitions defs;
   for (const Definition& d : doc.definitions) defs.emplace(d.name, &d);

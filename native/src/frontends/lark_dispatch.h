@@ -25,6 +25,10 @@ struct DispatchTool {
   std::vector<const Node*> rest;        // what follows the trigger in the tool rule's body
 };
 
+// Whether `def` is `head[lazy]: /(\n|.)*END/` (an any-text regex, then a fixed literal), the
+// form xgrammar takes only as the head of a dispatch.
+bool IsLazyRegexSuffix(const Definition& def);
+
 // Whether `node` (in `doc`) matches any text: an any-text regex, or a name whose body is one.
 bool IsAnyTextNode(const Node& node, const Document& doc);
 

@@ -227,11 +227,8 @@ void Parser::ParseDefinition(Document* doc) {
     if (def.is_terminal) Fail("attributes are only supported on rules (a terminal is matched whole)", pos_);
     ParseAttributes(&def);
   }
-  if (Peek() == '.') {  // a priority: it picks among parses, the language stays the same
-    ++pos_;
-    if (Peek() == '-') ++pos_;
-    ParseInt();
-  }
+  // A priority picks among tokenizations, which a mask cannot follow: refused, as xgrammar does.
+  if (Peek() == '.') Fail("rule and terminal priorities are not supported", pos_);
   pos_ = SkipInlineFrom(pos_);
   if (Peek() != ':') Fail("expected ':' after rule name '" + def.name + "', found " + Describe(pos_), pos_);
   ++pos_;
