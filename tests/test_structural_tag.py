@@ -170,6 +170,15 @@ def test_pydantic_names_round_trip(name):
      "format.json_schema", ""),
     ({"type": "repeat", "min": 3, "max": 2, "content": {"type": "const_string", "value": "a"}}, "format.max", ">= min"),
     ({"type": "any_text", "max_tokens": -1}, "format.max_tokens", "non-negative 32-bit integer"),
+    # As xgrammar: content that runs on without bound needs a non-empty end to stop it.
+    ({"type": "tag", "begin": "<a>", "content": {"type": "any_text"}, "end": ""}, "format.end",
+     "When the content is unlimited, at least one end string must be non-empty"),
+    ({"type": "tag", "begin": "<a>", "content": {"type": "any_text"}, "end": ["", ""]}, "format.end", "non-empty"),
+    ({"type": "triggered_tags", "triggers": ["<a"], "tags": [{"begin": "<a>", "end": "", "content": {
+        "type": "sequence", "elements": [{"type": "const_string", "value": "x"},
+                                         {"type": "repeat", "min": 0, "max": 3, "content": {"type": "star", "content": {
+                                             "type": "const_string", "value": "y"}}}]}}]},
+     "format.tags[0].end", "non-empty"),
 ])
 def test_invalid_structural_tags_name_the_path(fmt, path, reason):
     with pytest.raises(xg.StructuralTagError) as info:
@@ -177,6 +186,20 @@ def test_invalid_structural_tags_name_the_path(fmt, path, reason):
     message = str(info.value)
     assert message.startswith("Invalid structural tag error: " + path + ":"), message
     assert reason in message
+
+
+@pytest.mark.parametrize("content", [
+    {"type": "any_text", "excludes": ["</a>"]},
+    {"type": "const_string", "value": "x"},
+    {"type": "repeat", "min": 0, "max": 0, "content": {"type": "any_text"}},
+    {"type": "or", "elements": [{"type": "const_string", "value": "x"}, {"type": "any_text", "excludes": ["!"]}]},
+])
+def test_bounded_content_takes_an_empty_end(content):
+    # Content that stops by itself (or whose text excludes bound it) may end the tag with "".
+    compiled = xg.GrammarCompiler(xg.TokenizerInfo([]), cache_enabled=False).compile_structural_tag(
+        _tag({"type": "tag", "begin": "<a>", "content": content, "end": ""}))
+    matcher = xg.GrammarMatcher(compiled)
+    assert matcher.accept_string("<a>") and not matcher.accept_string("</a>!")
 
 
 def test_lark_grammar_format_reads_special_tokens_with_the_compilers_tokenizer():

@@ -261,6 +261,10 @@ def test_gemma_string_cannot_spell_the_delimiter():
     {"type": "object", "additionalProperties": True},
     {"type": "object", "patternProperties": {"^x": {"type": "string"}}, "additionalProperties": False},
     {"type": "object", "propertyNames": {"pattern": "^[a-z]+$"}},
+    # As xgrammar: propertyNames is refused even where no open key remains.
+    {"type": "object", "propertyNames": {"pattern": "^[a-z]+$"}, "additionalProperties": False},
+    {"type": "object", "properties": {"a": {"type": "string"}}, "propertyNames": {"maxLength": 3},
+     "additionalProperties": False},
 ])
 def test_minimax_m3_refuses_open_keys(schema):
     with pytest.raises(xg.StructuralTagError, match="fixed object property names"):

@@ -405,8 +405,9 @@ void LarkConverter::CheckDispatchHead(const Definition& def) const {
       if (tool.head == &def) return;
     }
   }
-  Fail(kUser, def.offset, "lazy regex suffix is only supported on a head used by dynamic dispatch (write " +
-                              def.name + "[lazy]: TEXT \"END\" for a rule of its own)");
+  Fail(kUser, def.offset,
+       "lazy regex suffix is only supported on a head used by dynamic dispatch (write " + def.name +
+           "[lazy]: TEXT \"END\" for a rule of its own)");
 }
 
 ExprId LarkConverter::CompileBody(const Entry& entry) {

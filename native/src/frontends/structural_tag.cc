@@ -494,6 +494,7 @@ class Lowering {
   // content + end (the begin is the caller's: a trigger may have consumed part of it). The
   // token-level formats inside leave out the tag's end token (end_tokens_), as xgrammar.
   ExprId TagBody(const TagParts& t) {
+    CheckEndBoundsContent(t);
     bool has_empty_end = std::find(t.ends.begin(), t.ends.end(), "") != t.ends.end();
     bool consumed = false;
     std::vector<int32_t> outer_end_tokens = std::move(end_tokens_);
@@ -502,6 +503,60 @@ class Lowering {
     end_tokens_ = std::move(outer_end_tokens);
     if (consumed) return content;
     return g_.AddSequence({content, t.end_token >= 0 ? TokenExpr(t.end_token) : EndChoice(t.ends)});
+  }
+
+  // As xgrammar's analyzer: content that can run on without bound (free text, dispatches,
+  // repetitions) needs a non-empty end string to stop it, unless excludes bound the text.
+  void CheckEndBoundsContent(const TagParts& t) {
+    if (t.end_token >= 0 || std::any_of(t.ends.begin(), t.ends.end(), [](const std::string& e) { return !e.empty(); }))
+      return;
+    if (RunsUnbounded(*t.content) && !HasExcludes(*t.content)) {
+      Fail(t.path + ".end", "When the content is unlimited, at least one end string must be non-empty");
+    }
+  }
+
+  static std::string FormatType(const JsonValue& f) {
+    const JsonValue* type = f.is_object() ? f.Find("type") : nullptr;
+    return type != nullptr && type->is_string() ? type->as_string() : "";
+  }
+
+  // (Past the nesting bound it answers false: lowering the content refuses it.)
+  static bool RunsUnbounded(const JsonValue& f, int depth = 0) {
+    if (depth > kMaxFormatNestingDepth) return false;
+    static const std::set<std::string> kUnbounded = {"any_text",
+                                                     "triggered_tags",
+                                                     "token_triggered_tags",
+                                                     "dispatch",
+                                                     "token_dispatch",
+                                                     "any_tokens",
+                                                     "tags_with_separator",
+                                                     "star",
+                                                     "plus"};
+    const std::string t = FormatType(f);
+    if (kUnbounded.count(t)) return true;
+    if (t == "sequence" || t == "or") {
+      const JsonValue* items = f.Find("elements");
+      if (items == nullptr || !items->is_array()) return false;
+      return std::any_of(items->items().begin(), items->items().end(),
+                         [&](const JsonValue& e) { return RunsUnbounded(e, depth + 1) && !HasExcludes(e); });
+    }
+    const JsonValue* content = f.is_object() ? f.Find("content") : nullptr;
+    if (t == "optional") return content != nullptr && RunsUnbounded(*content, depth + 1);
+    if (t == "repeat") {
+      const JsonValue* max = f.Find("max");
+      const double hi = max != nullptr && max->is_number() ? max->as_number() : 0;
+      return hi == -1 || (hi != 0 && content != nullptr && RunsUnbounded(*content, depth + 1));
+    }
+    return false;
+  }
+
+  static bool HasExcludes(const JsonValue& f) {
+    const std::string t = FormatType(f);
+    const char* field = t == "any_text" || t == "triggered_tags" || t == "dispatch"                 ? "excludes"
+                        : t == "token_triggered_tags" || t == "token_dispatch" || t == "any_tokens" ? "exclude_tokens"
+                                                                                                    : nullptr;
+    const JsonValue* list = field != nullptr ? f.Find(field) : nullptr;
+    return list != nullptr && list->is_array() && !list->items().empty();
   }
 
   ExprId LowerTag(const JsonValue& f, const std::string& path) {

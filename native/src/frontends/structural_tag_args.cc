@@ -358,6 +358,11 @@ ExprId StyledArgumentLowering::FreeMembers(const JsonValue& s, const ObjectKeys&
 }
 
 ExprId StyledArgumentLowering::MembersOf(const JsonValue& s, const std::string& path, ValueName name, bool root) {
+  if (WritesOnlyFixedKeys() && s.Find("propertyNames") != nullptr) {
+    Fail(path + "/propertyNames", "the " + style_ +
+                                      " style writes only fixed object property names (propertyNames constrains the "
+                                      "names the schema leaves open)");
+  }
   const ObjectKeys keys(s, path, "the " + style_ + " style");
   std::vector<Member> members = Members(s, path, keys);
   ExprId more = FreeMembers(s, keys);

@@ -84,6 +84,9 @@ class StyledArgumentLowering {
   virtual ExprId KeyText(ByteDfaSpec keys, const std::string& path) = 0;
   virtual ExprId ItemSeparator() = 0;          // between list items (kNoExpr: nothing)
   virtual ValueName ItemName() { return {}; }  // the name list items are written with
+  // Whether the style writes only the names `properties` fixes, so that a schema constraining
+  // other names (propertyNames) is refused, as xgrammar refuses it for MiniMax-M3.
+  virtual bool WritesOnlyFixedKeys() const { return false; }
   // Properties in the order the style writes them.
   virtual std::vector<std::pair<std::string, const JsonValue*>> Ordered(const JsonValue& props);
 

@@ -33,6 +33,7 @@ class MiniMaxM3ArgumentLowering : public StyledArgumentLowering {
   ExprId KeyText(ByteDfaSpec keys, const std::string& path) override;
   ExprId ItemSeparator() override;
   ValueName ItemName() override;
+  bool WritesOnlyFixedKeys() const override { return true; }
 
  private:
   std::string Close(const std::string& name) const;
