@@ -388,9 +388,14 @@ def test_nul_byte_inside_literal_is_a_byte(compiler, tok):
     assert not xg.GrammarMatcher(compiler.compile_grammar(g)).accept_string(b"ab")
 
 
-def test_nul_byte_regex_is_a_literal(compiler):
-    m = xg.GrammarMatcher(compiler.compile_grammar(xg.Grammar.from_regex("a\x00")))
-    assert m.accept_string(b"a\x00") and m.is_completed()
+def test_nul_byte_regex(compiler):
+    # from_regex refuses a NUL as xgrammar does (typed, located); a JSON Schema pattern
+    # (ECMAScript) reads it as a literal.
+    e = raises_typed(xg.GrammarSyntaxError, xg.Grammar.from_regex, "a\x00")
+    assert (e.line, e.column) == (1, 2)
+    g = xg.Grammar.from_json_schema({"type": "string", "pattern": "^a\u0000$"}, any_whitespace=False)
+    m = xg.GrammarMatcher(compiler.compile_grammar(g))
+    assert m.accept_string(b'"a\\u0000"') and m.is_completed()
 
 
 @pytest.mark.parametrize("text", ['{"type":"string"}\x00', '{"type":\x00"string"}'])
