@@ -160,6 +160,8 @@ def test_pydantic_names_round_trip(name):
     ({"type": "regex", "pattern": "(a"}, "format.pattern", ""),
     ({"type": "grammar", "grammar": "root ::= undefined_rule"}, "format.grammar",
      'Rule "undefined_rule" is not defined'),
+    ({"type": "grammar", "grammar": 'root ::= "a" Regex("a\\\\b")'}, "format.grammar",
+     "Failed to build the automaton for rule root: EBNF parser error at line 1, column 14: in Regex pattern"),
     ({"type": "grammar", "grammar": 'start: "a" (', "syntax": "lark"}, "format.grammar",
      "Lark error at line 1, column 13"),
     ({"type": "grammar", "grammar": 'root ::= "a"', "syntax": "peg"}, "format.syntax",

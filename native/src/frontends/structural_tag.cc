@@ -439,6 +439,7 @@ class Lowering {
         sub = LarkToGrammar(text, lark);
       } else {
         sub = ParseEbnf(text);
+        ThrowIfUnbuilt(sub);  // a tag is refused whole, at its path, not at the compile
       }
     } catch (const Error& e) {
       Fail(fs.At("grammar"), e.what());
