@@ -272,6 +272,34 @@ def test_pattern(compiler):
           [{"x-a": 1}], [{"x-a": "s"}, {"y": 1}])
 
 
+@pytest.mark.parametrize("counted", ["[A-Fa-f0-9]{64}", "[0-9a-f]{40}", "ab[0-9]{33,35}"])
+def test_searched_pattern_with_a_long_count_is_one_automaton(compiler, tok, counted):
+    # A counted run searched in the string is the pattern's automaton, not a counted loop the
+    # parser would start at every character: its masks equal the loop's (the same language
+    # written anchored, which keeps the loop), and the string's first mask walks no token.
+    searched = {"type": "object", "properties": {"h": {"type": "string", "pattern": counted}}}
+    anchored = {"type": "object", "properties": {"h": {"type": "string", "pattern": f"^[\\s\\S]*{counted}[\\s\\S]*$"}}}
+    assert "ByteDfa(" in str(Grammar.from_json_schema(searched))
+    assert "ByteDfa(" not in str(Grammar.from_json_schema(anchored))
+    run = {"[A-Fa-f0-9]{64}": "aB" * 32, "[0-9a-f]{40}": "0a" * 20, "ab[0-9]{33,35}": "ab" + "7" * 34}[counted]
+    valid = [{"h": run}, {"h": "x " + run + "\u00e9!"}, {"h": run + run[:3]}]
+    invalid = [{"h": run[:-3]}, {"h": run[:10] + "\"" + run[10:]}, {"h": 5}]
+    check(compiler, searched, valid, invalid)
+    bitmask = xg.allocate_token_bitmask(1, tok.vocab_size)
+    expected = xg.allocate_token_bitmask(1, tok.vocab_size)
+    for instance in valid:
+        text = json.dumps(instance).encode()
+        m = xg.GrammarMatcher(compiler.compile_json_schema(searched, lazy=True))
+        reference = xg.GrammarMatcher(compiler.compile_json_schema(anchored, lazy=True))
+        for i, t in enumerate(greedy_tokenize(tok, text)):
+            m.fill_next_token_bitmask(bitmask)
+            reference.fill_next_token_bitmask(expected)
+            assert (bitmask == expected).all(), (instance, i)
+            if i == 4:  # inside the string: decided by the automaton's entries alone
+                assert m._handle.last_fill_stats()["walk_nodes"] == 0
+            assert m.accept_token(t) and reference.accept_token(t)
+
+
 def test_property_names_and_counts(compiler):
     check(compiler, {"type": "object", "propertyNames": {"maxLength": 2}, "additionalProperties": True},
           [{"ab": 1}], [{"abc": 1}])

@@ -265,6 +265,7 @@ class Converter {
   ExprId WithoutNumbers(const Merged& m, ExprId e);
 
   ExprId PatternContent(const Ref& pat);
+  ExprId SearchedPatternAutomaton(const std::string& text, ExprId content);
   // FormatContentExpr(&g_, f) once per format and conversion (throws UnsupportedKeyword alike).
   ExprId FormatContent(const std::string& f);
 
