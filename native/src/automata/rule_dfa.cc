@@ -488,6 +488,10 @@ struct SubsetScratch {
   std::vector<uint32_t> mark;
   std::vector<uint8_t> kept;  // per NFA state: part of a DFA state's identity
   SequenceInterner sets;      // the DFA states' NFA sets
+  // Seed sets already closed, and the DFA state of each: a transition that reaches the same
+  // NFA states as an earlier one skips the closure and its sort.
+  SequenceInterner seed_sets;
+  std::vector<int32_t> seed_state;
   // Reused for every DFA state.
   std::vector<int32_t> set, bounds, seeds, closure, stack, prev_seeds;
   std::vector<NfaByteEdge> edges, active;  // the set's byte edges (by lo), those covering the interval
@@ -501,6 +505,8 @@ class SubsetConstruction {
     w_.mark.assign(nfa.num_states, 0);
     w_.kept.assign(nfa.num_states, 0);
     w_.sets.Clear();
+    w_.seed_sets.Clear();
+    w_.seed_state.clear();
     // A DFA state is identified by the NFA states of its closure that read something or
     // accept; states with only epsilon edges add nothing their closure does not.
     for (int32_t s = 0; s < nfa.num_states; ++s) {
@@ -617,6 +623,17 @@ class SubsetConstruction {
 
   // The DFA state of the closure of w_.seeds (a new one if that set is new).
   int32_t Intern(RuleDfa* dfa) {
+    std::sort(w_.seeds.begin(), w_.seeds.end());
+    w_.seeds.erase(std::unique(w_.seeds.begin(), w_.seeds.end()), w_.seeds.end());
+    bool new_seeds = false;
+    const int32_t seed_id = w_.seed_sets.Intern(w_.seeds, &new_seeds);
+    if (!new_seeds) return w_.seed_state[seed_id];
+    const int32_t id = InternClosure(dfa);
+    w_.seed_state.push_back(id);
+    return id;
+  }
+
+  int32_t InternClosure(RuleDfa* dfa) {
     Closure();
     bool inserted = false;
     // A DFA far larger than its NFA means a subset blow-up (typically an unrolled bounded
