@@ -587,6 +587,7 @@ class SubsetConstruction {
         w_.seeds.clear();
         for (; k < w_.rule_targets.size() && w_.rule_targets[k].first == rule; ++k)
           w_.seeds.push_back(w_.rule_targets[k].second);
+        w_.seeds.erase(std::unique(w_.seeds.begin(), w_.seeds.end()), w_.seeds.end());  // sorted with the pairs
         const int32_t t = Intern(&dfa);
         dfa.AddRuleEdge(rule, t);
       }
@@ -622,9 +623,8 @@ class SubsetConstruction {
   }
 
   // The DFA state of the closure of w_.seeds (a new one if that set is new).
+  // The seeds come sorted and without duplicates.
   int32_t Intern(RuleDfa* dfa) {
-    std::sort(w_.seeds.begin(), w_.seeds.end());
-    w_.seeds.erase(std::unique(w_.seeds.begin(), w_.seeds.end()), w_.seeds.end());
     bool new_seeds = false;
     const int32_t seed_id = w_.seed_sets.Intern(w_.seeds, &new_seeds);
     if (!new_seeds) return w_.seed_state[seed_id];
