@@ -524,19 +524,7 @@ class SubsetConstruction {
       w_.set.assign(w_.sets.data(i), w_.sets.data(i) + w_.sets.length(i));
       // Byte edges: split at every boundary, then sweep the elementary intervals in order,
       // keeping the edges that cover the current one (each edge covers a contiguous run).
-      w_.bounds.clear();
-      w_.edges.clear();
-      for (int32_t s : w_.set)
-        for (int32_t k = nfa_.byte_begin[s]; k < nfa_.byte_begin[s + 1]; ++k) {
-          const NfaByteEdge& e = nfa_.bytes[k];
-          w_.bounds.push_back(e.lo);
-          w_.bounds.push_back(e.hi + 1);
-          w_.edges.push_back(e);
-        }
-      std::sort(w_.bounds.begin(), w_.bounds.end());
-      w_.bounds.erase(std::unique(w_.bounds.begin(), w_.bounds.end()), w_.bounds.end());
-      std::sort(w_.edges.begin(), w_.edges.end(),
-                [](const NfaByteEdge& x, const NfaByteEdge& y) { return x.lo < y.lo; });
+      GatherByteEdges();
       prev_target_ = -1;
       w_.prev_seeds.clear();
       w_.active.clear();
@@ -597,6 +585,31 @@ class SubsetConstruction {
   }
 
  private:
+  // The byte edges of w_.set into w_.edges, ordered by lo, and their boundaries (each lo and
+  // hi + 1) into w_.bounds, sorted and unique. Bytes are few: a set of thousands of NFA states
+  // (a search pattern's `.*` over JSON content) is bucketed by byte, not sorted.
+  void GatherByteEdges() {
+    std::array<int32_t, 258> at{};  // edges per lo, then where each lo's edges start
+    std::array<uint8_t, 257> is_bound{};
+    size_t n = 0;
+    for (int32_t s : w_.set)
+      for (int32_t k = nfa_.byte_begin[s]; k < nfa_.byte_begin[s + 1]; ++k) {
+        const NfaByteEdge& e = nfa_.bytes[k];
+        ++at[e.lo + 1];
+        is_bound[e.lo] = 1;
+        is_bound[e.hi + 1] = 1;
+        ++n;
+      }
+    for (int b = 1; b < 258; ++b) at[b] += at[b - 1];
+    w_.edges.resize(n);
+    for (int32_t s : w_.set)
+      for (int32_t k = nfa_.byte_begin[s]; k < nfa_.byte_begin[s + 1]; ++k)
+        w_.edges[at[nfa_.bytes[k].lo]++] = nfa_.bytes[k];
+    w_.bounds.clear();
+    for (int b = 0; b < 257; ++b)
+      if (is_bound[b]) w_.bounds.push_back(b);
+  }
+
   // The epsilon closure of w_.seeds, sorted, into w_.closure.
   void Closure() {
     ++stamp_;
