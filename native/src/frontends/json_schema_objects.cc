@@ -20,7 +20,12 @@ ByteDfaSpec Converter::PropertyNamesDfa(const std::vector<Ref>& names) {
     NamesOnlyScope scope(this);
     keys = KeyExprFromNames(names, {});
   }
-  if (keys == kNoExpr) return ByteDfaSpec{{0}, {{}}};
+  if (keys == kNoExpr) {  // no name: one state, not final
+    ByteDfaSpec none;
+    none.is_final = {0};
+    none.edges = {{}};
+    return none;
+  }
   try {
     return ByteDfaOfExpr(g_, keys, kMaxPatternDfaStates);
   } catch (const Error& e) {
