@@ -13,12 +13,6 @@ namespace {
 ExprId Digit(Grammar* g, int lo, int hi) { return Cls(g, {{uint32_t('0' + lo), uint32_t('0' + hi)}}); }
 ExprId Digits(Grammar* g, int64_t min, int64_t max) { return g->AddRepeat(Digit(g, 0, 9), min, max); }
 
-int64_t Pow10(int n) {
-  int64_t p = 1;
-  while (n-- > 0) p *= 10;
-  return p;
-}
-
 // Digit strings without leading zeros ("0" for zero): compared, and moved by one.
 int CompareDigits(const std::string& a, const std::string& b) {
   if (a.size() != b.size()) return a.size() < b.size() ? -1 : 1;

@@ -60,7 +60,7 @@ ExprId MiniMaxM3ArgumentLowering::Array(ExprId items, ValueName name) {
 // (a nested element, so the value would read as an object), and the first marker must begin
 // the closing tag.
 ExprId MiniMaxM3ArgumentLowering::String(ValueName name) {
-  const std::string& tag = TagName(name);
+  TagName(name);           // refuses a value without a fixed tag name
   if (string_text_ < 0) {  // one rule, shared by every string
     std::vector<std::string> excludes = excludes_;
     excludes.push_back(kNamespace);

@@ -45,7 +45,7 @@ class OccurrenceGraph {
   int32_t Get(RuleId rule, int32_t origin, bool ran_out) {
     auto [it, inserted] = index_.emplace(OccurrenceKey(rule, origin), static_cast<int32_t>(nodes_.size()));
     if (inserted) {
-      nodes_.push_back(Node{rule, origin, ran_out});
+      nodes_.push_back(Node{rule, origin, ran_out, false, {}});
       pending_.push_back(it->second);
     }
     return it->second;
