@@ -61,6 +61,8 @@ def test_choice_grammar_is_vllms_text():
     ("grammar", 'start: "a"', xg.InvalidArgumentError, "lark"),  # compiles with the Lark front end
     ("grammar", 'root: "a"', xg.GrammarSyntaxError, "lark-no-start"),
     ("regex", "(unclosed", xg.GrammarError, "ebnf"),
+    # A Regex(...) that does not compile reads as xgrammar reads it; admission still refuses it.
+    ("grammar", 'root ::= "a" Regex("a\\\\b")', xg.GrammarSyntaxError, "ebnf"),
     ("json", '{"type": "strin"}', xg.GrammarError, "ebnf"),
     ("json", '{"type": "integer", "minimum": 3, "maximum": 1}', xg.GrammarError, "ebnf"),
     ("choice", "[]", xg.InvalidArgumentError, "ebnf"),
