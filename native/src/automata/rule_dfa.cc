@@ -495,6 +495,7 @@ struct SubsetScratch {
   // Reused for every DFA state.
   std::vector<int32_t> set, bounds, seeds, closure, stack, prev_seeds;
   std::vector<NfaByteEdge> edges, active;  // the set's byte edges (by lo), those covering the interval
+  std::vector<NfaByteEdge> sorted_edges;   // GatherByteEdges' buckets
   std::vector<std::pair<RuleId, int32_t>> rule_targets;
 };
 
@@ -586,26 +587,38 @@ class SubsetConstruction {
 
  private:
   // The byte edges of w_.set into w_.edges, ordered by lo, and their boundaries (each lo and
-  // hi + 1) into w_.bounds, sorted and unique. Bytes are few: a set of thousands of NFA states
-  // (a search pattern's `.*` over JSON content) is bucketed by byte, not sorted.
+  // hi + 1) into w_.bounds, sorted and unique. A set of thousands of NFA states (a search
+  // pattern's `.*` over JSON content) is bucketed by byte; a small one is sorted, which costs
+  // less than a pass over the 256 bytes.
   void GatherByteEdges() {
+    w_.edges.clear();
+    for (int32_t s : w_.set)
+      w_.edges.insert(w_.edges.end(), nfa_.bytes.begin() + nfa_.byte_begin[s],
+                      nfa_.bytes.begin() + nfa_.byte_begin[s + 1]);
+    w_.bounds.clear();
+    constexpr size_t kBucketFrom = 64;
+    if (w_.edges.size() < kBucketFrom) {
+      for (const NfaByteEdge& e : w_.edges) {
+        w_.bounds.push_back(e.lo);
+        w_.bounds.push_back(e.hi + 1);
+      }
+      std::sort(w_.bounds.begin(), w_.bounds.end());
+      w_.bounds.erase(std::unique(w_.bounds.begin(), w_.bounds.end()), w_.bounds.end());
+      std::sort(w_.edges.begin(), w_.edges.end(),
+                [](const NfaByteEdge& x, const NfaByteEdge& y) { return x.lo < y.lo; });
+      return;
+    }
     std::array<int32_t, 258> at{};  // edges per lo, then where each lo's edges start
     std::array<uint8_t, 257> is_bound{};
-    size_t n = 0;
-    for (int32_t s : w_.set)
-      for (int32_t k = nfa_.byte_begin[s]; k < nfa_.byte_begin[s + 1]; ++k) {
-        const NfaByteEdge& e = nfa_.bytes[k];
-        ++at[e.lo + 1];
-        is_bound[e.lo] = 1;
-        is_bound[e.hi + 1] = 1;
-        ++n;
-      }
+    for (const NfaByteEdge& e : w_.edges) {
+      ++at[e.lo + 1];
+      is_bound[e.lo] = 1;
+      is_bound[e.hi + 1] = 1;
+    }
     for (int b = 1; b < 258; ++b) at[b] += at[b - 1];
-    w_.edges.resize(n);
-    for (int32_t s : w_.set)
-      for (int32_t k = nfa_.byte_begin[s]; k < nfa_.byte_begin[s + 1]; ++k)
-        w_.edges[at[nfa_.bytes[k].lo]++] = nfa_.bytes[k];
-    w_.bounds.clear();
+    w_.sorted_edges.resize(w_.edges.size());
+    for (const NfaByteEdge& e : w_.edges) w_.sorted_edges[at[e.lo]++] = e;
+    w_.edges.swap(w_.sorted_edges);
     for (int b = 0; b < 257; ++b)
       if (is_bound[b]) w_.bounds.push_back(b);
   }
