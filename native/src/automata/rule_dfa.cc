@@ -923,8 +923,9 @@ struct RuleDfaScratch {
     auto bytes = [](const auto& v) { return v.capacity() * sizeof(v[0]); };
     return bytes(lists.eps) + bytes(lists.bytes) + bytes(lists.rules) + bytes(nfa.eps) + bytes(nfa.bytes) +
            bytes(nfa.rules) + bytes(nfa.eps_begin) * 3 + lists.fragments.RetainedBytes() + bytes(subsets.mark) +
-           bytes(subsets.kept) + subsets.sets.RetainedBytes() + minimize.sigs.RetainedBytes() + bytes(minimize.preds) +
-           bytes(minimize.cls) * 8;
+           bytes(subsets.kept) + subsets.sets.RetainedBytes() + subsets.seed_sets.RetainedBytes() +
+           bytes(subsets.seed_state) + bytes(subsets.edges) + bytes(subsets.sorted_edges) +
+           minimize.sigs.RetainedBytes() + bytes(minimize.preds) + bytes(minimize.cls) * 8;
   }
 };
 
