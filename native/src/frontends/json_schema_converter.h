@@ -266,6 +266,8 @@ class Converter {
 
   ExprId PatternContent(const Ref& pat);
   ExprId SearchedPatternAutomaton(const std::string& text, ExprId content);
+  std::shared_ptr<const ByteDfaSpec> ContentAutomaton(const std::vector<ExprId>& contents, const std::string& words,
+                                                      int64_t max_states);
   // FormatContentExpr(&g_, f) once per format and conversion (throws UnsupportedKeyword alike).
   ExprId FormatContent(const std::string& f);
 

@@ -57,21 +57,36 @@ ExprId Converter::PatternContent(const Ref& pat) {
 // else the counted loop stays.
 ExprId Converter::SearchedPatternAutomaton(const std::string& text, ExprId content) {
   constexpr int64_t kMaxSearchedPatternStates = 2048;
-  SchemaAutomatonCache& cache = SchemaAutomatonCache::Patterns();
-  const std::string key = "content p" + std::to_string(text.size()) + ':' + text;
-  std::shared_ptr<const ByteDfaSpec> dfa = cache.Find(key);
-  if (!dfa) {
-    try {
-      dfa = std::make_shared<const ByteDfaSpec>(TrimAndMinimize(ByteDfaOfExpr(g_, content, kMaxSearchedPatternStates)));
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::kLimitExceeded) throw;
-      return content;
-    }
-    cache.Insert(key, dfa);
+  std::shared_ptr<const ByteDfaSpec> dfa;
+  try {
+    dfa = ContentAutomaton({content}, "p" + std::to_string(text.size()) + ':' + text, kMaxSearchedPatternStates);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::kLimitExceeded) throw;
+    return content;
   }
   // (A length-bounded schema may have kept a larger one under the same key.)
   if (dfa->num_states() > kMaxSearchedPatternStates) return content;
   return g_.AddByteDfa(dfa);
+}
+
+// The automaton of `contents` together (patterns and formats over JSON content), spelled
+// `words`, from the process-wide cache or built (Error(kLimitExceeded) past max_states).
+std::shared_ptr<const ByteDfaSpec> Converter::ContentAutomaton(const std::vector<ExprId>& contents,
+                                                               const std::string& words, int64_t max_states) {
+  SchemaAutomatonCache& cache = SchemaAutomatonCache::Patterns();
+  std::shared_ptr<const ByteDfaSpec> content = cache.Find("content " + words);
+  if (content) return content;
+  std::vector<ByteDfaSpec> parts;
+  for (ExprId c : contents) parts.push_back(TrimAndMinimize(ByteDfaOfExpr(g_, c, max_states)));
+  ByteDfaSpec built = std::move(parts[0]);
+  parts.erase(parts.begin());
+  if (!parts.empty()) {
+    const uint64_t all = (uint64_t{1} << parts.size()) - 1;
+    built = TrimAndMinimize(SelectByParts(ProductWithParts(built, parts, max_states), all, all));
+  }
+  content = std::make_shared<const ByteDfaSpec>(std::move(built));
+  cache.Insert("content " + words, content);
+  return content;
 }
 
 ExprId Converter::FormatContent(const std::string& f) {
@@ -153,19 +168,7 @@ ExprId Converter::LowerLengthBounded(const std::vector<ExprId>& contents, const 
   SchemaAutomatonCache& cache = SchemaAutomatonCache::Patterns();
   try {
     // The automaton of the patterns and formats together, whatever the bounds.
-    std::shared_ptr<const ByteDfaSpec> content = cache.Find("content " + words);
-    if (!content) {
-      std::vector<ByteDfaSpec> parts;
-      for (ExprId c : contents) parts.push_back(TrimAndMinimize(ByteDfaOfExpr(g_, c, kMaxPatternDfaStates)));
-      ByteDfaSpec built = std::move(parts[0]);
-      parts.erase(parts.begin());
-      if (!parts.empty()) {
-        const uint64_t all = (uint64_t{1} << parts.size()) - 1;
-        built = TrimAndMinimize(SelectByParts(ProductWithParts(built, parts, kMaxPatternDfaStates), all, all));
-      }
-      content = std::make_shared<const ByteDfaSpec>(std::move(built));
-      cache.Insert("content " + words, content);
-    }
+    std::shared_ptr<const ByteDfaSpec> content = ContentAutomaton(contents, words, kMaxPatternDfaStates);
     const ByteDfaSpec& dfa = *content;
     if (min_len == 0 && max_len < 0) return g_.AddByteDfa(content);
     // A trailing loop over characters (the [a-z]* of "^x[a-z]*$") entered at few counts
